@@ -1,0 +1,276 @@
+/*
+ * base.h: the pieces every kforge module shares — error codes, the operational log,
+ * bounded buffers, time, hashing, durable file writes, the trajectory log, child
+ * spawning and the resolved experiment configuration.
+ *
+ * Lifecycle: nothing here keeps global state except the log prefix/destination
+ * (kb_log_init) and the crash-point name read from KFORGE_CRASHPOINT.
+ * Ownership: functions borrow their inputs; buffers and strings they return belong
+ * to the caller (free with free(), kb_buf_clear() or the matching _clear()).
+ * Processes: everything here is safe in the supervisor, a worker, or a CLI command.
+ */
+#ifndef KFORGE_BASE_H
+#define KFORGE_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+/* ---------------------------------------------------------------- errors */
+
+/* One list of error codes; the second column says whether retrying may help. */
+#define KB_ERRORS(X)                                                            \
+	X(NOMEM,      TRANSIENT, "out of memory")                               \
+	X(SYS,        TRANSIENT, "system call failed")                          \
+	X(TIMEDOUT,   TRANSIENT, "deadline exceeded")                           \
+	X(AGAIN,      TRANSIENT, "resource busy, try again")                    \
+	X(LLM_HTTP,   TRANSIENT, "LLM endpoint error")                          \
+	X(LLM_REPLY,  TRANSIENT, "LLM reply could not be understood")           \
+	X(LLM_AUTH,   PERMANENT, "LLM endpoint refused the credentials")        \
+	X(LLM_REQUEST,PERMANENT, "LLM endpoint rejected the request")           \
+	X(TOOBIG,     PERMANENT, "input exceeds its size cap")                  \
+	X(CONFIG,     PERMANENT, "invalid configuration")                       \
+	X(CORRUPT,    PERMANENT, "corrupt record")                              \
+	X(NOENT,      PERMANENT, "not found")                                   \
+	X(EXEC,       PERMANENT, "cannot execute program")                      \
+	X(INVAL,      PERMANENT, "invalid argument")                            \
+	X(NOSPC,      PERMANENT, "no space left on device")                     \
+	X(STOPPED,    PERMANENT, "stop requested")                              \
+	X(NOPYTHON,   PERMANENT, "no Python interpreter that imports torch")    \
+	X(BUG,        PERMANENT, "internal error")
+
+#define KB_ENUM_(name, cls, msg) KB_E##name,
+enum kb_err { KB_OK, KB_ERRORS(KB_ENUM_) KB_E_MAX };
+#undef KB_ENUM_
+
+const char *kb_strerror(int err);	/* accepts err or -err */
+bool	kb_err_transient(int err);	/* accepts err or -err */
+int	kb_errno_to_err(int errnum);	/* ENOSPC -> KB_ENOSPC, ENOENT -> KB_ENOENT, else KB_ESYS */
+
+/* Worker exit codes: the supervisor's restart policy reads them. */
+enum {
+	KB_EXIT_DONE = 0,	/* task reached DONE or FAILED; never restart */
+	KB_EXIT_TEMPFAIL = 75,	/* transient: restart and resume */
+	KB_EXIT_CONFIG = 78,	/* permanent: never restart */
+};
+
+/* ------------------------------------------------------------------ log */
+
+enum kb_log_level { KB_LOG_DEBUG, KB_LOG_INFO, KB_LOG_WARN };
+
+/* prefix appears in brackets on every line, e.g. "sup" or "task L1_19_ReLU_s0". fd is
+ * where lines go (stderr in the foreground, supervisor.log when detached). */
+void	kb_log_init(const char *prefix, int fd);
+void	kb_log_set_level(enum kb_log_level level);
+void	log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));	/* appends strerror(errno) */
+
+/* Crash-point hook for fault-injection tests: when KFORGE_CRASHPOINT equals name,
+ * the process _exit()s with status 99 (or is SIGKILLed with KFORGE_CRASHSIGNAL=9). */
+void	kb_crashpoint(const char *name);
+
+/* --------------------------------------------------------------- buffers */
+
+/* A growable byte buffer that refuses to grow past cap (0 = KB_BUF_DEFAULT_CAP).
+ * Always NUL-terminated after any successful append. */
+#define KB_BUF_DEFAULT_CAP (64u << 20)
+struct kb_buf {
+	char	*p;
+	size_t	 len, alloc, cap;
+	bool	 truncated;	/* a kb_buf_append_trunc() dropped bytes */
+};
+#define KB_BUF_INIT(capacity) { NULL, 0, 0, (capacity), false }
+int	kb_buf_append(struct kb_buf *b, const void *data, size_t n);	/* -KB_ETOOBIG at cap */
+void	kb_buf_append_trunc(struct kb_buf *b, const void *data, size_t n); /* keeps what fits */
+int	kb_buf_printf(struct kb_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void	kb_buf_clear(struct kb_buf *b);
+char	*kb_buf_steal(struct kb_buf *b);	/* returns p (never NULL), resets b */
+
+/* ---------------------------------------------------------- time, hash, str */
+
+int64_t	kb_now_ms(void);	/* CLOCK_REALTIME, milliseconds */
+int64_t	kb_mono_ms(void);	/* CLOCK_MONOTONIC, milliseconds */
+void	kb_iso8601(int64_t ms, char out[32]);	/* "2026-11-22T01:02:03.456Z" */
+void	kb_sha256_hex(const void *data, size_t n, char out[65]);
+char	*kb_strdup(const char *s);	/* NULL-safe; aborts on OOM (small strings only) */
+char	*kb_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));	/* aborts on OOM */
+int	kb_parse_int(const char *s, long lo, long hi, long *out);	/* whole string or -KB_EINVAL */
+
+/* ---------------------------------------------------------------- files */
+
+int	kb_mkdir_p(const char *path, mode_t mode);
+/* tmp in the same directory -> write -> fsync -> rename -> fsync(dir). */
+int	kb_write_atomic(const char *path, const void *data, size_t n);
+int	kb_write_atomic_json(const char *path, json_t *obj);	/* pretty, trailing newline */
+/* Read a whole file, refusing files over cap bytes (-KB_ETOOBIG). *out is NUL-terminated. */
+int	kb_read_file(const char *path, size_t cap, char **out, size_t *len);
+bool	kb_file_exists(const char *path);
+int	kb_path_join(char *out, size_t outlen, const char *a, const char *b);	/* -KB_ETOOBIG */
+
+/* --------------------------------------------------------- trajectory log */
+
+/* The append-only per-task log of DESIGN.md §1. One writer: the task's worker. */
+struct kb_tlog;
+struct kb_tlog_rec {
+	int64_t	 seq;
+	char	 ts[32];
+	char	*task;
+	int	 turn;
+	char	*from, *event, *to;
+	json_t	*data;	/* owned; may be an empty object */
+};
+/* Opens (creating) path, replays every whole record through cb (may be NULL), drops a
+ * torn or corrupt tail with a warning (truncating the file), then positions for append.
+ * *dropped_bytes (may be NULL) says how much tail was dropped. */
+typedef int (*kb_tlog_replay_fn)(const struct kb_tlog_rec *rec, void *arg);
+int	kb_tlog_open(struct kb_tlog **out, const char *path, kb_tlog_replay_fn cb, void *arg,
+		     int64_t *dropped_bytes);
+/* Appends one line (seq = last + 1, ts = now) and fdatasyncs it. data is borrowed. */
+int	kb_tlog_append(struct kb_tlog *log, const char *task, int turn, const char *from,
+		       const char *event, const char *to, json_t *data);
+int64_t	kb_tlog_last_seq(const struct kb_tlog *log);
+void	kb_tlog_close(struct kb_tlog *log);
+/* Read-only replay for readers (status, tail, report): never truncates. A torn tail is
+ * skipped silently. Returns the number of records or a negative error. */
+int	kb_tlog_read(const char *path, kb_tlog_replay_fn cb, void *arg);
+int	kb_tlog_parse_line(const char *line, size_t n, struct kb_tlog_rec *rec);
+void	kb_tlog_rec_clear(struct kb_tlog_rec *rec);
+
+/* ---------------------------------------------------------------- spawn */
+
+/* The one way kforge starts a child: argv/env built before fork, new process group,
+ * signal mask and dispositions reset before exec, exec failure reported over a
+ * CLOEXEC pipe, PR_SET_PDEATHSIG, rlimits, stdout+stderr captured (merged) up to
+ * out_cap bytes, an optional result pipe on fd 3 read up to result_cap bytes, stdin
+ * fed from stdin_data, and a deadline after which the group gets SIGTERM and, after
+ * grace_ms, SIGKILL. */
+struct kb_spawn_opts {
+	const char *const *argv;	/* argv[0] is a path; no shell, no PATH search */
+	const char *const *envp;	/* the complete environment (allow-list built by caller) */
+	const char	*cwd;		/* NULL: inherit */
+	const char	*stdin_data;	/* NULL: /dev/null */
+	size_t		 stdin_len;
+	size_t		 out_cap;	/* cap for captured stdout+stderr (0: 1 MiB) */
+	bool		 want_result;	/* open fd 3 in the child as a result pipe */
+	size_t		 result_cap;	/* cap for fd 3 (0: 16 MiB) */
+	int		 timeout_ms;	/* wall-clock deadline; 0: none */
+	int		 grace_ms;	/* SIGTERM -> SIGKILL grace (0: 2000) */
+	/* rlimits, 0 = leave as is */
+	long		 rlimit_cpu_s, rlimit_nofile, rlimit_nproc;
+	long long	 rlimit_fsize;
+	bool		 core_dumps;	/* false: RLIMIT_CORE = 0 */
+	/* Called in the parent once the child's pid is known (e.g. gpool_set_runner). */
+	void		(*on_start)(pid_t pid, void *arg);
+	void		*on_start_arg;
+	/* Polled every ~100 ms while waiting; returning true kills the group and the
+	 * call returns -KB_ESTOPPED (e.g. the worker got SIGTERM). */
+	bool		(*should_stop)(void *arg);
+	void		*should_stop_arg;
+};
+
+enum kb_spawn_end { KB_END_EXITED, KB_END_SIGNALED, KB_END_TIMEOUT };
+struct kb_spawn_result {
+	enum kb_spawn_end end;
+	int		 exit_code;	/* KB_END_EXITED */
+	int		 signo;		/* KB_END_SIGNALED (or the signal that ended a timeout) */
+	struct kb_buf	 out;		/* stdout+stderr; out.truncated if the cap was hit */
+	struct kb_buf	 result;	/* fd 3 contents */
+	int64_t		 wall_ms;
+	pid_t		 pid;
+};
+/* 0 when the child ran (whatever its end), -KB_EEXEC when it could not be started,
+ * -KB_ESTOPPED when should_stop fired. r must be cleared with kb_spawn_result_clear(). */
+int	kb_spawn_run(const struct kb_spawn_opts *opts, struct kb_spawn_result *r);
+void	kb_spawn_result_clear(struct kb_spawn_result *r);
+
+/* ------------------------------------------------------------- the config */
+
+#define KB_MAX_LEVELS	8
+#define KB_MAX_RANGES	64
+#define KB_MAX_DEVICES	64
+
+struct kb_id_range { long lo, hi; };	/* inclusive */
+
+/* The fully resolved experiment configuration (defaults filled in). The loader lives
+ * in orchestrator/ (orch_config_load); every module reads this struct. Strings are
+ * owned by the struct and freed by kb_config_clear(). */
+struct kb_config {
+	char	*name;
+	struct {
+		char	*dir;			/* KernelBench-format root: level{N}/{id}_{Name}.py */
+		int	 levels[KB_MAX_LEVELS];
+		int	 nlevels;
+		struct kb_id_range ids[KB_MAX_RANGES];	/* empty = all */
+		int	 nids;
+		int	 samples;
+	} problems;
+	struct {
+		char	*provider;		/* openai | replay */
+		char	*base_url;
+		char	*model;
+		char	*api_key_env;		/* name of the env var holding the key */
+		double	 temperature;
+		long	 max_tokens;
+		long	 timeout_s;		/* per request */
+		long	 retries;		/* transient retries per request */
+		long	 concurrency;		/* LLM requests in flight, run-wide */
+		long	 max_response_bytes;
+		char	*replay_dir;		/* provider replay */
+	} llm;
+	struct {
+		long	 turns;
+		bool	 feedback_g, feedback_e, feedback_p;
+		char	*prompt;		/* one_shot | zero_shot */
+		char	*prompts_dir;		/* "" = the bundled llm/prompts */
+		long	 feedback_max_chars;	/* cap on E text */
+	} refinement;
+	struct {
+		char	*device;		/* cpu | cuda (auto is resolved before freezing) */
+		char	*precision;		/* fp32 | fp16 | bf16 */
+		long	 correctness_trials;
+		double	 atol, rtol;		/* < 0 means: the precision's default */
+		long	 perf_trials;
+		long	 warmup;
+		long	 seed;
+		long	 compile_timeout_s;
+		long	 timeout_s;		/* execute deadline */
+		char	*arch_list;		/* TORCH_CUDA_ARCH_LIST; "" = detect from the GPUs */
+	} eval;
+	struct {
+		bool	 all;
+		int	 devices[KB_MAX_DEVICES];
+		int	 ndevices;
+	} gpus;
+	struct {
+		char	*python;		/* "" = KFORGE_PYTHON, else probe */
+		long	 compile_slots;		/* 0 = cores/2 (at least 1) */
+		long	 cpu_exec_slots;	/* device cpu: concurrent executions (default 1) */
+	} runner;
+	long	 workers;
+};
+void	kb_config_clear(struct kb_config *c);
+
+/* ----------------------------------------------------------------- tasks */
+
+/* One (problem, sample) pair. id looks like "L1_19_ReLU_s0". */
+struct kb_task {
+	char	 id[160];
+	char	 problem_key[144];	/* "L1_19_ReLU": level and file stem */
+	char	 problem_name[128];	/* "19_ReLU" */
+	char	 problem_path[4096];
+	int	 level;
+	long	 problem_id;
+	int	 sample;
+};
+
+/* Where the bundled data (prompts, runner, problems) lives: $KFORGE_HOME, else the
+ * source tree the binary was built from. */
+const char *kb_home(void);
+
+#endif /* KFORGE_BASE_H */

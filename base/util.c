@@ -1,0 +1,299 @@
+/* util.c: time, hashing, small strings, durable file writes, the data home. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "base/base.h"
+
+int64_t
+kb_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+kb_mono_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+kb_iso8601(int64_t ms, char out[32])
+{
+	time_t		secs = (time_t)(ms / 1000);
+	struct tm	tm;
+	size_t	n;
+
+	gmtime_r(&secs, &tm);
+	n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, 32 - n, ".%03uZ", (unsigned)(((ms % 1000) + 1000) % 1000) % 1000u);
+}
+
+void
+kb_sha256_hex(const void *data, size_t n, char out[65])
+{
+	unsigned char	md[EVP_MAX_MD_SIZE];
+	unsigned int	mdlen = 0;
+	static const char hex[] = "0123456789abcdef";
+
+	EVP_Digest(data, n, md, &mdlen, EVP_sha256(), NULL);
+	for (unsigned int i = 0; i < mdlen && i < 32; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 15];
+	}
+	out[64] = '\0';
+}
+
+char *
+kb_strdup(const char *s)
+{
+	char	*p;
+
+	if (s == NULL)
+		return NULL;
+	if ((p = strdup(s)) == NULL)
+		abort();
+	return p;
+}
+
+char *
+kb_asprintf(const char *fmt, ...)
+{
+	va_list	ap;
+	char	*p;
+	int	n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&p, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();
+	return p;
+}
+
+int
+kb_parse_int(const char *s, long lo, long hi, long *out)
+{
+	char	*end;
+	long	 v;
+
+	if (s == NULL || *s == '\0')
+		return -KB_EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < lo || v > hi)
+		return -KB_EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- files */
+
+int
+kb_mkdir_p(const char *path, mode_t mode)
+{
+	char	tmp[PATH_MAX];
+	size_t	len = strlen(path);
+
+	if (len == 0 || len >= sizeof(tmp))
+		return -KB_EINVAL;
+	memcpy(tmp, path, len + 1);
+	for (char *p = tmp + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, mode) == -1 && errno != EEXIST)
+			return -kb_errno_to_err(errno);
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) == -1 && errno != EEXIST)
+		return -kb_errno_to_err(errno);
+	return 0;
+}
+
+static int
+write_all(int fd, const void *data, size_t n)
+{
+	const char	*p = data;
+
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int
+fsync_dir_of(const char *path)
+{
+	char	tmp[PATH_MAX];
+	int	fd, rc = 0;
+	size_t	len = strlen(path);
+
+	if (len >= sizeof(tmp))
+		return -KB_EINVAL;
+	memcpy(tmp, path, len + 1);
+	if ((fd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -kb_errno_to_err(errno);
+	if (fsync(fd) == -1 && errno != EINVAL)
+		rc = -kb_errno_to_err(errno);
+	close(fd);
+	return rc;
+}
+
+int
+kb_write_atomic(const char *path, const void *data, size_t n)
+{
+	char	tmp[PATH_MAX];
+	int	fd, saved, rc;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
+		return -KB_EINVAL;
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) == -1)
+		return -kb_errno_to_err(errno);
+	if (write_all(fd, data, n) == -1 || fsync(fd) == -1)
+		goto out_unlink;
+	if (close(fd) == -1) {
+		fd = -1;
+		goto out_unlink;
+	}
+	fd = -1;
+	kb_crashpoint("atomic-before-rename");
+	if (rename(tmp, path) == -1)
+		goto out_unlink;
+	return fsync_dir_of(path);
+
+out_unlink:
+	saved = errno;
+	if (fd != -1)
+		close(fd);
+	unlink(tmp);
+	rc = -kb_errno_to_err(saved);
+	errno = saved;
+	return rc;
+}
+
+int
+kb_write_atomic_json(const char *path, json_t *obj)
+{
+	char	*text;
+	int	 rc;
+
+	if ((text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS)) == NULL)
+		return -KB_ENOMEM;
+	{
+		size_t	n = strlen(text);
+		char	*withnl = malloc(n + 2);
+
+		if (withnl == NULL) {
+			free(text);
+			return -KB_ENOMEM;
+		}
+		memcpy(withnl, text, n);
+		withnl[n] = '\n';
+		withnl[n + 1] = '\0';
+		rc = kb_write_atomic(path, withnl, n + 1);
+		free(withnl);
+	}
+	free(text);
+	return rc;
+}
+
+int
+kb_read_file(const char *path, size_t cap, char **out, size_t *len)
+{
+	struct kb_buf	b = KB_BUF_INIT(cap);
+	char		chunk[65536];
+	int		fd, rc = 0;
+	ssize_t		n;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -kb_errno_to_err(errno);
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -kb_errno_to_err(errno);
+			break;
+		}
+		if (n == 0)
+			break;
+		if ((rc = kb_buf_append(&b, chunk, (size_t)n)) < 0)
+			break;
+	}
+	close(fd);
+	if (rc < 0) {
+		kb_buf_clear(&b);
+		return rc;
+	}
+	if (len != NULL)
+		*len = b.len;
+	*out = kb_buf_steal(&b);
+	return 0;
+}
+
+bool
+kb_file_exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+int
+kb_path_join(char *out, size_t outlen, const char *a, const char *b)
+{
+	int	n;
+
+	if (b[0] == '/')
+		n = snprintf(out, outlen, "%s", b);
+	else
+		n = snprintf(out, outlen, "%s%s%s", a, (a[0] && a[strlen(a) - 1] == '/') ? "" : "/", b);
+	return n < 0 || (size_t)n >= outlen ? -KB_ETOOBIG : 0;
+}
+
+const char *
+kb_home(void)
+{
+	const char *h = getenv("KFORGE_HOME");
+
+	return h != NULL && *h != '\0' ? h : KFORGE_SOURCE_DIR;
+}
+
+void
+kb_config_clear(struct kb_config *c)
+{
+	char **strings[] = {
+		&c->name, &c->problems.dir, &c->llm.provider, &c->llm.base_url, &c->llm.model,
+		&c->llm.api_key_env, &c->llm.replay_dir, &c->refinement.prompt,
+		&c->refinement.prompts_dir, &c->eval.device, &c->eval.precision,
+		&c->eval.arch_list, &c->runner.python,
+	};
+
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+		free(*strings[i]);
+		*strings[i] = NULL;
+	}
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,87 @@
+/*
+ * feedback.h: turning a candidate kernel into measured facts and those facts into the
+ * next prompt's feedback text. Owns the Python runner (feedback/kforge_runner.py, the
+ * only code that touches PyTorch or CUDA) and the protocol with it (DESIGN.md §5).
+ *
+ * Every runner is a fresh child started with kb_spawn_run: own process group, deadline,
+ * rlimits, an allow-listed environment (never an API key), captured capped output, one
+ * JSON request on stdin and one JSON result on fd 3. When the runner cannot report
+ * (signal, deadline, garbage), fb_run classifies the death and builds the same result
+ * shape itself.
+ *
+ * Ownership: functions borrow their inputs; results belong to the caller
+ * (fb_outcome_clear). Processes: workers and `kforge eval`.
+ */
+#ifndef KFORGE_FEEDBACK_H
+#define KFORGE_FEEDBACK_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "base/base.h"
+
+enum fb_mode { FB_PRECOMPILE, FB_EXECUTE, FB_PROFILE, FB_BASELINE, FB_PROBE };
+
+/* The closed set of result statuses (DESIGN.md §5). */
+#define FB_STATUSES(X)            \
+	X(OK, "ok")                \
+	X(COMPILE_ERROR, "compile_error") \
+	X(NO_MODEL_NEW, "no_model_new") \
+	X(SHAPE_MISMATCH, "shape_mismatch") \
+	X(VALUE_MISMATCH, "value_mismatch") \
+	X(RUNTIME_ERROR, "runtime_error") \
+	X(CUDA_ERROR, "cuda_error") \
+	X(TIMEOUT, "timeout")      \
+	X(CRASHED, "crashed")
+#define FB_ENUM_(name, str) FB_ST_##name,
+enum fb_status { FB_STATUSES(FB_ENUM_) FB__NSTATUS };
+#undef FB_ENUM_
+const char	*fb_status_name(enum fb_status st);
+int		 fb_status_parse(const char *s, enum fb_status *out);	/* -KB_EINVAL */
+
+/* Finds the Python that runs the runner: cfg->runner.python, then $KFORGE_PYTHON,
+ * then python3 on a short list of places; the first that imports torch wins. The
+ * answer is cached per process. -KB_ENOPYTHON with a message naming what was tried. */
+int	fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
+		       size_t errlen);
+
+struct fb_request {
+	enum fb_mode	 mode;
+	const char	*problem_path;
+	const char	*candidate_path;	/* NULL for baseline/probe */
+	const char	*build_dir;		/* TORCH_EXTENSIONS_DIR for this candidate */
+	const char	*work_dir;		/* runner cwd (scratch, per task) */
+	int		 device_index;		/* CUDA ordinal; -1 for CPU */
+	int		 timeout_s;		/* 0: the config's per-mode deadline */
+	/* Called with the runner's pid once it runs (to record it in the GPU pool). */
+	void		(*on_start)(pid_t pid, void *arg);
+	void		*on_start_arg;
+	bool		(*should_stop)(void *arg);
+	void		*stop_arg;
+};
+
+struct fb_outcome {
+	enum fb_status	 status;
+	bool		 compiled, correct;
+	double		 runtime_ms, ref_runtime_ms, speedup;	/* < 0: not measured */
+	json_t		*result;	/* the full result object (runner's, or synthesized) */
+	char		*log;		/* captured runner stdout+stderr (capped) */
+	int64_t		 wall_ms;
+};
+
+/* Runs one runner step. Returns 0 whenever there is an outcome (a failed compile or a
+ * crash is an outcome); negative only when nothing could be run (-KB_ENOPYTHON,
+ * -KB_EEXEC, -KB_ESTOPPED, -KB_ENOMEM). */
+int	fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outcome *out);
+void	fb_outcome_clear(struct fb_outcome *o);
+
+/* The E part of the refinement prompt (paper App. D.3): compiler/execution output for a
+ * failed turn, "Your kernel execution timed out" for timeouts, the wall-clock time when
+ * correct. Truncated to cfg->refinement.feedback_max_chars. Caller frees. */
+char	*fb_exec_feedback(const struct kb_config *cfg, const struct fb_outcome *o);
+/* The P part: a short table from a profile result (NULL when there is nothing). */
+char	*fb_profile_feedback(const struct kb_config *cfg, json_t *profile);
+
+#endif /* KFORGE_FEEDBACK_H */

@@ -1,0 +1,90 @@
+/*
+ * fsm.h: one task's refinement loop — the transition table of DESIGN.md §3, the thin
+ * state actions, and resume by replaying trajectory.jsonl.
+ *
+ * A worker process (forked by the supervisor) calls fsm_task_main() and exits with its
+ * return value (KB_EXIT_*). Every transition is appended to the task's log (fsync'd)
+ * before the next action starts; artifacts are written atomically before the line that
+ * names them. Re-running a task's worker after any crash continues where the log ends.
+ *
+ * Ownership: fsm_* borrow their inputs. Processes: workers; the table accessors are
+ * pure and usable anywhere (tests, status, tail).
+ */
+#ifndef KFORGE_FSM_H
+#define KFORGE_FSM_H
+
+#include <stdbool.h>
+
+#include "base/base.h"
+#include "gpu_pool/gpu_pool.h"
+
+#define FSM_STATES(X)   \
+	X(INVALID)      \
+	X(GENERATE)     \
+	X(PRECOMPILE)   \
+	X(EXECUTE)      \
+	X(PROFILE)      \
+	X(FEEDBACK)     \
+	X(DONE)         \
+	X(FAILED)
+
+#define FSM_EVENTS(X)   \
+	X(start)        \
+	X(ok)           \
+	X(no_code)      \
+	X(transient)    \
+	X(fatal)        \
+	X(compile_error)\
+	X(rejected)     \
+	X(correct)      \
+	X(incorrect)    \
+	X(timeout)      \
+	X(profiled)     \
+	X(next_turn)    \
+	X(budget_spent)
+
+#define FSM_ENUM_ST_(n) FSM_ST_##n,
+#define FSM_ENUM_EV_(n) FSM_EV_##n,
+enum fsm_state { FSM_STATES(FSM_ENUM_ST_) FSM_ST__N };
+enum fsm_event { FSM_EVENTS(FSM_ENUM_EV_) FSM_EV__N };
+#undef FSM_ENUM_ST_
+#undef FSM_ENUM_EV_
+
+const char	*fsm_state_name(enum fsm_state s);	/* "GENERATE" */
+const char	*fsm_event_name(enum fsm_event e);	/* "ok" */
+int		 fsm_state_parse(const char *s, enum fsm_state *out);
+int		 fsm_event_parse(const char *s, enum fsm_event *out);
+bool		 fsm_state_terminal(enum fsm_state s);
+/* The table: the next state for (state, event), FSM_ST_INVALID where no edge exists.
+ * feedback_p selects whether a correct EXECUTE goes to PROFILE. */
+enum fsm_state	 fsm_next(enum fsm_state s, enum fsm_event e, bool feedback_p);
+
+struct fsm_ctx {
+	const struct kb_config	*cfg;
+	const struct kb_task	*task;
+	const char		*run_dir;
+	struct gpool		*pool;
+};
+
+/* The worker's whole life. Returns KB_EXIT_DONE, KB_EXIT_TEMPFAIL or KB_EXIT_CONFIG. */
+int	fsm_task_main(const struct fsm_ctx *ctx);
+
+/* Summary of a task rebuilt from its log (status, report, tail). */
+struct fsm_summary {
+	enum fsm_state	 state;
+	int		 turn;		/* current or last turn */
+	int		 turns_done;	/* turns with a FEEDBACK record */
+	double		 best_speedup;	/* best correct speedup so far, -1 when none */
+	int		 best_turn;
+	bool		 any_compiled, any_correct;
+	double		 best_at_turn[256];	/* best correct speedup up to turn k (index k-1) */
+	int		 nbest;
+	char		 last_status[32];	/* runner status of the latest evaluated turn */
+	char		 fail_reason[256];
+	int64_t		 last_seq;
+};
+/* Reads tasks/<id>/trajectory.jsonl (read-only; a torn tail is ignored). A task with
+ * no log yet has state GENERATE, turn 0. */
+int	fsm_summarize(const char *run_dir, const char *task_id, struct fsm_summary *out);
+
+#endif /* KFORGE_FSM_H */

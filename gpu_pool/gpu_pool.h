@@ -1,0 +1,71 @@
+/*
+ * gpu_pool.h: the run-wide limits shared by every worker through one MAP_SHARED
+ * mapping: exclusive execution slots (one per GPU, or CPU execution slots when
+ * eval.device is cpu), CPU compile slots, and LLM requests in flight.
+ *
+ * Each class is a POSIX counting semaphore (the counter and wake-up) over a slot table
+ * (the truth: owner pid, runner pid, task, since). The table is guarded by a
+ * process-shared robust mutex; a holder that dies inside the critical section is
+ * repaired on the next lock (EOWNERDEAD -> repair -> pthread_mutex_consistent).
+ *
+ * Lifecycle: the supervisor calls gpool_create() before its first fork and
+ * gpool_reclaim() for every pid it reaps; workers only acquire, set_runner and
+ * release. A CLI process never maps the pool: the supervisor publishes snapshots
+ * (gpool_snapshot_json) into the run directory.
+ * Ownership: the pool belongs to the supervisor; gpool_destroy() only there.
+ */
+#ifndef KFORGE_GPU_POOL_H
+#define KFORGE_GPU_POOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+enum gpool_class {
+	GPOOL_EXEC,	/* a GPU (exclusive) or a CPU execution slot */
+	GPOOL_COMPILE,	/* a CPU compile slot */
+	GPOOL_LLM,	/* one LLM request in flight */
+	GPOOL__NCLASS
+};
+
+#define GPOOL_MAX_SLOTS 256
+
+struct gpool;
+
+struct gpool_spec {
+	/* EXEC slots: device index per slot (CUDA ordinal; -1 for CPU slots). */
+	const int	*exec_devices;
+	int		 nexec;
+	int		 ncompile;
+	int		 nllm;
+};
+
+int	gpool_create(struct gpool **out, const struct gpool_spec *spec);
+void	gpool_destroy(struct gpool *p);
+
+/* Blocks until a slot of the class is free (timeout_ms < 0: forever), claims it for
+ * getpid() and the task, and returns the slot index in *slot. -KB_ETIMEDOUT,
+ * -KB_ESTOPPED (should_stop returned true while waiting) or -KB_ESYS. */
+int	gpool_acquire(struct gpool *p, enum gpool_class cls, const char *task, int timeout_ms,
+		      bool (*should_stop)(void *), void *stop_arg, int *slot);
+/* The CUDA ordinal of an EXEC slot (-1 for CPU slots). */
+int	gpool_device(const struct gpool *p, int slot);
+/* Records the runner child that uses the slot (0 to clear). */
+int	gpool_set_runner(struct gpool *p, enum gpool_class cls, int slot, pid_t runner);
+int	gpool_release(struct gpool *p, enum gpool_class cls, int slot);
+
+/* Supervisor only: pid has been reaped. Frees the slots it owned once their runner is
+ * gone too, then audits free + leased == total per class, repairing drift (logged).
+ * Returns the number of slots freed. */
+int	gpool_reclaim(struct gpool *p, pid_t dead);
+
+/* Marks an EXEC slot unusable (a GPU that failed its health probe). */
+int	gpool_quarantine(struct gpool *p, int slot, const char *reason);
+
+/* Counters for status: used/total and waiters per class, busy milliseconds since
+ * creation. Returned object belongs to the caller. */
+json_t	*gpool_snapshot_json(struct gpool *p);
+
+#endif /* KFORGE_GPU_POOL_H */

@@ -1,0 +1,74 @@
+/*
+ * llm.h: talking to the model — providers (OpenAI-compatible chat completions over
+ * libcurl, and replay of recorded responses), the prompt texts, and code extraction.
+ *
+ * Lifecycle: a worker creates one client after fork (llm_client_create calls
+ * curl_global_init itself; never before fork) and destroys it before exit.
+ * Ownership: functions borrow their inputs; strings in results belong to the caller
+ * and are freed by llm_reply_clear() / free().
+ * Processes: workers (complete); anyone (prompts, extraction).
+ * No file writes here: the worker persists what it gets.
+ */
+#ifndef KFORGE_LLM_H
+#define KFORGE_LLM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "base/base.h"
+
+struct llm_client;
+
+int	llm_client_create(struct llm_client **out, const struct kb_config *cfg,
+			  char *err, size_t errlen);
+void	llm_client_destroy(struct llm_client *c);
+
+struct llm_request {
+	const char		*prompt;	/* the whole user message */
+	const struct kb_task	*task;		/* replay looks responses up by task */
+	int			 turn;		/* 1-based */
+	/* Polled during the request and backoff sleeps; true aborts with -KB_ESTOPPED. */
+	bool			(*should_stop)(void *arg);
+	void			*stop_arg;
+};
+
+struct llm_reply {
+	char	*content;		/* the answer text */
+	char	*reasoning;		/* reasoning text kept apart (NULL if none) */
+	char	*raw;			/* raw body of the final HTTP response (NULL for replay) */
+	long	 prompt_tokens, completion_tokens;
+	int	 http_status;		/* last HTTP status (0 for replay) */
+	int	 attempts;		/* requests sent, retries included */
+	double	 latency_s;		/* wall time of the whole call, retries included */
+	char	*finish_reason;
+};
+
+/* 0 and a filled reply; or -KB_ELLM_AUTH (401/403), -KB_ELLM_REQUEST (other 4xx),
+ * -KB_ELLM_HTTP / -KB_ETIMEDOUT / -KB_ELLM_REPLY after the retries are spent,
+ * -KB_ETOOBIG (reply over llm.max_response_bytes), -KB_ENOENT (replay has no response
+ * for this task and turn), -KB_ESTOPPED. err gets a one-line reason. */
+int	llm_complete(struct llm_client *c, const struct llm_request *req, struct llm_reply *out,
+		     char *err, size_t errlen);
+void	llm_reply_clear(struct llm_reply *r);
+
+/* The code the model meant: the last fenced block tagged python (or untagged, if no
+ * block is tagged python). 0 and *code (caller frees), or -KB_ENOENT. */
+int	llm_extract_code(const char *text, size_t n, char **code);
+
+/* What the previous turn left for the next prompt (DESIGN.md §3, paper App. D.3). */
+struct llm_feedback {
+	const char	*prev_kernel;	/* G: the previous generation (NULL: none/not enabled) */
+	const char	*exec_text;	/* E: compiler/execution output, already truncated */
+	const char	*profile_text;	/* P: profiler summary (NULL: none/not enabled) */
+};
+
+/* Build the turn-1 prompt, or a refinement prompt for turn >= 2, from the template
+ * files in refinement.prompts_dir (or the bundled llm/prompts). *out: caller frees. */
+int	llm_prompt_initial(const struct kb_config *cfg, const char *problem_src, char **out,
+			   char *err, size_t errlen);
+int	llm_prompt_refine(const struct kb_config *cfg, const char *problem_src,
+			  const struct llm_feedback *fb, char **out, char *err, size_t errlen);
+
+#endif /* KFORGE_LLM_H */

@@ -1,0 +1,8 @@
+/* main.c: the kforge executable; everything lives in the orchestrator library. */
+#include "orchestrator/orchestrator.h"
+
+int
+main(int argc, char **argv)
+{
+	return orch_main(argc, argv);
+}
