@@ -1,0 +1,653 @@
+/* actions.c: the state actions. Each is thin — it calls llm_, fb_ and gpool_, writes
+ * its artifacts atomically, fills the record's data and returns an event. Each is safe
+ * to re-run: resume re-enters the last logged state and its outputs are keyed by turn. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "fsm/fsm_int.h"
+
+#define EXCESSIVE_SPEEDUP 10.0
+
+
+static char *
+read_turn_file(const struct task_run *t, int turn, const char *name)
+{
+	char	path[PATH_MAX], *text = NULL;
+
+	if (turn < 1 || fsm_turn_path(t, turn, name, path, sizeof(path)) < 0)
+		return NULL;
+	if (kb_read_file(path, FSM_MAX_SOURCE, &text, NULL) < 0)
+		return NULL;
+	return text;
+}
+
+static json_t *
+read_turn_json(const struct task_run *t, int turn, const char *name)
+{
+	char	path[PATH_MAX];
+
+	if (fsm_turn_path(t, turn, name, path, sizeof(path)) < 0)
+		return NULL;
+	return json_load_file(path, 0, NULL);
+}
+
+static int
+put_json(struct task_run *t, const char *key, const char *name, json_t *obj)
+{
+	char	*text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
+	int	 rc;
+
+	if (text == NULL)
+		return -KB_ENOMEM;
+	rc = fsm_put_artifact(t, key, name, text, strlen(text));
+	free(text);
+	return rc;
+}
+
+/* A leased slot, so the runner's pid can be recorded in the pool as it starts. */
+struct lease {
+	struct gpool		*pool;
+	enum gpool_class	 cls;
+	int			 slot;
+};
+
+static void
+record_runner(pid_t pid, void *arg)
+{
+	struct lease	*l = arg;
+
+	gpool_set_runner(l->pool, l->cls, l->slot, pid);
+}
+
+/* ------------------------------------------------------------ GENERATE */
+
+static int
+build_prompt(struct task_run *t, char **prompt, char *err, size_t errlen)
+{
+	struct llm_feedback	 fb = { 0 };
+	char			*prev = NULL, *exec_text = NULL, *prof = NULL;
+	int			 rc;
+
+	if (t->turn == 1)
+		return llm_prompt_initial(t->cfg, t->problem_src, prompt, err, errlen);
+	if (t->cfg->refinement.feedback_g) {
+		prev = read_turn_file(t, t->turn - 1, "kernel.py");
+		if (prev == NULL)	/* no code last turn: show what the model said */
+			prev = read_turn_file(t, t->turn - 1, "response.md");
+		fb.prev_kernel = prev;
+	}
+	if (t->cfg->refinement.feedback_e)
+		fb.exec_text = exec_text = read_turn_file(t, t->turn - 1, "feedback.md");
+	if (t->cfg->refinement.feedback_p)
+		fb.profile_text = prof = read_turn_file(t, t->turn - 1, "profile_feedback.md");
+	rc = llm_prompt_refine(t->cfg, t->problem_src, &fb, prompt, err, errlen);
+	free(prev);
+	free(exec_text);
+	free(prof);
+	return rc;
+}
+
+static int
+call_model(struct task_run *t, const char *prompt, char **content)
+{
+	struct llm_request	 req = { 0 };
+	struct llm_reply	 reply = { 0 };
+	char			 err[512] = "";
+	json_t			*meta;
+	int			 slot, rc;
+
+	req.prompt = prompt;
+	req.task = t->task;
+	req.turn = t->turn;
+	/* A reply being paid for is awaited on a first stop request; a second aborts. */
+	req.should_stop = fsm_should_abort;
+	rc = gpool_acquire(t->ctx->pool, GPOOL_LLM, t->task->id, -1, fsm_should_stop, NULL, &slot);
+	if (rc < 0)
+		return rc;
+	rc = llm_complete(t->llm, &req, &reply, err, sizeof(err));
+	gpool_release(t->ctx->pool, GPOOL_LLM, slot);
+	if (rc < 0) {
+		json_object_set_new(t->data, "error", json_string(err[0] ? err : kb_strerror(rc)));
+		json_object_set_new(t->data, "attempts", json_integer(reply.attempts));
+		llm_reply_clear(&reply);
+		if (rc == -KB_ESTOPPED)
+			return rc;
+		if (kb_err_transient(rc))
+			return FSM_EV_transient;
+		snprintf(t->fail_reason, sizeof(t->fail_reason), "LLM: %s",
+			 err[0] ? err : kb_strerror(rc));
+		return FSM_EV_fatal;
+	}
+	meta = json_pack("{s:s?, s:s?, s:I, s:I, s:i, s:i, s:f, s:s?, s:s?}", "model",
+			 t->cfg->llm.model, "provider", t->cfg->llm.provider, "prompt_tokens",
+			 (json_int_t)reply.prompt_tokens, "completion_tokens",
+			 (json_int_t)reply.completion_tokens, "http_status", reply.http_status,
+			 "attempts", reply.attempts, "latency_s", reply.latency_s, "finish_reason",
+			 reply.finish_reason, "reasoning", reply.reasoning);
+	/* Metadata first, the response last: response.md existing is what says "this
+	 * reply was paid for, never ask again". */
+	rc = put_json(t, "response_meta", "response.json", meta);
+	json_decref(meta);
+	if (rc == 0 && reply.raw != NULL)
+		rc = fsm_put_artifact(t, "response_raw", "response.raw.json", reply.raw,
+				      strlen(reply.raw));
+	if (rc == 0)
+		rc = fsm_put_artifact(t, "response", "response.md", reply.content,
+				      strlen(reply.content));
+	if (rc == 0) {
+		kb_crashpoint("after-response-persisted");
+		json_object_set_new(t->data, "prompt_tokens", json_integer(reply.prompt_tokens));
+		json_object_set_new(t->data, "completion_tokens",
+				    json_integer(reply.completion_tokens));
+		json_object_set_new(t->data, "attempts", json_integer(reply.attempts));
+		json_object_set_new(t->data, "latency_s", json_real(reply.latency_s));
+		*content = kb_strdup(reply.content);
+	}
+	llm_reply_clear(&reply);
+	return rc;
+}
+
+int
+fsm_act_generate(struct task_run *t)
+{
+	char	*content = NULL, *prompt = NULL, *code = NULL, err[512];
+	int	 rc;
+
+	if ((content = read_turn_file(t, t->turn, "response.md")) != NULL) {
+		json_object_set_new(t->data, "reused_response", json_true());
+	} else {
+		if ((rc = build_prompt(t, &prompt, err, sizeof(err))) < 0) {
+			snprintf(t->fail_reason, sizeof(t->fail_reason), "prompt: %s", err);
+			return FSM_EV_fatal;
+		}
+		rc = fsm_put_artifact(t, "prompt", "prompt.md", prompt, strlen(prompt));
+		if (rc == 0)
+			rc = call_model(t, prompt, &content);
+		free(prompt);
+		if (rc != 0)
+			return rc;
+	}
+	rc = llm_extract_code(content, strlen(content), &code);
+	free(content);
+	if (rc < 0) {
+		json_object_set_new(t->data, "reason",
+				    json_string("the reply has no fenced ```python code block"));
+		return FSM_EV_no_code;
+	}
+	rc = fsm_put_artifact(t, "kernel", "kernel.py", code, strlen(code));
+	free(code);
+	return rc < 0 ? rc : FSM_EV_ok;
+}
+
+/* ---------------------------------------------------------- PRECOMPILE */
+
+/* KernelBench's strict backend check, as a gate before spending a compile slot: the
+ * candidate must define ModelNew and build a custom operator. */
+static const char *
+static_check(const struct kb_config *cfg, const char *code)
+{
+	if (strstr(code, "ModelNew") == NULL)
+		return "the code defines no class ModelNew";
+	if (strstr(code, "load_inline") == NULL && strstr(code, "cpp_extension") == NULL)
+		return "the code builds no custom operator (use torch.utils.cpp_extension.load_inline)";
+	if (strcmp(cfg->eval.device, "cuda") == 0 && strstr(code, "__global__") == NULL)
+		return "the code defines no CUDA kernel (__global__ function)";
+	return NULL;
+}
+
+static void
+build_dir_for(const struct task_run *t, const char *code, char *out, size_t n)
+{
+	struct kb_buf	 key = KB_BUF_INIT(FSM_MAX_SOURCE * 2);
+	char		 sha[65];
+
+	/* The build depends on the source and on what it is built for. */
+	kb_buf_printf(&key, "%s\n%s\n%s\n", t->cfg->eval.device, t->cfg->eval.arch_list,
+		      t->cfg->eval.precision);
+	kb_buf_append(&key, code, strlen(code));
+	kb_sha256_hex(key.p, key.len, sha);
+	kb_buf_clear(&key);
+	snprintf(out, n, "%s/build/%.24s", t->ctx->run_dir, sha);
+}
+
+int
+fsm_act_precompile(struct task_run *t)
+{
+	struct fb_request	 req = { 0 };
+	struct fb_outcome	 o = { 0 };
+	struct lease		 lease = { t->ctx->pool, GPOOL_COMPILE, -1 };
+	char			 build[PATH_MAX], cache[PATH_MAX], work[PATH_MAX], *code;
+	const char		*why;
+	json_t			*result;
+	int			 rc, ev;
+
+	if ((code = read_turn_file(t, t->turn, "kernel.py")) == NULL) {
+		snprintf(t->fail_reason, sizeof(t->fail_reason), "turn %d has no kernel.py", t->turn);
+		return FSM_EV_fatal;
+	}
+	if ((why = static_check(t->cfg, code)) != NULL) {
+		result = json_pack("{s:s, s:b, s:{s:s}}", "status", "rejected", "compiled", 0,
+				   "details", "message", why);
+		rc = put_json(t, "compile", "compile.json", result);
+		json_decref(result);
+		free(code);
+		json_object_set_new(t->data, "reason", json_string(why));
+		return rc < 0 ? rc : FSM_EV_rejected;
+	}
+	build_dir_for(t, code, build, sizeof(build));
+	free(code);
+	snprintf(cache, sizeof(cache), "%s/compile.json", build);
+	snprintf(work, sizeof(work), "%s/work", t->dir);
+	if ((rc = kb_mkdir_p(build, 0755)) < 0 || (rc = kb_mkdir_p(work, 0755)) < 0)
+		return rc;
+	json_object_set_new(t->data, "build_dir", json_string(build + strlen(t->ctx->run_dir) + 1));
+	if ((result = json_load_file(cache, 0, NULL)) != NULL) {
+		json_object_set_new(t->data, "cache_hit", json_true());
+	} else {
+		char	kernel_path[PATH_MAX];
+
+		fsm_turn_path(t, t->turn, "kernel.py", kernel_path, sizeof(kernel_path));
+		rc = gpool_acquire(t->ctx->pool, GPOOL_COMPILE, t->task->id, -1, fsm_should_stop,
+				   NULL, &lease.slot);
+		if (rc < 0)
+			return rc;
+		req.mode = FB_PRECOMPILE;
+		req.problem_path = t->task->problem_path;
+		req.candidate_path = kernel_path;
+		req.build_dir = build;
+		req.work_dir = work;
+		req.device_index = -1;
+		req.on_start = record_runner;
+		req.on_start_arg = &lease;
+		req.should_stop = fsm_should_stop;
+		kb_crashpoint("precompile-before-runner");
+		rc = fb_run(t->cfg, &req, &o);
+		gpool_release(t->ctx->pool, GPOOL_COMPILE, lease.slot);
+		if (rc < 0) {
+			fb_outcome_clear(&o);
+			if (rc == -KB_ESTOPPED)
+				return rc;
+			snprintf(t->fail_reason, sizeof(t->fail_reason), "precompile: %s",
+				 kb_strerror(rc));
+			return FSM_EV_fatal;
+		}
+		result = json_incref(o.result);
+		if (o.log != NULL)
+			fsm_put_artifact(t, "compile_log", "compile.log", o.log, strlen(o.log));
+		/* Deterministic outcomes are cached for every task that writes the same code. */
+		if (o.status == FB_ST_OK || o.status == FB_ST_COMPILE_ERROR ||
+		    o.status == FB_ST_NO_MODEL_NEW)
+			kb_write_atomic_json(cache, result);
+		fb_outcome_clear(&o);
+	}
+	rc = put_json(t, "compile", "compile.json", result);
+	{
+		const char *st = json_string_value(json_object_get(result, "status"));
+
+		st = st != NULL ? st : "crashed";
+		json_object_set_new(t->data, "status", json_string(st));
+		ev = strcmp(st, "ok") == 0 ? FSM_EV_ok :
+		     strcmp(st, "timeout") == 0 ? FSM_EV_timeout : FSM_EV_compile_error;
+	}
+	json_decref(result);
+	return rc < 0 ? rc : ev;
+}
+
+/* ------------------------------------------------------------- EXECUTE */
+
+/* The device's model name, as the supervisor's probe recorded it in gpus.json. */
+static void
+device_name(const struct task_run *t, int device, char *out, size_t n)
+{
+	char	path[PATH_MAX];
+	json_t	*gpus, *g;
+	size_t	i;
+
+	snprintf(out, n, "%s", device < 0 ? "cpu" : "cuda");
+	snprintf(path, sizeof(path), "%s/gpus.json", t->ctx->run_dir);
+	if ((gpus = json_load_file(path, 0, NULL)) == NULL)
+		return;
+	json_array_foreach(json_object_get(gpus, "devices"), i, g) {
+		if (json_integer_value(json_object_get(g, "index")) == device &&
+		    json_is_string(json_object_get(g, "name")))
+			snprintf(out, n, "%s", json_string_value(json_object_get(g, "name")));
+	}
+	json_decref(gpus);
+}
+
+static void
+slug(const char *in, char *out, size_t n)
+{
+	size_t	j = 0;
+
+	for (size_t i = 0; in[i] != '\0' && j + 1 < n; i++) {
+		char c = in[i];
+
+		out[j++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			   (c >= '0' && c <= '9') || c == '-' || c == '.' ? c : '_';
+	}
+	out[j] = '\0';
+}
+
+/* The reference's timing on this device model, measured once per run and shared by
+ * every task of the problem (flock'ed so two samples do not both measure it). */
+static int
+baseline_ms(struct task_run *t, struct lease *lease, int device, double *ms, json_t **info)
+{
+	struct fb_request	 req = { 0 };
+	struct fb_outcome	 o = { 0 };
+	char			 name[256], s[256], dir[PATH_MAX], path[PATH_MAX], lock[PATH_MAX];
+	char			 work[PATH_MAX];
+	json_t			*b = NULL, *eager;
+	int			 fd, rc = 0;
+
+	device_name(t, device, name, sizeof(name));
+	slug(name, s, sizeof(s));
+	snprintf(dir, sizeof(dir), "%s/baselines/%s", t->ctx->run_dir, s);
+	snprintf(path, sizeof(path), "%s/%s.json", dir, t->task->problem_key);
+	snprintf(lock, sizeof(lock), "%s/%s.lock", dir, t->task->problem_key);
+	snprintf(work, sizeof(work), "%s/work", t->dir);
+	if ((rc = kb_mkdir_p(dir, 0755)) < 0)
+		return rc;
+	if ((fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1)
+		return -kb_errno_to_err(errno);
+	while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
+		;
+	if ((b = json_load_file(path, 0, NULL)) == NULL) {
+		req.mode = FB_BASELINE;
+		req.problem_path = t->task->problem_path;
+		req.work_dir = work;
+		req.device_index = device;
+		req.on_start = record_runner;
+		req.on_start_arg = lease;
+		req.should_stop = fsm_should_stop;
+		if ((rc = fb_run(t->cfg, &req, &o)) == 0) {
+			b = json_pack("{s:s, s:s, s:O?, s:O?, s:O?, s:s}", "problem",
+				      t->task->problem_key, "device_name", name, "eager",
+				      json_object_get(json_object_get(o.result, "timing"), "reference"),
+				      "compile",
+				      json_object_get(json_object_get(o.result, "timing"),
+						      "reference_compile"),
+				      "env", json_object_get(o.result, "env"), "status",
+				      fb_status_name(o.status));
+			if (o.status == FB_ST_OK)
+				rc = kb_write_atomic_json(path, b);
+		}
+		fb_outcome_clear(&o);
+	}
+	close(fd);
+	if (rc < 0) {
+		json_decref(b);
+		return rc;
+	}
+	eager = json_object_get(b, "eager");
+	*ms = json_is_object(eager) ? json_number_value(json_object_get(eager, "mean_ms")) : -1;
+	*info = b;
+	return 0;
+}
+
+/* After a runner crash, timeout or CUDA error the GPU is probed in a fresh process
+ * before it is leased again; a GPU that fails is taken out of the pool. */
+static void
+check_gpu_health(struct task_run *t, struct lease *lease, int device)
+{
+	struct fb_request	 req = { 0 };
+	struct fb_outcome	 o = { 0 };
+	char			 work[PATH_MAX];
+
+	if (device < 0)
+		return;
+	snprintf(work, sizeof(work), "%s/work", t->dir);
+	req.mode = FB_PROBE;
+	req.work_dir = work;
+	req.device_index = device;
+	req.timeout_s = 120;
+	if (fb_run(t->cfg, &req, &o) == 0 && o.status != FB_ST_OK) {
+		log_warnx("GPU %d failed its health probe after a %s; quarantining it", device,
+			  "fault");
+		gpool_quarantine(lease->pool, lease->slot, "failed the health probe");
+	}
+	fb_outcome_clear(&o);
+}
+
+int
+fsm_act_execute(struct task_run *t)
+{
+	struct fb_request	 req = { 0 };
+	struct fb_outcome	 o = { 0 };
+	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1 };
+	char			 kernel_path[PATH_MAX], build[PATH_MAX], work[PATH_MAX], *code;
+	double			 ref_ms = -1, speedup = -1;
+	json_t			*base = NULL, *result;
+	int			 device, rc, ev;
+
+	if ((code = read_turn_file(t, t->turn, "kernel.py")) == NULL) {
+		snprintf(t->fail_reason, sizeof(t->fail_reason), "turn %d has no kernel.py", t->turn);
+		return FSM_EV_fatal;
+	}
+	build_dir_for(t, code, build, sizeof(build));
+	free(code);
+	fsm_turn_path(t, t->turn, "kernel.py", kernel_path, sizeof(kernel_path));
+	snprintf(work, sizeof(work), "%s/work", t->dir);
+	rc = gpool_acquire(t->ctx->pool, GPOOL_EXEC, t->task->id, -1, fsm_should_stop, NULL,
+			   &lease.slot);
+	if (rc < 0)
+		return rc;
+	device = gpool_device(t->ctx->pool, lease.slot);
+	rc = baseline_ms(t, &lease, device, &ref_ms, &base);
+	if (rc == 0) {
+		req.mode = FB_EXECUTE;
+		req.problem_path = t->task->problem_path;
+		req.candidate_path = kernel_path;
+		req.build_dir = build;
+		req.work_dir = work;
+		req.device_index = device;
+		req.on_start = record_runner;
+		req.on_start_arg = &lease;
+		req.should_stop = fsm_should_stop;
+		kb_crashpoint("execute-before-runner");
+		rc = fb_run(t->cfg, &req, &o);
+		if (rc == 0 && (o.status == FB_ST_CUDA_ERROR || o.status == FB_ST_CRASHED ||
+				o.status == FB_ST_TIMEOUT))
+			check_gpu_health(t, &lease, device);
+	}
+	gpool_release(t->ctx->pool, GPOOL_EXEC, lease.slot);
+	if (rc < 0) {
+		json_decref(base);
+		fb_outcome_clear(&o);
+		if (rc == -KB_ESTOPPED)
+			return rc;
+		snprintf(t->fail_reason, sizeof(t->fail_reason), "execute: %s", kb_strerror(rc));
+		return FSM_EV_fatal;
+	}
+	result = json_incref(o.result);
+	if (json_is_string(json_object_get(base, "status")) &&
+	    strcmp(json_string_value(json_object_get(base, "status")), "ok") != 0) {
+		snprintf(t->fail_reason, sizeof(t->fail_reason),
+			 "the reference itself fails on this device (%s)",
+			 json_string_value(json_object_get(base, "status")));
+		json_decref(result);
+		json_decref(base);
+		fb_outcome_clear(&o);
+		return FSM_EV_fatal;
+	}
+	if (o.correct && o.runtime_ms > 0 && ref_ms > 0) {
+		speedup = ref_ms / o.runtime_ms;
+		if (speedup > EXCESSIVE_SPEEDUP) {
+			json_t *flags = json_object_get(result, "flags");
+
+			if (!json_is_array(flags))
+				json_object_set_new(result, "flags", flags = json_array());
+			json_array_append_new(flags, json_string("excessive_speedup"));
+		}
+	}
+	json_object_set_new(result, "baseline", json_incref(base));
+	json_object_set_new(result, "ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null());
+	json_object_set_new(result, "speedup", speedup > 0 ? json_real(speedup) : json_null());
+	if (o.log != NULL)
+		fsm_put_artifact(t, "execute_log", "execute.log", o.log, strlen(o.log));
+	rc = put_json(t, "result", "result.json", result);
+	json_object_set_new(t->data, "status", json_string(fb_status_name(o.status)));
+	json_object_set_new(t->data, "correct", json_boolean(o.correct));
+	json_object_set_new(t->data, "device", json_integer(device));
+	if (o.runtime_ms > 0)
+		json_object_set_new(t->data, "runtime_ms", json_real(o.runtime_ms));
+	if (speedup > 0)
+		json_object_set_new(t->data, "speedup", json_real(speedup));
+	json_object_set_new(t->data, "flags", json_incref(json_object_get(result, "flags")));
+	ev = o.correct ? FSM_EV_correct : o.status == FB_ST_TIMEOUT ? FSM_EV_timeout :
+	     FSM_EV_incorrect;
+	json_decref(result);
+	json_decref(base);
+	fb_outcome_clear(&o);
+	return rc < 0 ? rc : ev;
+}
+
+/* ------------------------------------------------------------- PROFILE */
+
+int
+fsm_act_profile(struct task_run *t)
+{
+	struct fb_request	 req = { 0 };
+	struct fb_outcome	 o = { 0 };
+	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1 };
+	char			 kernel_path[PATH_MAX], build[PATH_MAX], work[PATH_MAX], *code;
+	char			*text;
+	int			 rc;
+
+	if ((code = read_turn_file(t, t->turn, "kernel.py")) == NULL)
+		return FSM_EV_profiled;
+	build_dir_for(t, code, build, sizeof(build));
+	free(code);
+	fsm_turn_path(t, t->turn, "kernel.py", kernel_path, sizeof(kernel_path));
+	snprintf(work, sizeof(work), "%s/work", t->dir);
+	rc = gpool_acquire(t->ctx->pool, GPOOL_EXEC, t->task->id, -1, fsm_should_stop, NULL,
+			   &lease.slot);
+	if (rc < 0)
+		return rc;
+	req.mode = FB_PROFILE;
+	req.problem_path = t->task->problem_path;
+	req.candidate_path = kernel_path;
+	req.build_dir = build;
+	req.work_dir = work;
+	req.device_index = gpool_device(t->ctx->pool, lease.slot);
+	req.on_start = record_runner;
+	req.on_start_arg = &lease;
+	req.should_stop = fsm_should_stop;
+	rc = fb_run(t->cfg, &req, &o);
+	gpool_release(t->ctx->pool, GPOOL_EXEC, lease.slot);
+	if (rc < 0) {
+		fb_outcome_clear(&o);
+		return rc == -KB_ESTOPPED ? rc : FSM_EV_profiled;
+	}
+	rc = put_json(t, "profile", "profile.json", o.result);
+	text = fb_profile_feedback(t->cfg, json_object_get(o.result, "profile"));
+	if (rc == 0 && text != NULL)
+		rc = fsm_put_artifact(t, "profile_feedback", "profile_feedback.md", text, strlen(text));
+	json_object_set_new(t->data, "status", json_string(fb_status_name(o.status)));
+	free(text);
+	fb_outcome_clear(&o);
+	return rc < 0 ? rc : FSM_EV_profiled;
+}
+
+/* ------------------------------------------------------------ FEEDBACK */
+
+/* The outcome of this turn as the feedback text needs it, rebuilt from the artifacts
+ * (so FEEDBACK re-runs identically after a resume). */
+static int
+turn_outcome(struct task_run *t, struct fb_outcome *o, const char **label, char **text)
+{
+	json_t		*compile, *result;
+	const char	*st;
+
+	memset(o, 0, sizeof(*o));
+	o->runtime_ms = o->ref_runtime_ms = o->speedup = -1;
+	*text = NULL;
+	if (!kb_file_exists(t->turn_dir) ||
+	    (compile = read_turn_json(t, t->turn, "compile.json")) == NULL) {
+		char *k = read_turn_file(t, t->turn, "kernel.py");
+
+		if (k == NULL) {
+			*label = "no_code";
+			*text = kb_strdup("Your reply contained no code. Reply with the complete "
+					  "ModelNew module in one ```python fenced block.");
+			return 0;
+		}
+		free(k);
+		*label = "crashed";
+		*text = kb_strdup("The kernel could not be evaluated.");
+		return 0;
+	}
+	st = json_string_value(json_object_get(compile, "status"));
+	if (st != NULL && strcmp(st, "rejected") == 0) {
+		*label = "rejected";
+		*text = kb_asprintf("Your code was rejected before compiling: %s.",
+				    json_string_value(json_object_get(
+					    json_object_get(compile, "details"), "message")));
+		json_decref(compile);
+		return 0;
+	}
+	result = read_turn_json(t, t->turn, "result.json");
+	if (result == NULL) {
+		o->result = compile;
+	} else {
+		json_decref(compile);
+		o->result = result;
+	}
+	st = json_string_value(json_object_get(o->result, "status"));
+	if (st == NULL || fb_status_parse(st, &o->status) < 0)
+		o->status = FB_ST_CRASHED;
+	o->compiled = result != NULL || o->status == FB_ST_OK;
+	o->correct = json_is_true(json_object_get(o->result, "correct"));
+	if (json_is_number(json_object_get(o->result, "speedup")))
+		o->speedup = json_number_value(json_object_get(o->result, "speedup"));
+	if (json_is_number(json_object_get(o->result, "ref_runtime_ms")))
+		o->ref_runtime_ms = json_number_value(json_object_get(o->result, "ref_runtime_ms"));
+	{
+		json_t *cand = json_object_get(json_object_get(o->result, "timing"), "candidate");
+
+		if (json_is_object(cand))
+			o->runtime_ms = json_number_value(json_object_get(cand, "mean_ms"));
+	}
+	*label = fb_status_name(o->status);
+	return 0;
+}
+
+int
+fsm_act_feedback(struct task_run *t)
+{
+	struct fb_outcome	 o;
+	const char		*label;
+	char			*text = NULL;
+	int			 rc;
+
+	turn_outcome(t, &o, &label, &text);
+	if (text == NULL)
+		text = fb_exec_feedback(t->cfg, &o);
+	rc = fsm_put_artifact(t, "feedback", "feedback.md", text, strlen(text));
+	free(text);
+	if (o.correct && o.speedup > 0 && o.speedup > t->best_speedup) {
+		t->best_speedup = o.speedup;
+		t->best_turn = t->turn;
+	}
+	json_object_set_new(t->data, "status", json_string(label));
+	json_object_set_new(t->data, "compiled", json_boolean(o.compiled));
+	json_object_set_new(t->data, "correct", json_boolean(o.correct));
+	json_object_set_new(t->data, "speedup", o.speedup > 0 ? json_real(o.speedup) : json_null());
+	json_object_set_new(t->data, "runtime_ms",
+			    o.runtime_ms > 0 ? json_real(o.runtime_ms) : json_null());
+	json_object_set_new(t->data, "ref_runtime_ms",
+			    o.ref_runtime_ms > 0 ? json_real(o.ref_runtime_ms) : json_null());
+	json_object_set_new(t->data, "best_speedup",
+			    t->best_speedup > 0 ? json_real(t->best_speedup) : json_null());
+	json_object_set_new(t->data, "best_turn", json_integer(t->best_turn));
+	fb_outcome_clear(&o);
+	if (rc < 0)
+		return rc;
+	return t->turn >= t->cfg->refinement.turns ? FSM_EV_budget_spent : FSM_EV_next_turn;
+}
