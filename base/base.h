@@ -66,6 +66,7 @@ enum kb_log_level { KB_LOG_DEBUG, KB_LOG_INFO, KB_LOG_WARN };
  * where lines go (stderr in the foreground, supervisor.log when detached). */
 void	kb_log_init(const char *prefix, int fd);
 void	kb_log_set_level(enum kb_log_level level);
+void	kb_log_tee(int fd);	/* also write every line to fd (-1: stop) */
 void	log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -53,6 +53,7 @@ kb_errno_to_err(int errnum)
 
 static char	log_prefix[192] = "kforge";
 static int	log_fd = 2;
+static int	log_tee_fd = -1;
 static enum kb_log_level log_level = KB_LOG_INFO;
 
 void
@@ -60,6 +61,12 @@ kb_log_init(const char *prefix, int fd)
 {
 	snprintf(log_prefix, sizeof(log_prefix), "%s", prefix);
 	log_fd = fd;
+}
+
+void
+kb_log_tee(int fd)
+{
+	log_tee_fd = fd;
 }
 
 void
@@ -94,6 +101,9 @@ log_emit(enum kb_log_level level, const char *tag, const char *fmt, va_list ap,
 	line[n++] = '\n';
 	if (write(log_fd, line, (size_t)n) < 0) {
 		/* nowhere left to report it */
+	}
+	if (log_tee_fd >= 0 && write(log_tee_fd, line, (size_t)n) < 0) {
+		/* likewise */
 	}
 }
 

@@ -82,6 +82,7 @@ struct fsm_summary {
 	char		 last_status[32];	/* runner status of the latest evaluated turn */
 	char		 fail_reason[256];
 	int64_t		 last_seq;
+	long		 llm_requests, prompt_tokens, completion_tokens;
 };
 /* Reads tasks/<id>/trajectory.jsonl (read-only; a torn tail is ignored). A task with
  * no log yet has state GENERATE, turn 0. */

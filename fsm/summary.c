@@ -22,6 +22,12 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	if (to == FSM_ST_FAILED && json_is_string(json_object_get(d, "reason")))
 		snprintf(s->fail_reason, sizeof(s->fail_reason), "%s",
 			 json_string_value(json_object_get(d, "reason")));
+	if (strcmp(rec->from, "GENERATE") == 0 && json_is_integer(json_object_get(d, "attempts"))) {
+		s->llm_requests += (long)json_integer_value(json_object_get(d, "attempts"));
+		s->prompt_tokens += (long)json_integer_value(json_object_get(d, "prompt_tokens"));
+		s->completion_tokens +=
+			(long)json_integer_value(json_object_get(d, "completion_tokens"));
+	}
 	if (strcmp(rec->from, "FEEDBACK") != 0 || rec->turn < 1 || rec->turn > 256)
 		return 0;
 	s->turns_done = rec->turn;

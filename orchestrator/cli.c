@@ -1,0 +1,321 @@
+/* cli.c: the kforge command line — one table of commands, each with its help. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orchestrator/orch_int.h"
+
+#define MAX_SETS 128
+
+struct command {
+	const char	*name;
+	int		(*run)(int argc, char **argv);
+	const char	*usage;
+	const char	*help;
+};
+
+static int	cmd_run(int argc, char **argv);
+static int	cmd_resume(int argc, char **argv);
+static int	cmd_status(int argc, char **argv);
+static int	cmd_tail(int argc, char **argv);
+static int	cmd_report(int argc, char **argv);
+static int	cmd_stop(int argc, char **argv);
+static int	cmd_eval(int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "run", cmd_run, "run CONFIG [--run-dir DIR] [--set key=value ...] [--detach]",
+	  "Start an experiment from a YAML config. The run directory (default runs/<name>)\n"
+	  "receives the frozen config and every task's trajectory. --set overrides any\n"
+	  "config key by its dotted path (recorded in the frozen config). --detach runs the\n"
+	  "supervisor in the background (pid in DIR/supervisor.pid, log in\n"
+	  "DIR/supervisor.log). SIGINT/SIGTERM stop gracefully; 'kforge resume' continues." },
+	{ "resume", cmd_resume, "resume DIR [--detach]",
+	  "Continue an interrupted run. Finished tasks are not redone, saved LLM replies are\n"
+	  "never requested again, and each task re-enters the step it was in." },
+	{ "status", cmd_status, "status DIR [--json]",
+	  "Tasks with their state, turn, best speedup and last result; the GPU, compile and\n"
+	  "LLM slots (busy/total, waiting, utilisation); LLM requests and tokens." },
+	{ "tail", cmd_tail, "tail DIR [TASK] [-f]",
+	  "Print the trajectory of one task (or all) a line per transition; -f follows\n"
+	  "live until the followed tasks finish." },
+	{ "report", cmd_report, "report DIR [--json]",
+	  "Compile rate, correctness (fast_0), fast_p for p in 0.5, 1, 1.5, 2 per level and\n"
+	  "overall, fast_1 by turn (best kernel up to turn N), and last statuses." },
+	{ "stop", cmd_stop, "stop DIR [--timeout SECONDS]",
+	  "Ask the run's supervisor to stop gracefully and wait until it has." },
+	{ "eval", cmd_eval,
+	  "eval --problem P.py --kernel K.py [--device cpu|cuda|auto] [--set key=value ...] [--json]",
+	  "Evaluate one kernel against one KernelBench-format problem: precompile, reference\n"
+	  "timing, correctness trials and timing, as in a run's turn." },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct command *current;
+
+static int
+usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "kforge %s: ", current->name);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nusage: kforge %s\n", current->usage);
+	return 2;
+}
+
+static int
+print_help(void)
+{
+	printf("usage: kforge %s\n\n%s\n", current->usage, current->help);
+	return 0;
+}
+
+/* Options common to every command are --help/-h; each command adds its own. */
+static int
+parse(int argc, char **argv, const char *shortopts, const struct option *longopts,
+      int (*on_opt)(int c, const char *arg, void *st), void *st, char ***rest, int *nrest)
+{
+	int	c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		if (c == 'h')
+			return print_help() + 1000;
+		if (c == '?' || c == ':')
+			return usage_error("bad or incomplete option '%s'", argv[optind - 1]);
+		if (on_opt(c, optarg, st) != 0)
+			return 2;
+	}
+	*rest = argv + optind;
+	*nrest = argc - optind;
+	return 0;
+}
+
+struct run_opts {
+	const char	*run_dir, *sets[MAX_SETS], *device, *problem, *kernel;
+	int		 nsets, timeout;
+	bool		 detach, json, follow;
+};
+
+static int
+on_opt(int c, const char *arg, void *st)
+{
+	struct run_opts *o = st;
+	long		 v;
+
+	switch (c) {
+	case 'd': o->run_dir = arg; break;
+	case 'D': o->detach = true; break;
+	case 'j': o->json = true; break;
+	case 'f': o->follow = true; break;
+	case 'v': o->device = arg; break;
+	case 'p': o->problem = arg; break;
+	case 'k': o->kernel = arg; break;
+	case 't':
+		if (kb_parse_int(arg, 1, 86400, &v) < 0)
+			return usage_error("--timeout wants seconds, got '%s'", arg);
+		o->timeout = (int)v;
+		break;
+	case 's':
+		if (o->nsets >= MAX_SETS)
+			return usage_error("too many --set options (%s)", arg);
+		if (strchr(arg, '=') == NULL)
+			return usage_error("--set wants key=value, got '%s'", arg);
+		o->sets[o->nsets++] = arg;
+		break;
+	}
+	return 0;
+}
+
+static const struct option all_longopts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "run-dir", required_argument, NULL, 'd' },
+	{ "set", required_argument, NULL, 's' },
+	{ "detach", no_argument, NULL, 'D' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "follow", no_argument, NULL, 'f' },
+	{ "device", required_argument, NULL, 'v' },
+	{ "problem", required_argument, NULL, 'p' },
+	{ "kernel", required_argument, NULL, 'k' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Each command accepts only its own options; the rest are refused by name. */
+static int
+parse_for(int argc, char **argv, const char *allowed, struct run_opts *o, char ***rest,
+	  int *nrest)
+{
+	struct option	opts[16];
+	int		n = 0, rc;
+
+	for (const struct option *p = all_longopts; p->name != NULL; p++)
+		if (p->val == 'h' || strchr(allowed, p->val) != NULL)
+			opts[n++] = *p;
+	memset(&opts[n], 0, sizeof(opts[n]));
+	rc = parse(argc, argv, strchr(allowed, 'f') ? "+hf" : "+h", opts, on_opt, o, rest, nrest);
+	return rc;
+}
+
+#define PARSE_OR_RETURN(allowed)                                            \
+	do {                                                                \
+		int prc_ = parse_for(argc, argv, allowed, &o, &rest, &nrest); \
+		if (prc_ >= 1000)                                           \
+			return 0;                                           \
+		if (prc_ != 0)                                              \
+			return prc_;                                        \
+	} while (0)
+
+static int
+cmd_run(int argc, char **argv)
+{
+	struct run_opts		o = { 0 };
+	struct orch_run		run;
+	struct orch_sup_opts	sopts = { 0 };
+	char			err[1024], **rest;
+	int			nrest, rc;
+
+	PARSE_OR_RETURN("dsD");
+	if (nrest != 1)
+		return usage_error("wants exactly one CONFIG%s", nrest > 1 ? " (extra arguments)" : "");
+	if (orch_run_create(&run, rest[0], o.run_dir, o.sets, o.nsets, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		return 2;
+	}
+	sopts.detach = o.detach;
+	rc = orch_supervise(&run, &sopts);
+	orch_run_clear(&run);
+	return rc;
+}
+
+static int
+cmd_resume(int argc, char **argv)
+{
+	struct run_opts		o = { 0 };
+	struct orch_run		run;
+	struct orch_sup_opts	sopts = { 0 };
+	char			err[1024], **rest;
+	int			nrest, rc;
+
+	PARSE_OR_RETURN("D");
+	if (nrest != 1)
+		return usage_error("wants exactly one run directory%s", "");
+	if (orch_run_open(&run, rest[0], err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		return 2;
+	}
+	if (orch_run_supervisor_pid(run.dir) != 0) {
+		fprintf(stderr, "kforge: a supervisor is already running on %s\n", run.dir);
+		orch_run_clear(&run);
+		return 1;
+	}
+	sopts.detach = o.detach;
+	rc = orch_supervise(&run, &sopts);
+	orch_run_clear(&run);
+	return rc;
+}
+
+static int
+cmd_status(int argc, char **argv)
+{
+	struct run_opts	o = { 0 };
+	char		**rest;
+	int		nrest;
+
+	PARSE_OR_RETURN("j");
+	if (nrest != 1)
+		return usage_error("wants exactly one run directory%s", "");
+	return orch_cmd_status(rest[0], o.json);
+}
+
+static int
+cmd_tail(int argc, char **argv)
+{
+	struct run_opts	o = { 0 };
+	char		**rest;
+	int		nrest;
+
+	PARSE_OR_RETURN("f");
+	if (nrest < 1 || nrest > 2)
+		return usage_error("wants a run directory and at most one TASK%s", "");
+	return orch_cmd_tail(rest[0], nrest == 2 ? rest[1] : NULL, o.follow);
+}
+
+static int
+cmd_report(int argc, char **argv)
+{
+	struct run_opts	o = { 0 };
+	char		**rest;
+	int		nrest;
+
+	PARSE_OR_RETURN("j");
+	if (nrest != 1)
+		return usage_error("wants exactly one run directory%s", "");
+	return orch_cmd_report(rest[0], o.json);
+}
+
+static int
+cmd_stop(int argc, char **argv)
+{
+	struct run_opts	o = { 0 };
+	char		**rest;
+	int		nrest;
+
+	o.timeout = 600;
+	PARSE_OR_RETURN("t");
+	if (nrest != 1)
+		return usage_error("wants exactly one run directory%s", "");
+	return orch_cmd_stop(rest[0], o.timeout);
+}
+
+static int
+cmd_eval(int argc, char **argv)
+{
+	struct run_opts	o = { 0 };
+	char		**rest;
+	int		nrest;
+
+	PARSE_OR_RETURN("pkvsj");
+	if (o.problem == NULL || o.kernel == NULL)
+		return usage_error("needs --problem and --kernel%s", "");
+	if (nrest != 0)
+		return usage_error("unexpected argument '%s'", rest[0]);
+	if (o.device != NULL && strcmp(o.device, "cpu") != 0 && strcmp(o.device, "cuda") != 0 &&
+	    strcmp(o.device, "auto") != 0)
+		return usage_error("--device is cpu, cuda or auto, not '%s'", o.device);
+	return orch_cmd_eval(o.problem, o.kernel, o.device, o.sets, o.nsets, o.json);
+}
+
+static void
+print_overview(FILE *fp)
+{
+	fprintf(fp, "usage: kforge COMMAND [ARGS]\n\n"
+		"kforge runs LLM-driven GPU-kernel refinement experiments (KernelBench style).\n\n"
+		"commands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(fp, "  kforge %s\n", commands[i].usage);
+	fprintf(fp, "\n'kforge COMMAND --help' describes one command.\n");
+}
+
+int
+orch_main(int argc, char **argv)
+{
+	if (argc < 2) {
+		print_overview(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		print_overview(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			current = &commands[i];
+			return commands[i].run(argc - 1, argv + 1);
+		}
+	}
+	fprintf(stderr, "kforge: unknown command '%s'\n", argv[1]);
+	print_overview(stderr);
+	return 2;
+}

@@ -1,0 +1,368 @@
+/* run.c: the run directory — created once by `kforge run` (frozen config, task manifest,
+ * device list, run.json), reopened by resume, status, tail and report. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "feedback/feedback.h"
+#include "orchestrator/orch_int.h"
+
+#define KFORGE_VERSION "0.1.0"
+
+static int
+absolute_dir(const char *in, char *out, size_t n)
+{
+	char	cwd[PATH_MAX];
+
+	if (in[0] == '/') {
+		if (strlen(in) >= n)
+			return -KB_ETOOBIG;
+		snprintf(out, n, "%s", in);
+	} else {
+		if (getcwd(cwd, sizeof(cwd)) == NULL)
+			return -KB_ESYS;
+		if (kb_path_join(out, n, cwd, in) < 0)
+			return -KB_ETOOBIG;
+	}
+	for (size_t len = strlen(out); len > 1 && out[len - 1] == '/'; len--)
+		out[len - 1] = '\0';
+	return strlen(out) > ORCH_MAX_RUN_DIR ? -KB_ETOOBIG : 0;
+}
+
+/* -------------------------------------------------------------- devices */
+
+static const char *const nvidia_smi_paths[] = {
+	"/usr/bin/nvidia-smi", "/usr/local/bin/nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi",
+	"/usr/lib/wsl/lib/nvidia-smi",
+};
+
+/* GPUs by nvidia-smi (index and name), else by /dev/nvidiaN; empty when none. */
+static json_t *
+detect_gpus(void)
+{
+	json_t	*list = json_array();
+
+	for (size_t i = 0; i < sizeof(nvidia_smi_paths) / sizeof(nvidia_smi_paths[0]); i++) {
+		const char *argv[] = { nvidia_smi_paths[i], "--query-gpu=index,name",
+				       "--format=csv,noheader", NULL };
+		const char *envp[] = { "PATH=/usr/bin:/bin", "LANG=C", NULL };
+		struct kb_spawn_opts	o = { 0 };
+		struct kb_spawn_result	r = { 0 };
+		char			*line, *save = NULL;
+
+		if (access(nvidia_smi_paths[i], X_OK) != 0)
+			continue;
+		o.argv = argv;
+		o.envp = envp;
+		o.timeout_ms = 30000;
+		o.out_cap = 65536;
+		if (kb_spawn_run(&o, &r) == 0 && r.end == KB_END_EXITED && r.exit_code == 0 &&
+		    r.out.p != NULL) {
+			for (line = strtok_r(r.out.p, "\n", &save); line != NULL;
+			     line = strtok_r(NULL, "\n", &save)) {
+				char	*comma = strchr(line, ',');
+				long	 idx;
+
+				if (comma == NULL)
+					continue;
+				*comma = '\0';
+				if (kb_parse_int(line, 0, KB_MAX_DEVICES - 1, &idx) < 0)
+					continue;
+				while (*++comma == ' ')
+					;
+				json_array_append_new(list, json_pack("{s:I, s:s}", "index",
+								      (json_int_t)idx, "name", comma));
+			}
+		}
+		kb_spawn_result_clear(&r);
+		if (json_array_size(list) > 0)
+			return list;
+	}
+	for (int i = 0; i < KB_MAX_DEVICES; i++) {
+		char dev[32];
+
+		snprintf(dev, sizeof(dev), "/dev/nvidia%d", i);
+		if (access(dev, F_OK) != 0)
+			break;
+		json_array_append_new(list, json_pack("{s:i, s:s}", "index", i, "name", "cuda"));
+	}
+	return list;
+}
+
+int
+orch_resolve_devices(struct kb_config *cfg, json_t **gpus, char *err, size_t errlen)
+{
+	json_t	*found, *chosen, *g;
+	size_t	 i;
+
+	if (strcmp(cfg->eval.device, "cpu") == 0) {
+		*gpus = json_pack("{s:s, s:[{s:i, s:s}]}", "device", "cpu", "devices", "index", -1,
+				  "name", "cpu");
+		return 0;
+	}
+	found = detect_gpus();
+	if (json_array_size(found) == 0) {
+		json_decref(found);
+		if (strcmp(cfg->eval.device, "auto") == 0) {
+			free(cfg->eval.device);
+			cfg->eval.device = kb_strdup("cpu");
+			return orch_resolve_devices(cfg, gpus, err, errlen);
+		}
+		snprintf(err, errlen, "eval.device is cuda but no NVIDIA GPU is visible "
+			 "(no nvidia-smi answer, no /dev/nvidia0)");
+		return -KB_ECONFIG;
+	}
+	free(cfg->eval.device);
+	cfg->eval.device = kb_strdup("cuda");
+	chosen = json_array();
+	if (cfg->gpus.all) {
+		json_array_extend(chosen, found);
+	} else {
+		for (int d = 0; d < cfg->gpus.ndevices; d++) {
+			bool	present = false;
+
+			json_array_foreach(found, i, g) {
+				if (json_integer_value(json_object_get(g, "index")) ==
+				    cfg->gpus.devices[d]) {
+					json_array_append(chosen, g);
+					present = true;
+				}
+			}
+			if (!present) {
+				snprintf(err, errlen, "gpus.devices: GPU %d is not present (found %zu)",
+					 cfg->gpus.devices[d], json_array_size(found));
+				json_decref(found);
+				json_decref(chosen);
+				return -KB_ECONFIG;
+			}
+		}
+	}
+	json_decref(found);
+	*gpus = json_pack("{s:s, s:o}", "device", "cuda", "devices", chosen);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- files */
+
+static int
+write_config(const char *dir, const struct kb_config *cfg)
+{
+	char	 path[PATH_MAX], *text = NULL;
+	size_t	 len = 0;
+	FILE	*fp = open_memstream(&text, &len);
+	int	 rc;
+
+	if (fp == NULL)
+		return -KB_ENOMEM;
+	rc = orch_config_emit(cfg, fp);
+	fclose(fp);
+	if (rc == 0) {
+		snprintf(path, sizeof(path), "%s/config.yaml", dir);
+		rc = kb_write_atomic(path, text, len);
+	}
+	free(text);
+	return rc;
+}
+
+static int
+write_tasks(const char *dir, const struct kb_task *tasks, int n)
+{
+	char	path[PATH_MAX];
+	json_t	*arr = json_array();
+	int	rc;
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:i}", "id",
+			tasks[i].id, "problem_key", tasks[i].problem_key, "problem_name",
+			tasks[i].problem_name, "problem_path", tasks[i].problem_path, "level",
+			tasks[i].level, "problem_id", (json_int_t)tasks[i].problem_id, "sample",
+			tasks[i].sample));
+	snprintf(path, sizeof(path), "%s/tasks.json", dir);
+	rc = kb_write_atomic_json(path, arr);
+	json_decref(arr);
+	return rc;
+}
+
+static int
+read_tasks(const char *dir, struct kb_task **out, int *n, char *err, size_t errlen)
+{
+	char		 path[PATH_MAX];
+	json_error_t	 jerr;
+	json_t		*arr, *t;
+	size_t		 i;
+
+	snprintf(path, sizeof(path), "%s/tasks.json", dir);
+	if ((arr = json_load_file(path, 0, &jerr)) == NULL || !json_is_array(arr)) {
+		snprintf(err, errlen, "%s: %s", path, arr == NULL ? jerr.text : "not a list");
+		json_decref(arr);
+		return -KB_ECORRUPT;
+	}
+	*n = (int)json_array_size(arr);
+	*out = calloc((size_t)*n + 1, sizeof(**out));
+	json_array_foreach(arr, i, t) {
+		struct kb_task	*k = &(*out)[i];
+		const char	*id = json_string_value(json_object_get(t, "id"));
+		const char	*key = json_string_value(json_object_get(t, "problem_key"));
+		const char	*name = json_string_value(json_object_get(t, "problem_name"));
+		const char	*p = json_string_value(json_object_get(t, "problem_path"));
+
+		if (id == NULL || key == NULL || name == NULL || p == NULL) {
+			snprintf(err, errlen, "%s: task %zu is incomplete", path, i);
+			free(*out);
+			json_decref(arr);
+			return -KB_ECORRUPT;
+		}
+		snprintf(k->id, sizeof(k->id), "%s", id);
+		snprintf(k->problem_key, sizeof(k->problem_key), "%s", key);
+		snprintf(k->problem_name, sizeof(k->problem_name), "%s", name);
+		snprintf(k->problem_path, sizeof(k->problem_path), "%s", p);
+		k->level = (int)json_integer_value(json_object_get(t, "level"));
+		k->problem_id = (long)json_integer_value(json_object_get(t, "problem_id"));
+		k->sample = (int)json_integer_value(json_object_get(t, "sample"));
+	}
+	json_decref(arr);
+	return 0;
+}
+
+int
+orch_run_update(const struct orch_run *run, json_t *fields)
+{
+	char	path[PATH_MAX];
+	json_t	*obj;
+	int	rc;
+
+	snprintf(path, sizeof(path), "%s/run.json", run->dir);
+	if ((obj = json_load_file(path, 0, NULL)) == NULL)
+		obj = json_object();
+	json_object_update(obj, fields);
+	rc = kb_write_atomic_json(path, obj);
+	json_decref(obj);
+	return rc;
+}
+
+int
+orch_run_create(struct orch_run *run, const char *config_path, const char *run_dir,
+		const char *const *sets, int nsets, char *err, size_t errlen)
+{
+	char	 path[PATH_MAX], ts[32], host[256] = "", id[65], seed[128];
+	json_t	*gpus = NULL, *info;
+	int	 rc;
+
+	memset(run, 0, sizeof(*run));
+	if ((rc = orch_config_load(config_path, sets, nsets, &run->cfg, err, errlen)) < 0)
+		return rc;
+	if ((rc = orch_resolve_devices(&run->cfg, &gpus, err, errlen)) < 0)
+		goto out;
+	if ((rc = orch_tasks_list(&run->cfg, &run->tasks, &run->ntasks, err, errlen)) < 0)
+		goto out;
+	if (run_dir == NULL)
+		snprintf(path, sizeof(path), "runs/%s", run->cfg.name);
+	else
+		snprintf(path, sizeof(path), "%s", run_dir);
+	if ((rc = absolute_dir(path, run->dir, sizeof(run->dir))) < 0) {
+		snprintf(err, errlen, "run directory '%s': path too long", path);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/config.yaml", run->dir);
+	if (kb_file_exists(path)) {
+		snprintf(err, errlen, "%s already holds a run: 'kforge resume %s' continues it, "
+			 "or choose another --run-dir", run->dir, run->dir);
+		rc = -KB_ECONFIG;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/tasks", run->dir);
+	if ((rc = kb_mkdir_p(path, 0755)) < 0) {
+		snprintf(err, errlen, "cannot create '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/gpus.json", run->dir);
+	if ((rc = kb_write_atomic_json(path, gpus)) < 0 ||
+	    (rc = write_tasks(run->dir, run->tasks, run->ntasks)) < 0 ||
+	    (rc = write_config(run->dir, &run->cfg)) < 0) {
+		snprintf(err, errlen, "cannot write the run directory '%s': %s", run->dir,
+			 kb_strerror(rc));
+		goto out;
+	}
+	gethostname(host, sizeof(host) - 1);
+	kb_iso8601(kb_now_ms(), ts);
+	snprintf(seed, sizeof(seed), "%s %s %ld", host, ts, (long)getpid());
+	kb_sha256_hex(seed, strlen(seed), id);
+	id[16] = '\0';
+	info = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:i}", "run_id", id, "name",
+			 run->cfg.name, "host", host, "created", ts, "kforge_version",
+			 KFORGE_VERSION, "status", "created", "gpus", gpus, "tasks", run->ntasks);
+	rc = orch_run_update(run, info);
+	json_decref(info);
+out:
+	json_decref(gpus);
+	if (rc < 0)
+		orch_run_clear(run);
+	return rc;
+}
+
+int
+orch_run_open(struct orch_run *run, const char *dir, char *err, size_t errlen)
+{
+	char	path[PATH_MAX];
+	int	rc;
+
+	memset(run, 0, sizeof(*run));
+	if (absolute_dir(dir, run->dir, sizeof(run->dir)) < 0) {
+		snprintf(err, errlen, "run directory '%s': path too long", dir);
+		return -KB_EINVAL;
+	}
+	snprintf(path, sizeof(path), "%s/config.yaml", run->dir);
+	if (!kb_file_exists(path)) {
+		snprintf(err, errlen, "%s is not a kforge run directory (no config.yaml)", dir);
+		return -KB_ENOENT;
+	}
+	if ((rc = orch_config_load(path, NULL, 0, &run->cfg, err, errlen)) < 0)
+		return rc;
+	if ((rc = read_tasks(run->dir, &run->tasks, &run->ntasks, err, errlen)) < 0) {
+		kb_config_clear(&run->cfg);
+		return rc;
+	}
+	return 0;
+}
+
+void
+orch_run_clear(struct orch_run *run)
+{
+	kb_config_clear(&run->cfg);
+	free(run->tasks);
+	run->tasks = NULL;
+	run->ntasks = 0;
+}
+
+pid_t
+orch_run_supervisor_pid(const char *dir)
+{
+	char	 path[PATH_MAX], *text = NULL;
+	long	 pid = 0;
+	int	 fd;
+
+	/* The lock, not the pid file, says whether a supervisor lives: a pid file left by a
+	 * SIGKILLed supervisor must not block a resume. */
+	snprintf(path, sizeof(path), "%s/supervisor.lock", dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	snprintf(path, sizeof(path), "%s/supervisor.pid", dir);
+	if (kb_read_file(path, 64, &text, NULL) == 0) {
+		text[strcspn(text, "\n")] = '\0';
+		if (kb_parse_int(text, 1, 1L << 30, &pid) < 0)
+			pid = 0;
+	}
+	free(text);
+	return pid > 0 ? (pid_t)pid : -1;
+}

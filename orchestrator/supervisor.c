@@ -1,0 +1,446 @@
+/* supervisor.c: the one process that forks workers. Signals are blocked before any fork
+ * and read from a signalfd; handlers do nothing. Workers are reaped, their pool slots
+ * reclaimed, abnormal deaths restarted with backoff (the worker resumes from its log),
+ * and a task that keeps dying is marked FAILED. SIGTERM/SIGINT stop gracefully; a
+ * second one hurries the workers, a third kills them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "feedback/feedback.h"
+#include "fsm/fsm.h"
+#include "gpu_pool/gpu_pool.h"
+#include "orchestrator/orch_int.h"
+
+enum slot_state { TASK_PENDING, TASK_RUNNING, TASK_FINISHED, TASK_GAVE_UP };
+
+struct task_slot {
+	enum slot_state	 state;
+	pid_t		 pid;
+	int		 deaths;
+	int64_t		 not_before_ms;	/* restart backoff */
+	char		 last_death[128];
+};
+
+struct sup {
+	struct orch_run		*run;
+	struct gpool		*pool;
+	struct task_slot	*slots;
+	int			 running;
+	int			 stop_signals;	/* SIGTERM/SIGINT/SIGHUP received */
+	int			 sfd;
+	sigset_t		 orig_mask;
+	pid_t			 self;
+	int64_t			 started_ms;
+	int			 log_fd;
+};
+
+static int
+last_state_of(const struct kb_tlog_rec *rec, void *arg)
+{
+	snprintf(arg, 32, "%s", rec->to);
+	return 0;
+}
+
+/* The worker is gone for good: the supervisor closes its log with FAILED, so status
+ * and report see a finished task with the reason. */
+static void
+mark_failed(struct sup *s, int i, const char *reason)
+{
+	const struct kb_task	*t = &s->run->tasks[i];
+	struct kb_tlog		*log;
+	char			 path[PATH_MAX], state[32] = "GENERATE";
+	json_t			*data;
+	int			 turn = 1;
+
+	snprintf(path, sizeof(path), "%s/tasks/%s", s->run->dir, t->id);
+	kb_mkdir_p(path, 0755);
+	snprintf(path, sizeof(path), "%s/tasks/%s/trajectory.jsonl", s->run->dir, t->id);
+	if (kb_tlog_open(&log, path, last_state_of, state, NULL) < 0) {
+		log_warnx("%s: cannot record its failure", t->id);
+		return;
+	}
+	{
+		struct fsm_summary sum;
+
+		if (fsm_summarize(s->run->dir, t->id, &sum) == 0 && sum.turn > 0)
+			turn = sum.turn;
+	}
+	data = json_pack("{s:s}", "reason", reason);
+	if (kb_tlog_append(log, t->id, turn, state, "fatal", "FAILED", data) < 0)
+		log_warnx("%s: cannot record its failure", t->id);
+	json_decref(data);
+	kb_tlog_close(log);
+}
+
+static pid_t
+fork_worker(struct sup *s, int i)
+{
+	struct fsm_ctx	ctx;
+	pid_t		pid;
+	char		prefix[200];
+
+	if ((pid = fork()) != 0)
+		return pid;
+	/* The worker: its own signals back, and it dies (gracefully) with us. */
+	close(s->sfd);
+	signal(SIGCHLD, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &s->orig_mask, NULL);
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 || getppid() != s->self)
+		_exit(KB_EXIT_TEMPFAIL);
+	snprintf(prefix, sizeof(prefix), "task %s", s->run->tasks[i].id);
+	kb_log_init(prefix, s->log_fd);
+	ctx.cfg = &s->run->cfg;
+	ctx.task = &s->run->tasks[i];
+	ctx.run_dir = s->run->dir;
+	ctx.pool = s->pool;
+	_exit(fsm_task_main(&ctx));
+}
+
+static void
+launch_ready(struct sup *s)
+{
+	int64_t now = kb_mono_ms();
+
+	for (int i = 0; i < s->run->ntasks && s->running < s->run->cfg.workers; i++) {
+		struct task_slot *ts = &s->slots[i];
+		pid_t		  pid;
+
+		if (ts->state != TASK_PENDING || ts->not_before_ms > now)
+			continue;
+		if ((pid = fork_worker(s, i)) == -1) {
+			log_warn("cannot fork a worker for %s", s->run->tasks[i].id);
+			ts->not_before_ms = now + 1000;
+			return;
+		}
+		ts->state = TASK_RUNNING;
+		ts->pid = pid;
+		s->running++;
+	}
+}
+
+static void
+worker_exited(struct sup *s, int i, int status)
+{
+	struct task_slot	*ts = &s->slots[i];
+	const char		*id = s->run->tasks[i].id;
+
+	ts->pid = 0;
+	s->running--;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == KB_EXIT_DONE) {
+		ts->state = TASK_FINISHED;
+		return;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == KB_EXIT_CONFIG) {
+		mark_failed(s, i, "the worker could not start (configuration)");
+		ts->state = TASK_GAVE_UP;
+		return;
+	}
+	ts->state = TASK_PENDING;
+	if (s->stop_signals > 0)
+		return;	/* stopped on request: resume continues it */
+	if (WIFSIGNALED(status))
+		snprintf(ts->last_death, sizeof(ts->last_death), "killed by signal %d (%s)",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		snprintf(ts->last_death, sizeof(ts->last_death), "exited with status %d",
+			 WEXITSTATUS(status));
+	if (++ts->deaths >= ORCH_MAX_DEATHS) {
+		char reason[256];
+
+		snprintf(reason, sizeof(reason), "worker died %d times, last %s", ts->deaths,
+			 ts->last_death);
+		log_warnx("%s: giving up: %s", id, reason);
+		mark_failed(s, i, reason);
+		ts->state = TASK_GAVE_UP;
+		return;
+	}
+	ts->not_before_ms = kb_mono_ms() + (1000LL << ts->deaths);
+	log_warnx("%s: worker %s; restarting it (death %d of %d)", id, ts->last_death,
+		  ts->deaths, ORCH_MAX_DEATHS);
+}
+
+static void
+reap_all(struct sup *s)
+{
+	pid_t	pid;
+	int	status;
+
+	/* One SIGCHLD may stand for many children. */
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		gpool_reclaim(s->pool, pid);
+		for (int i = 0; i < s->run->ntasks; i++) {
+			if (s->slots[i].state == TASK_RUNNING && s->slots[i].pid == pid) {
+				worker_exited(s, i, status);
+				break;
+			}
+		}
+		/* else: an orphaned runner we adopted as subreaper; reclaimed above */
+	}
+}
+
+static void
+signal_workers(struct sup *s, int sig)
+{
+	for (int i = 0; i < s->run->ntasks; i++)
+		if (s->slots[i].state == TASK_RUNNING && s->slots[i].pid > 0)
+			kill(s->slots[i].pid, sig);
+}
+
+static void
+drain_signals(struct sup *s)
+{
+	struct signalfd_siginfo	si;
+
+	while (read(s->sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			continue;	/* reaped below in any case */
+		s->stop_signals++;
+		if (s->stop_signals == 1) {
+			log_info("stopping: %d workers finish their step (send again to hurry)",
+				 s->running);
+			signal_workers(s, SIGTERM);
+		} else if (s->stop_signals == 2) {
+			log_info("stopping now: in-flight LLM requests are abandoned");
+			signal_workers(s, SIGTERM);
+		} else {
+			log_info("killing the workers");
+			signal_workers(s, SIGKILL);
+		}
+	}
+}
+
+static void
+publish_pool(struct sup *s)
+{
+	char	 path[PATH_MAX];
+	json_t	*snap = gpool_snapshot_json(s->pool);
+
+	if (snap == NULL)
+		return;
+	json_object_set_new(snap, "updated_ms", json_integer(kb_now_ms()));
+	json_object_set_new(snap, "workers", json_pack("{s:i, s:I}", "running", s->running,
+						       "max", (json_int_t)s->run->cfg.workers));
+	snprintf(path, sizeof(path), "%s/pool.json", s->run->dir);
+	kb_write_atomic_json(path, snap);
+	json_decref(snap);
+}
+
+static int
+create_pool(struct sup *s, char *err, size_t errlen)
+{
+	const struct kb_config	*c = &s->run->cfg;
+	struct gpool_spec	 spec = { 0 };
+	int			 devices[KB_MAX_DEVICES], n = 0, rc;
+	char			 path[PATH_MAX];
+	json_t			*gpus, *g;
+	size_t			 i;
+	long			 cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	snprintf(path, sizeof(path), "%s/gpus.json", s->run->dir);
+	if ((gpus = json_load_file(path, 0, NULL)) == NULL) {
+		snprintf(err, errlen, "%s is missing or unreadable", path);
+		return -KB_ECORRUPT;
+	}
+	if (strcmp(c->eval.device, "cpu") == 0) {
+		for (n = 0; n < c->runner.cpu_exec_slots && n < KB_MAX_DEVICES; n++)
+			devices[n] = -1;
+	} else {
+		json_array_foreach(json_object_get(gpus, "devices"), i, g)
+			if (n < KB_MAX_DEVICES)
+				devices[n++] = (int)json_integer_value(json_object_get(g, "index"));
+	}
+	json_decref(gpus);
+	if (n == 0) {
+		snprintf(err, errlen, "no execution device in %s", path);
+		return -KB_ECONFIG;
+	}
+	spec.exec_devices = devices;
+	spec.nexec = n;
+	spec.ncompile = c->runner.compile_slots > 0 ? (int)c->runner.compile_slots :
+			(cores > 1 ? (int)cores / 2 : 1);
+	spec.nllm = (int)c->llm.concurrency;
+	if ((rc = gpool_create(&s->pool, &spec)) < 0)
+		snprintf(err, errlen, "cannot create the resource pool: %s", kb_strerror(rc));
+	else
+		log_info("%d tasks; %d %s slot(s), %d compile slot(s), %d LLM request(s) at once, "
+			 "%ld workers", s->run->ntasks, n, c->eval.device, spec.ncompile, spec.nllm,
+			 c->workers);
+	return rc;
+}
+
+/* Detaching: the caller returns once the daemon has its pid file. */
+static int
+daemonize(struct orch_run *run)
+{
+	int	 ready[2];
+	pid_t	 pid;
+	char	 c;
+
+	if (pipe2(ready, O_CLOEXEC) == -1)
+		return -KB_ESYS;
+	if ((pid = fork()) == -1)
+		return -KB_ESYS;
+	if (pid > 0) {
+		close(ready[1]);
+		if (read(ready[0], &c, 1) != 1) {
+			fprintf(stderr, "kforge: the background supervisor failed to start; see "
+				"%s/supervisor.log\n", run->dir);
+			exit(1);
+		}
+		waitpid(pid, NULL, 0);
+		printf("kforge: running in the background; log %s/supervisor.log; "
+		       "'kforge status %s' to watch, 'kforge stop %s' to stop\n", run->dir,
+		       run->dir, run->dir);
+		exit(0);
+	}
+	close(ready[0]);
+	setsid();
+	if ((pid = fork()) != 0)
+		_exit(pid == -1 ? 1 : 0);
+	{
+		int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(fd);
+	}
+	return ready[1];
+}
+
+int
+orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
+{
+	struct sup	 s;
+	sigset_t	 mask;
+	char		 path[PATH_MAX], err[512], pidtext[32], ts[32], python[PATH_MAX];
+	int		 lock_fd, ready_fd = -1, rc = 0, log_file;
+	json_t		*fields;
+	int64_t		 last_publish = 0;
+	bool		 all_done;
+
+	memset(&s, 0, sizeof(s));
+	s.run = run;
+	if (fb_find_python(&run->cfg, python, sizeof(python), err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		return 1;
+	}
+	if (strcmp(run->cfg.llm.provider, "openai") == 0 && run->cfg.llm.api_key_env[0] != '\0' &&
+	    getenv(run->cfg.llm.api_key_env) == NULL) {
+		fprintf(stderr, "kforge: llm.api_key_env names %s, which is not set in the "
+			"environment\n", run->cfg.llm.api_key_env);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/supervisor.lock", run->dir);
+	if ((lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1 ||
+	    flock(lock_fd, LOCK_EX | LOCK_NB) == -1) {
+		fprintf(stderr, "kforge: a supervisor is already running on %s\n", run->dir);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/supervisor.log", run->dir);
+	if ((log_file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) == -1) {
+		fprintf(stderr, "kforge: cannot open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (opts->detach && (ready_fd = daemonize(run)) < 0) {
+		fprintf(stderr, "kforge: cannot detach: %s\n", strerror(errno));
+		return 1;
+	}
+	s.log_fd = opts->detach ? log_file : 2;
+	kb_log_init("sup", s.log_fd);
+	kb_log_tee(opts->detach ? -1 : log_file);
+	s.self = getpid();
+	s.started_ms = kb_mono_ms();
+	snprintf(pidtext, sizeof(pidtext), "%ld\n", (long)s.self);
+	snprintf(path, sizeof(path), "%s/supervisor.pid", run->dir);
+	kb_write_atomic(path, pidtext, strlen(pidtext));
+	if (ready_fd >= 0) {
+		if (write(ready_fd, "1", 1) != 1)
+			log_warn("cannot tell the launcher we started");
+		close(ready_fd);
+	}
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &s.orig_mask);
+	if ((s.sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) == -1) {
+		log_warn("signalfd");
+		return 1;
+	}
+	/* Runners orphaned by a dying worker come back to us to be reaped and reclaimed. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (create_pool(&s, err, sizeof(err)) < 0) {
+		log_warnx("%s", err);
+		return 1;
+	}
+	s.slots = calloc((size_t)run->ntasks + 1, sizeof(*s.slots));
+	for (int i = 0; i < run->ntasks; i++) {
+		struct fsm_summary sum;
+
+		if (fsm_summarize(run->dir, run->tasks[i].id, &sum) == 0 &&
+		    fsm_state_terminal(sum.state))
+			s.slots[i].state = TASK_FINISHED;
+	}
+	kb_iso8601(kb_now_ms(), ts);
+	fields = json_pack("{s:s, s:i, s:s, s:s, s:s}", "status", "running", "pid", (int)s.self,
+			   "started", ts, "python", python, "device", run->cfg.eval.device);
+	orch_run_update(run, fields);
+	json_decref(fields);
+	log_info("run %s in %s (python %s)", run->cfg.name, run->dir, python);
+
+	for (;;) {
+		struct pollfd	pfd = { s.sfd, POLLIN, 0 };
+
+		if (s.stop_signals == 0)
+			launch_ready(&s);
+		all_done = true;
+		for (int i = 0; i < run->ntasks; i++)
+			if (s.slots[i].state == TASK_PENDING || s.slots[i].state == TASK_RUNNING)
+				all_done = false;
+		if (s.running == 0 && (all_done || s.stop_signals > 0))
+			break;
+		if (kb_mono_ms() - last_publish >= 1000) {
+			publish_pool(&s);
+			last_publish = kb_mono_ms();
+		}
+		if (poll(&pfd, 1, 250) == -1 && errno != EINTR) {
+			log_warn("poll");
+			break;
+		}
+		drain_signals(&s);
+		reap_all(&s);
+	}
+	publish_pool(&s);
+	kb_iso8601(kb_now_ms(), ts);
+	fields = json_pack("{s:s, s:s, s:I}", "status", all_done ? "finished" : "stopped",
+			   "stopped", ts, "wall_ms", (json_int_t)(kb_mono_ms() - s.started_ms));
+	orch_run_update(run, fields);
+	json_decref(fields);
+	if (all_done)
+		log_info("all %d tasks finished; 'kforge report %s' for the results", run->ntasks,
+			 run->dir);
+	else {
+		log_info("stopped; 'kforge resume %s' continues", run->dir);
+		rc = 0;
+	}
+	snprintf(path, sizeof(path), "%s/supervisor.pid", run->dir);
+	unlink(path);
+	gpool_destroy(s.pool);
+	free(s.slots);
+	close(s.sfd);
+	close(lock_fd);
+	return rc;
+}
