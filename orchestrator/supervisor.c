@@ -28,6 +28,7 @@ struct task_slot {
 	pid_t		 pid;
 	int		 deaths;
 	int64_t		 not_before_ms;	/* restart backoff */
+	int64_t		 seq_at_launch;	/* log length when the worker started */
 	char		 last_death[128];
 };
 
@@ -122,6 +123,12 @@ launch_ready(struct sup *s)
 			ts->not_before_ms = now + 1000;
 			return;
 		}
+		{
+			struct fsm_summary sum;
+
+			ts->seq_at_launch = fsm_summarize(s->run->dir, s->run->tasks[i].id, &sum) == 0 ?
+					    sum.last_seq : 0;
+		}
 		ts->state = TASK_RUNNING;
 		ts->pid = pid;
 		s->running++;
@@ -154,6 +161,14 @@ worker_exited(struct sup *s, int i, int status)
 	else
 		snprintf(ts->last_death, sizeof(ts->last_death), "exited with status %d",
 			 WEXITSTATUS(status));
+	{
+		/* Deaths count only while the task makes no progress: a worker that logged
+		 * something before dying is not caught in a loop. */
+		struct fsm_summary sum;
+
+		if (fsm_summarize(s->run->dir, id, &sum) == 0 && sum.last_seq > ts->seq_at_launch)
+			ts->deaths = 0;
+	}
 	if (++ts->deaths >= ORCH_MAX_DEATHS) {
 		char reason[256];
 

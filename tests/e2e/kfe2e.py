@@ -1,0 +1,145 @@
+"""kfe2e.py: shared pieces of the end-to-end tests — find the binary and a torch Python,
+start the real mock LLM server on loopback, run kforge, and read a run directory back.
+
+Standard library only; the tests run under any python3.
+"""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+HOME = os.environ.get("KFORGE_HOME", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+BIN = os.environ.get("KFORGE_BIN", os.path.join(HOME, "build", "kforge"))
+REPLIES = os.path.join(HOME, "tests", "data", "e2e", "replies")
+
+
+def fail(msg):
+    print("FAIL: " + msg, flush=True)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def torch_python():
+    for py in [os.environ.get("KFORGE_PYTHON"), "/usr/bin/python3", "/usr/local/bin/python3",
+               shutil.which("python3")]:
+        if py and os.access(py, os.X_OK) and subprocess.run(
+                [py, "-c", "import torch"], capture_output=True).returncode == 0:
+            return py
+    print("SKIP: no Python with torch")
+    sys.exit(SKIP)
+
+
+def scratch(name):
+    base = os.environ.get("KFORGE_TEST_TMP", tempfile.gettempdir())
+    os.makedirs(base, exist_ok=True)
+    return tempfile.mkdtemp(prefix=name + "-", dir=base)
+
+
+def reply(name, **extra):
+    with open(os.path.join(REPLIES, name)) as f:
+        r = {"content": f.read(), "usage": {"prompt_tokens": 100, "completion_tokens": 50,
+                                            "total_tokens": 150}}
+    r.update(extra)
+    return r
+
+
+class MockLLM:
+    """The real mock server (tests/mock_llm_server.py) on 127.0.0.1, random port."""
+
+    def __init__(self, workdir, script):
+        self.dir = workdir
+        self.log = os.path.join(workdir, "mock-requests.jsonl")
+        port_file = os.path.join(workdir, "mock.port")
+        script_path = os.path.join(workdir, "mock-script.json")
+        with open(script_path, "w") as f:
+            json.dump(script, f)
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(HOME, "tests", "mock_llm_server.py"), "--port", "0",
+             "--port-file", port_file, "--script", script_path, "--log", self.log,
+             "--state-file", os.path.join(workdir, "mock-state.json")],
+            stdout=open(os.path.join(workdir, "mock.out"), "w"), stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        while not os.path.exists(port_file):
+            check(time.time() < deadline and self.proc.poll() is None, "mock server did not start")
+            time.sleep(0.05)
+        with open(port_file) as f:
+            self.port = int(f.read().strip())
+        self.base_url = "http://127.0.0.1:%d/v1" % self.port
+
+    def requests(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log) as f:
+            return [json.loads(line) for line in f if line.endswith("\n")]
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def copy_problems(dest, keys):
+    """Copies bundled problems ("level1/1_ReLU.py", ...) into a fresh problems dir."""
+    for key in keys:
+        os.makedirs(os.path.join(dest, os.path.dirname(key)), exist_ok=True)
+        shutil.copy(os.path.join(HOME, "problems", key), os.path.join(dest, key))
+    return dest
+
+
+def write_config(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def kforge(*args, timeout=900, env=None, check_rc=True):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run([BIN] + list(args), capture_output=True, text=True, timeout=timeout, env=e)
+    if check_rc and p.returncode != 0:
+        fail("kforge %s exited %d\nstdout:\n%s\nstderr:\n%s" % (" ".join(args), p.returncode,
+                                                              p.stdout, p.stderr[-6000:]))
+    return p
+
+
+def records(run_dir, task):
+    path = os.path.join(run_dir, "tasks", task, "trajectory.jsonl")
+    with open(path) as f:
+        data = f.read()
+    check(data.endswith("\n"), "%s: the log ends in a torn line" % path)
+    recs = [json.loads(line) for line in data.splitlines()]
+    for i, r in enumerate(recs):
+        check(r["seq"] == i + 1, "%s: seq %d at line %d (gap or duplicate)" % (path, r["seq"], i + 1))
+        check(r["task"] == task, "%s: record for another task" % path)
+    return recs
+
+
+def check_artifacts(run_dir, task, recs):
+    """Every artifact a record names exists and has the hash the record gives."""
+    n = 0
+    for r in recs:
+        for key, v in r["data"].items():
+            if isinstance(v, dict) and "path" in v and "sha256" in v:
+                path = os.path.join(run_dir, "tasks", task, v["path"])
+                check(os.path.exists(path), "%s seq %d: %s names missing %s" % (task, r["seq"], key, path))
+                with open(path, "rb") as f:
+                    check(hashlib.sha256(f.read()).hexdigest() == v["sha256"],
+                          "%s seq %d: %s hash differs" % (task, r["seq"], path))
+                n += 1
+    return n
+
+
+def feedback_records(recs):
+    return [r for r in recs if r["from"] == "FEEDBACK"]

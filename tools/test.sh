@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The tests: set up, build, run every test (GPU tests skip without a GPU), then the unit
+# tests again under ASan+UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh
+tools/build.sh -DKB_WERROR=ON
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
+KFORGE_BUILD_DIR=build-asan tools/build.sh -DKB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -L unit -LE slow
