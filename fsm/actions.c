@@ -256,6 +256,12 @@ fsm_act_precompile(struct task_run *t)
 				   NULL, &lease.slot);
 		if (rc < 0)
 			return rc;
+		/* Another task may have built the same code while this one waited. */
+		if ((result = json_load_file(cache, 0, NULL)) != NULL) {
+			gpool_release(t->ctx->pool, GPOOL_COMPILE, lease.slot);
+			json_object_set_new(t->data, "cache_hit", json_true());
+			goto have_result;
+		}
 		req.mode = FB_PRECOMPILE;
 		req.problem_path = t->task->problem_path;
 		req.candidate_path = kernel_path;
@@ -285,6 +291,7 @@ fsm_act_precompile(struct task_run *t)
 			kb_write_atomic_json(cache, result);
 		fb_outcome_clear(&o);
 	}
+have_result:
 	rc = put_json(t, "compile", "compile.json", result);
 	{
 		const char *st = json_string_value(json_object_get(result, "status"));
