@@ -5,3 +5,5 @@ foreach(t test_e2e_cpu test_resume test_worker_restart)
   kb_add_script_test(e2e_${t} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/${t}.py
                      LABELS e2e TIMEOUT 1800)
 endforeach()
+kb_add_script_test(e2e_demo_gpu COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_demo_gpu.py
+                   LABELS gpu TIMEOUT 3000)

