@@ -48,7 +48,9 @@ struct llm_reply {
 /* 0 and a filled reply; or -KB_ELLM_AUTH (401/403), -KB_ELLM_REQUEST (other 4xx),
  * -KB_ELLM_HTTP / -KB_ETIMEDOUT / -KB_ELLM_REPLY after the retries are spent,
  * -KB_ETOOBIG (reply over llm.max_response_bytes), -KB_ENOENT (replay has no response
- * for this task and turn), -KB_ESTOPPED. err gets a one-line reason. */
+ * for this task and turn), -KB_ESTOPPED. err gets a one-line reason. On error the
+ * counters (attempts, http_status, latency_s) are still filled and no strings are
+ * allocated; llm_reply_clear() is harmless either way. */
 int	llm_complete(struct llm_client *c, const struct llm_request *req, struct llm_reply *out,
 		     char *err, size_t errlen);
 void	llm_reply_clear(struct llm_reply *r);
