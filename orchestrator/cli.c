@@ -153,7 +153,7 @@ parse_for(int argc, char **argv, const char *allowed, struct run_opts *o, char *
 		if (p->val == 'h' || strchr(allowed, p->val) != NULL)
 			opts[n++] = *p;
 	memset(&opts[n], 0, sizeof(opts[n]));
-	rc = parse(argc, argv, strchr(allowed, 'f') ? "+hf" : "+h", opts, on_opt, o, rest, nrest);
+	rc = parse(argc, argv, strchr(allowed, 'f') ? "hf" : "h", opts, on_opt, o, rest, nrest);
 	return rc;
 }
 

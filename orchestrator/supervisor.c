@@ -242,7 +242,24 @@ publish_pool(struct sup *s)
 
 	if (snap == NULL)
 		return;
-	json_object_set_new(snap, "updated_ms", json_integer(kb_now_ms()));
+	{
+		/* Utilisation since the pool was made: busy slot-time over available slot-time. */
+		int64_t		 now = kb_now_ms();
+		int64_t		 since = json_integer_value(json_object_get(snap, "since_ms"));
+		const char	*key;
+		json_t		*cls;
+
+		json_object_foreach(snap, key, cls) {
+			json_int_t total = json_integer_value(json_object_get(cls, "total"));
+
+			if (!json_is_object(cls) || total <= 0 || now <= since)
+				continue;
+			json_object_set_new(cls, "utilisation", json_real(
+				(double)json_integer_value(json_object_get(cls, "busy_ms")) /
+				((double)(now - since) * (double)total)));
+		}
+		json_object_set_new(snap, "updated_ms", json_integer(now));
+	}
 	json_object_set_new(snap, "workers", json_pack("{s:i, s:I}", "running", s->running,
 						       "max", (json_int_t)s->run->cfg.workers));
 	snprintf(path, sizeof(path), "%s/pool.json", s->run->dir);

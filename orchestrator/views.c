@@ -85,12 +85,16 @@ orch_cmd_status(const char *dir, bool as_json)
 			"last_status", s.last_status, "fail_reason", s.fail_reason));
 	}
 	if (as_json) {
-		out = json_pack("{s:o, s:O?, s:{s:s?, s:b, s:i?}, s:{s:I, s:I, s:I}}", "tasks",
+		out = json_pack("{s:o, s:O?, s:{s:s?, s:b, s:i}, s:{s:I, s:I, s:I}}", "tasks",
 				tasks, "resources", pool, "run", "status",
 				json_string_value(json_object_get(info, "status")), "supervisor_alive",
 				sup > 0, "supervisor_pid", sup > 0 ? (int)sup : 0, "llm", "requests",
 				(json_int_t)reqs, "prompt_tokens", (json_int_t)ptok,
 				"completion_tokens", (json_int_t)ctok);
+		if (out == NULL) {
+			fprintf(stderr, "kforge: out of memory\n");
+			return 1;
+		}
 		if (!json_is_object(json_object_get(out, "resources")))
 			json_object_set_new(out, "resources", json_object());
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
