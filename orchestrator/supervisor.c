@@ -43,6 +43,7 @@ struct sup {
 	pid_t			 self;
 	int64_t			 started_ms;
 	int			 log_fd;
+	int			 lock_fd;	/* supervisor.lock: held only by the supervisor */
 };
 
 static int
@@ -92,8 +93,10 @@ fork_worker(struct sup *s, int i)
 
 	if ((pid = fork()) != 0)
 		return pid;
-	/* The worker: its own signals back, and it dies (gracefully) with us. */
+	/* The worker: its own signals back, and it dies (gracefully) with us. It must not
+	 * keep the supervisor's lock, or a resume after our death would be refused. */
 	close(s->sfd);
+	close(s->lock_fd);
 	signal(SIGCHLD, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &s->orig_mask, NULL);
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 || getppid() != s->self)
@@ -379,6 +382,7 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		fprintf(stderr, "kforge: a supervisor is already running on %s\n", run->dir);
 		return 1;
 	}
+	s.lock_fd = lock_fd;
 	snprintf(path, sizeof(path), "%s/supervisor.log", run->dir);
 	if ((log_file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) == -1) {
 		fprintf(stderr, "kforge: cannot open %s: %s\n", path, strerror(errno));
