@@ -1,0 +1,1522 @@
+/*
+ * config.c: the experiment config. One const schema table says every key, its type,
+ * where it lives in struct kb_config, its default and its allowed values; a walker
+ * checks a libyaml document against it (keeping line:column for every message), then
+ * --set overrides, then required keys and defaults. Defaults are YAML text read by the
+ * same code as the file, so a default can never be a value the loader would refuse.
+ * orch_config_emit writes the resolved struct back as YAML the loader reads to an
+ * equal struct.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "orchestrator/config_int.h"
+#include "orchestrator/orchestrator.h"
+
+#define CFG_PATH_MAX	4096	/* longest path or string value, NUL included */
+#define CFG_KEY_MAX	128	/* longest dotted key path kept for messages */
+#define CFG_SHOW_MAX	64	/* longest value text quoted back in a message */
+
+/* ---------------------------------------------------------------- schema */
+
+enum cfg_kind {
+	K_STR,		/* any string */
+	K_NAME,		/* [A-Za-z0-9._-]{1,64} */
+	K_ENVNAME,	/* "" or [A-Z_][A-Z0-9_]* */
+	K_PATH,		/* ~ expanded, made absolute */
+	K_ENUM,		/* one of allowed[] */
+	K_INT,		/* lo..hi, into an int or a long */
+	K_NUM,		/* dlo..dhi, into a double */
+	K_LEVELS,	/* problems.levels */
+	K_IDS,		/* problems.ids */
+	K_FEEDBACK,	/* refinement.feedback */
+	K_DEVICES,	/* gpus.devices */
+};
+
+#define F_NONEMPTY	0x1	/* "" is refused */
+#define F_DEFAULT_WORD	0x2	/* K_NUM: the word "default" stores -1 */
+
+struct cfg_key {
+	const char	*path;		/* dotted, e.g. "llm.temperature" */
+	enum cfg_kind	 kind;
+	size_t		 off, size;	/* the field in struct kb_config */
+	const char	*def;		/* default as YAML text; NULL: required */
+	long		 lo, hi;	/* K_INT */
+	double		 dlo, dhi;	/* K_NUM */
+	const char *const *allowed;	/* K_ENUM, NULL-terminated */
+	const char	*when, *is;	/* required (and non-empty) when key `when` equals `is` */
+	unsigned	 flags;
+};
+
+#define KEY(p, k, f)	.path = (p), .kind = (k), .off = offsetof(struct kb_config, f), \
+			.size = sizeof(((struct kb_config *)0)->f)
+
+static const char *const providers[] = { "openai", "replay", NULL };
+static const char *const prompts[] = { "one_shot", "zero_shot", NULL };
+static const char *const eval_devices[] = { "cpu", "cuda", "auto", NULL };
+static const char *const precisions[] = { "fp32", "fp16", "bf16", NULL };
+
+/* Keys of one section stay together: orch_config_emit opens a section where its first
+ * key is. */
+static const struct cfg_key schema[] = {
+	{ KEY("name", K_NAME, name) },
+	{ KEY("problems.dir", K_PATH, problems.dir), .flags = F_NONEMPTY },
+	{ KEY("problems.levels", K_LEVELS, problems.levels), .def = "[1, 2, 3]" },
+	{ KEY("problems.ids", K_IDS, problems.ids), .def = "all" },
+	{ KEY("problems.samples", K_INT, problems.samples), .def = "1", .lo = 1, .hi = 1000 },
+	{ KEY("llm.provider", K_ENUM, llm.provider), .allowed = providers },
+	{ KEY("llm.base_url", K_STR, llm.base_url), .def = "''",
+	  .when = "llm.provider", .is = "openai" },
+	{ KEY("llm.model", K_STR, llm.model), .def = "''",
+	  .when = "llm.provider", .is = "openai" },
+	{ KEY("llm.api_key_env", K_ENVNAME, llm.api_key_env), .def = "''" },
+	{ KEY("llm.temperature", K_NUM, llm.temperature), .def = "0.0", .dlo = 0, .dhi = 2 },
+	{ KEY("llm.max_tokens", K_INT, llm.max_tokens), .def = "8192", .lo = 1, .hi = 1000000 },
+	{ KEY("llm.timeout_s", K_INT, llm.timeout_s), .def = "600", .lo = 1, .hi = 86400 },
+	{ KEY("llm.retries", K_INT, llm.retries), .def = "6", .lo = 0, .hi = 100 },
+	{ KEY("llm.concurrency", K_INT, llm.concurrency), .def = "8", .lo = 1, .hi = 4096 },
+	{ KEY("llm.max_response_bytes", K_INT, llm.max_response_bytes), .def = "4194304",
+	  .lo = 1024, .hi = 1073741824 },
+	{ KEY("llm.replay_dir", K_PATH, llm.replay_dir), .def = "''",
+	  .when = "llm.provider", .is = "replay" },
+	{ KEY("refinement.turns", K_INT, refinement.turns), .def = "10", .lo = 1, .hi = 256 },
+	{ KEY("refinement.feedback", K_FEEDBACK, refinement.feedback_g), .def = "[G, E]" },
+	{ KEY("refinement.prompt", K_ENUM, refinement.prompt), .def = "one_shot",
+	  .allowed = prompts },
+	{ KEY("refinement.prompts_dir", K_PATH, refinement.prompts_dir), .def = "''" },
+	{ KEY("refinement.feedback_max_chars", K_INT, refinement.feedback_max_chars),
+	  .def = "4000", .lo = 100, .hi = 1000000 },
+	{ KEY("eval.device", K_ENUM, eval.device), .def = "auto", .allowed = eval_devices },
+	{ KEY("eval.precision", K_ENUM, eval.precision), .def = "fp32", .allowed = precisions },
+	{ KEY("eval.correctness_trials", K_INT, eval.correctness_trials), .def = "5",
+	  .lo = 1, .hi = 100 },
+	{ KEY("eval.atol", K_NUM, eval.atol), .def = "default", .dlo = 0, .dhi = HUGE_VAL,
+	  .flags = F_DEFAULT_WORD },
+	{ KEY("eval.rtol", K_NUM, eval.rtol), .def = "default", .dlo = 0, .dhi = HUGE_VAL,
+	  .flags = F_DEFAULT_WORD },
+	{ KEY("eval.perf_trials", K_INT, eval.perf_trials), .def = "100", .lo = 1, .hi = 10000 },
+	{ KEY("eval.warmup", K_INT, eval.warmup), .def = "3", .lo = 0, .hi = 1000 },
+	{ KEY("eval.seed", K_INT, eval.seed), .def = "42", .lo = LONG_MIN, .hi = LONG_MAX },
+	{ KEY("eval.compile_timeout_s", K_INT, eval.compile_timeout_s), .def = "900",
+	  .lo = 1, .hi = 7200 },
+	{ KEY("eval.timeout_s", K_INT, eval.timeout_s), .def = "300", .lo = 1, .hi = 86400 },
+	{ KEY("eval.arch_list", K_STR, eval.arch_list), .def = "''" },
+	{ KEY("gpus.devices", K_DEVICES, gpus.devices), .def = "all" },
+	{ KEY("runner.python", K_STR, runner.python), .def = "''" },
+	{ KEY("runner.compile_slots", K_INT, runner.compile_slots), .def = "0",
+	  .lo = 0, .hi = 1024 },
+	{ KEY("runner.cpu_exec_slots", K_INT, runner.cpu_exec_slots), .def = "1",
+	  .lo = 1, .hi = 64 },
+	{ KEY("workers", K_INT, workers), .def = "16", .lo = 1, .hi = 4096 },
+};
+#define NKEYS	((int)(sizeof(schema) / sizeof(schema[0])))
+
+/* --------------------------------------------------------------- context */
+
+/* Where a value came from, for messages: a line:column in the file or a --set arg. */
+struct cfg_loc {
+	const char	*set_arg;	/* non-NULL: from --set */
+	unsigned long	 line, col;	/* 1-based; 0: no position */
+};
+
+struct cfg_ctx {
+	struct kb_config	*c;
+	const char		*name;		/* the file as the user named it */
+	const char		*file_dir;	/* relative paths in the file resolve here */
+	const char		*set_arg;	/* reading a --set value */
+	yaml_document_t		*doc;
+	char			 path[CFG_KEY_MAX];	/* the key being read */
+	bool			 seen[NKEYS];
+	struct cfg_loc		 where[NKEYS];
+	char			*err;
+	size_t			 errlen;
+};
+
+typedef int (*cfg_set_fn)(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n);
+typedef void (*cfg_emit_fn)(const struct kb_config *c, const struct cfg_key *k, FILE *fp);
+
+/* One message line; control characters (from keys, values or the file name) become
+ * '?' so the message stays one line. */
+static int
+cfg_verr(struct cfg_ctx *x, const struct cfg_loc *loc, const char *path, const char *fmt,
+	 va_list ap)
+{
+	size_t	n = 0;
+	int	m;
+
+	if (x->errlen == 0)
+		return -KB_ECONFIG;
+	if (loc != NULL && loc->set_arg != NULL)
+		m = snprintf(x->err, x->errlen, "--set %s: ", loc->set_arg);
+	else if (loc != NULL && loc->line > 0)
+		m = snprintf(x->err, x->errlen, "%s:%lu:%lu: ", x->name, loc->line, loc->col);
+	else
+		m = snprintf(x->err, x->errlen, "%s: ", x->name);
+	if (m > 0)
+		n = (size_t)m < x->errlen ? (size_t)m : x->errlen - 1;
+	if (path != NULL && path[0] != '\0' && n < x->errlen) {
+		m = snprintf(x->err + n, x->errlen - n, "%s: ", path);
+		if (m > 0)
+			n = n + (size_t)m < x->errlen ? n + (size_t)m : x->errlen - 1;
+	}
+	if (n < x->errlen)
+		vsnprintf(x->err + n, x->errlen - n, fmt, ap);
+	for (char *p = x->err; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return -KB_ECONFIG;
+}
+
+static struct cfg_loc
+node_loc(const struct cfg_ctx *x, const yaml_node_t *n)
+{
+	struct cfg_loc	loc = { x->set_arg, 0, 0 };
+
+	if (n != NULL && x->set_arg == NULL) {
+		loc.line = (unsigned long)n->start_mark.line + 1;
+		loc.col = (unsigned long)n->start_mark.column + 1;
+	}
+	return loc;
+}
+
+/* An error about node n (may be NULL) of the key being read. */
+static int __attribute__((format(printf, 3, 4)))
+node_err(struct cfg_ctx *x, const yaml_node_t *n, const char *fmt, ...)
+{
+	struct cfg_loc	loc = node_loc(x, n);
+	va_list		ap;
+	int		rc;
+
+	va_start(ap, fmt);
+	rc = cfg_verr(x, &loc, x->path, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int __attribute__((format(printf, 4, 5)))
+loc_err(struct cfg_ctx *x, const struct cfg_loc *loc, const char *path, const char *fmt, ...)
+{
+	va_list	ap;
+	int	rc;
+
+	va_start(ap, fmt);
+	rc = cfg_verr(x, loc, path, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* ------------------------------------------------------------ node views */
+
+static bool
+is_quoted(const yaml_node_t *n)
+{
+	return n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+	       n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+}
+
+static const char *
+scalar(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+/* Whether n is the scalar word (quoted or not). */
+static bool
+scalar_is(const yaml_node_t *n, const char *word)
+{
+	return n->type == YAML_SCALAR_NODE && n->data.scalar.length == strlen(word) &&
+	       memcmp(n->data.scalar.value, word, n->data.scalar.length) == 0;
+}
+
+/* Length of the UTF-8 sequence at p and its code point in *cp; 0 when it is not valid
+ * UTF-8 (overlong, surrogate, beyond U+10FFFF, cut short). */
+static size_t
+utf8_next(const unsigned char *p, unsigned long *cp)
+{
+	static const unsigned long min[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	size_t	len = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 :
+		      (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+	unsigned long v;
+
+	if (len <= 1) {
+		*cp = p[0];
+		return len;
+	}
+	v = p[0] & (0x7f >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		v = (v << 6) | (p[i] & 0x3f);
+	}
+	if (v < min[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	*cp = v;
+	return len;
+}
+
+static bool
+utf8_valid(const char *s)
+{
+	unsigned long	cp;
+	size_t		len;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p += len)
+		if ((len = utf8_next(p, &cp)) == 0)
+			return false;
+	return true;
+}
+
+/* YAML's null: an empty or ~/null plain scalar. */
+static bool
+is_null(const yaml_node_t *n)
+{
+	static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
+
+	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
+		if (strcmp(scalar(n), nulls[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Text for "..., got X": 'value' (cut at CFG_SHOW_MAX bytes on a UTF-8 boundary),
+ * "a list", "a mapping" or "an empty value". With quotes, a quoted scalar shows its
+ * quotes, for kinds where quoting changes the type. */
+static const char *
+got(const yaml_node_t *n, bool quotes, char *buf, size_t len)
+{
+	const char	*s, *q;
+	size_t		 take;
+
+	if (n->type == YAML_SEQUENCE_NODE)
+		return "a list";
+	if (n->type == YAML_MAPPING_NODE)
+		return "a mapping";
+	s = scalar(n);
+	if (s[0] == '\0' && !is_quoted(n))
+		return "an empty value";
+	take = strlen(s);
+	if (take > CFG_SHOW_MAX) {
+		take = CFG_SHOW_MAX;
+		while (take > 0 && ((unsigned char)s[take] & 0xc0) == 0x80)
+			take--;
+	}
+	q = quotes && is_quoted(n) ? "\"" : "";
+	snprintf(buf, len, "'%s%.*s%s%s'", q, (int)take, s, take < strlen(s) ? "..." : "", q);
+	return buf;
+}
+
+static yaml_node_t *
+node_at(struct cfg_ctx *x, int index)
+{
+	return yaml_document_get_node(x->doc, index);
+}
+
+/* Calls fn on n, or on each item when n is a list. */
+static int
+each_item(struct cfg_ctx *x, yaml_node_t *n, int (*fn)(struct cfg_ctx *, yaml_node_t *, void *),
+	  void *arg)
+{
+	int	rc;
+
+	if (n->type != YAML_SEQUENCE_NODE)
+		return fn(x, n, arg);
+	for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+	     it++)
+		if ((rc = fn(x, node_at(x, *it), arg)) < 0)
+			return rc;
+	return 0;
+}
+
+/* A scalar that is text of the kind `noun` names: not a list, not null, no NUL byte,
+ * not longer than CFG_PATH_MAX - 1. */
+static int
+text_of(struct cfg_ctx *x, yaml_node_t *n, const char *noun, const char **out)
+{
+	char	buf[CFG_SHOW_MAX + 16];
+
+	if (n->type != YAML_SCALAR_NODE || is_null(n))
+		return node_err(x, n, "expected %s, got %s", noun, got(n, false, buf, sizeof(buf)));
+	if (strlen(scalar(n)) != n->data.scalar.length)
+		return node_err(x, n, "expected %s, got text with a NUL byte", noun);
+	if (n->data.scalar.length >= CFG_PATH_MAX)
+		return node_err(x, n, "expected %s of at most %d bytes, got %zu bytes", noun,
+				CFG_PATH_MAX - 1, n->data.scalar.length);
+	*out = scalar(n);
+	return 0;
+}
+
+static bool
+looks_integer(const char *s)
+{
+	if (*s == '+' || *s == '-')
+		s++;
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* YAML's decimal float (no .inf/.nan, no hex). */
+static bool
+looks_number(const char *s)
+{
+	bool	digits = false;
+
+	if (*s == '+' || *s == '-')
+		s++;
+	for (; *s >= '0' && *s <= '9'; s++)
+		digits = true;
+	if (*s == '.')
+		for (s++; *s >= '0' && *s <= '9'; s++)
+			digits = true;
+	if (!digits)
+		return false;
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (*s < '0' || *s > '9')
+			return false;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return *s == '\0';
+}
+
+/* An integer scalar in lo..hi. */
+static int
+node_long(struct cfg_ctx *x, yaml_node_t *n, long lo, long hi, long *out)
+{
+	char	buf[CFG_SHOW_MAX + 16];
+	long	v;
+
+	if (n->type != YAML_SCALAR_NODE || is_quoted(n) || !looks_integer(scalar(n)) ||
+	    kb_parse_int(scalar(n), lo, hi, &v) < 0)
+		return node_err(x, n, "expected an integer in %ld..%ld, got %s", lo, hi,
+				got(n, true, buf, sizeof(buf)));
+	*out = v;
+	return 0;
+}
+
+static void *
+field(struct kb_config *c, const struct cfg_key *k)
+{
+	return (char *)c + k->off;
+}
+
+static const void *
+cfield(const struct kb_config *c, const struct cfg_key *k)
+{
+	return (const char *)c + k->off;
+}
+
+static void
+store_string(struct kb_config *c, const struct cfg_key *k, const char *s)
+{
+	char	**slot = field(c, k);
+
+	free(*slot);
+	*slot = kb_strdup(s);
+}
+
+/* ------------------------------------------------------- setters by kind */
+
+static int
+set_str(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	const char	*s;
+	int		 rc;
+
+	if ((rc = text_of(x, n, "a string", &s)) < 0)
+		return rc;
+	if ((k->flags & F_NONEMPTY) && s[0] == '\0')
+		return node_err(x, n, "expected a non-empty string, got ''");
+	store_string(x->c, k, s);
+	return 0;
+}
+
+#define UPPER	"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+#define LOWER	"abcdefghijklmnopqrstuvwxyz"
+#define DIGITS	"0123456789"
+
+static int
+set_name(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	const char	*s;
+	char		 buf[CFG_SHOW_MAX + 16];
+	int		 rc;
+
+	if ((rc = text_of(x, n, "a name", &s)) < 0)
+		return rc;
+	if (s[0] == '\0' || strlen(s) > 64 || strspn(s, UPPER LOWER DIGITS "._-") != strlen(s))
+		return node_err(x, n, "expected 1 to 64 characters from A-Z a-z 0-9 . _ -, got %s",
+				got(n, false, buf, sizeof(buf)));
+	store_string(x->c, k, s);
+	return 0;
+}
+
+static int
+set_envname(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	const char	*s;
+	char		 buf[CFG_SHOW_MAX + 16];
+	int		 rc;
+
+	if ((rc = text_of(x, n, "an environment variable name", &s)) < 0)
+		return rc;
+	if (strlen(s) > 128 || strspn(s, UPPER DIGITS "_") != strlen(s) ||
+	    (s[0] >= '0' && s[0] <= '9'))
+		return node_err(x, n, "expected an environment variable name (A-Z 0-9 _), got %s",
+				got(n, false, buf, sizeof(buf)));
+	store_string(x->c, k, s);
+	return 0;
+}
+
+/* Collapses "//" and "/./" and drops a trailing "/" or "/." ("..", whose meaning
+ * depends on symlinks, is kept). */
+static void
+path_tidy(char *p)
+{
+	char	*w = p;
+
+	for (const char *r = p; *r != '\0';) {
+		if (r[0] == '/' && (r[1] == '/' || r[1] == '\0') && w > p) {
+			r++;
+			continue;
+		}
+		if (r[0] == '/' && r[1] == '.' && (r[2] == '/' || r[2] == '\0')) {
+			r += 2;
+			if (*r == '\0' && w == p)
+				*w++ = '/';
+			continue;
+		}
+		*w++ = *r++;
+	}
+	if (w > p + 1 && w[-1] == '/')
+		w--;
+	*w = '\0';
+}
+
+static int
+set_path(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	char		 abs[CFG_PATH_MAX], cwd[CFG_PATH_MAX];
+	const char	*s, *base, *home;
+	int		 rc;
+
+	if ((rc = text_of(x, n, "a path", &s)) < 0)
+		return rc;
+	if (s[0] == '\0') {
+		if (k->flags & F_NONEMPTY)
+			return node_err(x, n, "expected a path, got ''");
+		store_string(x->c, k, "");
+		return 0;
+	}
+	if (s[0] == '~') {
+		if (s[1] != '\0' && s[1] != '/')
+			return node_err(x, n, "'~user' paths are not supported, got '%.*s'",
+					CFG_SHOW_MAX, s);
+		home = getenv("HOME");
+		if (home == NULL || home[0] != '/')
+			return node_err(x, n, "cannot expand '~': HOME is not set to an absolute path");
+		rc = kb_path_join(abs, sizeof(abs), home, s[1] == '/' ? s + 2 : "");
+	} else if (s[0] == '/') {
+		rc = kb_path_join(abs, sizeof(abs), "/", s);
+	} else {
+		base = x->set_arg == NULL ? x->file_dir : NULL;
+		if (base == NULL) {
+			if (getcwd(cwd, sizeof(cwd)) == NULL)
+				return node_err(x, n, "cannot resolve '%.*s': current directory: %s",
+						CFG_SHOW_MAX, s, strerror(errno));
+			base = cwd;
+		}
+		rc = kb_path_join(abs, sizeof(abs), base, s);
+	}
+	if (rc < 0)
+		return node_err(x, n, "path longer than %d bytes", CFG_PATH_MAX - 1);
+	/* HOME or the cwd may hold bytes that YAML, and so the frozen config, cannot */
+	if (!utf8_valid(abs))
+		return node_err(x, n, "'%s' is not valid UTF-8", abs);
+	path_tidy(abs);
+	store_string(x->c, k, abs);
+	return 0;
+}
+
+static int
+set_enum(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	char		 list[256] = "", buf[CFG_SHOW_MAX + 16];
+	const char	*s;
+	size_t		 used = 0;
+
+	if (n->type == YAML_SCALAR_NODE && !is_null(n)) {
+		s = scalar(n);
+		for (const char *const *a = k->allowed; *a != NULL; a++)
+			if (strcmp(s, *a) == 0 && strlen(s) == n->data.scalar.length) {
+				store_string(x->c, k, s);
+				return 0;
+			}
+	}
+	for (const char *const *a = k->allowed; *a != NULL && used < sizeof(list); a++) {
+		int	m = snprintf(list + used, sizeof(list) - used, "%s%s",
+				     a == k->allowed ? "" : ", ", *a);
+
+		used += m > 0 ? (size_t)m : 0;
+	}
+	return node_err(x, n, "expected one of %s, got %s", list, got(n, false, buf, sizeof(buf)));
+}
+
+static int
+set_int(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	long	v;
+	int	rc;
+
+	if ((rc = node_long(x, n, k->lo, k->hi, &v)) < 0)
+		return rc;
+	if (k->size == sizeof(int))
+		*(int *)field(x->c, k) = (int)v;
+	else
+		*(long *)field(x->c, k) = v;
+	return 0;
+}
+
+static int
+set_num(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	char		 buf[CFG_SHOW_MAX + 16], range[64];
+	const char	*s;
+	double		 v;
+
+	if (k->dhi == HUGE_VAL)
+		snprintf(range, sizeof(range), " >= %g", k->dlo);
+	else
+		snprintf(range, sizeof(range), " in %g..%g", k->dlo, k->dhi);
+	if ((k->flags & F_DEFAULT_WORD) && scalar_is(n, "default")) {
+		*(double *)field(x->c, k) = -1;
+		return 0;
+	}
+	s = n->type == YAML_SCALAR_NODE ? scalar(n) : "";
+	if (n->type != YAML_SCALAR_NODE || is_quoted(n) || !looks_number(s))
+		goto bad;
+	errno = 0;
+	v = strtod(s, NULL);
+	if (errno != 0 || !isfinite(v) || v < k->dlo || v > k->dhi)
+		goto bad;
+	*(double *)field(x->c, k) = v;
+	return 0;
+bad:
+	return node_err(x, n, "expected a number%s%s, got %s", range,
+			(k->flags & F_DEFAULT_WORD) ? " or 'default'" : "",
+			got(n, true, buf, sizeof(buf)));
+}
+
+static int
+add_level(struct cfg_ctx *x, yaml_node_t *n, void *arg)
+{
+	struct kb_config	*c = arg;
+	long			 v;
+	int			 rc;
+
+	if ((rc = node_long(x, n, 1, 4, &v)) < 0)
+		return rc;
+	for (int i = 0; i < c->problems.nlevels; i++)
+		if (c->problems.levels[i] == v)
+			return node_err(x, n, "duplicate level %ld", v);
+	/* 1..4 without duplicates cannot overflow KB_MAX_LEVELS */
+	c->problems.levels[c->problems.nlevels++] = (int)v;
+	return 0;
+}
+
+static int
+cmp_int(const void *a, const void *b)
+{
+	return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+static int
+set_levels(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	struct kb_config	*c = x->c;
+	int			 rc;
+
+	(void)k;
+	c->problems.nlevels = 0;
+	if (n->type == YAML_MAPPING_NODE)
+		return node_err(x, n, "expected a level or a list of levels, got a mapping");
+	if ((rc = each_item(x, n, add_level, c)) < 0)
+		return rc;
+	if (c->problems.nlevels == 0)
+		return node_err(x, n, "expected at least one level, got an empty list");
+	qsort(c->problems.levels, (size_t)c->problems.nlevels, sizeof(int), cmp_int);
+	return 0;
+}
+
+/* Parses one ids text: "all" (whole only), "7", "1-100", "1,3,5-9". */
+static int
+add_id_text(struct cfg_ctx *x, yaml_node_t *n, const char *s)
+{
+	struct kb_config	*c = x->c;
+	char			 buf[CFG_SHOW_MAX + 16];
+	const char		*p = s;
+
+	for (;;) {
+		const char	*start;
+		long		 lo, hi;
+		char		*end;
+
+		while (*p == ' ')
+			p++;
+		start = p;
+		if (*p < '0' || *p > '9' || strspn(p, "0123456789") > 9)
+			goto bad;
+		lo = hi = strtol(p, &end, 10);
+		p = end;
+		while (*p == ' ')
+			p++;
+		if (*p == '-') {
+			p++;
+			while (*p == ' ')
+				p++;
+			if (*p < '0' || *p > '9' || strspn(p, "0123456789") > 9)
+				goto bad;
+			hi = strtol(p, &end, 10);
+			p = end;
+			if (lo > hi)
+				return node_err(x, n, "bad id range '%.*s': %ld is greater than %ld",
+						(int)(p - start), start, lo, hi);
+			while (*p == ' ')
+				p++;
+		}
+		if (c->problems.nids == KB_MAX_RANGES)
+			return node_err(x, n, "more than %d id ranges", KB_MAX_RANGES);
+		c->problems.ids[c->problems.nids++] = (struct kb_id_range){ lo, hi };
+		if (*p == '\0')
+			return 0;
+		if (*p++ != ',')
+			goto bad;
+	}
+bad:
+	return node_err(x, n, "expected ids like 7, '1-100' or '1,3,5-9', got %s",
+			got(n, false, buf, sizeof(buf)));
+}
+
+static int
+add_ids(struct cfg_ctx *x, yaml_node_t *n, void *arg)
+{
+	const char	*s;
+	char		 buf[CFG_SHOW_MAX + 16];
+	int		 rc;
+
+	(void)arg;
+	if (n->type != YAML_SCALAR_NODE)
+		return node_err(x, n, "expected ids like 7, '1-100' or '1,3,5-9', got %s",
+				got(n, false, buf, sizeof(buf)));
+	if ((rc = text_of(x, n, "ids", &s)) < 0)
+		return rc;
+	return add_id_text(x, n, s);
+}
+
+static int
+set_ids(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	int	rc;
+
+	(void)k;
+	x->c->problems.nids = 0;
+	if (scalar_is(n, "all"))
+		return 0;
+	if ((rc = each_item(x, n, add_ids, NULL)) < 0)
+		return rc;
+	if (x->c->problems.nids == 0)
+		return node_err(x, n, "expected 'all' or at least one id, got an empty list");
+	return 0;
+}
+
+static int
+add_feedback(struct cfg_ctx *x, yaml_node_t *n, void *arg)
+{
+	struct kb_config	*c = x->c;
+	bool			*list = arg;	/* the node is a list item: one letter */
+	const char		*s;
+	char			 buf[CFG_SHOW_MAX + 16];
+	int			 rc, letters = 0;
+
+	if ((rc = text_of(x, n, "feedback letters", &s)) < 0)
+		return rc;
+	for (const char *p = s; *p != '\0'; p++) {
+		bool	*flag;
+
+		switch (*p) {
+		case 'G': case 'g': flag = &c->refinement.feedback_g; break;
+		case 'E': case 'e': flag = &c->refinement.feedback_e; break;
+		case 'P': case 'p': flag = &c->refinement.feedback_p; break;
+		case ',': case ' ':
+			if (!*list)
+				continue;
+			/* FALLTHROUGH */
+		default:
+			return node_err(x, n, "expected a subset of G, E, P, got %s",
+					got(n, false, buf, sizeof(buf)));
+		}
+		if (*flag)
+			return node_err(x, n, "duplicate feedback letter '%c'", *p);
+		*flag = true;
+		letters++;
+	}
+	if (*list && letters != 1)
+		return node_err(x, n, "expected one of G, E, P, got %s",
+				got(n, false, buf, sizeof(buf)));
+	return 0;
+}
+
+static int
+set_feedback(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	bool	list = n->type == YAML_SEQUENCE_NODE;
+
+	(void)k;
+	x->c->refinement.feedback_g = x->c->refinement.feedback_e = false;
+	x->c->refinement.feedback_p = false;
+	if (n->type == YAML_MAPPING_NODE)
+		return node_err(x, n, "expected a list of G, E, P, got a mapping");
+	return each_item(x, n, add_feedback, &list);
+}
+
+static int
+add_device(struct cfg_ctx *x, yaml_node_t *n, void *arg)
+{
+	struct kb_config	*c = arg;
+	long			 v;
+	int			 rc;
+
+	if ((rc = node_long(x, n, 0, KB_MAX_DEVICES - 1, &v)) < 0)
+		return rc;
+	for (int i = 0; i < c->gpus.ndevices; i++)
+		if (c->gpus.devices[i] == v)
+			return node_err(x, n, "duplicate GPU %ld", v);
+	c->gpus.devices[c->gpus.ndevices++] = (int)v;
+	return 0;
+}
+
+static int
+set_devices(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	struct kb_config	*c = x->c;
+	char			 buf[CFG_SHOW_MAX + 16];
+	int			 rc;
+
+	(void)k;
+	c->gpus.all = false;
+	c->gpus.ndevices = 0;
+	if (scalar_is(n, "all")) {
+		c->gpus.all = true;
+		return 0;
+	}
+	if (n->type == YAML_MAPPING_NODE ||
+	    (n->type == YAML_SCALAR_NODE && !looks_integer(scalar(n))))
+		return node_err(x, n, "expected 'all' or a list of GPU indices, got %s",
+				got(n, false, buf, sizeof(buf)));
+	if ((rc = each_item(x, n, add_device, c)) < 0)
+		return rc;
+	if (c->gpus.ndevices == 0)
+		return node_err(x, n, "expected 'all' or at least one GPU, got an empty list");
+	return 0;
+}
+
+/* ------------------------------------------------------- emitters by kind */
+
+/* A double-quoted YAML scalar. Characters YAML does not allow raw in a document, or
+ * reads as line breaks (U+0085, U+2028, U+2029), are escaped. */
+static void
+emit_quoted(const char *s, FILE *fp)
+{
+	unsigned long	cp;
+	size_t		len;
+
+	fputc('"', fp);
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p += len) {
+		if ((len = utf8_next(p, &cp)) == 0) {	/* not from the loader; keep the byte */
+			fprintf(fp, "\\x%02x", *p);
+			len = 1;
+		} else if (cp == '"' || cp == '\\') {
+			fprintf(fp, "\\%c", (int)cp);
+		} else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+			fprintf(fp, "\\x%02lx", cp);
+		} else if (cp == 0x2028 || cp == 0x2029 || cp == 0xfeff || cp == 0xfffe ||
+			   cp == 0xffff) {
+			fprintf(fp, "\\u%04lx", cp);
+		} else {
+			fwrite(p, 1, len, fp);
+		}
+	}
+	fputc('"', fp);
+}
+
+static void
+emit_str(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
+{
+	const char *s = *(char *const *)cfield(c, k);
+
+	emit_quoted(s != NULL ? s : "", fp);
+}
+
+static void
+emit_enum(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
+{
+	const char *s = *(char *const *)cfield(c, k);
+
+	fputs(s != NULL ? s : "", fp);
+}
+
+static void
+emit_int(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
+{
+	long	v = k->size == sizeof(int) ? *(const int *)cfield(c, k) : *(const long *)cfield(c, k);
+
+	fprintf(fp, "%ld", v);
+}
+
+/* The shortest %g that reads back to the same double. */
+static void
+emit_num(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
+{
+	double	v = *(const double *)cfield(c, k);
+	char	buf[64];
+
+	if ((k->flags & F_DEFAULT_WORD) && v < 0) {
+		fputs("default", fp);
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	fputs(buf, fp);
+	if (strpbrk(buf, ".e") == NULL)
+		fputs(".0", fp);
+}
+
+void
+orch_config_levels_text(const struct kb_config *c, char *buf, size_t len)
+{
+	size_t	used = 0;
+
+	snprintf(buf, len, "[");
+	for (int i = 0; i < c->problems.nlevels; i++) {
+		used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%d", i ? ", " : "", c->problems.levels[i]);
+	}
+	used = strlen(buf);
+	snprintf(buf + used, len - used, "]");
+}
+
+void
+orch_config_ids_text(const struct kb_config *c, char *buf, size_t len)
+{
+	size_t	used;
+
+	snprintf(buf, len, "%s", c->problems.nids == 0 ? "all" : "");
+	for (int i = 0; i < c->problems.nids; i++) {
+		const struct kb_id_range *r = &c->problems.ids[i];
+
+		used = strlen(buf);
+		if (r->lo == r->hi)
+			snprintf(buf + used, len - used, "%s%ld", i ? "," : "", r->lo);
+		else
+			snprintf(buf + used, len - used, "%s%ld-%ld", i ? "," : "", r->lo, r->hi);
+	}
+}
+
+bool
+orch_config_id_selected(const struct kb_config *c, long id)
+{
+	if (c->problems.nids == 0)
+		return true;
+	for (int i = 0; i < c->problems.nids; i++)
+		if (id >= c->problems.ids[i].lo && id <= c->problems.ids[i].hi)
+			return true;
+	return false;
+}
+
+static void
+emit_levels(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
+{
+	char	buf[64];
+
+	(void)k;
+	orch_config_levels_text(c, buf, sizeof(buf));
+	fputs(buf, fp);
+}
+
+static void
+emit_ids(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
+{
+	char	buf[KB_MAX_RANGES * 24 + 8];
+
+	(void)k;
+	orch_config_ids_text(c, buf, sizeof(buf));
+	if (c->problems.nids == 0)
+		fputs(buf, fp);
+	else
+		emit_quoted(buf, fp);
+}
+
+static void
+emit_feedback(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
+{
+	const char	*sep = "";
+
+	(void)k;
+	fputc('[', fp);
+	if (c->refinement.feedback_g) {
+		fprintf(fp, "%sG", sep);
+		sep = ", ";
+	}
+	if (c->refinement.feedback_e) {
+		fprintf(fp, "%sE", sep);
+		sep = ", ";
+	}
+	if (c->refinement.feedback_p)
+		fprintf(fp, "%sP", sep);
+	fputc(']', fp);
+}
+
+static void
+emit_devices(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
+{
+	(void)k;
+	if (c->gpus.all) {
+		fputs("all", fp);
+		return;
+	}
+	fputc('[', fp);
+	for (int i = 0; i < c->gpus.ndevices; i++)
+		fprintf(fp, "%s%d", i ? ", " : "", c->gpus.devices[i]);
+	fputc(']', fp);
+}
+
+static const struct {
+	cfg_set_fn	set;
+	cfg_emit_fn	emit;
+} kinds[] = {
+	[K_STR] = { set_str, emit_str },
+	[K_NAME] = { set_name, emit_str },
+	[K_ENVNAME] = { set_envname, emit_str },
+	[K_PATH] = { set_path, emit_str },
+	[K_ENUM] = { set_enum, emit_enum },
+	[K_INT] = { set_int, emit_int },
+	[K_NUM] = { set_num, emit_num },
+	[K_LEVELS] = { set_levels, emit_levels },
+	[K_IDS] = { set_ids, emit_ids },
+	[K_FEEDBACK] = { set_feedback, emit_feedback },
+	[K_DEVICES] = { set_devices, emit_devices },
+};
+
+/* ---------------------------------------------------------- key lookup */
+
+enum cfg_found { FOUND_NONE, FOUND_KEY, FOUND_SECTION };
+
+/* What child name of section prefix ("" = top) is: a key (*index) or a section. */
+static enum cfg_found
+lookup(const char *prefix, const char *name, int *index)
+{
+	size_t	plen = strlen(prefix), nlen = strlen(name);
+
+	if (nlen == 0 || strchr(name, '.') != NULL)
+		return FOUND_NONE;
+	for (int i = 0; i < NKEYS; i++) {
+		const char *p = schema[i].path;
+
+		if (plen > 0) {
+			if (strncmp(p, prefix, plen) != 0 || p[plen] != '.')
+				continue;
+			p += plen + 1;
+		}
+		if (strncmp(p, name, nlen) != 0)
+			continue;
+		if (p[nlen] == '\0') {
+			*index = i;
+			return FOUND_KEY;
+		}
+		if (p[nlen] == '.')
+			return FOUND_SECTION;
+	}
+	return FOUND_NONE;
+}
+
+/* Optimal string alignment distance (a swap of neighbours counts 1), for names of at
+ * most 63 bytes. */
+static int
+edit_distance(const char *a, const char *b)
+{
+	int	d[64][64];
+	size_t	la = strlen(a), lb = strlen(b);
+
+	if (la >= 64 || lb >= 64)
+		return INT_MAX;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			int	v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb];
+}
+
+/* The closest child of prefix within edit distance 2, else a key elsewhere whose last
+ * part is exactly name (a key in the wrong section). "" when there is none. */
+static void
+suggest(const char *prefix, const char *name, char *out, size_t outlen)
+{
+	size_t	plen = strlen(prefix);
+	int	best = 3;
+
+	out[0] = '\0';
+	for (int i = 0; i < NKEYS; i++) {
+		const char	*p = schema[i].path;
+		char		 child[64];
+		size_t		 clen;
+		int		 dist;
+
+		if (plen > 0) {
+			if (strncmp(p, prefix, plen) != 0 || p[plen] != '.')
+				continue;
+			p += plen + 1;
+		}
+		clen = strcspn(p, ".");
+		if (clen >= sizeof(child))
+			continue;
+		memcpy(child, p, clen);
+		child[clen] = '\0';
+		dist = edit_distance(name, child);
+		if (dist < best) {
+			best = dist;
+			snprintf(out, outlen, "%s", child);
+		}
+	}
+	if (out[0] != '\0')
+		return;
+	for (int i = 0; i < NKEYS; i++) {
+		const char *last = strrchr(schema[i].path, '.');
+
+		if (last != NULL && strcmp(last + 1, name) == 0) {
+			snprintf(out, outlen, "%s", schema[i].path);
+			return;
+		}
+	}
+}
+
+static int
+unknown_key(struct cfg_ctx *x, const yaml_node_t *at, const char *prefix, const char *name)
+{
+	char	hint[CFG_KEY_MAX];
+
+	suggest(prefix, name, hint, sizeof(hint));
+	if (hint[0] != '\0')
+		return node_err(x, at, "unknown key (did you mean '%s'?)", hint);
+	return node_err(x, at, "unknown key");
+}
+
+static void
+path_set(struct cfg_ctx *x, const char *prefix, const char *name, size_t nlen)
+{
+	snprintf(x->path, sizeof(x->path), "%s%s%.*s%s", prefix, prefix[0] ? "." : "",
+		 nlen > 64 ? 64 : (int)nlen, name, nlen > 64 ? "..." : "");
+}
+
+static int
+apply_key(struct cfg_ctx *x, int index, yaml_node_t *value)
+{
+	x->seen[index] = true;
+	x->where[index] = node_loc(x, value);
+	return kinds[schema[index].kind].set(x, &schema[index], value);
+}
+
+/* ---------------------------------------------------------------- walker */
+
+static int walk_mapping(struct cfg_ctx *x, yaml_node_t *map, const char *prefix);
+
+static int
+walk_value(struct cfg_ctx *x, enum cfg_found found, int index, yaml_node_t *v)
+{
+	char	section[CFG_KEY_MAX], buf[CFG_SHOW_MAX + 16];
+
+	if (found == FOUND_KEY)
+		return apply_key(x, index, v);
+	if (is_null(v))		/* "eval:" with every key commented out */
+		return 0;
+	if (v->type != YAML_MAPPING_NODE)
+		return node_err(x, v, "expected a mapping, got %s", got(v, false, buf, sizeof(buf)));
+	snprintf(section, sizeof(section), "%s", x->path);
+	return walk_mapping(x, v, section);
+}
+
+static int
+walk_mapping(struct cfg_ctx *x, yaml_node_t *map, const char *prefix)
+{
+	yaml_node_pair_t	*pairs = map->data.mapping.pairs.start;
+	char			 buf[CFG_SHOW_MAX + 16];
+	int			 rc, index = -1;
+
+	for (yaml_node_pair_t *pr = pairs; pr < map->data.mapping.pairs.top; pr++) {
+		yaml_node_t	*k = node_at(x, pr->key), *v = node_at(x, pr->value);
+		enum cfg_found	 found;
+
+		if (k->type != YAML_SCALAR_NODE || is_null(k)) {
+			snprintf(x->path, sizeof(x->path), "%s", prefix);
+			return node_err(x, k, "expected a key name, got %s",
+					got(k, false, buf, sizeof(buf)));
+		}
+		path_set(x, prefix, scalar(k), k->data.scalar.length);
+		found = lookup(prefix, scalar(k), &index);
+		if (found == FOUND_NONE || strlen(scalar(k)) != k->data.scalar.length)
+			return unknown_key(x, k, prefix, scalar(k));
+		for (yaml_node_pair_t *q = pairs; q < pr; q++) {
+			yaml_node_t *prev = node_at(x, q->key);
+
+			if (strcmp(scalar(prev), scalar(k)) == 0)
+				return node_err(x, k, "duplicate key (first at line %lu)",
+						(unsigned long)prev->start_mark.line + 1);
+		}
+		if ((rc = walk_value(x, found, index, v)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- loading */
+
+/* Reads one YAML document from text. No root node (empty text) is not an error here.
+ * libyaml's scanner costs O(flow nesting) per token, so text with more '[' and '{' than
+ * any config needs is refused before it is parsed. */
+static int
+parse_doc(struct cfg_ctx *x, const char *text, size_t len, yaml_document_t *doc,
+	  const struct cfg_loc *where, const char *what)
+{
+	yaml_parser_t	 p;
+	yaml_document_t	 extra;
+	struct cfg_loc	 loc = *where;
+	size_t		 openers = 0;
+	int		 rc = 0;
+
+	if (len > ORCH_CONFIG_MAX_BYTES)
+		return loc_err(x, &loc, x->path, "%slarger than %u bytes", what,
+			       ORCH_CONFIG_MAX_BYTES);
+	for (size_t i = 0; i < len; i++)
+		openers += text[i] == '[' || text[i] == '{';
+	if (openers > ORCH_CONFIG_MAX_OPENERS)
+		return loc_err(x, &loc, x->path, "%smore than %d '[' and '{' (nested too deep "
+			       "for a config)", what, ORCH_CONFIG_MAX_OPENERS);
+	if (!yaml_parser_initialize(&p))
+		return -KB_ENOMEM;
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&p, doc))
+		goto syntax;
+	if (yaml_document_get_root_node(doc) == NULL)
+		goto out;
+	if (!yaml_parser_load(&p, &extra)) {
+		yaml_document_delete(doc);
+		goto syntax;
+	}
+	if (yaml_document_get_root_node(&extra) != NULL) {
+		if (loc.set_arg == NULL) {
+			loc.line = (unsigned long)yaml_document_get_root_node(&extra)->start_mark.line + 1;
+			loc.col = (unsigned long)yaml_document_get_root_node(&extra)->start_mark.column + 1;
+		}
+		rc = loc_err(x, &loc, x->path, "%sonly one YAML document is allowed", what);
+		yaml_document_delete(doc);
+	}
+	yaml_document_delete(&extra);
+	goto out;
+
+syntax:
+	if (p.error == YAML_MEMORY_ERROR) {
+		rc = loc_err(x, &loc, x->path, "out of memory");
+		rc = -KB_ENOMEM;
+	} else if (p.error == YAML_READER_ERROR) {
+		rc = loc_err(x, &loc, x->path, "%sinvalid YAML: %s at byte %zu", what,
+			     p.problem ? p.problem : "unreadable input", p.problem_offset);
+	} else {
+		if (loc.set_arg == NULL) {
+			loc.line = (unsigned long)p.problem_mark.line + 1;
+			loc.col = (unsigned long)p.problem_mark.column + 1;
+		}
+		if (p.context != NULL)
+			rc = loc_err(x, &loc, x->path, "%sinvalid YAML: %s (%s at line %lu)", what,
+				     p.problem ? p.problem : "syntax error", p.context,
+				     (unsigned long)p.context_mark.line + 1);
+		else
+			rc = loc_err(x, &loc, x->path, "%sinvalid YAML: %s", what,
+				     p.problem ? p.problem : "syntax error");
+	}
+out:
+	yaml_parser_delete(&p);
+	return rc;
+}
+
+/* One --set "a.b.c=value": resolve the path part by part, then read value as YAML.
+ * Every message names the argument, not the file. */
+static int
+apply_set(struct cfg_ctx *x, const char *arg)
+{
+	struct cfg_loc	 loc = { arg, 0, 0 };
+	yaml_document_t	 doc;
+	yaml_node_t	*root;
+	const char	*eq = strchr(arg, '='), *p = arg;
+	char		 prefix[CFG_KEY_MAX] = "", name[CFG_KEY_MAX];
+	enum cfg_found	 found = FOUND_NONE;
+	int		 rc, index = -1;
+
+	x->path[0] = '\0';
+	x->set_arg = arg;
+	if (eq == NULL || eq == arg) {
+		rc = loc_err(x, &loc, NULL, "expected key.path=value");
+		goto out;
+	}
+	for (;;) {
+		size_t	nlen = strcspn(p, ".=");
+
+		path_set(x, prefix, p, nlen);
+		/* below a key, an empty part ("a..b", "a.=") or an overlong one */
+		if (found == FOUND_KEY || nlen == 0 || nlen >= sizeof(name)) {
+			rc = node_err(x, NULL, "unknown key");
+			goto out;
+		}
+		memcpy(name, p, nlen);
+		name[nlen] = '\0';
+		if ((found = lookup(prefix, name, &index)) == FOUND_NONE) {
+			rc = unknown_key(x, NULL, prefix, name);
+			goto out;
+		}
+		snprintf(prefix, sizeof(prefix), "%s", x->path);
+		p += nlen;
+		if (p == eq)
+			break;
+		p++;	/* the '.' */
+	}
+	if ((rc = parse_doc(x, eq + 1, strlen(eq + 1), &doc, &loc, "value: ")) < 0)
+		goto out;
+	x->doc = &doc;
+	if ((root = yaml_document_get_root_node(&doc)) == NULL)
+		rc = loc_err(x, &loc, x->path, "missing value (write '' for an empty string)");
+	else
+		rc = walk_value(x, found, index, root);
+	yaml_document_delete(&doc);
+	x->doc = NULL;
+out:
+	x->set_arg = NULL;
+	return rc;
+}
+
+static int
+apply_default(struct cfg_ctx *x, int index)
+{
+	struct cfg_loc	 none = { NULL, 0, 0 };
+	yaml_document_t	 doc;
+	yaml_node_t	*root;
+	int		 rc;
+
+	rc = parse_doc(x, schema[index].def, strlen(schema[index].def), &doc, &none, "default: ");
+	if (rc < 0)
+		return rc == -KB_ENOMEM ? rc : -KB_EBUG;
+	x->doc = &doc;
+	root = yaml_document_get_root_node(&doc);
+	rc = root != NULL ? kinds[schema[index].kind].set(x, &schema[index], root) : -KB_EBUG;
+	x->doc = NULL;
+	yaml_document_delete(&doc);
+	return rc < 0 ? (rc == -KB_ECONFIG ? -KB_EBUG : rc) : 0;
+}
+
+static const char *
+string_of(const struct kb_config *c, const char *path)
+{
+	for (int i = 0; i < NKEYS; i++)
+		if (strcmp(schema[i].path, path) == 0)
+			return *(char *const *)cfield(c, &schema[i]);
+	return NULL;
+}
+
+/* Required keys, defaults, then keys required by another key's value. */
+static int
+finish(struct cfg_ctx *x)
+{
+	int	rc;
+
+	for (int i = 0; i < NKEYS; i++) {
+		if (x->seen[i])
+			continue;
+		if (schema[i].def == NULL)
+			return loc_err(x, NULL, schema[i].path, "required key is missing");
+		snprintf(x->path, sizeof(x->path), "%s", schema[i].path);
+		if ((rc = apply_default(x, i)) < 0) {
+			loc_err(x, NULL, schema[i].path, "internal error: bad default '%s'",
+				schema[i].def);
+			return rc;
+		}
+	}
+	for (int i = 0; i < NKEYS; i++) {
+		const char	*v, *s;
+
+		if (schema[i].when == NULL)
+			continue;
+		v = string_of(x->c, schema[i].when);
+		s = *(char *const *)cfield(x->c, &schema[i]);
+		if (v == NULL || strcmp(v, schema[i].is) != 0 || s[0] != '\0')
+			continue;
+		if (!x->seen[i])
+			return loc_err(x, NULL, schema[i].path, "required key is missing");
+		return loc_err(x, &x->where[i], schema[i].path,
+			       "must not be empty when %s is %s", schema[i].when, schema[i].is);
+	}
+	return 0;
+}
+
+static int
+config_load(const char *text, size_t len, const char *name, const char *file_dir,
+	    const char *const *sets, int nsets, struct kb_config *out, char *err, size_t errlen)
+{
+	struct kb_config	 c;
+	struct cfg_ctx		 x;
+	struct cfg_loc		 top = { NULL, 0, 0 };
+	yaml_document_t		 doc;
+	yaml_node_t		*root;
+	char			 buf[CFG_SHOW_MAX + 16];
+	int			 rc;
+
+	memset(&c, 0, sizeof(c));
+	memset(&x, 0, sizeof(x));
+	x.c = &c;
+	x.name = name;
+	x.file_dir = file_dir;
+	x.err = err;
+	x.errlen = errlen;
+	memset(out, 0, sizeof(*out));
+	if (errlen > 0)
+		err[0] = '\0';
+	if ((rc = parse_doc(&x, text, len, &doc, &top, "")) < 0)
+		return rc;
+	x.doc = &doc;
+	if ((root = yaml_document_get_root_node(&doc)) == NULL) {
+		rc = loc_err(&x, NULL, NULL, "the config is empty");
+	} else if (root->type != YAML_MAPPING_NODE) {
+		top = node_loc(&x, root);
+		rc = loc_err(&x, &top, NULL, "expected a mapping of keys at the top level, got %s",
+			     got(root, false, buf, sizeof(buf)));
+	} else {
+		rc = walk_mapping(&x, root, "");
+	}
+	yaml_document_delete(&doc);
+	x.doc = NULL;
+	for (int i = 0; rc == 0 && i < nsets; i++)
+		rc = apply_set(&x, sets[i]);
+	if (rc == 0)
+		rc = finish(&x);
+	if (rc < 0) {
+		kb_config_clear(&c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int
+orch_config_load_string(const char *yaml, size_t len, const char *name,
+			const char *const *sets, int nsets, struct kb_config *out, char *err,
+			size_t errlen)
+{
+	return config_load(yaml, len, name, NULL, sets, nsets, out, err, errlen);
+}
+
+int
+orch_config_load(const char *path, const char *const *sets, int nsets, struct kb_config *out,
+		 char *err, size_t errlen)
+{
+	char	 dir[CFG_PATH_MAX], cwd[CFG_PATH_MAX], *text = NULL, *slash;
+	size_t	 len = 0;
+	int	 rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = kb_read_file(path, ORCH_CONFIG_MAX_BYTES, &text, &len);
+	if (rc == -KB_ETOOBIG) {
+		snprintf(err, errlen, "%s: larger than %u bytes", path, ORCH_CONFIG_MAX_BYTES);
+		return -KB_ECONFIG;
+	}
+	if (rc < 0) {
+		/* kb_read_file leaves errno from the failing call */
+		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+		return -KB_ECONFIG;
+	}
+	if (path[0] == '/') {
+		rc = snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir) ? -1 : 0;
+	} else if (getcwd(cwd, sizeof(cwd)) == NULL) {
+		rc = -1;
+	} else {
+		rc = kb_path_join(dir, sizeof(dir), cwd, path);
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: cannot tell the config's directory", path);
+		free(text);
+		return -KB_ECONFIG;
+	}
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';	/* the config is in / */
+	else
+		slash[0] = '\0';
+	rc = config_load(text, len, path, dir, sets, nsets, out, err, errlen);
+	free(text);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- emit */
+
+int
+orch_config_emit(const struct kb_config *c, FILE *fp)
+{
+	const char	*prev = "";
+	size_t		 prevlen = 0;
+
+	fputs("# frozen by kforge: fully resolved config\n", fp);
+	for (int i = 0; i < NKEYS; i++) {
+		const char	*path = schema[i].path, *leaf = strrchr(path, '.');
+		size_t		 seclen = leaf != NULL ? (size_t)(leaf - path) : 0;
+
+		/* sections are one level deep; keys of one section are adjacent */
+		if (seclen > 0 && (seclen != prevlen || strncmp(path, prev, seclen) != 0))
+			fprintf(fp, "%.*s:\n", (int)seclen, path);
+		fprintf(fp, "%s%s: ", seclen > 0 ? "  " : "", leaf != NULL ? leaf + 1 : path);
+		kinds[schema[i].kind].emit(c, &schema[i], fp);
+		fputc('\n', fp);
+		prev = path;
+		prevlen = seclen;
+	}
+	if (fflush(fp) == EOF || ferror(fp))
+		return -kb_errno_to_err(errno);
+	return 0;
+}

@@ -1,0 +1,237 @@
+/*
+ * tasks.c: the task list of a config: every problem file level{N}/{id}_{Name}.py under
+ * problems.dir whose level and id are selected, times problems.samples, in (level, id,
+ * sample) order. Files that do not look like {id}_{Name}.py (README, __init__.py) are
+ * not problems and are passed over.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "orchestrator/config_int.h"
+#include "orchestrator/orchestrator.h"
+
+#define TASKS_MAX	100000	/* problems x samples; a kb_task is ~4.5 KiB */
+#define STEM_MAX	(sizeof(((struct kb_task *)0)->problem_name) - 1)
+#define NAME_CHARS	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+
+struct problem {
+	int	 level;
+	long	 id;
+	char	 stem[STEM_MAX + 1];	/* file name without ".py" */
+};
+
+struct problem_list {
+	struct problem	*v;
+	int		 n, alloc;
+};
+
+static int __attribute__((format(printf, 3, 4)))
+tasks_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	for (char *p = err; errlen > 0 && *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return -KB_ECONFIG;
+}
+
+/* For {id}_{Name}.py, the length of the leading id; 0 when name is not a problem file. */
+static size_t
+problem_id_digits(const char *name)
+{
+	size_t	digits = strspn(name, "0123456789"), len = strlen(name);
+
+	if (digits == 0 || name[digits] != '_' || len < digits + 5 ||
+	    strcmp(name + len - 3, ".py") != 0)
+		return 0;
+	return digits;
+}
+
+static int
+problem_cmp(const void *a, const void *b)
+{
+	const struct problem *x = a, *y = b;
+
+	if (x->level != y->level)
+		return x->level < y->level ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return strcmp(x->stem, y->stem);
+}
+
+/* Checks one candidate file of a level directory and adds it when it is selected. */
+static int
+add_problem(const struct kb_config *c, int level, const char *dir, int dfd, const char *name,
+	    struct problem_list *l, char *err, size_t errlen)
+{
+	size_t		digits = problem_id_digits(name), stemlen;
+	struct stat	st;
+	long		id;
+
+	if (digits == 0)
+		return 0;
+	if (digits > 9)
+		return tasks_err(err, errlen, "problems.dir: '%s/%s': problem id has more than "
+				 "9 digits", dir, name);
+	id = strtol(name, NULL, 10);
+	if (!orch_config_id_selected(c, id))
+		return 0;
+	stemlen = strlen(name) - 3;
+	if (stemlen > STEM_MAX)
+		return tasks_err(err, errlen, "problems.dir: '%s/%s': problem name longer than "
+				 "%zu characters", dir, name, STEM_MAX);
+	if (strspn(name, NAME_CHARS) < stemlen)
+		return tasks_err(err, errlen, "problems.dir: '%s/%s': problem names may only "
+				 "hold A-Z a-z 0-9 . _ -", dir, name);
+	if (fstatat(dfd, name, &st, 0) == -1)
+		return tasks_err(err, errlen, "problems.dir: cannot stat '%s/%s': %s", dir, name,
+				 strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return tasks_err(err, errlen, "problems.dir: '%s/%s': not a regular file", dir,
+				 name);
+	if (l->n == TASKS_MAX)
+		return tasks_err(err, errlen, "problems.dir: more than %d problems selected",
+				 TASKS_MAX);
+	if (l->n == l->alloc) {
+		int		 alloc = l->alloc ? 2 * l->alloc : 64;
+		struct problem	*v = realloc(l->v, (size_t)alloc * sizeof(*v));
+
+		if (v == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -KB_ENOMEM;
+		}
+		l->v = v;
+		l->alloc = alloc;
+	}
+	l->v[l->n].level = level;
+	l->v[l->n].id = id;
+	memcpy(l->v[l->n].stem, name, stemlen);
+	l->v[l->n].stem[stemlen] = '\0';
+	l->n++;
+	return 0;
+}
+
+static int
+scan_level(const struct kb_config *c, int level, struct problem_list *l, char *err,
+	   size_t errlen)
+{
+	char		 dir[4096], sub[16];
+	struct dirent	*de;
+	DIR		*d;
+	int		 rc = 0;
+
+	snprintf(sub, sizeof(sub), "level%d", level);
+	if (kb_path_join(dir, sizeof(dir), c->problems.dir, sub) < 0)
+		return tasks_err(err, errlen, "problems.dir: '%s': path too long", c->problems.dir);
+	if ((d = opendir(dir)) == NULL) {
+		if (errno == ENOENT)	/* a level this problem set does not have */
+			return 0;
+		return tasks_err(err, errlen, "problems.dir: cannot open '%s': %s", dir,
+				 strerror(errno));
+	}
+	for (;;) {
+		errno = 0;
+		if ((de = readdir(d)) == NULL) {
+			if (errno != 0)
+				rc = tasks_err(err, errlen, "problems.dir: cannot read '%s': %s", dir,
+					       strerror(errno));
+			break;
+		}
+		if ((rc = add_problem(c, level, dir, dirfd(d), de->d_name, l, err, errlen)) < 0)
+			break;
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Fills the tasks of l (sorted, without duplicate ids) into a new array. */
+static int
+make_tasks(const struct kb_config *c, const struct problem_list *l, struct kb_task **out,
+	   char *err, size_t errlen)
+{
+	struct kb_task	*t;
+	int		 samples = c->problems.samples, k = 0;
+
+	if (samples < 1 || (long)l->n * samples > TASKS_MAX)
+		return tasks_err(err, errlen, "problems: %d problems x %d samples is not in "
+				 "1..%d tasks", l->n, samples, TASKS_MAX);
+	if ((t = calloc((size_t)l->n * (size_t)samples, sizeof(*t))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -KB_ENOMEM;
+	}
+	for (int i = 0; i < l->n; i++) {
+		const struct problem *p = &l->v[i];
+
+		for (int s = 0; s < samples; s++, k++) {
+			int	m;
+
+			snprintf(t[k].problem_name, sizeof(t[k].problem_name), "%s", p->stem);
+			snprintf(t[k].problem_key, sizeof(t[k].problem_key), "L%d_%s", p->level,
+				 p->stem);
+			snprintf(t[k].id, sizeof(t[k].id), "L%d_%s_s%d", p->level, p->stem, s);
+			m = snprintf(t[k].problem_path, sizeof(t[k].problem_path),
+				     "%s/level%d/%s.py", c->problems.dir, p->level, p->stem);
+			if (m < 0 || (size_t)m >= sizeof(t[k].problem_path)) {
+				free(t);
+				return tasks_err(err, errlen, "problems.dir: '%s/level%d/%s.py': "
+						 "path too long", c->problems.dir, p->level, p->stem);
+			}
+			t[k].level = p->level;
+			t[k].problem_id = p->id;
+			t[k].sample = s;
+		}
+	}
+	*out = t;
+	return 0;
+}
+
+int
+orch_tasks_list(const struct kb_config *c, struct kb_task **out, int *n, char *err,
+		size_t errlen)
+{
+	struct problem_list	 l = { NULL, 0, 0 };
+	char			 levels[64], ids[KB_MAX_RANGES * 24 + 8];
+	DIR			*root;
+	int			 rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	if ((root = opendir(c->problems.dir)) == NULL)
+		return tasks_err(err, errlen, "problems.dir: cannot open '%s': %s", c->problems.dir,
+				 strerror(errno));
+	closedir(root);
+	for (int i = 0; i < c->problems.nlevels && rc == 0; i++)
+		rc = scan_level(c, c->problems.levels[i], &l, err, errlen);
+	if (rc < 0)
+		goto out;
+	if (l.n > 1)
+		qsort(l.v, (size_t)l.n, sizeof(*l.v), problem_cmp);
+	for (int i = 1; i < l.n; i++)
+		if (l.v[i].level == l.v[i - 1].level && l.v[i].id == l.v[i - 1].id) {
+			rc = tasks_err(err, errlen, "problems.dir: two problems with id %ld in "
+				       "'%s/level%d': '%s.py' and '%s.py'", l.v[i].id,
+				       c->problems.dir, l.v[i].level, l.v[i - 1].stem, l.v[i].stem);
+			goto out;
+		}
+	if (l.n == 0) {
+		orch_config_levels_text(c, levels, sizeof(levels));
+		orch_config_ids_text(c, ids, sizeof(ids));
+		rc = tasks_err(err, errlen, "no problem matches levels %s and ids %s in '%s'",
+			       levels, ids, c->problems.dir);
+		goto out;
+	}
+	if ((rc = make_tasks(c, &l, out, err, errlen)) == 0)
+		*n = l.n * c->problems.samples;
+out:
+	free(l.v);
+	return rc;
+}

@@ -1,0 +1,284 @@
+/*
+ * orchestrator_tasks.c: orch_tasks_list against a scratch problem tree:
+ *   level1/1_A.py level1/2_B.py level1/10_Ten.py level2/1_C.py
+ * plus files that are not problems (README.md, __init__.py, 1_x.txt, 7_.py, x_1.py).
+ * Configs are built with the real loader, so the two are tested together.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "orchestrator/orchestrator.h"
+#include "orchestrator_testutil.h"
+
+static char	root[PATH_MAX / 2];
+
+static void
+touch(const char *rel)
+{
+	char	path[PATH_MAX];
+	FILE	*fp;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	if ((fp = fopen(path, "w")) == NULL) {
+		fprintf(stderr, "cannot create %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	fputs("# a problem\n", fp);
+	fclose(fp);
+}
+
+static void
+rm(const char *rel)
+{
+	char	path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	CHECK(remove(path) == 0);
+}
+
+/* Loads a config over the scratch tree with extra --set arguments (NULL-terminated). */
+static int
+config(struct kb_config *c, const char *dir, const char *const *sets)
+{
+	char	yaml[PATH_MAX + 128], err[1024];
+	int	nsets = 0, rc;
+
+	while (sets != NULL && sets[nsets] != NULL)
+		nsets++;
+	snprintf(yaml, sizeof(yaml), "name: t\nproblems: {dir: \"%s\"}\n"
+		 "llm: {provider: replay, replay_dir: /r}\n", dir);
+	rc = orch_config_load_string(yaml, strlen(yaml), "t", sets, nsets, c, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "config: %s\n", err);
+		failures++;
+	}
+	return rc;
+}
+
+/* The ids of the listed tasks, space-separated, or "ERR: message". */
+static void
+list(const char *const *sets, char *out, size_t len)
+{
+	struct kb_config	 c;
+	struct kb_task		*t = NULL;
+	char			 err[1024];
+	size_t			 used = 0;
+	int			 n = -1;
+
+	out[0] = '\0';
+	if (config(&c, root, sets) < 0)
+		return;
+	if (orch_tasks_list(&c, &t, &n, err, sizeof(err)) < 0) {
+		snprintf(out, len, "ERR: %s", err);
+		CHECK(t == NULL && n == 0);
+	} else {
+		for (int i = 0; i < n && used < len; i++)
+			used += (size_t)snprintf(out + used, len - used, "%s%s", i ? " " : "",
+						 t[i].id);
+	}
+	free(t);
+	kb_config_clear(&c);
+}
+
+static void
+test_fields(void)
+{
+	struct kb_config	 c;
+	struct kb_task		*t = NULL;
+	char			 err[1024], want[PATH_MAX];
+	int			 n = 0;
+
+	if (config(&c, root, NULL) < 0)
+		return;
+	CHECK(orch_tasks_list(&c, &t, &n, err, sizeof(err)) == 0);
+	CHECK(n == 4);
+	if (n == 4) {
+		CHECK_STR(t[2].id, "L1_10_Ten_s0");
+		CHECK_STR(t[2].problem_key, "L1_10_Ten");
+		CHECK_STR(t[2].problem_name, "10_Ten");
+		snprintf(want, sizeof(want), "%s/level1/10_Ten.py", root);
+		CHECK_STR(t[2].problem_path, want);
+		CHECK(t[2].level == 1 && t[2].problem_id == 10 && t[2].sample == 0);
+		CHECK(t[3].level == 2 && t[3].problem_id == 1);
+	}
+	free(t);
+	kb_config_clear(&c);
+}
+
+static void
+expect(const char *const *sets, const char *want)
+{
+	char	got[4096];
+
+	list(sets, got, sizeof(got));
+	if (strcmp(got, want) != 0) {
+		fprintf(stderr, "with --set %s%s:\n  got:  %s\n  want: %s\n",
+			sets && sets[0] ? sets[0] : "(none)", sets && sets[0] && sets[1] ? " ..." : "",
+			got, want);
+		failures++;
+	}
+}
+
+int
+main(void)
+{
+	const char	*tmp = getenv("KFORGE_TEST_TMP");
+	char		 want[PATH_MAX * 2], path[PATH_MAX], longname[200];
+
+	if (tmp != NULL)
+		kb_mkdir_p(tmp, 0755);
+	snprintf(root, sizeof(root), "%s/kb-tasks-XXXXXX", tmp != NULL ? tmp : "/tmp");
+	if (mkdtemp(root) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/level1", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/level2", root);
+	mkdir(path, 0755);
+	touch("level1/1_A.py");
+	touch("level1/2_B.py");
+	touch("level1/10_Ten.py");
+	touch("level2/1_C.py");
+	touch("level1/README.md");
+	touch("level1/__init__.py");
+	touch("level1/1_x.txt");
+	touch("level1/7_.py");
+	touch("level1/x_1.py");
+	touch("level0_1_Z.py");
+
+	test_fields();
+	expect(NULL, "L1_1_A_s0 L1_2_B_s0 L1_10_Ten_s0 L2_1_C_s0");
+	expect((const char *[]){ "problems.samples=2", NULL },
+	       "L1_1_A_s0 L1_1_A_s1 L1_2_B_s0 L1_2_B_s1 L1_10_Ten_s0 L1_10_Ten_s1 "
+	       "L2_1_C_s0 L2_1_C_s1");
+	expect((const char *[]){ "problems.levels=[2]", NULL }, "L2_1_C_s0");
+	expect((const char *[]){ "problems.levels=[2, 1]", "problems.ids=1", NULL },
+	       "L1_1_A_s0 L2_1_C_s0");
+	expect((const char *[]){ "problems.ids=2-10", NULL }, "L1_2_B_s0 L1_10_Ten_s0");
+	expect((const char *[]){ "problems.ids=\"10,2\"", "problems.levels=1", NULL },
+	       "L1_2_B_s0 L1_10_Ten_s0");
+
+	/* nothing selected */
+	snprintf(want, sizeof(want), "ERR: no problem matches levels [3] and ids all in '%s'",
+		 root);
+	expect((const char *[]){ "problems.levels=3", NULL }, want);
+	snprintf(want, sizeof(want), "ERR: no problem matches levels [1, 2] and ids 3-9,50 in "
+		 "'%s'", root);
+	expect((const char *[]){ "problems.levels=[1,2]", "problems.ids=\"3-9,50\"", NULL },
+	       want);
+
+	/* duplicate ids in a level: an error only when the id is selected */
+	touch("level1/2_B2.py");
+	snprintf(want, sizeof(want), "ERR: problems.dir: two problems with id 2 in "
+		 "'%s/level1': '2_B.py' and '2_B2.py'", root);
+	expect(NULL, want);
+	expect((const char *[]){ "problems.ids=1", NULL }, "L1_1_A_s0 L2_1_C_s0");
+	rm("level1/2_B2.py");
+
+	/* names the task ids cannot carry */
+	touch("level1/3_bad name.py");
+	snprintf(want, sizeof(want), "ERR: problems.dir: '%s/level1/3_bad name.py': problem "
+		 "names may only hold A-Z a-z 0-9 . _ -", root);
+	expect(NULL, want);
+	expect((const char *[]){ "problems.ids=1-2", NULL },
+	       "L1_1_A_s0 L1_2_B_s0 L2_1_C_s0");
+	rm("level1/3_bad name.py");
+	memset(longname, 'n', sizeof(longname));
+	memcpy(longname, "level1/4_", 9);
+	snprintf(longname + 9 + 125, sizeof(longname) - 9 - 125, ".py");	/* stem 127 */
+	touch(longname);
+	snprintf(want, sizeof(want), "L1_%.127s_s0", longname + 7);
+	expect((const char *[]){ "problems.ids=4", NULL }, want);
+	rm(longname);
+	snprintf(longname + 9 + 126, sizeof(longname) - 9 - 126, ".py");	/* stem 128 */
+	touch(longname);
+	snprintf(want, sizeof(want), "ERR: problems.dir: '%s/%s': problem name longer than 127 "
+		 "characters", root, longname);
+	expect((const char *[]){ "problems.ids=4", NULL }, want);
+	rm(longname);
+	touch("level1/12345678901_Big.py");
+	snprintf(want, sizeof(want), "ERR: problems.dir: '%s/level1/12345678901_Big.py': problem "
+		 "id has more than 9 digits", root);
+	expect(NULL, want);
+	rm("level1/12345678901_Big.py");
+
+	/* a directory that looks like a problem; a symlink to a problem is one */
+	snprintf(path, sizeof(path), "%s/level2/5_Dir.py", root);
+	mkdir(path, 0755);
+	snprintf(want, sizeof(want), "ERR: problems.dir: '%s/level2/5_Dir.py': not a regular "
+		 "file", root);
+	expect(NULL, want);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/level2/6_Link.py", root);
+	CHECK(symlink("1_C.py", path) == 0);
+	expect((const char *[]){ "problems.levels=2", NULL }, "L2_1_C_s0 L2_6_Link_s0");
+	unlink(path);
+
+	/* problems.dir itself */
+	snprintf(path, sizeof(path), "%s/nope", root);
+	{
+		struct kb_config	 c;
+		struct kb_task		*t = (struct kb_task *)1;
+		char			 err[1024];
+		int			 n = 7;
+
+		if (config(&c, path, NULL) == 0) {
+			CHECK(orch_tasks_list(&c, &t, &n, err, sizeof(err)) == -KB_ECONFIG);
+			snprintf(want, sizeof(want), "problems.dir: cannot open '%s': No such file "
+				 "or directory", path);
+			CHECK_STR(err, want);
+			CHECK(t == NULL && n == 0);
+			kb_config_clear(&c);
+		}
+		snprintf(path, sizeof(path), "%s/level1/1_A.py", root);
+		if (config(&c, path, NULL) == 0) {
+			CHECK(orch_tasks_list(&c, &t, &n, err, sizeof(err)) == -KB_ECONFIG);
+			snprintf(want, sizeof(want), "problems.dir: cannot open '%s': Not a directory",
+				 path);
+			CHECK_STR(err, want);
+			kb_config_clear(&c);
+		}
+	}
+	/* too many tasks: 101 problems x 1000 samples */
+	snprintf(path, sizeof(path), "%s/level3", root);
+	mkdir(path, 0755);
+	for (int i = 1; i <= 101; i++) {
+		char	rel[64];
+
+		snprintf(rel, sizeof(rel), "level3/%d_P.py", i);
+		touch(rel);
+	}
+	expect((const char *[]){ "problems.samples=1000", "problems.levels=3", NULL },
+	       "ERR: problems: 101 problems x 1000 samples is not in 1..100000 tasks");
+	{
+		struct kb_config	 c;
+		struct kb_task		*t = NULL;
+		char			 err[1024];
+		int			 n = 0;
+
+		if (config(&c, root, (const char *[]){ "problems.samples=990",
+						       "problems.levels=3", NULL }) == 0) {
+			CHECK(orch_tasks_list(&c, &t, &n, err, sizeof(err)) == 0);
+			CHECK(n == 99990);
+			if (n == 99990)
+				CHECK_STR(t[n - 1].id, "L3_101_P_s989");
+			free(t);
+			kb_config_clear(&c);
+		}
+	}
+
+	if (failures > 0) {
+		fprintf(stderr, "%d failure(s); scratch tree in %s\n", failures, root);
+		return 1;
+	}
+	tu_remove_tree(root);
+	printf("ok\n");
+	return 0;
+}
