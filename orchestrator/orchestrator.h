@@ -20,8 +20,8 @@
 /* Loads a YAML experiment config, applies --set overrides ("a.b.c=value", parsed as
  * YAML scalars or flow sequences), checks every key and type, and fills defaults.
  * On error returns -KB_ECONFIG and writes one line to err:
- *   "configs/x.yaml:3:5: llm.temprature: unknown key"
- *   "configs/x.yaml:7:12: eval.perf_trials: expected an integer, got 'many'"
+ *   "configs/x.yaml:3:5: llm.temprature: unknown key (did you mean 'temperature'?)"
+ *   "configs/x.yaml:7:12: eval.perf_trials: expected an integer in 1..10000, got 'many'"
  *   "configs/x.yaml: llm.model: required key is missing"
  *   "--set eval.device=gpu: eval.device: expected one of cpu, cuda, auto, got 'gpu'"
  * eval.device "auto" is kept as is here; the caller resolves it before freezing. */
