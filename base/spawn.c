@@ -1,0 +1,629 @@
+/*
+ * spawn.c: the one way kforge starts a child (git run-command.c, s6 cspawn).
+ *
+ * Everything the child needs is built before fork(); between fork() and execve() the
+ * child makes only async-signal-safe calls. All signals are blocked around fork() so
+ * that none of the parent's handlers can run in the child; the child resets every
+ * disposition to SIG_DFL and then installs an empty mask (the supervisor and workers
+ * block signals for signalfd, and a child must not inherit that). Exec failure comes
+ * back over a CLOEXEC pipe as {step, errno}; EOF on it means execve() succeeded.
+ *
+ * SIGPIPE: library code never changes the process-wide disposition. Each write to
+ * the child's stdin blocks SIGPIPE for the calling thread, and when the write fails
+ * with EPIPE the SIGPIPE it raised is consumed with sigtimedwait() before the mask is
+ * restored (unless one was already pending). Callers need not ignore SIGPIPE.
+ *
+ * The child is reaped with waitpid(pid), never waitpid(-1). Its exit is noticed with
+ * waitid(WNOWAIT) first, so that the whole group can be SIGKILLed while the zombie
+ * still pins the group id (no pid-reuse race), and only then reaped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+#define SPAWN_TICK_MS		100	/* should_stop and deadline granularity */
+#define SPAWN_DRAIN_MS		1000	/* pipes may stay open this long after the reap */
+#define SPAWN_CHUNK		65536
+#define SPAWN_READS_PER_WAKE	16	/* a fast writer cannot starve the other fds */
+#define SPAWN_FD_SCAN_CAP	65536	/* close() loop bound when close_range() fails */
+#define SPAWN_MIN_FD		4	/* child-side fds live above 0..3 before dup2 */
+#define SPAWN_MAX_LIMITS	5
+
+enum spawn_step {
+	STEP_SETPGID = 1, STEP_PDEATHSIG, STEP_SIGMASK, STEP_DUP2, STEP_RLIMIT, STEP_CHDIR,
+	STEP_EXEC, STEP__MAX
+};
+static const char *const step_names[STEP__MAX] = {
+	[STEP_SETPGID] = "setpgid", [STEP_PDEATHSIG] = "prctl(PDEATHSIG)",
+	[STEP_SIGMASK] = "sigprocmask", [STEP_DUP2] = "dup2", [STEP_RLIMIT] = "setrlimit",
+	[STEP_CHDIR] = "chdir", [STEP_EXEC] = "execve",
+};
+
+struct child_err {
+	int	step;
+	int	err;
+};
+
+/* Everything the child reads between fork and exec; no allocation happens there. */
+struct spawn_plan {
+	char *const	*argv;
+	char *const	*envp;
+	const char	*cwd;
+	pid_t		 parent;
+	int		 fd_in, fd_out, fd_res, fd_err;	/* child ends, all >= SPAWN_MIN_FD */
+	int		 fd_scan_cap;
+	int		 nlim;
+	struct {
+		int		res;
+		struct rlimit	rl;
+	}		 lim[SPAWN_MAX_LIMITS];
+};
+
+/* Parent-side state of one run. */
+struct spawn_io {
+	pid_t		 pid;
+	int		 out, res, in, err, pidfd;	/* parent ends; -1 when closed */
+	const char	*in_p;
+	size_t		 in_left;
+	char		*chunk;
+	int64_t		 start, deadline, kill_at, drain_until;
+	bool		 termed, killed, exited, timed_out, stopped;
+	int		 status;
+};
+
+static void
+close_fd(int *fd)
+{
+	if (*fd >= 0) {
+		(void)close(*fd);
+		*fd = -1;
+	}
+}
+
+/* ------------------------------------------------------------------ child */
+
+static void __attribute__((noreturn))
+child_fail(const struct spawn_plan *pl, int step)
+{
+	struct child_err	ce = { step, errno };
+	ssize_t			n;
+
+	do
+		n = write(pl->fd_err, &ce, sizeof(ce));
+	while (n == -1 && errno == EINTR);
+	_exit(127);
+}
+
+static void
+child_close_fds(const struct spawn_plan *pl, int lo)
+{
+	int	fd;
+
+	/* fd_err must survive until execve() closes it (CLOEXEC). */
+	if ((lo > pl->fd_err - 1 || close_range((unsigned)lo, (unsigned)pl->fd_err - 1, 0) == 0) &&
+	    close_range((unsigned)pl->fd_err + 1, ~0U, 0) == 0)
+		return;
+	for (fd = lo; fd < pl->fd_scan_cap; fd++)
+		if (fd != pl->fd_err)
+			(void)close(fd);
+}
+
+/* Async-signal-safe calls only from here to execve(). */
+static void __attribute__((noreturn))
+child_exec(const struct spawn_plan *pl)
+{
+	struct sigaction	sa;
+	sigset_t		empty;
+	int			sig, i;
+
+	if (setpgid(0, 0) == -1)
+		child_fail(pl, STEP_SETPGID);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
+		child_fail(pl, STEP_PDEATHSIG);
+	if (getppid() != pl->parent)
+		_exit(127);	/* the parent died before PDEATHSIG was armed */
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	for (sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &sa, NULL);	/* EINVAL for KILL, STOP, libc-internal */
+	sigemptyset(&empty);
+	if (sigprocmask(SIG_SETMASK, &empty, NULL) == -1)
+		child_fail(pl, STEP_SIGMASK);
+
+	/* Every source fd is >= SPAWN_MIN_FD, so no dup2 clobbers another source and
+	 * each dup2 creates a fresh descriptor without FD_CLOEXEC. */
+	if (dup2(pl->fd_in, 0) == -1 || dup2(pl->fd_out, 1) == -1 || dup2(pl->fd_out, 2) == -1)
+		child_fail(pl, STEP_DUP2);
+	if (pl->fd_res >= 0 && dup2(pl->fd_res, 3) == -1)
+		child_fail(pl, STEP_DUP2);
+	child_close_fds(pl, pl->fd_res >= 0 ? 4 : 3);
+
+	for (i = 0; i < pl->nlim; i++)
+		if (setrlimit(pl->lim[i].res, &pl->lim[i].rl) == -1)
+			child_fail(pl, STEP_RLIMIT);
+	if (pl->cwd != NULL && chdir(pl->cwd) == -1)
+		child_fail(pl, STEP_CHDIR);
+	execve(pl->argv[0], pl->argv, pl->envp);
+	child_fail(pl, STEP_EXEC);
+}
+
+/* ------------------------------------------------------------ before fork */
+
+/* Child-side fds must not sit on 0..3, where the child's dup2 calls would land. */
+static int
+fd_move_high(int *fd)
+{
+	int	nfd;
+
+	if (*fd >= SPAWN_MIN_FD)
+		return 0;
+	if ((nfd = fcntl(*fd, F_DUPFD_CLOEXEC, SPAWN_MIN_FD)) == -1)
+		return -1;
+	(void)close(*fd);
+	*fd = nfd;
+	return 0;
+}
+
+static int
+set_nonblock(int fd)
+{
+	int	fl;
+
+	if ((fl = fcntl(fd, F_GETFL)) == -1)
+		return -1;
+	return fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* A pipe whose child end is *child and parent end is *parent (non-blocking). */
+static int
+make_pipe(int *parent, int *child, bool child_reads)
+{
+	int	p[2];
+
+	if (pipe2(p, O_CLOEXEC) == -1)
+		return -1;
+	*child = child_reads ? p[0] : p[1];
+	*parent = child_reads ? p[1] : p[0];
+	return set_nonblock(*parent);
+}
+
+static void
+plan_limit(struct spawn_plan *pl, int res, rlim_t want, rlim_t hard_extra)
+{
+	struct rlimit	cur, rl;
+
+	rl.rlim_cur = want;
+	rl.rlim_max = want + hard_extra;
+	/* Never ask for more than the hard limit: raising it would fail with EPERM. */
+	if (getrlimit(res, &cur) == 0 && cur.rlim_max != RLIM_INFINITY) {
+		if (rl.rlim_cur > cur.rlim_max)
+			rl.rlim_cur = cur.rlim_max;
+		if (rl.rlim_max > cur.rlim_max)
+			rl.rlim_max = cur.rlim_max;
+	}
+	pl->lim[pl->nlim].res = res;
+	pl->lim[pl->nlim].rl = rl;
+	pl->nlim++;
+}
+
+static void
+plan_limits(struct spawn_plan *pl, const struct kb_spawn_opts *o)
+{
+	struct rlimit	nofile;
+
+	/* CPU: SIGXCPU at the soft limit, SIGKILL one second later. */
+	if (o->rlimit_cpu_s > 0)
+		plan_limit(pl, RLIMIT_CPU, (rlim_t)o->rlimit_cpu_s, 1);
+	if (o->rlimit_fsize > 0)
+		plan_limit(pl, RLIMIT_FSIZE, (rlim_t)o->rlimit_fsize, 0);
+	if (o->rlimit_nofile > 0)
+		plan_limit(pl, RLIMIT_NOFILE, (rlim_t)o->rlimit_nofile, 0);
+	if (o->rlimit_nproc > 0)
+		plan_limit(pl, RLIMIT_NPROC, (rlim_t)o->rlimit_nproc, 0);
+	if (!o->core_dumps)
+		plan_limit(pl, RLIMIT_CORE, 0, 0);
+
+	pl->fd_scan_cap = SPAWN_FD_SCAN_CAP;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+	    nofile.rlim_cur < SPAWN_FD_SCAN_CAP)
+		pl->fd_scan_cap = (int)nofile.rlim_cur;
+}
+
+/* ------------------------------------------------------------ parent side */
+
+/* SIGPIPE-safe write without touching the process-wide disposition (see top). */
+static ssize_t
+write_nosigpipe(int fd, const void *p, size_t n)
+{
+	static const struct timespec	zero = { 0, 0 };
+	sigset_t			pipe_set, old, pending;
+	bool				was_pending;
+	ssize_t				w;
+	int				saved;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	do
+		w = write(fd, p, n);
+	while (w == -1 && errno == EINTR);
+	saved = errno;
+	if (w == -1 && saved == EPIPE && !was_pending)
+		while (sigtimedwait(&pipe_set, NULL, &zero) == -1 && errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = saved;
+	return w;
+}
+
+static void
+feed_stdin(struct spawn_io *io)
+{
+	size_t	n;
+	ssize_t	w;
+
+	while (io->in >= 0 && io->in_left > 0) {
+		n = io->in_left < SPAWN_CHUNK ? io->in_left : SPAWN_CHUNK;
+		if ((w = write_nosigpipe(io->in, io->in_p, n)) == -1) {
+			if (errno == EAGAIN)
+				return;
+			if (errno != EPIPE)
+				log_warn("spawn: cannot write to the stdin of pid %d", (int)io->pid);
+			close_fd(&io->in);	/* the child stopped reading: not an error */
+			return;
+		}
+		io->in_p += w;
+		io->in_left -= (size_t)w;
+	}
+	close_fd(&io->in);	/* all delivered: the child sees EOF */
+}
+
+/* Reads what is there (bounded per wake-up); closes fd at EOF or on error. */
+static void
+drain_fd(struct spawn_io *io, int *fd, struct kb_buf *b)
+{
+	ssize_t	n;
+	int	i;
+
+	for (i = 0; *fd >= 0 && i < SPAWN_READS_PER_WAKE; i++) {
+		n = read(*fd, io->chunk, SPAWN_CHUNK);
+		if (n > 0) {
+			kb_buf_append_trunc(b, io->chunk, (size_t)n);	/* keeps draining past cap */
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return;
+		if (n == -1)
+			log_warn("spawn: cannot read the output of pid %d", (int)io->pid);
+		close_fd(fd);
+	}
+}
+
+static void
+kill_group(pid_t pid, int sig)
+{
+	if (killpg(pid, sig) == -1 && errno != ESRCH)
+		log_warn("spawn: killpg %d", (int)pid);
+}
+
+static void
+terminate(struct spawn_io *io, int grace_ms, int64_t now)
+{
+	if (io->termed)
+		return;
+	kill_group(io->pid, SIGTERM);
+	kill_group(io->pid, SIGCONT);	/* a stopped group would never see the SIGTERM */
+	io->termed = true;
+	io->kill_at = now + grace_ms;
+}
+
+/* True once the child has exited; it is then reaped with its group killed first. */
+static bool
+check_exit(struct spawn_io *io)
+{
+	siginfo_t	si;
+	pid_t		w;
+
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)io->pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1) {
+		if (errno == EINTR)
+			return false;
+		/* Someone else reaped it (a waitpid(-1) elsewhere in this process): its
+		 * pid may be reused already, so no killpg and no status. */
+		log_warn("spawn: waitid %d", (int)io->pid);
+		io->status = W_EXITCODE(127, 0);
+		io->exited = true;
+		return true;
+	}
+	if (si.si_pid == 0)
+		return false;
+	/* The unreaped zombie keeps the group id from being reused: safe to killpg.
+	 * This takes out grandchildren and daemons that stayed in the group. */
+	kill_group(io->pid, SIGKILL);
+	do
+		w = waitpid(io->pid, &io->status, 0);
+	while (w == -1 && errno == EINTR);
+	if (w == -1) {
+		log_warn("spawn: waitpid %d", (int)io->pid);
+		io->status = W_EXITCODE(127, 0);
+	}
+	io->exited = true;
+	return true;
+}
+
+static int
+poll_timeout(const struct spawn_io *io, int64_t now)
+{
+	int64_t	t = SPAWN_TICK_MS;
+
+	if (io->exited)
+		t = io->drain_until - now;
+	if (!io->exited && io->deadline > 0 && !io->termed && io->deadline - now < t)
+		t = io->deadline - now;
+	if (!io->exited && io->termed && !io->killed && io->kill_at - now < t)
+		t = io->kill_at - now;
+	/* Without a pidfd nothing wakes us at exit: once the pipes are shut, poll often. */
+	if (!io->exited && io->pidfd < 0 && io->out < 0 && io->res < 0 && t > 10)
+		t = 10;
+	return t < 0 ? 0 : (int)t;
+}
+
+static void
+wait_once(struct spawn_io *io, int64_t now, struct kb_spawn_result *r)
+{
+	struct pollfd	pfd[4];
+	int		n = 0, i_out = -1, i_res = -1, i_in = -1, rc;
+
+	if (io->out >= 0)
+		pfd[i_out = n++] = (struct pollfd){ .fd = io->out, .events = POLLIN };
+	if (io->res >= 0)
+		pfd[i_res = n++] = (struct pollfd){ .fd = io->res, .events = POLLIN };
+	if (io->in >= 0)
+		pfd[i_in = n++] = (struct pollfd){ .fd = io->in, .events = POLLOUT };
+	if (io->pidfd >= 0 && !io->exited)
+		pfd[n++] = (struct pollfd){ .fd = io->pidfd, .events = POLLIN };
+
+	if ((rc = poll(pfd, (nfds_t)n, poll_timeout(io, now))) <= 0) {
+		if (rc == -1 && errno != EINTR)
+			log_warn("spawn: poll");
+		return;
+	}
+	if (i_out >= 0 && pfd[i_out].revents != 0)
+		drain_fd(io, &io->out, &r->out);
+	if (i_res >= 0 && pfd[i_res].revents != 0)
+		drain_fd(io, &io->res, &r->result);
+	if (i_in >= 0 && pfd[i_in].revents != 0)
+		feed_stdin(io);
+}
+
+static void
+run_loop(struct spawn_io *io, const struct kb_spawn_opts *o, int grace_ms,
+	 struct kb_spawn_result *r)
+{
+	int64_t	now;
+
+	for (;;) {
+		now = kb_mono_ms();
+		if (!io->exited && check_exit(io)) {
+			r->wall_ms = kb_mono_ms() - io->start;
+			close_fd(&io->in);
+			io->drain_until = now + SPAWN_DRAIN_MS;
+		}
+		if (io->exited && io->out < 0 && io->res < 0)
+			return;
+		if (io->exited && now >= io->drain_until) {
+			/* A process outside the group (setsid) still holds a pipe. */
+			log_debug("spawn: pid %d: output still open %d ms after exit; giving up",
+			    (int)io->pid, SPAWN_DRAIN_MS);
+			return;
+		}
+		if (!io->exited) {
+			if (!io->stopped && o->should_stop != NULL &&
+			    o->should_stop(o->should_stop_arg)) {
+				io->stopped = true;
+				terminate(io, grace_ms, now);
+			}
+			if (io->deadline > 0 && !io->termed && now >= io->deadline) {
+				io->timed_out = true;
+				terminate(io, grace_ms, now);
+			}
+			if (io->termed && !io->killed && now >= io->kill_at) {
+				kill_group(io->pid, SIGKILL);
+				io->killed = true;
+			}
+		}
+		wait_once(io, now, r);
+	}
+}
+
+static void
+fill_result(const struct spawn_io *io, struct kb_spawn_result *r)
+{
+	r->pid = io->pid;
+	if (WIFSIGNALED(io->status)) {
+		r->end = KB_END_SIGNALED;
+		r->signo = WTERMSIG(io->status);
+	} else {
+		r->end = KB_END_EXITED;
+		r->exit_code = WEXITSTATUS(io->status);
+	}
+	if (io->timed_out)
+		r->end = KB_END_TIMEOUT;
+	/* Callers may treat the buffers as C strings even when the child wrote nothing. */
+	(void)kb_buf_append(&r->out, "", 0);
+	(void)kb_buf_append(&r->result, "", 0);
+}
+
+/* Returns 0 once exec succeeded, -KB_EEXEC (child reaped) when it did not. */
+static int
+wait_exec(struct spawn_io *io, const char *path)
+{
+	struct child_err	ce;
+	size_t			got = 0;
+	ssize_t			n;
+	pid_t			w;
+
+	while (got < sizeof(ce)) {
+		n = read(io->err, (char *)&ce + got, sizeof(ce) - got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close_fd(&io->err);
+	if (got < sizeof(ce))
+		return 0;	/* EOF: execve() closed the pipe */
+	do
+		w = waitpid(io->pid, &io->status, 0);
+	while (w == -1 && errno == EINTR);
+	if (ce.step <= 0 || ce.step >= STEP__MAX)
+		ce.step = STEP_EXEC;
+	log_warnx("cannot run '%s': %s: %s", path, step_names[ce.step], strerror(ce.err));
+	return -KB_EEXEC;
+}
+
+static int
+spawn_fail(int errnum, const char *what)
+{
+	errno = errnum;
+	log_warn("spawn: %s", what);
+	if (errnum == EAGAIN)
+		return -KB_EAGAIN;
+	if (errnum == ENOMEM)
+		return -KB_ENOMEM;
+	return -KB_ESYS;
+}
+
+/* Creates the pipes; child ends go to pl, parent ends to io. */
+static int
+setup_fds(const struct kb_spawn_opts *o, struct spawn_plan *pl, struct spawn_io *io)
+{
+	int	ep[2];
+
+	if (make_pipe(&io->out, &pl->fd_out, false) == -1 ||
+	    (o->want_result && make_pipe(&io->res, &pl->fd_res, false) == -1))
+		return -1;
+	if (o->stdin_data != NULL) {
+		if (make_pipe(&io->in, &pl->fd_in, true) == -1)
+			return -1;
+	} else if ((pl->fd_in = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1) {
+		return -1;
+	}
+	if (pipe2(ep, O_CLOEXEC) == -1)
+		return -1;
+	io->err = ep[0];
+	pl->fd_err = ep[1];
+	if (fd_move_high(&pl->fd_in) == -1 || fd_move_high(&pl->fd_out) == -1 ||
+	    (pl->fd_res >= 0 && fd_move_high(&pl->fd_res) == -1) || fd_move_high(&pl->fd_err) == -1)
+		return -1;
+	return 0;
+}
+
+int
+kb_spawn_run(const struct kb_spawn_opts *o, struct kb_spawn_result *r)
+{
+	static char *const	 no_env[] = { NULL };
+	struct spawn_plan	 pl = { .fd_in = -1, .fd_out = -1, .fd_res = -1, .fd_err = -1 };
+	struct spawn_io		 io = { .out = -1, .res = -1, .in = -1, .err = -1, .pidfd = -1 };
+	sigset_t		 all, old;
+	int			 rc, errnum;
+	int			 grace_ms = o->grace_ms > 0 ? o->grace_ms : 2000;
+
+	memset(r, 0, sizeof(*r));
+	r->out = (struct kb_buf)KB_BUF_INIT(o->out_cap ? o->out_cap : (size_t)1 << 20);
+	r->result = (struct kb_buf)KB_BUF_INIT(o->result_cap ? o->result_cap : (size_t)16 << 20);
+	if (o->argv == NULL || o->argv[0] == NULL)
+		return -KB_EINVAL;
+
+	pl.argv = (char *const *)o->argv;
+	pl.envp = o->envp != NULL ? (char *const *)o->envp : no_env;
+	pl.cwd = o->cwd;
+	pl.parent = getpid();
+	plan_limits(&pl, o);
+	if ((io.chunk = malloc(SPAWN_CHUNK)) == NULL)
+		return -KB_ENOMEM;
+
+	if (setup_fds(o, &pl, &io) == -1) {
+		rc = spawn_fail(errno, "cannot set up the child's pipes");
+		goto out_close;
+	}
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	io.pid = fork();
+	if (io.pid == 0)
+		child_exec(&pl);
+	errnum = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (io.pid == -1) {
+		rc = spawn_fail(errnum, "fork");
+		goto out_close;
+	}
+	io.start = kb_mono_ms();
+	r->pid = io.pid;
+
+	close_fd(&pl.fd_in);
+	close_fd(&pl.fd_out);
+	close_fd(&pl.fd_res);
+	close_fd(&pl.fd_err);
+	(void)setpgid(io.pid, io.pid);	/* whichever of parent and child runs first */
+	if ((rc = wait_exec(&io, o->argv[0])) < 0) {
+		r->wall_ms = kb_mono_ms() - io.start;
+		fill_result(&io, r);
+		goto out_close;
+	}
+
+	io.pidfd = (int)syscall(SYS_pidfd_open, io.pid, 0);	/* -1: poll with ticks */
+	if (o->stdin_data != NULL) {
+		io.in_p = o->stdin_data;
+		io.in_left = o->stdin_len;
+		if (io.in_left == 0)
+			close_fd(&io.in);
+	}
+	if (o->timeout_ms > 0)
+		io.deadline = io.start + o->timeout_ms;
+	if (o->on_start != NULL)
+		o->on_start(io.pid, o->on_start_arg);
+
+	run_loop(&io, o, grace_ms, r);
+	fill_result(&io, r);
+	rc = io.stopped ? -KB_ESTOPPED : 0;
+
+out_close:
+	close_fd(&io.out);
+	close_fd(&io.res);
+	close_fd(&io.in);
+	close_fd(&io.err);
+	close_fd(&io.pidfd);
+	close_fd(&pl.fd_in);
+	close_fd(&pl.fd_out);
+	close_fd(&pl.fd_res);
+	close_fd(&pl.fd_err);
+	free(io.chunk);
+	return rc;
+}
+
+void
+kb_spawn_result_clear(struct kb_spawn_result *r)
+{
+	kb_buf_clear(&r->out);
+	kb_buf_clear(&r->result);
+	memset(r, 0, sizeof(*r));
+}

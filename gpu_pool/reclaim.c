@@ -1,0 +1,168 @@
+/*
+ * reclaim.c: the supervisor's side of the pool — after every reap, free what the dead
+ * process held (once its runner is gone too), forget its waiter records, then audit
+ * each class and repair drift (nginx's ngx_unlock_mutexes(pid), s6's death tally).
+ *
+ * Race-free against pid reuse: a dead pid stays a zombie until the supervisor reaps it,
+ * the supervisor is the child subreaper of every worker and runner, and it reclaims
+ * before its next fork. A runner pid is also checked against the start time recorded
+ * by gpool_set_runner, for runners reaped by someone else.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_pool/gpu_pool_int.h"
+
+int
+gpool__proc_stat(pid_t pid, uint64_t *start, char *state)
+{
+	char			 path[64], buf[1024], *p, *end;
+	unsigned long long	 v = 0;
+	size_t			 n;
+	FILE			*fp;
+	int			 field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fp = fopen(path, "re")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	/* "pid (comm) S ppid ...": comm may hold spaces and parens; skip to the last ')'. */
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] == '\0')
+		return -1;
+	if (state != NULL)
+		*state = p[2];
+	p += 2;
+	for (field = 3; field < 22 && p != NULL; field++)
+		if ((p = strchr(p, ' ')) != NULL)
+			p++;
+	if (p == NULL)
+		return -1;
+	v = strtoull(p, &end, 10);
+	if (end == p)
+		return -1;
+	if (start != NULL)
+		*start = v;
+	return 0;
+}
+
+/* A runner still holds its GPU while it runs; a zombie holds nothing any more. */
+static bool
+runner_alive(const struct gpool__slot *s)
+{
+	uint64_t	start;
+	char		state;
+
+	if (kill(s->runner, 0) == -1 && errno == ESRCH)
+		return false;
+	if (gpool__proc_stat(s->runner, &start, &state) < 0)
+		return kill(s->runner, 0) == 0 || errno == EPERM;	/* no /proc: trust kill */
+	if (state == 'Z' || state == 'X')
+		return false;
+	return s->runner_start == 0 || start == s->runner_start;	/* else: pid reused */
+}
+
+/* Runners lead their own process group (kb_spawn_run): take the whole group. */
+static void
+kill_runner(pid_t runner)
+{
+	if (killpg(runner, SIGKILL) == -1 && kill(runner, SIGKILL) == -1 && errno != ESRCH)
+		log_warn("gpu pool: cannot kill runner %d", (int)runner);
+}
+
+/* Frees the slot if neither its owner nor its runner is left; 1 when freed. */
+static int
+reclaim_slot(struct gpool *p, enum gpool_class cls, int i, pid_t dead)
+{
+	struct gpool__slot	*s = &p->cls[cls].slot[i];
+	bool			 owner_died = false;
+
+	if (!s->in_use)
+		return 0;
+	if (s->runner == dead) {
+		s->runner = 0;
+		s->runner_start = 0;
+	}
+	if (s->owner == dead) {
+		s->owner = 0;
+		owner_died = true;
+	}
+	if (s->owner != 0)
+		return 0;
+	if (s->runner != 0 && runner_alive(s)) {
+		/* A runner left behind by a dead worker dies before its GPU is leased
+		 * again; the slot is freed when the supervisor reaps it. */
+		if (owner_died)
+			log_warnx("gpu pool: %s slot %d (task %s): owner %d died; killing its "
+			    "runner %d", gpool__class_names[cls], i, s->task, (int)dead,
+			    (int)s->runner);
+		kill_runner(s->runner);
+		return 0;
+	}
+	log_info("gpu pool: %s slot %d: reclaimed the lease of task %s",
+	    gpool__class_names[cls], i, s->task);
+	gpool__slot_free(p, cls, i);
+	return 1;
+}
+
+/* sem value + leased or quarantined + units in transit must equal total. */
+static void
+audit(struct gpool *p, enum gpool_class cls)
+{
+	struct gpool__class	*c = &p->cls[cls];
+	const struct gpool__waiter *w;
+	int			 sem, held = 0, transit = 0, drift, k;
+
+	if (sem_getvalue(&c->free, &sem) == -1) {
+		log_warn("gpu pool: %s: sem_getvalue", gpool__class_names[cls]);
+		return;
+	}
+	for (k = 0; k < c->total; k++)
+		held += c->slot[k].in_use || c->slot[k].quarantined;
+	for (k = 0; k < GPOOL__MAX_WAITERS; k++) {
+		w = &p->waiter[k];
+		transit += __atomic_load_n(&w->pid, __ATOMIC_SEQ_CST) != 0 &&
+		    w->cls == (int32_t)cls &&
+		    __atomic_load_n(&w->state, __ATOMIC_SEQ_CST) == GPOOL__W_GOT;
+	}
+	if ((drift = c->total - sem - held - transit) == 0)
+		return;
+	c->repairs++;
+	log_warnx("gpu pool: %s: %d free + %d leased + %d in transit != %d slots; %s %d unit(s)",
+	    gpool__class_names[cls], sem, held, transit, c->total,
+	    drift > 0 ? "restoring" : "withdrawing", abs(drift));
+	for (k = 0; k < drift; k++)
+		sem_post(&c->free);
+	for (k = 0; k < -drift; k++)
+		if (sem_trywait(&c->free) == -1)
+			break;	/* the rest is in transit: its acquirer drops it */
+}
+
+int
+gpool_reclaim(struct gpool *p, pid_t dead)
+{
+	int	c, i, rc, freed = 0;
+
+	if (p == NULL || dead <= 0)
+		return -KB_EINVAL;
+	if ((rc = gpool__lock(p)) < 0)
+		return rc;
+	for (c = 0; c < GPOOL__NCLASS; c++)
+		for (i = 0; i < p->cls[c].total; i++)
+			freed += reclaim_slot(p, c, i, dead);
+	/* A dead waiter may have taken a unit without claiming a slot: forgetting its
+	 * record lets the audit count that unit as lost and restore it. */
+	for (i = 0; i < GPOOL__MAX_WAITERS; i++)
+		if (p->waiter[i].pid == dead) {
+			__atomic_store_n(&p->waiter[i].pid, 0, __ATOMIC_SEQ_CST);
+			__atomic_store_n(&p->waiter[i].state, GPOOL__W_FREE, __ATOMIC_SEQ_CST);
+		}
+	for (c = 0; c < GPOOL__NCLASS; c++)
+		audit(p, c);
+	gpool__unlock(p);
+	return freed;
+}

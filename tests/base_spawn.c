@@ -1,0 +1,633 @@
+/*
+ * base_spawn.c: kb_spawn_run against real processes. Shell scripts are fine here (the
+ * production code never uses a shell). The test binary re-executes itself with
+ * "--helper <what>" when a child must report on itself exactly (fds, signal state,
+ * rlimits) without a shell's own fds or signal handling in the way.
+ *
+ * The test process makes itself a child subreaper, as the supervisor is, so that it
+ * can reap grandchildren and see which signal killed them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+static int	failures;
+static char	self_exe[4096];
+
+#define CHECK(c)							\
+	do {								\
+		if (!(c)) {						\
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n",	\
+			    __FILE__, __LINE__, #c);			\
+			failures++;					\
+		}							\
+	} while (0)
+
+static const char *const test_env[] = { "PATH=/usr/bin:/bin", NULL };
+
+/* ------------------------------------------------------------------ helpers */
+
+static int
+helper_main(const char *what)
+{
+	char		 line[256];
+	struct rlimit	 rl;
+	struct dirent	*de;
+	DIR		*d;
+	FILE		*fp;
+	static const struct { const char *name; int res; } lims[] = {
+		{ "fsize", RLIMIT_FSIZE }, { "cpu", RLIMIT_CPU },
+		{ "nofile", RLIMIT_NOFILE }, { "core", RLIMIT_CORE },
+	};
+
+	if (strcmp(what, "fds") == 0) {
+		if ((d = opendir("/proc/self/fd")) == NULL)
+			return 2;
+		while ((de = readdir(d)) != NULL)
+			if (de->d_name[0] != '.' && strtol(de->d_name, NULL, 10) != dirfd(d))
+				printf("%s\n", de->d_name);
+		closedir(d);
+		return 0;
+	}
+	if (strcmp(what, "sigs") == 0) {
+		if ((fp = fopen("/proc/self/status", "r")) == NULL)
+			return 2;
+		while (fgets(line, sizeof(line), fp) != NULL)
+			if (strncmp(line, "SigBlk:", 7) == 0 || strncmp(line, "SigIgn:", 7) == 0)
+				fputs(line, stdout);
+		fclose(fp);
+		return 0;
+	}
+	if (strcmp(what, "limits") == 0) {
+		for (size_t i = 0; i < sizeof(lims) / sizeof(lims[0]); i++) {
+			getrlimit(lims[i].res, &rl);
+			printf("%s %lld %lld\n", lims[i].name,
+			    rl.rlim_cur == RLIM_INFINITY ? -1LL : (long long)rl.rlim_cur,
+			    rl.rlim_max == RLIM_INFINITY ? -1LL : (long long)rl.rlim_max);
+		}
+		return 0;
+	}
+	return 2;
+}
+
+static int
+run_sh(const char *script, struct kb_spawn_opts *o, struct kb_spawn_result *r)
+{
+	const char	*argv[] = { "/bin/sh", "-c", script, NULL };
+
+	o->argv = argv;
+	if (o->envp == NULL)
+		o->envp = test_env;
+	return kb_spawn_run(o, r);
+}
+
+static int
+run_helper(const char *what, struct kb_spawn_opts *o, struct kb_spawn_result *r)
+{
+	const char	*argv[] = { self_exe, "--helper", what, NULL };
+
+	o->argv = argv;
+	o->envp = test_env;
+	return kb_spawn_run(o, r);
+}
+
+/* Waits (we are the subreaper) for a grandchild; returns its wait status or -1. */
+static int
+reap_within(pid_t pid, int ms)
+{
+	int	st;
+
+	for (int i = 0; i < ms / 10; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return st;
+		usleep(10000);
+	}
+	return -1;
+}
+
+static int
+parse_pids(const char *s, pid_t *out, int max)
+{
+	int	n = 0;
+	long	v;
+	char	*end;
+
+	while (n < max && *s != '\0') {
+		v = strtol(s, &end, 10);
+		if (end == s) {
+			s++;
+			continue;
+		}
+		out[n++] = (pid_t)v;
+		s = end;
+	}
+	return n;
+}
+
+/* -------------------------------------------------------------------- tests */
+
+static void
+test_exit_codes(void)
+{
+	struct kb_spawn_opts	o = { 0 };
+	struct kb_spawn_result	r;
+
+	CHECK(run_sh("exit 3", &o, &r) == 0);
+	CHECK(r.end == KB_END_EXITED && r.exit_code == 3 && r.pid > 0);
+	CHECK(r.out.p != NULL && r.out.len == 0);
+	kb_spawn_result_clear(&r);
+
+	CHECK(run_sh("echo hello; echo err >&2; exit 0", &o, &r) == 0);
+	CHECK(r.end == KB_END_EXITED && r.exit_code == 0);
+	CHECK(strcmp(r.out.p, "hello\nerr\n") == 0);
+	CHECK(!r.out.truncated);
+	kb_spawn_result_clear(&r);
+}
+
+static void
+test_signal_death(void)
+{
+	struct kb_spawn_opts	o = { 0 };
+	struct kb_spawn_result	r;
+
+	CHECK(run_sh("kill -SEGV $$", &o, &r) == 0);
+	CHECK(r.end == KB_END_SIGNALED && r.signo == SIGSEGV);
+	kb_spawn_result_clear(&r);
+}
+
+static void
+must_not_start(pid_t pid, void *arg)
+{
+	(void)pid;
+	*(bool *)arg = true;
+}
+
+static void
+test_exec_failure(void)
+{
+	const char		*argv[] = { "/nonexistent/kforge-no-such-program", NULL };
+	const char		*sh[] = { "/bin/sh", "-c", "exit 0", NULL };
+	const char		*noargv[] = { NULL };
+	struct kb_spawn_opts	o = { .argv = argv, .envp = test_env };
+	struct kb_spawn_result	r;
+	bool			called = false;
+
+	CHECK(kb_spawn_run(&o, &r) == -KB_EEXEC);
+	CHECK(r.pid > 0 && r.end == KB_END_EXITED && r.exit_code == 127);
+	CHECK(waitpid(r.pid, NULL, WNOHANG) == -1 && errno == ECHILD);	/* reaped */
+	kb_spawn_result_clear(&r);
+
+	o.argv = sh;
+	o.cwd = "/nonexistent/dir";
+	o.on_start = must_not_start;
+	o.on_start_arg = &called;
+	CHECK(kb_spawn_run(&o, &r) == -KB_EEXEC);
+	CHECK(!called);
+	kb_spawn_result_clear(&r);
+
+	o.argv = noargv;
+	o.on_start = NULL;
+	CHECK(kb_spawn_run(&o, &r) == -KB_EINVAL);
+	kb_spawn_result_clear(&r);
+}
+
+static void
+test_env_exact(void)
+{
+	const char		*env[] = { "A=1", "B=two words", NULL };
+	const char		*argv[] = { "/usr/bin/env", NULL };
+	struct kb_spawn_opts	o = { .argv = argv, .envp = env };
+	struct kb_spawn_result	r;
+
+	setenv("KFORGE_TEST_LEAK", "1", 1);
+	CHECK(kb_spawn_run(&o, &r) == 0);
+	CHECK(r.exit_code == 0 && strcmp(r.out.p, "A=1\nB=two words\n") == 0);
+	kb_spawn_result_clear(&r);
+
+	o.envp = NULL;
+	CHECK(kb_spawn_run(&o, &r) == 0);
+	CHECK(r.exit_code == 0 && r.out.len == 0);
+	kb_spawn_result_clear(&r);
+
+	o.envp = env;
+	o.cwd = "/proc";
+	argv[0] = "/bin/pwd";
+	CHECK(kb_spawn_run(&o, &r) == 0);
+	CHECK(strcmp(r.out.p, "/proc\n") == 0);
+	kb_spawn_result_clear(&r);
+}
+
+static void
+test_stdin(void)
+{
+	const char		*argv[] = { "/bin/cat", NULL };
+	struct kb_spawn_opts	o = { .argv = argv, .envp = test_env };
+	struct kb_spawn_result	r;
+	size_t			n = 3u << 20;
+	char			*data = malloc(n);
+
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)('a' + (i * 7 + i / 4096) % 26);
+	o.stdin_data = data;
+	o.stdin_len = n;
+	o.out_cap = 4u << 20;
+	CHECK(kb_spawn_run(&o, &r) == 0);
+	CHECK(r.exit_code == 0 && r.out.len == n && memcmp(r.out.p, data, n) == 0);
+	kb_spawn_result_clear(&r);
+
+	o.stdin_data = NULL;	/* /dev/null */
+	CHECK(kb_spawn_run(&o, &r) == 0);
+	CHECK(r.exit_code == 0 && r.out.len == 0);
+	kb_spawn_result_clear(&r);
+
+	o.stdin_data = "";
+	o.stdin_len = 0;
+	CHECK(kb_spawn_run(&o, &r) == 0);
+	CHECK(r.exit_code == 0 && r.out.len == 0);
+	kb_spawn_result_clear(&r);
+	free(data);
+}
+
+static void
+test_stdin_epipe(void)
+{
+	struct kb_spawn_opts	o = { 0 };
+	struct kb_spawn_result	r;
+	struct sigaction	sa;
+	sigset_t		pending;
+	size_t			n = 8u << 20;
+	char			*data = calloc(1, n);
+
+	/* SIGPIPE keeps its default (fatal) disposition: the library must cope. */
+	sigaction(SIGPIPE, NULL, &sa);
+	CHECK(sa.sa_handler == SIG_DFL);
+	o.stdin_data = data;
+	o.stdin_len = n;
+	CHECK(run_sh("exec 0<&-; echo closed; exit 4", &o, &r) == 0);
+	CHECK(r.end == KB_END_EXITED && r.exit_code == 4);
+	CHECK(strcmp(r.out.p, "closed\n") == 0);
+	kb_spawn_result_clear(&r);
+	sigpending(&pending);
+	CHECK(!sigismember(&pending, SIGPIPE));
+	free(data);
+}
+
+static void
+test_output_cap(void)
+{
+	struct kb_spawn_opts	o = { .out_cap = 65536, .timeout_ms = 20000 };
+	struct kb_spawn_result	r;
+
+	CHECK(run_sh("yes | head -c 10000000; echo done >&2", &o, &r) == 0);
+	CHECK(r.end == KB_END_EXITED && r.exit_code == 0);
+	CHECK(r.out.truncated && r.out.len == 65536 && strlen(r.out.p) == 65536);
+	CHECK(r.wall_ms < 10000);
+	kb_spawn_result_clear(&r);
+}
+
+static void
+test_result_pipe(void)
+{
+	struct kb_spawn_opts	o = { .want_result = true };
+	struct kb_spawn_result	r;
+
+	CHECK(run_sh("echo x >&3; echo out", &o, &r) == 0);
+	CHECK(r.exit_code == 0 && strcmp(r.result.p, "x\n") == 0 && strcmp(r.out.p, "out\n") == 0);
+	kb_spawn_result_clear(&r);
+
+	o.result_cap = 100;
+	CHECK(run_sh("head -c 100000 /dev/zero >&3; echo ok", &o, &r) == 0);
+	CHECK(r.exit_code == 0 && r.result.len == 100 && r.result.truncated);
+	CHECK(strcmp(r.out.p, "ok\n") == 0);
+	kb_spawn_result_clear(&r);
+
+	o.want_result = false;
+	CHECK(run_sh("echo x >&3", &o, &r) == 0);
+	CHECK(r.end == KB_END_EXITED && r.exit_code != 0 && r.result.len == 0);
+	kb_spawn_result_clear(&r);
+}
+
+static void
+test_deadline(void)
+{
+	const char		*argv[] = { "/bin/sleep", "100", NULL };
+	struct kb_spawn_opts	o = { .argv = argv, .envp = test_env, .timeout_ms = 300,
+				      .grace_ms = 500 };
+	struct kb_spawn_result	r;
+
+	CHECK(kb_spawn_run(&o, &r) == 0);
+	CHECK(r.end == KB_END_TIMEOUT && r.signo == SIGTERM);
+	CHECK(r.wall_ms >= 300 && r.wall_ms < 1300);
+	kb_spawn_result_clear(&r);
+}
+
+static void
+test_sigterm_trapped(void)
+{
+	struct kb_spawn_opts	o = { .timeout_ms = 300, .grace_ms = 400 };
+	struct kb_spawn_result	r;
+
+	CHECK(run_sh("trap '' TERM; echo ready; sleep 100; echo survived", &o, &r) == 0);
+	CHECK(r.end == KB_END_TIMEOUT && r.signo == SIGKILL);
+	CHECK(r.wall_ms >= 700 && r.wall_ms < 2000);
+	CHECK(strcmp(r.out.p, "ready\n") == 0);
+	kb_spawn_result_clear(&r);
+}
+
+static void
+test_grandchildren(void)
+{
+	struct kb_spawn_opts	o = { .timeout_ms = 300, .grace_ms = 300 };
+	struct kb_spawn_result	r;
+	pid_t			pids[4];
+	int			st;
+
+	/* Deadline: the group gets SIGTERM, the sleeps die with the shell. */
+	CHECK(run_sh("sleep 100 & echo $!; sleep 100 & echo $!; wait", &o, &r) == 0);
+	CHECK(r.end == KB_END_TIMEOUT);
+	CHECK(parse_pids(r.out.p, pids, 4) == 2);
+	for (int i = 0; i < 2; i++) {
+		st = reap_within(pids[i], 3000);
+		CHECK(st != -1 && WIFSIGNALED(st));
+	}
+	kb_spawn_result_clear(&r);
+
+	/* The shell exits normally; its background sleep is killed with the group and
+	 * does not keep us waiting on the output pipe. */
+	o.timeout_ms = 10000;
+	CHECK(run_sh("sleep 100 & echo $!; exit 0", &o, &r) == 0);
+	CHECK(r.end == KB_END_EXITED && r.exit_code == 0 && r.wall_ms < 900);
+	CHECK(parse_pids(r.out.p, pids, 4) == 1);
+	st = reap_within(pids[0], 3000);
+	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	kb_spawn_result_clear(&r);
+}
+
+static void
+test_daemon_in_group(void)
+{
+	struct kb_spawn_opts	o = { .timeout_ms = 10000 };
+	struct kb_spawn_result	r;
+	pid_t			pid;
+	int			st;
+
+	/* Double fork: the sleep is orphaned but stays in the child's process group. */
+	CHECK(run_sh("(sleep 100 & echo $!); exit 0", &o, &r) == 0);
+	CHECK(r.end == KB_END_EXITED && r.exit_code == 0 && r.wall_ms < 900);
+	CHECK(parse_pids(r.out.p, &pid, 1) == 1);
+	st = reap_within(pid, 3000);
+	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	kb_spawn_result_clear(&r);
+}
+
+static char
+proc_state(pid_t pid)
+{
+	char	path[64], buf[512], *rp;
+	FILE	*fp;
+	size_t	n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fp = fopen(path, "r")) == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	if ((rp = strrchr(buf, ')')) == NULL || rp[1] == '\0')
+		return 0;
+	return rp[2];
+}
+
+static void
+test_escaped_grandchild(void)
+{
+	struct kb_spawn_opts	o = { .timeout_ms = 10000 };
+	struct kb_spawn_result	r;
+	pid_t			pid = 0;
+	int64_t			t0 = kb_mono_ms(), took;
+
+	/* setsid leaves the group but keeps the output pipe open: the drain after the
+	 * reap is bounded (~1 s), and the escaped process is left alone. */
+	CHECK(run_sh("setsid sleep 100 & p=$!;"
+	    " while [ \"$(cut -d' ' -f6 /proc/$p/stat)\" != $p ]; do sleep 0.01; done;"
+	    " echo $p; exit 5", &o, &r) == 0);
+	took = kb_mono_ms() - t0;
+	CHECK(r.end == KB_END_EXITED && r.exit_code == 5);
+	CHECK(took >= 900 && took < 3000);
+	CHECK(r.wall_ms < took);
+	CHECK(parse_pids(r.out.p, &pid, 1) == 1);
+	if (pid > 0) {
+		CHECK(proc_state(pid) != 0 && proc_state(pid) != 'Z');	/* still running */
+		kill(pid, SIGKILL);
+		CHECK(reap_within(pid, 3000) != -1);
+	}
+	kb_spawn_result_clear(&r);
+}
+
+static bool
+stop_after(void *arg)
+{
+	int64_t	*t = arg;
+
+	return kb_mono_ms() >= *t;
+}
+
+static void
+test_should_stop(void)
+{
+	const char		*argv[] = { "/bin/sleep", "100", NULL };
+	int64_t			t = kb_mono_ms() + 300;
+	struct kb_spawn_opts	o = { .argv = argv, .envp = test_env, .grace_ms = 500,
+				      .should_stop = stop_after, .should_stop_arg = &t };
+	struct kb_spawn_result	r;
+
+	CHECK(kb_spawn_run(&o, &r) == -KB_ESTOPPED);
+	CHECK(r.end == KB_END_SIGNALED && r.signo == SIGTERM);
+	CHECK(r.wall_ms >= 250 && r.wall_ms < 1500);
+	kb_spawn_result_clear(&r);
+}
+
+static void
+test_signal_state(void)
+{
+	struct kb_spawn_opts	o = { 0 };
+	struct kb_spawn_result	r;
+	sigset_t		set, old;
+	struct sigaction	ign = { .sa_handler = SIG_IGN }, old_usr2;
+
+	/* As the supervisor does for signalfd: block, and ignore one more. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	sigaction(SIGUSR2, &ign, &old_usr2);
+
+	CHECK(run_helper("sigs", &o, &r) == 0);
+	CHECK(r.exit_code == 0);
+	CHECK(strstr(r.out.p, "SigBlk:\t0000000000000000\n") != NULL);
+	CHECK(strstr(r.out.p, "SigIgn:\t0000000000000000\n") != NULL);
+	if (failures)
+		fprintf(stderr, "child reported:\n%s", r.out.p);
+	kb_spawn_result_clear(&r);
+
+	sigaction(SIGUSR2, &old_usr2, NULL);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+static void
+test_rlimits(void)
+{
+	struct kb_spawn_opts	o = { .rlimit_fsize = 1 << 20, .rlimit_cpu_s = 7,
+				      .rlimit_nofile = 64 };
+	struct kb_spawn_result	r;
+
+	CHECK(run_helper("limits", &o, &r) == 0);
+	CHECK(strstr(r.out.p, "fsize 1048576 1048576\n") != NULL);
+	CHECK(strstr(r.out.p, "cpu 7 8\n") != NULL);
+	CHECK(strstr(r.out.p, "nofile 64 64\n") != NULL);
+	CHECK(strstr(r.out.p, "core 0 0\n") != NULL);
+	kb_spawn_result_clear(&r);
+
+	/* dash reports 512-byte blocks, bash 1024-byte blocks. */
+	CHECK(run_sh("ulimit -f", &o, &r) == 0);
+	CHECK(strcmp(r.out.p, "2048\n") == 0 || strcmp(r.out.p, "1024\n") == 0);
+	kb_spawn_result_clear(&r);
+
+	/* Writing past RLIMIT_FSIZE kills with SIGXFSZ. */
+	o.rlimit_fsize = 4096;
+	o.cwd = getenv("KFORGE_TEST_TMP") && kb_mkdir_p(getenv("KFORGE_TEST_TMP"), 0755) == 0
+	    ? getenv("KFORGE_TEST_TMP") : "/tmp";
+	CHECK(run_sh("head -c 100000 /dev/zero > kb_spawn_fsize.tmp; s=$?; rm -f kb_spawn_fsize.tmp;"
+	    " exit $s", &o, &r) == 0);
+	CHECK(r.end == KB_END_EXITED && r.exit_code == 128 + SIGXFSZ);
+	kb_spawn_result_clear(&r);
+}
+
+static void
+test_no_fd_leak(void)
+{
+	struct kb_spawn_opts	o = { 0 };
+	struct kb_spawn_result	r;
+	int			a, b, c;
+
+	/* Descriptors without FD_CLOEXEC, as careless library code might leave. */
+	a = open("/dev/null", O_RDONLY);
+	b = dup2(a, 10);
+	c = dup2(a, 200);
+	CHECK(a >= 0 && b == 10 && c == 200);
+
+	CHECK(run_helper("fds", &o, &r) == 0);
+	CHECK(strcmp(r.out.p, "0\n1\n2\n") == 0);
+	if (strcmp(r.out.p, "0\n1\n2\n") != 0)
+		fprintf(stderr, "child fds:\n%s", r.out.p);
+	kb_spawn_result_clear(&r);
+
+	o.want_result = true;
+	CHECK(run_helper("fds", &o, &r) == 0);
+	CHECK(strcmp(r.out.p, "0\n1\n2\n3\n") == 0);
+	kb_spawn_result_clear(&r);
+	close(a);
+	close(b);
+	close(c);
+}
+
+static void
+record_start(pid_t pid, void *arg)
+{
+	pid_t	*seen = arg;
+
+	seen[0] = pid;
+	seen[1] = getpgid(pid);
+}
+
+static void
+test_on_start_and_pgid(void)
+{
+	pid_t			seen[2] = { 0, 0 };
+	struct kb_spawn_opts	o = { .on_start = record_start, .on_start_arg = seen };
+	struct kb_spawn_result	r;
+
+	CHECK(run_sh("cut -d' ' -f5 /proc/$$/stat", &o, &r) == 0);
+	CHECK(seen[0] == r.pid && seen[1] == r.pid);
+	CHECK(strtol(r.out.p, NULL, 10) == r.pid);
+	kb_spawn_result_clear(&r);
+}
+
+static void
+test_low_fds_closed(void)
+{
+	const char		*argv[] = { "/bin/cat", NULL };
+	struct kb_spawn_opts	o = { .argv = argv, .envp = test_env, .stdin_data = "low fds\n",
+				      .stdin_len = 8, .want_result = true };
+	struct kb_spawn_result	r;
+	int			save0 = dup(0), save1 = dup(1);
+
+	/* Our pipes will be created on 0 and 1: the child's dup2 must not clobber them. */
+	close(0);
+	close(1);
+	CHECK(kb_spawn_run(&o, &r) == 0);
+	dup2(save0, 0);
+	dup2(save1, 1);
+	close(save0);
+	close(save1);
+	CHECK(r.exit_code == 0 && strcmp(r.out.p, "low fds\n") == 0);
+	kb_spawn_result_clear(&r);
+}
+
+int
+main(int argc, char **argv)
+{
+	ssize_t	n;
+
+	if (argc == 3 && strcmp(argv[1], "--helper") == 0)
+		return helper_main(argv[2]);
+
+	kb_log_init("test", 2);
+	if ((n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1)) <= 0)
+		return 1;
+	self_exe[n] = '\0';
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
+		return 1;
+
+	test_exit_codes();
+	test_signal_death();
+	test_exec_failure();
+	test_env_exact();
+	test_stdin();
+	test_stdin_epipe();
+	test_output_cap();
+	test_result_pipe();
+	test_deadline();
+	test_sigterm_trapped();
+	test_grandchildren();
+	test_daemon_in_group();
+	test_escaped_grandchild();
+	test_should_stop();
+	test_signal_state();
+	test_rlimits();
+	test_no_fd_leak();
+	test_on_start_and_pgid();
+	test_low_fds_closed();
+
+	/* Reap what was reparented to us (subshells of the scripts above). */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	if (failures) {
+		fprintf(stderr, "base_spawn: %d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("base_spawn: ok\n");
+	return 0;
+}

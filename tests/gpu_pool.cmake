@@ -1,0 +1,6 @@
+# gpu_pool/: leases across processes, quarantine, reclaim, audit, snapshot; then a
+# many-process crash test (random SIGKILLs, some inside the pool's critical section).
+kb_add_test(gpu_pool SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_pool.c LIBS kb_gpool
+            LABELS unit TIMEOUT 60)
+kb_add_test(gpu_pool_stress SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_pool_stress.c LIBS kb_gpool
+            LABELS unit TIMEOUT 120)
