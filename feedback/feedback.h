@@ -9,6 +9,28 @@
  * (signal, deadline, garbage), fb_run classifies the death and builds the same result
  * shape itself.
  *
+ * The protocol, as fb_run speaks it (the runner's docstring has the semantics):
+ *   request  {"mode", "problem", "candidate", "build_dir", "work_dir", "device": cpu|cuda,
+ *            "device_index", "precision", "seed", "correctness_trials", "perf_trials",
+ *            "warmup", "atol", "rtol" (null: the precision's default), "timing": {"method",
+ *            "l2_flush", "discard_first"}, "excessive_speedup", "time_reference",
+ *            "baseline_compile"}
+ *   result   {"status", "mode", "compiled", "correct", "flags": [...], "details":
+ *            {"message", "exception", "traceback", "compiler_output", "trials": [{"trial",
+ *            "seed", "ok", "max_abs_diff", "avg_abs_diff"}], ...}, "timing": {"candidate",
+ *            "reference", "reference_compile": {"mean_ms", "std_ms", "min_ms", "max_ms",
+ *            "median_ms", "trials", "method", "stream_check"} | null}, "speedup",
+ *            "profile", "env": {"device_name", "capability", "torch", "cuda", "python",
+ *            "gpu_count"}}
+ *            plus, added here, "wall_ms" and "runner": {"end", "exit_code", "signal",
+ *            "pid"}; a synthesized result also has "synthesized": true and
+ *            details.log_tail. Non-finite numbers travel as the strings "nan"/"inf".
+ *   environment  PATH HOME LANG LANGUAGE LC_* TMPDIR USER CUDA_HOME CUDA_PATH
+ *            LD_LIBRARY_PATH, and TORCH_EXTENSIONS_DIR (build_dir), TORCH_CUDA_ARCH_LIST
+ *            (eval.arch_list, else ours), CUDA_VISIBLE_DEVICES ("" for precompile and cpu,
+ *            else the device index), PYTHONUNBUFFERED=1, PYTHONDONTWRITEBYTECODE=1,
+ *            MAX_JOBS=1 (precompile). Nothing else, and never llm.api_key_env.
+ *
  * Ownership: functions borrow their inputs; results belong to the caller
  * (fb_outcome_clear). Processes: workers and `kforge eval`.
  */
@@ -55,6 +77,9 @@ struct fb_request {
 	const char	*work_dir;		/* runner cwd (scratch, per task) */
 	int		 device_index;		/* CUDA ordinal; -1 for CPU */
 	int		 timeout_s;		/* 0: the config's per-mode deadline */
+	/* execute: also time the reference in the same process (speedup, and the
+	 * excessive-speedup flag, from one process's measurements). */
+	bool		 time_reference;
 	/* Called with the runner's pid once it runs (to record it in the GPU pool). */
 	void		(*on_start)(pid_t pid, void *arg);
 	void		*on_start_arg;

@@ -1,0 +1,982 @@
+#!/usr/bin/env python3
+"""kforge runner: the only code in kforge that touches PyTorch or CUDA (DESIGN.md §5).
+
+One JSON request on stdin, one JSON result on file descriptor 3; stdout and stderr are
+free-form logs that the parent captures. Modes:
+
+  precompile  import the candidate only (load_inline builds into build_dir), CUDA hidden
+  execute     correctness trials and, when correct, timing (candidate, optionally reference)
+  profile     the candidate under torch.profiler, top kernels by total time
+  baseline    time the reference alone (eager, optionally torch.compile)
+  probe       import torch and, on cuda, run a tiny kernel (GPU health)
+
+Evaluation follows KernelBench's eval_kernel_against_ref (seeded trials, per-precision
+tolerances, CUDA-event timing with warm-up, L2 flush and a discarded first trial) and closes
+its known holes: the reference and the candidate live in separate module namespaces, each
+model gets its own clone of the inputs and the candidate's clone is checked for mutation,
+the reference output stays alive while the candidate runs, both models are in eval() mode,
+side-stream work and degenerate outputs and excessive speedups are flagged, and the torch
+functions the harness relies on are bound before candidate code runs.
+
+Written for Python >= 3.8 and torch 1.13 .. 2.x.
+"""
+
+import builtins
+import faulthandler
+import fcntl
+import glob
+import importlib.util
+import io
+import json
+import math
+import os
+import platform
+import random
+import sys
+import threading
+import time
+import traceback
+
+RESULT_FD = 3
+STATUSES = ("ok", "compile_error", "no_model_new", "shape_mismatch", "value_mismatch",
+            "runtime_error", "cuda_error", "timeout", "crashed")
+TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
+COMPILER_OUTPUT_CAP = 8192
+EXCEPTION_CAP = 4096
+TRACEBACK_CAP = 4096
+PROFILE_TOP = 15
+# Texts that mean the CUDA context is (probably) poisoned rather than a plain Python error.
+CUDA_ERROR_MARKERS = ("CUDA error", "CUDA_ERROR", "cudaError", "illegal memory access",
+                      "device-side assert", "unspecified launch failure",
+                      "misaligned address", "illegal instruction")
+CUDA_ERROR_TYPES = ("CudaError", "AcceleratorError", "CUDAError")
+# Texts that say CUDA itself is unavailable (precompile runs with CUDA hidden).
+CUDA_UNAVAILABLE_MARKERS = ("no CUDA GPUs are available", "Found no NVIDIA driver",
+                            "CUDA driver initialization failed", "No CUDA GPUs",
+                            "Torch not compiled with CUDA enabled",
+                            "CUDA_VISIBLE_DEVICES")
+
+
+def log(msg):
+    sys.stderr.write("[runner] %s\n" % msg)
+    sys.stderr.flush()
+
+
+def tail(text, cap):
+    if text is None:
+        return ""
+    if len(text) <= cap:
+        return text
+    return "[... %d characters truncated ...]\n" % (len(text) - cap) + text[-cap:]
+
+
+def first_line(text, cap=300):
+    for line in str(text).splitlines():
+        line = line.strip()
+        if line:
+            return line[:cap]
+    return ""
+
+
+def finite(x):
+    """JSON has no NaN/Infinity: non-finite floats become the strings "nan", "inf", "-inf"."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x
+
+
+def sanitize(obj):
+    if isinstance(obj, dict):
+        return {str(k): sanitize(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [sanitize(v) for v in obj]
+    if isinstance(obj, float):
+        return finite(obj)
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    return str(obj)
+
+
+class Outcome(Exception):
+    """Ends the evaluation with a status (raised from deep inside the steps)."""
+
+    def __init__(self, status, message, exc=None, flags=()):
+        Exception.__init__(self, message)
+        self.status = status
+        self.message = message
+        self.exc = exc
+        self.flags = list(flags)
+
+
+def describe_exception(exc):
+    return tail("%s: %s" % (type(exc).__name__, exc), EXCEPTION_CAP)
+
+
+def is_cuda_error(exc):
+    if type(exc).__name__ in CUDA_ERROR_TYPES:
+        return True
+    text = str(exc)
+    if "out of memory" in text and "CUDA error" not in text:
+        return False
+    return any(m in text for m in CUDA_ERROR_MARKERS)
+
+
+def error_status(exc):
+    return "cuda_error" if is_cuda_error(exc) else "runtime_error"
+
+
+# --------------------------------------------------------------- output capture
+
+class FdTee:
+    """Captures everything written to fds 1 and 2 (by Python, C++ or a compiler
+    subprocess) while still forwarding it to the original stdout, so a crash in the
+    middle leaves the text in the parent's log."""
+
+    def __init__(self, cap=1 << 20):
+        self.cap = cap
+        self.chunks = []
+        self.size = 0
+        self.dropped = 0
+
+    def __enter__(self):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.saved_out = os.dup(1)
+        self.saved_err = os.dup(2)
+        rfd, wfd = os.pipe()
+        os.set_inheritable(rfd, False)
+        self.rfd = rfd
+        os.dup2(wfd, 1)
+        os.dup2(wfd, 2)
+        os.close(wfd)
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+        return self
+
+    def _pump(self):
+        while True:
+            try:
+                data = os.read(self.rfd, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            try:
+                os.write(self.saved_out, data)
+            except OSError:
+                pass
+            self.chunks.append(data)
+            self.size += len(data)
+            while self.size > self.cap and len(self.chunks) > 1:
+                dropped = self.chunks.pop(0)
+                self.size -= len(dropped)
+                self.dropped += len(dropped)
+
+    def __exit__(self, *exc):
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:
+            pass
+        os.dup2(self.saved_out, 1)
+        os.dup2(self.saved_err, 2)
+        # A grandchild that kept the pipe open must not hang us.
+        self.thread.join(timeout=5)
+        os.close(self.saved_out)
+        os.close(self.saved_err)
+        return False
+
+    def text(self):
+        return b"".join(self.chunks).decode("utf-8", errors="replace")
+
+
+# --------------------------------------------------------------- the runner
+
+class Runner:
+    def __init__(self, req, result_file):
+        self.req = req
+        self.result_file = result_file
+        self.mode = req.get("mode", "")
+        self.device_kind = req.get("device") or "cpu"
+        self.precision = req.get("precision") or "fp32"
+        self.seed = int(req.get("seed", 42))
+        self.flags = []
+        self.details = {"message": "", "exception": "", "traceback": "",
+                        "compiler_output": "", "trials": []}
+        self.timing = {"candidate": None, "reference": None, "reference_compile": None}
+        self.compiled = False
+        self.correct = False
+        self.speedup = None
+        self.profile = None
+        self.env = {"device_name": None, "torch": None, "cuda": None,
+                    "python": platform.python_version(), "gpu_count": 0}
+        self.torch = None
+        self.device = None
+
+    # ------------------------------------------------------------ plumbing
+
+    def flag(self, name):
+        if name not in self.flags:
+            self.flags.append(name)
+
+    def write_result(self, status, message=None):
+        if message is not None:
+            self.details["message"] = first_line(message, 500)
+        res = {"status": status, "mode": self.mode, "compiled": self.compiled,
+               "correct": self.correct, "flags": self.flags, "details": self.details,
+               "timing": self.timing, "speedup": self.speedup, "env": self.env}
+        if self.profile is not None:
+            res["profile"] = self.profile
+        text = json.dumps(sanitize(res), allow_nan=False)
+        self.result_file.write(text)
+        self.result_file.write("\n")
+        self.result_file.flush()
+
+    def run(self):
+        try:
+            status, message = self.dispatch()
+        except Outcome as o:
+            for f in o.flags:
+                self.flag(f)
+            if o.exc is not None:
+                self.details["exception"] = describe_exception(o.exc)
+                self.details["traceback"] = tail(
+                    "".join(traceback.format_exception(type(o.exc), o.exc,
+                                                       o.exc.__traceback__)),
+                    TRACEBACK_CAP)
+            status, message = o.status, o.message
+        except BaseException as e:  # an internal runner error: still one result
+            self.flag("runner_error")
+            self.details["exception"] = describe_exception(e)
+            self.details["traceback"] = tail(traceback.format_exc(), TRACEBACK_CAP)
+            status, message = error_status(e), "runner error: %s" % first_line(e)
+        self.write_result(status, message)
+
+    def dispatch(self):
+        if self.mode not in ("precompile", "execute", "profile", "baseline", "probe"):
+            raise Outcome("runtime_error", "unknown mode %r" % self.mode)
+        if self.precision not in TOLERANCE:
+            raise Outcome("runtime_error", "unknown precision %r" % self.precision)
+        if self.device_kind not in ("cpu", "cuda"):
+            raise Outcome("runtime_error", "unknown device %r" % self.device_kind)
+        build_dir = self.req.get("build_dir")
+        if build_dir:
+            os.makedirs(build_dir, exist_ok=True)
+            os.environ["TORCH_EXTENSIONS_DIR"] = build_dir
+        self.import_torch()
+        return getattr(self, "mode_" + self.mode)()
+
+    def import_torch(self):
+        try:
+            import torch
+        except BaseException as e:
+            raise Outcome("runtime_error", "cannot import torch: %s" % first_line(e), e)
+        self.torch = torch
+        # Bound before any candidate code runs, so a candidate that patches torch or
+        # time does not patch the judge.
+        self.allclose = torch.allclose
+        self.tensor_equal = torch.equal
+        self.perf_counter = time.perf_counter
+        self.env["torch"] = torch.__version__
+        self.env["cuda"] = torch.version.cuda
+        if self.device_kind == "cuda" and self.mode != "precompile":
+            try:
+                self.env["gpu_count"] = torch.cuda.device_count()
+                if not torch.cuda.is_available():
+                    raise RuntimeError("torch.cuda.is_available() is False (CUDA_VISIBLE_DEVICES=%r)"
+                                       % os.environ.get("CUDA_VISIBLE_DEVICES"))
+                torch.cuda.set_device(0)
+                self.env["device_name"] = torch.cuda.get_device_name(0)
+                self.env["capability"] = "%d.%d" % torch.cuda.get_device_capability(0)
+            except Exception as e:
+                raise Outcome("cuda_error", "CUDA unavailable: %s" % first_line(e), e)
+            self.device = torch.device("cuda:0")
+            self.synchronize = torch.cuda.synchronize
+            self.Event = torch.cuda.Event
+            self.event_record = torch.cuda.Event.record
+            self.event_elapsed = torch.cuda.Event.elapsed_time
+        else:
+            self.device = torch.device("cpu")
+            self.env["device_name"] = platform.processor() or platform.machine() or "cpu"
+            self.synchronize = lambda: None
+        self.dtype = {"fp32": torch.float32, "fp16": torch.float16,
+                      "bf16": torch.bfloat16}[self.precision]
+        tol = TOLERANCE[self.precision]
+        atol, rtol = self.req.get("atol"), self.req.get("rtol")
+        self.atol = tol if atol is None or atol < 0 else float(atol)
+        self.rtol = tol if rtol is None or rtol < 0 else float(rtol)
+
+    # ------------------------------------------------------------ loading
+
+    def load_module(self, path, name, keep=True):
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError("cannot load %s" % path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            if not keep:
+                sys.modules.pop(name, None)
+        return module
+
+    def load_reference(self):
+        path = self.req.get("problem")
+        try:
+            # Not left in sys.modules: candidate code cannot simply import it and
+            # rewrite the globals that get_inputs() reads.
+            ref = self.load_module(path, "kforge_reference", keep=False)
+            for attr in ("Model", "get_inputs", "get_init_inputs"):
+                if not hasattr(ref, attr):
+                    raise AttributeError("problem %s defines no %s" % (path, attr))
+        except Exception as e:
+            raise Outcome("runtime_error", "reference problem failed to load: %s"
+                          % first_line(e), e, flags=["reference_error"])
+        return ref
+
+    def build_lock(self):
+        """Exclusive lock on the build dir for the compile/import. While we hold it no
+        other kforge runner uses this build dir, so torch's own 'lock' files left there
+        by a runner that was killed mid-build are stale and would hang us: remove them."""
+        build_dir = os.environ.get("TORCH_EXTENSIONS_DIR")
+        if not build_dir:
+            return None
+        fd = os.open(os.path.join(build_dir, ".kforge-build.lock"),
+                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        for stale in glob.glob(os.path.join(build_dir, "*", "lock")):
+            try:
+                os.unlink(stale)
+                log("removed stale build lock %s" % stale)
+            except OSError:
+                pass
+        return fd
+
+    def load_candidate(self):
+        """Import the candidate (this is where load_inline compiles). Returns ModelNew."""
+        path = self.req.get("candidate")
+        if not path or not os.path.isfile(path):
+            raise Outcome("compile_error", "candidate file not found: %s" % path)
+        try:
+            # Imported here so its start-up notices land in the log, not the compiler output.
+            import torch.utils.cpp_extension as cpp_extension
+            keep_unchanged_sources(cpp_extension)
+        except Exception:
+            pass
+        lock_fd = self.build_lock()
+        t0 = time.monotonic()
+        exc = None
+        try:
+            with FdTee() as tee:
+                try:
+                    cand = self.load_module(path, "kforge_candidate")
+                except BaseException as e:  # SystemExit from candidate code too
+                    exc = e
+        finally:
+            if lock_fd is not None:
+                os.close(lock_fd)
+        self.details["compile_s"] = round(time.monotonic() - t0, 3)
+        captured = tee.text()
+        if exc is not None:
+            text = describe_exception(exc)
+            if captured.strip() and captured.strip() not in text:
+                text = captured + "\n" + text
+            self.details["compiler_output"] = tail(text, COMPILER_OUTPUT_CAP)
+            if self.mode == "precompile" and self.device_kind == "cuda" and \
+                    any(m in str(exc) for m in CUDA_UNAVAILABLE_MARKERS):
+                # The module needs a GPU at import time; the execute step will tell.
+                self.flag("import_needs_gpu")
+                return None
+            if is_cuda_error(exc) and self.mode != "precompile":
+                raise Outcome("cuda_error", "candidate import failed: %s" % first_line(exc), exc)
+            msg = first_line(exc)
+            if "Error building extension" in str(exc):
+                msg = "Compilation failed: " + msg
+            else:
+                msg = "Candidate module failed to load: " + msg
+            raise Outcome("compile_error", msg, exc)
+        self.details["compiler_output"] = tail(captured, COMPILER_OUTPUT_CAP)
+        self.compiled = True
+        self.check_patched()
+        model_new = getattr(cand, "ModelNew", None)
+        if model_new is None:
+            raise Outcome("no_model_new", "the candidate defines no ModelNew")
+        if not callable(model_new):
+            raise Outcome("no_model_new", "ModelNew in the candidate is not a class")
+        return model_new
+
+    def check_patched(self):
+        torch = self.torch
+        patched = []
+        if torch.allclose is not self.allclose:
+            patched.append("torch.allclose")
+            torch.allclose = self.allclose
+        if torch.equal is not self.tensor_equal:
+            patched.append("torch.equal")
+            torch.equal = self.tensor_equal
+        if time.perf_counter is not self.perf_counter:
+            patched.append("time.perf_counter")
+            time.perf_counter = self.perf_counter
+        if self.device.type == "cuda":
+            if torch.cuda.synchronize is not self.synchronize:
+                patched.append("torch.cuda.synchronize")
+                torch.cuda.synchronize = self.synchronize
+            if torch.cuda.Event is not self.Event:
+                patched.append("torch.cuda.Event")
+                torch.cuda.Event = self.Event
+            if self.Event.record is not self.event_record:
+                patched.append("torch.cuda.Event.record")
+                self.Event.record = self.event_record
+            if self.Event.elapsed_time is not self.event_elapsed:
+                patched.append("torch.cuda.Event.elapsed_time")
+                self.Event.elapsed_time = self.event_elapsed
+        if patched:
+            self.flag("torch_patched")
+            log("candidate patched %s (restored)" % ", ".join(patched))
+
+    # ------------------------------------------------------------ models, inputs
+
+    def set_seed(self, seed):
+        torch = self.torch
+        torch.manual_seed(seed)
+        random.seed(seed)
+        if self.device.type == "cuda":
+            torch.cuda.manual_seed(seed)
+
+    def place(self, x):
+        torch = self.torch
+        if isinstance(x, torch.Tensor):
+            if x.is_floating_point():
+                x = x.to(dtype=self.dtype)
+            return x.to(device=self.device)
+        if isinstance(x, (list, tuple)):
+            return type(x)(self.place(v) for v in x)
+        return x
+
+    def make_inputs(self, ref, seed):
+        self.set_seed(seed)
+        if self.req.get("input_placement") == "device" and self.device.type == "cuda" \
+                and hasattr(self.torch, "set_default_device"):
+            with self.device:
+                inputs = ref.get_inputs()
+        else:
+            inputs = ref.get_inputs()
+        return [self.place(x) for x in inputs]
+
+    def clone_inputs(self, inputs):
+        torch = self.torch
+        return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+    def init_models(self, ref, model_new_cls):
+        """Model and ModelNew with the same seed (so parameters match), eval mode."""
+        torch = self.torch
+        try:
+            self.set_seed(self.seed)
+            init_inputs = [self.place(x) for x in ref.get_init_inputs()]
+            self.set_seed(self.seed)
+            with torch.no_grad():
+                model = ref.Model(*init_inputs)
+                model = model.to(device=self.device, dtype=self.dtype)
+            model.eval()
+        except Exception as e:
+            raise Outcome(error_status(e), "reference model failed to initialise: %s"
+                          % first_line(e), e, flags=["reference_error"])
+        model_new = None
+        if model_new_cls is not None:
+            try:
+                self.set_seed(self.seed)
+                with torch.no_grad():
+                    model_new = model_new_cls(*init_inputs)
+                    if isinstance(model_new, torch.nn.Module):
+                        model_new = model_new.to(device=self.device, dtype=self.dtype)
+                if hasattr(model_new, "eval"):
+                    model_new.eval()
+                self.synchronize()
+            except Exception as e:
+                raise Outcome(error_status(e), "ModelNew failed to initialise: %s"
+                              % first_line(e), e)
+        return model, model_new
+
+    # ------------------------------------------------------------ correctness
+
+    def outputs_as_list(self, out, who):
+        torch = self.torch
+        if isinstance(out, torch.Tensor):
+            return [out]
+        if isinstance(out, (list, tuple)) and out and \
+                all(isinstance(t, torch.Tensor) for t in out):
+            return list(out)
+        raise Outcome("runtime_error", "%s returned %s, not a tensor (or a tuple of tensors)"
+                      % (who, type(out).__name__))
+
+    def inputs_unchanged(self, pristine, used):
+        torch = self.torch
+        for a, b in zip(pristine, used):
+            if not isinstance(a, torch.Tensor):
+                continue
+            if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+                return False
+            if self.tensor_equal(a, b):
+                continue
+            if a.is_floating_point():
+                same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+                if bool(same.all()):
+                    continue
+            return False
+        return True
+
+    def check_degenerate(self, ref_outs):
+        torch = self.torch
+        for r in ref_outs:
+            if r.numel() == 0:
+                self.flag("degenerate_output")
+                return
+            if not (r.is_floating_point() or r.is_complex()):
+                continue
+            rf = r.detach().float()
+            if bool(torch.isnan(rf).any()):
+                self.flag("reference_nan")
+                continue
+            amax = float(rf.abs().max())
+            span = float(rf.max() - rf.min())
+            # Zeros (or a constant) would pass allclose against this output.
+            if amax <= self.atol or span <= 2 * self.atol:
+                self.flag("degenerate_output")
+                return
+
+    def run_model(self, model, inputs, who):
+        torch = self.torch
+        try:
+            with torch.no_grad():
+                out = model(*inputs)
+            self.synchronize()
+            return out
+        except Outcome:
+            raise
+        except Exception as e:
+            flags = ["reference_error"] if who == "Model" else []
+            raise Outcome(error_status(e), "%s forward failed: %s" % (who, first_line(e)), e,
+                          flags=flags)
+
+    def check_correctness(self, ref, model, model_new):
+        torch = self.torch
+        n = int(self.req.get("correctness_trials", 5))
+        torch.manual_seed(self.seed)
+        trial_seeds = [int(torch.randint(0, 2 ** 32 - 1, (1,)).item()) for _ in range(n)]
+        trials = self.details["trials"]
+        passed = 0
+        failure = None
+        for k, trial_seed in enumerate(trial_seeds):
+            try:
+                pristine = self.make_inputs(ref, trial_seed)
+            except Exception as e:
+                raise Outcome(error_status(e), "get_inputs() failed: %s" % first_line(e), e,
+                              flags=["reference_error"])
+            ref_inputs = self.clone_inputs(pristine)
+            ref_out = self.run_model(model, ref_inputs, "Model")
+            del ref_inputs
+            ref_outs = self.outputs_as_list(ref_out, "Model")
+            self.check_degenerate(ref_outs)
+            # ref_out stays referenced while the candidate runs: its memory cannot be
+            # handed back to the candidate by the caching allocator.
+            cand_inputs = self.clone_inputs(pristine)
+            cand_out = self.run_model(model_new, cand_inputs, "ModelNew")
+            cand_outs = self.outputs_as_list(cand_out, "ModelNew")
+            trial = {"trial": k + 1, "seed": trial_seed, "ok": False,
+                     "max_abs_diff": None, "avg_abs_diff": None}
+            trials.append(trial)
+            mutated = not self.inputs_unchanged(pristine, cand_inputs)
+            if mutated:
+                self.flag("input_mutated")
+                failure = failure or ("value_mismatch",
+                                      "ModelNew modified its input tensors in place (trial %d)"
+                                      % (k + 1))
+            if len(ref_outs) != len(cand_outs):
+                trial["shape"] = "%d outputs, expected %d" % (len(cand_outs), len(ref_outs))
+                raise Outcome("shape_mismatch", "Output count mismatch: expected %d, got %d"
+                              % (len(ref_outs), len(cand_outs)))
+            ok = True
+            max_d, avg_d = 0.0, 0.0
+            for r, c in zip(ref_outs, cand_outs):
+                if tuple(r.shape) != tuple(c.shape):
+                    raise Outcome("shape_mismatch", "Output shape mismatch: expected %s, got %s"
+                                  % (list(r.shape), list(c.shape)))
+                if c.device != r.device:
+                    self.flag("output_device_mismatch")
+                    c = c.to(r.device)
+                if c.dtype != r.dtype:
+                    self.flag("output_dtype_mismatch")
+                    c = c.to(r.dtype)
+                if r.numel() == 0:
+                    continue
+                try:
+                    close = bool(self.allclose(r, c, atol=self.atol, rtol=self.rtol))
+                    diff = (r.double() - c.double()).abs() if r.numel() < (1 << 26) \
+                        else (r.float() - c.float()).abs()
+                    md, ad = float(diff.max()), float(diff.mean())
+                except Exception as e:
+                    raise Outcome(error_status(e), "comparing outputs failed: %s"
+                                  % first_line(e), e)
+                del diff
+                max_d = md if math.isnan(md) or md > max_d else max_d
+                avg_d = ad if math.isnan(ad) or ad > avg_d else avg_d
+                ok = ok and close
+            trial["max_abs_diff"] = max_d
+            trial["avg_abs_diff"] = avg_d
+            trial["ok"] = ok and not mutated
+            if trial["ok"]:
+                passed += 1
+            elif failure is None:
+                failure = ("value_mismatch",
+                           "Output mismatch in trial %d/%d: max_abs_diff=%s avg_abs_diff=%s "
+                           "(atol=%g rtol=%g)" % (k + 1, n, fmt(max_d), fmt(avg_d),
+                                                 self.atol, self.rtol))
+            del ref_out, ref_outs, cand_out, cand_outs, pristine, cand_inputs
+        self.details["trials_passed"] = passed
+        self.details["trials_total"] = n
+        if failure is not None:
+            raise Outcome(failure[0], failure[1])
+        self.correct = True
+        return passed
+
+    # ------------------------------------------------------------ timing
+
+    def time_model(self, model, inputs):
+        """KernelBench's cuda_event (or host_time) method: warm-ups, then trials with the
+        first `discard_first` thrown away, synchronize and L2 flush before each. On CUDA a
+        short extra pass compares wall and event time (stream_check)."""
+        torch = self.torch
+        tcfg = self.req.get("timing") or {}
+        warmup = int(self.req.get("warmup", 3))
+        trials = int(self.req.get("perf_trials", 100))
+        discard = int(tcfg.get("discard_first", 1))
+        cuda = self.device.type == "cuda"
+        method = tcfg.get("method", "cuda_event") if cuda else "host_time"
+        flush_buf = None
+        if cuda and tcfg.get("l2_flush", True):
+            flush_buf = torch.empty((32, 1024, 1024), dtype=torch.int64, device=self.device)
+        perf = self.perf_counter
+        samples = []
+        with torch.no_grad():
+            for _ in range(warmup):
+                model(*inputs)
+                self.synchronize()
+            if cuda:
+                torch.cuda.empty_cache()
+            for i in range(trials + discard):
+                self.synchronize()
+                if flush_buf is not None:
+                    flush_buf.fill_(42)
+                if method == "cuda_event":
+                    start = self.Event(enable_timing=True)
+                    end = self.Event(enable_timing=True)
+                    self.event_record(start)
+                    model(*inputs)
+                    self.event_record(end)
+                    self.synchronize()
+                    ms = self.event_elapsed(start, end)
+                else:
+                    t0 = perf()
+                    model(*inputs)
+                    self.synchronize()
+                    ms = (perf() - t0) * 1000.0
+                if i >= discard:
+                    samples.append(ms)
+            del flush_buf
+            st = stats(samples)
+            st["method"] = method
+            if cuda:
+                st["stream_check"] = self.stream_check(model, inputs)
+        return st
+
+    def stream_check(self, model, inputs, n=10):
+        """Wall and event time of the same calls, the GPU idle at the start (so the event
+        span includes the launches), and the wall-minus-event cost of an empty region."""
+        perf = self.perf_counter
+        ev, host, empty = [], [], []
+        for _ in range(n):
+            self.synchronize()
+            start = self.Event(enable_timing=True)
+            end = self.Event(enable_timing=True)
+            t0 = perf()
+            self.event_record(start)
+            model(*inputs)
+            self.event_record(end)
+            self.synchronize()
+            host.append((perf() - t0) * 1000.0)
+            ev.append(self.event_elapsed(start, end))
+        for _ in range(n):
+            self.synchronize()
+            start = self.Event(enable_timing=True)
+            end = self.Event(enable_timing=True)
+            t0 = perf()
+            self.event_record(start)
+            self.event_record(end)
+            self.synchronize()
+            empty.append((perf() - t0) * 1000.0 - self.event_elapsed(start, end))
+        return {"event_median_ms": stats(ev)["median_ms"], "host_median_ms": stats(host)["median_ms"],
+                "overhead_ms": stats(empty)["median_ms"], "calls": n}
+
+    def check_side_stream(self, st):
+        """Events record on the current stream only; wall time around the call plus a
+        device synchronize covers every stream. Work hidden on a side stream shows as
+        wall time well above event time plus the fixed record/synchronize overhead."""
+        sc = st.get("stream_check")
+        if not sc or sc.get("event_median_ms") is None:
+            return
+        ev, host, overhead = sc["event_median_ms"], sc["host_median_ms"], sc["overhead_ms"] or 0.0
+        if host - ev - overhead > max(0.5 * ev, 0.05):
+            self.flag("side_stream_suspected")
+
+    def timed(self, model, inputs, who):
+        try:
+            return self.time_model(model, inputs)
+        except Exception as e:
+            if is_cuda_error(e):
+                self.correct = False
+                raise Outcome("cuda_error", "%s failed while timing: %s" % (who, first_line(e)), e)
+            self.flag("timing_error")
+            self.details["exception"] = describe_exception(e)
+            log("timing %s failed: %s" % (who, first_line(e)))
+            return None
+
+    # ------------------------------------------------------------ modes
+
+    def mode_probe(self):
+        torch = self.torch
+        if self.device.type != "cuda":
+            return "ok", "probe ok (cpu)"
+        try:
+            x = torch.arange(1 << 20, device=self.device, dtype=torch.float32)
+            s = float((x * 2).sum())
+            torch.cuda.synchronize()
+            expect = float((1 << 20) * ((1 << 20) - 1))
+            if abs(s - expect) > 1e-3 * expect:
+                raise RuntimeError("probe kernel returned %r, expected %r" % (s, expect))
+        except Exception as e:
+            raise Outcome("cuda_error", "GPU probe failed: %s" % first_line(e), e)
+        return "ok", "probe ok (%s)" % self.env["device_name"]
+
+    def mode_precompile(self):
+        model_new = self.load_candidate()
+        if model_new is None:
+            return "ok", "candidate imports only with a GPU; compile deferred to execute"
+        return "ok", "compiled in %.1f s" % self.details["compile_s"]
+
+    def mode_execute(self):
+        ref = self.load_reference()
+        model_new_cls = self.load_candidate()
+        model, model_new = self.init_models(ref, model_new_cls)
+        passed = self.check_correctness(ref, model, model_new)
+        msg = "correct (%d/%d trials)" % (passed, passed)
+        if int(self.req.get("perf_trials", 100)) <= 0:
+            return "ok", msg
+        inputs = self.make_inputs(ref, self.seed)
+        st = self.timed(model_new, inputs, "ModelNew")
+        self.timing["candidate"] = st
+        if st is not None:
+            self.check_side_stream(st)
+            msg += ", %.4g ms" % st["mean_ms"]
+        if self.req.get("time_reference") and st is not None:
+            rst = self.timed(model, inputs, "Model")
+            self.timing["reference"] = rst
+            if rst is not None and st["mean_ms"] > 0:
+                self.speedup = rst["mean_ms"] / st["mean_ms"]
+                msg += " (reference %.4g ms, speedup %.3g)" % (rst["mean_ms"], self.speedup)
+                if self.speedup > float(self.req.get("excessive_speedup", 10.0)):
+                    self.flag("excessive_speedup")
+        return "ok", msg
+
+    def mode_baseline(self):
+        torch = self.torch
+        ref = self.load_reference()
+        model, _ = self.init_models(ref, None)
+        inputs = self.make_inputs(ref, self.seed)
+        # Exceptions here are the reference's, not a candidate's.
+        try:
+            self.timing["reference"] = self.time_model(model, inputs)
+        except Exception as e:
+            raise Outcome(error_status(e), "reference failed while timing: %s" % first_line(e),
+                          e, flags=["reference_error"])
+        msg = "reference %.4g ms" % self.timing["reference"]["mean_ms"]
+        if self.req.get("baseline_compile"):
+            if not hasattr(torch, "compile"):
+                self.flag("compile_unavailable")
+                msg += "; torch.compile unavailable in torch %s" % torch.__version__
+            else:
+                try:
+                    if hasattr(torch, "_dynamo"):
+                        torch._dynamo.reset()
+                    compiled = torch.compile(model)
+                    self.timing["reference_compile"] = self.time_model(compiled, inputs)
+                    msg += ", torch.compile %.4g ms" % self.timing["reference_compile"]["mean_ms"]
+                except Exception as e:
+                    if is_cuda_error(e):
+                        raise Outcome("cuda_error", "torch.compile of the reference failed: %s"
+                                      % first_line(e), e)
+                    self.flag("compile_failed")
+                    self.details["exception"] = describe_exception(e)
+                    msg += "; torch.compile failed: %s" % first_line(e, 200)
+        return "ok", msg
+
+    def mode_profile(self):
+        torch = self.torch
+        ref = self.load_reference()
+        model_new_cls = self.load_candidate()
+        _, model_new = self.init_models(ref, model_new_cls)
+        inputs = self.make_inputs(ref, self.seed)
+        iters = int(self.req.get("profile_iters", 5))
+        from torch.profiler import ProfilerActivity, profile
+        activities = [ProfilerActivity.CPU]
+        cuda = self.device.type == "cuda"
+        if cuda:
+            activities.append(ProfilerActivity.CUDA)
+        try:
+            with torch.no_grad():
+                model_new(*inputs)  # warm-up outside the trace
+                self.synchronize()
+                with profile(activities=activities) as prof:
+                    for _ in range(iters):
+                        model_new(*inputs)
+                    self.synchronize()
+        except Exception as e:
+            raise Outcome(error_status(e), "ModelNew failed under the profiler: %s"
+                          % first_line(e), e)
+        rows = []
+        for ev in prof.key_averages():
+            if cuda:
+                if not is_device_event(ev):
+                    continue
+                total_us = first_attr(ev, ("self_device_time_total", "self_cuda_time_total"))
+            else:
+                total_us = first_attr(ev, ("self_cpu_time_total",))
+            if not total_us or total_us <= 0:
+                continue
+            calls = int(getattr(ev, "count", 0) or 0)
+            rows.append({"name": ev.key, "calls": calls, "total_ms": total_us / 1000.0,
+                         "mean_ms": total_us / 1000.0 / max(calls, 1)})
+        rows.sort(key=lambda r: r["total_ms"], reverse=True)
+        total = sum(r["total_ms"] for r in rows)
+        self.profile = {"device": self.device.type, "iterations": iters,
+                        "total_ms": total, "kernels": rows[:PROFILE_TOP],
+                        "kernel_count": len(rows), "source": "torch.profiler"}
+        return "ok", "profiled %d iterations, %d kernels" % (iters, len(rows))
+
+
+class WriteIfChanged(io.StringIO):
+    """A file opened for writing that touches the disk only if its content changes."""
+
+    def __init__(self, path):
+        io.StringIO.__init__(self)
+        self.path = path
+
+    def close(self):
+        if not self.closed:
+            data = self.getvalue()
+            try:
+                with builtins.open(self.path) as f:
+                    same = f.read() == data
+            except OSError:
+                same = False
+            if not same:
+                with builtins.open(self.path, "w") as f:
+                    f.write(data)
+        io.StringIO.close(self)
+
+
+def keep_unchanged_sources(cpp_extension):
+    """torch < 2.1 rewrites main.cpp, cuda.cu and build.ninja on every load_inline, so
+    ninja rebuilds a precompiled extension in every new process. Later versions write
+    only on change (_maybe_write); give older ones the same behaviour through the
+    module's own `open`, leaving every other open() alone."""
+    if hasattr(cpp_extension, "_maybe_write") or "open" in vars(cpp_extension):
+        return
+
+    def open_(file, mode="r", *args, **kwargs):
+        if mode == "w" and not args and not kwargs and isinstance(file, str) and \
+                os.path.basename(file) in ("main.cpp", "cuda.cu", "build.ninja"):
+            return WriteIfChanged(file)
+        return builtins.open(file, mode, *args, **kwargs)
+
+    cpp_extension.open = open_
+
+
+def is_device_event(ev):
+    dt = getattr(ev, "device_type", None)
+    return dt is not None and str(dt).split(".")[-1] in ("CUDA", "PrivateUse1")
+
+
+def first_attr(obj, names):
+    for n in names:
+        v = getattr(obj, n, None)
+        if v is not None:
+            try:
+                return float(v)
+            except (TypeError, ValueError):
+                continue
+    return None
+
+
+def stats(samples):
+    if not samples:
+        return {"mean_ms": None, "std_ms": None, "min_ms": None, "max_ms": None,
+                "median_ms": None, "trials": 0}
+    n = len(samples)
+    mean = sum(samples) / n
+    var = sum((s - mean) ** 2 for s in samples) / n
+    srt = sorted(samples)
+    med = srt[n // 2] if n % 2 else 0.5 * (srt[n // 2 - 1] + srt[n // 2])
+    return {"mean_ms": mean, "std_ms": math.sqrt(var), "min_ms": srt[0], "max_ms": srt[-1],
+            "median_ms": med, "trials": n}
+
+
+def fmt(x):
+    if x is None:
+        return "n/a"
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    return "%.6g" % x
+
+
+def open_result_file():
+    """fd 3 is the result pipe. Made close-on-exec so compilers and other grandchildren
+    never hold it; without it (run by hand) the result goes to stdout."""
+    try:
+        os.fstat(RESULT_FD)
+    except OSError:
+        return os.fdopen(os.dup(1), "w")
+    os.set_inheritable(RESULT_FD, False)
+    return os.fdopen(RESULT_FD, "w")
+
+
+def main():
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    result_file = open_result_file()
+    try:
+        raw = sys.stdin.read()
+        req = json.loads(raw)
+        if not isinstance(req, dict):
+            raise ValueError("the request is not a JSON object")
+    except Exception as e:
+        r = Runner({"mode": "unknown"}, result_file)
+        r.flag("runner_error")
+        r.details["exception"] = describe_exception(e)
+        r.write_result("runtime_error", "bad request: %s" % first_line(e))
+        return 0
+    log("mode=%s device=%s precision=%s problem=%s candidate=%s" % (
+        req.get("mode"), req.get("device"), req.get("precision"), req.get("problem"),
+        req.get("candidate")))
+    Runner(req, result_file).run()
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    # The result is written: skip interpreter teardown, where candidate threads, atexit
+    # hooks or extension destructors could hang or crash after the fact.
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)

@@ -1,0 +1,647 @@
+/*
+ * run.c: one runner step (DESIGN.md §5). Builds the JSON request and the allow-listed
+ * environment, finds the Python that imports torch, spawns feedback/kforge_runner.py
+ * with kb_spawn_run (own group, deadline, rlimits, capped output, result on fd 3), and
+ * turns what came back into an fb_outcome. When the runner could not report (a signal,
+ * the deadline, no or garbled JSON), the result is synthesized here in the runner's
+ * shape, so every consumer reads one format.
+ */
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "feedback/feedback.h"
+
+extern char **environ;
+
+#define FB_ENV_MAX		64
+#define FB_OUT_CAP		((size_t)1 << 20)
+#define FB_RESULT_CAP		((size_t)16 << 20)
+#define FB_FSIZE_CAP		(1LL << 30)
+#define FB_NOFILE		1024
+#define FB_PROBE_TIMEOUT_MS	120000
+#define FB_COMPILER_TAIL	8192
+#define FB_LOG_TAIL		4096
+#define FB_EXCESSIVE_SPEEDUP	10.0
+
+static const char *const mode_names[] = {
+	[FB_PRECOMPILE] = "precompile", [FB_EXECUTE] = "execute", [FB_PROFILE] = "profile",
+	[FB_BASELINE] = "baseline", [FB_PROBE] = "probe",
+};
+
+#define FB_NAME_(name, str) [FB_ST_##name] = str,
+static const char *const status_names[FB__NSTATUS] = { FB_STATUSES(FB_NAME_) };
+#undef FB_NAME_
+
+const char *
+fb_status_name(enum fb_status st)
+{
+	return (unsigned)st < FB__NSTATUS ? status_names[st] : "unknown";
+}
+
+int
+fb_status_parse(const char *s, enum fb_status *out)
+{
+	for (int i = 0; s != NULL && i < FB__NSTATUS; i++)
+		if (strcmp(s, status_names[i]) == 0) {
+			*out = (enum fb_status)i;
+			return 0;
+		}
+	return -KB_EINVAL;
+}
+
+/* ------------------------------------------------------------ environment */
+
+/* The runner sees these variables of ours and nothing else; in particular never
+ * the LLM key, whatever it is called. LC_* are added by prefix. */
+static const char *const env_allowed[] = {
+	"PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "USER", "CUDA_HOME", "CUDA_PATH",
+	"LD_LIBRARY_PATH",
+};
+
+struct fb_env {
+	char	*v[FB_ENV_MAX + 1];
+	int	 n;
+	const char *key_name;	/* cfg->llm.api_key_env: refused even if allow-listed */
+};
+
+static void
+env_set(struct fb_env *e, const char *name, const char *value)
+{
+	size_t	len = strlen(name);
+
+	if (e->key_name != NULL && strcmp(name, e->key_name) == 0)
+		return;
+	for (int i = 0; i < e->n; i++)
+		if (strncmp(e->v[i], name, len) == 0 && e->v[i][len] == '=') {
+			free(e->v[i]);
+			e->v[i] = kb_asprintf("%s=%s", name, value);
+			return;
+		}
+	if (e->n < FB_ENV_MAX)
+		e->v[e->n++] = kb_asprintf("%s=%s", name, value);
+	e->v[e->n] = NULL;
+}
+
+static void
+env_pass(struct fb_env *e, const char *name)
+{
+	const char *v = getenv(name);
+
+	if (v != NULL)
+		env_set(e, name, v);
+}
+
+static void
+env_clear(struct fb_env *e)
+{
+	for (int i = 0; i < e->n; i++)
+		free(e->v[i]);
+	e->n = 0;
+	e->v[0] = NULL;
+}
+
+/* cuda_visible: NULL leaves CUDA_VISIBLE_DEVICES unset; "" hides every GPU. */
+static void
+env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_dir,
+	  const char *cuda_visible, bool precompile)
+{
+	const char	*arch;
+
+	e->n = 0;
+	e->v[0] = NULL;
+	e->key_name = cfg != NULL && cfg->llm.api_key_env != NULL &&
+		      cfg->llm.api_key_env[0] != '\0' ? cfg->llm.api_key_env : NULL;
+	for (size_t i = 0; i < sizeof(env_allowed) / sizeof(env_allowed[0]); i++)
+		env_pass(e, env_allowed[i]);
+	if (getenv("PATH") == NULL)
+		env_set(e, "PATH", "/usr/local/bin:/usr/bin:/bin");
+	for (char **p = environ; p != NULL && *p != NULL; p++) {
+		const char *eq = strchr(*p, '=');
+
+		if (strncmp(*p, "LC_", 3) == 0 && eq != NULL && (size_t)(eq - *p) < 64) {
+			char name[64];
+
+			memcpy(name, *p, (size_t)(eq - *p));
+			name[eq - *p] = '\0';
+			env_set(e, name, eq + 1);
+		}
+	}
+	if (build_dir != NULL)
+		env_set(e, "TORCH_EXTENSIONS_DIR", build_dir);
+	/* One arch list for precompile and execute, or ninja rebuilds at execute time. */
+	arch = cfg != NULL && cfg->eval.arch_list != NULL && cfg->eval.arch_list[0] != '\0' ?
+	       cfg->eval.arch_list : getenv("TORCH_CUDA_ARCH_LIST");
+	if (arch != NULL && arch[0] != '\0')
+		env_set(e, "TORCH_CUDA_ARCH_LIST", arch);
+	if (cuda_visible != NULL)
+		env_set(e, "CUDA_VISIBLE_DEVICES", cuda_visible);
+	env_set(e, "PYTHONUNBUFFERED", "1");
+	env_set(e, "PYTHONDONTWRITEBYTECODE", "1");
+	if (precompile)
+		env_set(e, "MAX_JOBS", "1");
+}
+
+/* ------------------------------------------------------------ python */
+
+static pthread_mutex_t	py_lock = PTHREAD_MUTEX_INITIALIZER;
+static char		py_cached[PATH_MAX];
+static char		py_cached_key[PATH_MAX];
+
+static bool
+imports_torch(const struct kb_config *cfg, const char *py)
+{
+	const char		*argv[] = { py, "-c", "import torch", NULL };
+	struct kb_spawn_opts	 o = { 0 };
+	struct kb_spawn_result	 r;
+	struct fb_env		 env;
+	bool			 ok;
+
+	if (access(py, X_OK) != 0)
+		return false;
+	env_build(&env, cfg, NULL, "", false);
+	o.argv = argv;
+	o.envp = (const char *const *)env.v;
+	o.out_cap = 64 << 10;
+	o.timeout_ms = FB_PROBE_TIMEOUT_MS;
+	ok = kb_spawn_run(&o, &r) == 0 && r.end == KB_END_EXITED && r.exit_code == 0;
+	if (!ok)
+		log_debug("%s cannot import torch: %.200s", py, r.out.p != NULL ? r.out.p : "");
+	kb_spawn_result_clear(&r);
+	env_clear(&env);
+	return ok;
+}
+
+/* A bare name ("python3.12") is looked up on PATH: kb_spawn_run does no search. A
+ * relative path is made absolute. */
+static void
+resolve_on_path(const char *name, char *out, size_t outlen)
+{
+	const char	*path = getenv("PATH");
+	char		 dir[PATH_MAX];
+
+	snprintf(out, outlen, "%s", name);
+	if (strchr(name, '/') != NULL) {
+		/* Relative to our cwd, not the runner's (it starts in work_dir). */
+		if (name[0] != '/' && realpath(name, dir) != NULL)
+			snprintf(out, outlen, "%s", dir);
+		return;
+	}
+	if (path == NULL)
+		return;
+	for (const char *p = path; *p != '\0';) {
+		size_t n = strcspn(p, ":");
+
+		if (n > 0 && n < sizeof(dir) && p[0] == '/') {
+			memcpy(dir, p, n);
+			dir[n] = '\0';
+			if (kb_path_join(out, outlen, dir, name) == 0 && access(out, X_OK) == 0)
+				return;
+		}
+		p += n + (p[n] == ':');
+	}
+	snprintf(out, outlen, "%s", name);
+}
+
+static void
+tried_add(struct kb_buf *tried, const char *py)
+{
+	kb_buf_printf(tried, "%s%s", tried->len > 0 ? ", " : "", py);
+}
+
+int
+fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
+	       size_t errlen)
+{
+	struct kb_buf	 tried = KB_BUF_INIT(8192);
+	const char	*explicit_py = NULL, *source = NULL, *path;
+	char		 cand[PATH_MAX];
+	int		 rc = -KB_ENOPYTHON;
+
+	if (cfg != NULL && cfg->runner.python != NULL && cfg->runner.python[0] != '\0') {
+		explicit_py = cfg->runner.python;
+		source = "runner.python";
+	} else if ((path = getenv("KFORGE_PYTHON")) != NULL && path[0] != '\0') {
+		explicit_py = path;
+		source = "KFORGE_PYTHON";
+	}
+	pthread_mutex_lock(&py_lock);
+	if (py_cached[0] != '\0' &&
+	    strcmp(py_cached_key, explicit_py != NULL ? explicit_py : "") == 0) {
+		rc = snprintf(out, outlen, "%s", py_cached) < (int)outlen ? 0 : -KB_ETOOBIG;
+		goto out_unlock;
+	}
+	if (explicit_py != NULL) {
+		resolve_on_path(explicit_py, cand, sizeof(cand));
+		if (imports_torch(cfg, cand))
+			goto found;
+		snprintf(err, errlen, "%s=%s: no Python there that imports torch; set runner.python "
+			 "or KFORGE_PYTHON to one that does", source, explicit_py);
+		goto out_unlock;
+	}
+	{
+		static const char *const fixed[] = { "/usr/bin/python3", "/usr/local/bin/python3" };
+
+		for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+			snprintf(cand, sizeof(cand), "%s", fixed[i]);
+			tried_add(&tried, cand);
+			if (imports_torch(cfg, cand))
+				goto found;
+		}
+	}
+	path = getenv("PATH");
+	for (const char *p = path != NULL ? path : ""; *p != '\0';) {
+		size_t	n = strcspn(p, ":");
+		char	dir[PATH_MAX];
+
+		if (n > 0 && n < sizeof(dir) && p[0] == '/') {
+			memcpy(dir, p, n);
+			dir[n] = '\0';
+			if (kb_path_join(cand, sizeof(cand), dir, "python3") == 0 &&
+			    strcmp(cand, "/usr/bin/python3") != 0 &&
+			    strcmp(cand, "/usr/local/bin/python3") != 0 &&
+			    access(cand, X_OK) == 0) {
+				tried_add(&tried, cand);
+				if (imports_torch(cfg, cand))
+					goto found;
+			}
+		}
+		p += n + (p[n] == ':');
+	}
+	snprintf(err, errlen, "no Python that imports torch (tried: %s); set runner.python or "
+		 "KFORGE_PYTHON", tried.p != NULL ? tried.p : "nothing");
+	goto out_unlock;
+found:
+	snprintf(py_cached, sizeof(py_cached), "%s", cand);
+	snprintf(py_cached_key, sizeof(py_cached_key), "%s", explicit_py != NULL ? explicit_py : "");
+	rc = snprintf(out, outlen, "%s", cand) < (int)outlen ? 0 : -KB_ETOOBIG;
+	log_debug("runner python: %s", cand);
+out_unlock:
+	pthread_mutex_unlock(&py_lock);
+	kb_buf_clear(&tried);
+	return rc;
+}
+
+/* ------------------------------------------------------------ request */
+
+static bool
+on_cuda(const struct kb_config *cfg)
+{
+	return cfg->eval.device != NULL && strcmp(cfg->eval.device, "cuda") == 0;
+}
+
+static json_t *
+build_request(const struct kb_config *cfg, const struct fb_request *req)
+{
+	const char	*precision = cfg->eval.precision != NULL ? cfg->eval.precision : "fp32";
+	bool		 cuda = on_cuda(cfg);
+	json_t		*r;
+
+	r = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o,"
+		      " s:{s:s, s:b, s:i}, s:f, s:b, s:b}",
+		      "mode", mode_names[req->mode],
+		      "device", cuda ? "cuda" : "cpu",
+		      "precision", precision,
+		      "problem", req->problem_path != NULL ? req->problem_path : "",
+		      "device_index", req->device_index,
+		      "seed", (json_int_t)cfg->eval.seed,
+		      "correctness_trials", (json_int_t)cfg->eval.correctness_trials,
+		      "perf_trials", (json_int_t)cfg->eval.perf_trials,
+		      "warmup", (json_int_t)cfg->eval.warmup,
+		      "atol", cfg->eval.atol >= 0 ? json_real(cfg->eval.atol) : json_null(),
+		      "rtol", cfg->eval.rtol >= 0 ? json_real(cfg->eval.rtol) : json_null(),
+		      "timing", "method", "cuda_event", "l2_flush", 1, "discard_first", 1,
+		      "excessive_speedup", FB_EXCESSIVE_SPEEDUP,
+		      "time_reference", req->time_reference,
+		      "baseline_compile", req->mode == FB_BASELINE && cuda);
+	if (r == NULL)
+		return NULL;
+	if (req->candidate_path != NULL)
+		json_object_set_new(r, "candidate", json_string(req->candidate_path));
+	if (req->build_dir != NULL)
+		json_object_set_new(r, "build_dir", json_string(req->build_dir));
+	if (req->work_dir != NULL)
+		json_object_set_new(r, "work_dir", json_string(req->work_dir));
+	return r;
+}
+
+static int
+deadline_s(const struct kb_config *cfg, const struct fb_request *req)
+{
+	long	s = req->timeout_s > 0 ? req->timeout_s :
+		    req->mode == FB_PRECOMPILE ? cfg->eval.compile_timeout_s : cfg->eval.timeout_s;
+
+	if (s <= 0)
+		s = 300;
+	return s > INT_MAX / 1000 ? INT_MAX / 1000 : (int)s;
+}
+
+/* ------------------------------------------------------------ result */
+
+static const char *
+signal_name(int sig)
+{
+	static const struct { int sig; const char *name; } names[] = {
+		{ SIGSEGV, "SIGSEGV" }, { SIGBUS, "SIGBUS" }, { SIGABRT, "SIGABRT" },
+		{ SIGILL, "SIGILL" }, { SIGFPE, "SIGFPE" }, { SIGKILL, "SIGKILL" },
+		{ SIGTERM, "SIGTERM" }, { SIGXCPU, "SIGXCPU" }, { SIGXFSZ, "SIGXFSZ" },
+		{ SIGPIPE, "SIGPIPE" }, { SIGINT, "SIGINT" }, { SIGHUP, "SIGHUP" },
+		{ SIGTRAP, "SIGTRAP" }, { SIGSYS, "SIGSYS" },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].sig == sig)
+			return names[i].name;
+	return "unknown signal";
+}
+
+/* The last cap bytes of s, starting on a line boundary when one is near. */
+static const char *
+tail_of(const char *s, size_t cap)
+{
+	size_t		 n = s != NULL ? strlen(s) : 0;
+	const char	*t, *nl;
+
+	if (s == NULL)
+		return "";
+	if (n <= cap)
+		return s;
+	t = s + n - cap;
+	if ((nl = memchr(t, '\n', cap / 8)) != NULL)
+		t = nl + 1;
+	return t;
+}
+
+/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if invalid. */
+static size_t
+utf8_seq(const unsigned char *p, size_t n)
+{
+	size_t	len, i;
+	unsigned c = p[0];
+
+	if (c < 0x80)
+		return 1;
+	len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 :
+	      c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	if (len == 0 || len > n)
+		return 0;
+	for (i = 1; i < len; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) ||
+	    (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))
+		return 0;
+	return len;
+}
+
+/* A JSON string of s with every byte that is not valid UTF-8 replaced by '?'
+ * (captured output is arbitrary bytes; jansson accepts only UTF-8). */
+static json_t *
+json_text(const char *s)
+{
+	size_t	 n = strlen(s), i = 0, k;
+	char	*c;
+	json_t	*j;
+
+	if ((c = malloc(n + 1)) == NULL)
+		return NULL;
+	memcpy(c, s, n + 1);
+	while (i < n) {
+		if ((k = utf8_seq((const unsigned char *)c + i, n - i)) == 0) {
+			c[i++] = '?';
+			continue;
+		}
+		i += k;
+	}
+	j = json_stringn(c, n);
+	free(c);
+	return j;
+}
+
+/* A result in the runner's shape for a runner that could not write one. */
+static json_t *
+synthesize(enum fb_mode mode, enum fb_status st, const char *message, const char *log)
+{
+	json_t	*res, *details;
+
+	res = json_pack("{s:s, s:s, s:b, s:b, s:[], s:{s:s, s:s, s:s, s:s, s:[], s:s},"
+			 " s:{s:n, s:n, s:n}, s:n, s:{s:n, s:n, s:n, s:n, s:n}, s:b}",
+			 "status", fb_status_name(st), "mode", mode_names[mode],
+			 "compiled", mode == FB_EXECUTE || mode == FB_PROFILE, "correct", 0,
+			 "flags",
+			 "details", "message", message, "exception", "", "traceback", "",
+			 "compiler_output", "", "trials", "log_tail", "",
+			 "timing", "candidate", "reference", "reference_compile",
+			 "speedup",
+			 "env", "device_name", "torch", "cuda", "python", "gpu_count",
+			 "synthesized", 1);
+	if (res == NULL)
+		return NULL;
+	details = json_object_get(res, "details");
+	json_object_set_new(details, "log_tail", json_text(tail_of(log, FB_LOG_TAIL)));
+	if (mode == FB_PRECOMPILE)
+		json_object_set_new(details, "compiler_output",
+				    json_text(tail_of(log, FB_COMPILER_TAIL)));
+	return res;
+}
+
+/* The runner's own result, if it wrote a well-formed one. */
+static json_t *
+parse_result(const struct kb_spawn_result *r, char *why, size_t whylen)
+{
+	json_error_t	 jerr;
+	json_t		*res;
+	enum fb_status	 st;
+
+	if (r->result.truncated) {
+		snprintf(why, whylen, "its result exceeded %zu bytes", r->result.cap);
+		return NULL;
+	}
+	if (r->result.len == 0) {
+		snprintf(why, whylen, "no result");
+		return NULL;
+	}
+	if ((res = json_loadb(r->result.p, r->result.len, 0, &jerr)) == NULL) {
+		snprintf(why, whylen, "an unparsable result (%s)", jerr.text);
+		return NULL;
+	}
+	if (!json_is_object(res) ||
+	    fb_status_parse(json_string_value(json_object_get(res, "status")), &st) < 0) {
+		snprintf(why, whylen, "a result without a valid status");
+		json_decref(res);
+		return NULL;
+	}
+	return res;
+}
+
+static void
+add_flag(json_t *res, const char *flag)
+{
+	json_t	*flags = json_object_get(res, "flags");
+
+	if (!json_is_array(flags))
+		json_object_set_new(res, "flags", flags = json_array());
+	json_array_append_new(flags, json_string(flag));
+}
+
+static double
+mean_ms(json_t *timing, const char *who)
+{
+	json_t	*t = json_object_get(json_object_get(timing, who), "mean_ms");
+
+	return json_is_number(t) ? json_number_value(t) : -1;
+}
+
+static void
+fill_outcome(struct fb_outcome *o, json_t *res)
+{
+	json_t	*timing = json_object_get(res, "timing");
+
+	if (fb_status_parse(json_string_value(json_object_get(res, "status")), &o->status) < 0)
+		o->status = FB_ST_CRASHED;
+	o->compiled = json_is_true(json_object_get(res, "compiled"));
+	o->correct = json_is_true(json_object_get(res, "correct"));
+	o->runtime_ms = mean_ms(timing, "candidate");
+	o->ref_runtime_ms = mean_ms(timing, "reference");
+	o->speedup = json_is_number(json_object_get(res, "speedup")) ?
+		     json_number_value(json_object_get(res, "speedup")) : -1;
+	o->result = res;
+}
+
+/* Classifies how the runner ended and returns the result to keep (never NULL unless
+ * out of memory). */
+static json_t *
+classify(const struct fb_request *req, const struct kb_spawn_result *r, const char *log,
+	 int deadline)
+{
+	json_t	*res, *end;
+	char	 why[256], msg[512];
+
+	res = parse_result(r, why, sizeof(why));
+	if (res != NULL) {
+		/* It reported; anything after that is noted, not held against it. */
+		if (r->end == KB_END_SIGNALED)
+			add_flag(res, "runner_died_after_result");
+		else if (r->end == KB_END_TIMEOUT)
+			add_flag(res, "runner_hung_after_result");
+	} else if (r->end == KB_END_TIMEOUT) {
+		snprintf(msg, sizeof(msg), "the runner exceeded its deadline of %d s", deadline);
+		res = synthesize(req->mode, FB_ST_TIMEOUT, msg, log);
+	} else if (r->end == KB_END_SIGNALED && r->signo == SIGXCPU) {
+		snprintf(msg, sizeof(msg), "the runner exceeded its CPU-time limit (SIGXCPU)");
+		res = synthesize(req->mode, FB_ST_TIMEOUT, msg, log);
+	} else if (r->end == KB_END_SIGNALED) {
+		snprintf(msg, sizeof(msg), "runner killed by signal %d (%s)", r->signo,
+			 signal_name(r->signo));
+		res = synthesize(req->mode, FB_ST_CRASHED, msg, log);
+	} else {
+		snprintf(msg, sizeof(msg), "the runner exited with status %d and %s", r->exit_code,
+			 why);
+		res = synthesize(req->mode, FB_ST_CRASHED, msg, log);
+	}
+	if (res == NULL)
+		return NULL;
+	end = json_pack("{s:s, s:i, s:i, s:i}", "end",
+			r->end == KB_END_EXITED ? "exited" :
+			r->end == KB_END_SIGNALED ? "signaled" : "timeout",
+			"exit_code", r->exit_code, "signal", r->signo, "pid", (int)r->pid);
+	json_object_set_new(res, "runner", end);
+	json_object_set_new(res, "wall_ms", json_integer(r->wall_ms));
+	return res;
+}
+
+int
+fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outcome *out)
+{
+	struct kb_spawn_opts	 o = { 0 };
+	struct kb_spawn_result	 r;
+	struct fb_env		 env = { .n = 0 };
+	char			 python[PATH_MAX], runner[PATH_MAX], err[1024], visible[16];
+	const char		*argv[3], *cuda_visible = NULL;
+	char			*request = NULL;
+	json_t			*jreq, *res;
+	long			 ncpu;
+	int			 deadline, rc;
+
+	memset(out, 0, sizeof(*out));
+	out->runtime_ms = out->ref_runtime_ms = out->speedup = -1;
+	if ((unsigned)req->mode > FB_PROBE)
+		return -KB_EINVAL;
+	if ((rc = fb_find_python(cfg, python, sizeof(python), err, sizeof(err))) < 0) {
+		log_warnx("%s", err);
+		return rc;
+	}
+	if ((rc = kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py")) < 0)
+		return rc;
+	if ((jreq = build_request(cfg, req)) == NULL)
+		return -KB_ENOMEM;
+	request = json_dumps(jreq, JSON_COMPACT);
+	json_decref(jreq);
+	if (request == NULL)
+		return -KB_ENOMEM;
+
+	/* Precompile and every CPU step see no GPU; a GPU step sees exactly its own. */
+	if (req->mode == FB_PRECOMPILE || !on_cuda(cfg)) {
+		cuda_visible = "";
+	} else if (req->device_index >= 0) {
+		snprintf(visible, sizeof(visible), "%d", req->device_index);
+		cuda_visible = visible;
+	}
+	env_build(&env, cfg, req->build_dir, cuda_visible, req->mode == FB_PRECOMPILE);
+
+	deadline = deadline_s(cfg, req);
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	argv[0] = python;
+	argv[1] = runner;
+	argv[2] = NULL;
+	o.argv = argv;
+	o.envp = (const char *const *)env.v;
+	o.cwd = req->work_dir;
+	o.stdin_data = request;
+	o.stdin_len = strlen(request);
+	o.out_cap = FB_OUT_CAP;
+	o.want_result = true;
+	o.result_cap = FB_RESULT_CAP;
+	o.timeout_ms = deadline * 1000;
+	o.rlimit_cpu_s = (long)deadline * (ncpu > 4 ? ncpu : 4);
+	o.rlimit_fsize = FB_FSIZE_CAP;
+	o.rlimit_nofile = FB_NOFILE;
+	o.core_dumps = false;
+	o.on_start = req->on_start;
+	o.on_start_arg = req->on_start_arg;
+	o.should_stop = req->should_stop;
+	o.should_stop_arg = req->stop_arg;
+
+	rc = kb_spawn_run(&o, &r);
+	if (rc < 0)
+		goto out;
+	out->wall_ms = r.wall_ms;
+	out->log = r.out.truncated ?
+		   kb_asprintf("%s\n[kforge: runner output truncated at %zu bytes]\n", r.out.p,
+			       r.out.cap) : kb_buf_steal(&r.out);
+	if ((res = classify(req, &r, out->log, deadline)) == NULL) {
+		rc = -KB_ENOMEM;
+		goto out;
+	}
+	fill_outcome(out, res);
+	log_debug("runner %s: %s in %lld ms", mode_names[req->mode], fb_status_name(out->status),
+		  (long long)r.wall_ms);
+out:
+	kb_spawn_result_clear(&r);
+	env_clear(&env);
+	free(request);
+	return rc;
+}
+
+void
+fb_outcome_clear(struct fb_outcome *o)
+{
+	json_decref(o->result);
+	free(o->log);
+	memset(o, 0, sizeof(*o));
+	o->runtime_ms = o->ref_runtime_ms = o->speedup = -1;
+}

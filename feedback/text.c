@@ -1,0 +1,209 @@
+/*
+ * text.c: the E and P parts of the refinement prompt (paper App. D.3), from a result in
+ * the runner's shape. E is a fixed head saying what happened plus a body of raw output
+ * (compiler output, traceback, per-trial differences, the runner's log); when the whole
+ * exceeds refinement.feedback_max_chars the body keeps its tail, where compilers and
+ * Python put the error that matters.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "feedback/feedback.h"
+
+#define FB_DEFAULT_MAX_CHARS	4000
+#define FB_KERNEL_NAME_MAX	100
+
+static const char *
+str_at(json_t *obj, const char *key)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+
+	return s != NULL ? s : "";
+}
+
+static bool
+has_flag(json_t *res, const char *flag)
+{
+	size_t	 i;
+	json_t	*f;
+
+	json_array_foreach(json_object_get(res, "flags"), i, f)
+		if (json_is_string(f) && strcmp(json_string_value(f), flag) == 0)
+			return true;
+	return false;
+}
+
+/* A number, or the runner's "nan"/"inf" strings, or "n/a". */
+static void
+num_text(json_t *v, char *out, size_t n)
+{
+	if (json_is_number(v))
+		snprintf(out, n, "%.6g", json_number_value(v));
+	else if (json_is_string(v))
+		snprintf(out, n, "%s", json_string_value(v));
+	else
+		snprintf(out, n, "n/a");
+}
+
+static size_t
+max_chars(const struct kb_config *cfg)
+{
+	return cfg != NULL && cfg->refinement.feedback_max_chars > 0 ?
+	       (size_t)cfg->refinement.feedback_max_chars : FB_DEFAULT_MAX_CHARS;
+}
+
+/* head + body within cap characters; the body loses its beginning first. */
+static char *
+compose(const char *head, const char *body, size_t cap)
+{
+	size_t	hlen = strlen(head), blen = strlen(body), keep;
+	char	marker[96];
+
+	if (hlen + blen <= cap)
+		return kb_asprintf("%s%s", head, body);
+	if (hlen >= cap)
+		return kb_asprintf("%.*s", (int)cap, head);
+	snprintf(marker, sizeof(marker), "[... %zu characters truncated ...]\n", blen);
+	keep = cap - hlen > strlen(marker) ? cap - hlen - strlen(marker) : 0;
+	/* Don't start inside a UTF-8 sequence. */
+	while (keep > 0 && ((unsigned char)body[blen - keep] & 0xc0) == 0x80)
+		keep--;
+	snprintf(marker, sizeof(marker), "[... %zu characters truncated ...]\n", blen - keep);
+	return kb_asprintf("%s%s%s", head, marker, body + blen - keep);
+}
+
+static void
+mismatch_body(json_t *res, struct kb_buf *body)
+{
+	json_t		*details = json_object_get(res, "details"), *t;
+	char		 maxd[64], avgd[64];
+	size_t		 i;
+
+	json_array_foreach(json_object_get(details, "trials"), i, t) {
+		if (json_is_true(json_object_get(t, "ok")))
+			continue;
+		num_text(json_object_get(t, "max_abs_diff"), maxd, sizeof(maxd));
+		num_text(json_object_get(t, "avg_abs_diff"), avgd, sizeof(avgd));
+		kb_buf_printf(body, "Trial %lld: max_abs_diff=%s, avg_abs_diff=%s\n",
+			      (long long)json_integer_value(json_object_get(t, "trial")), maxd, avgd);
+	}
+}
+
+char *
+fb_exec_feedback(const struct kb_config *cfg, const struct fb_outcome *o)
+{
+	struct kb_buf	 head = KB_BUF_INIT(1 << 16), body = KB_BUF_INIT(1 << 24);
+	json_t		*res = o->result, *details = json_object_get(o->result, "details");
+	const char	*message = str_at(details, "message"), *mode = str_at(res, "mode");
+	const char	*text;
+	char		*out;
+
+	switch (o->status) {
+	case FB_ST_OK:
+		if (o->correct && o->runtime_ms > 0) {
+			kb_buf_printf(&head, "Your kernel is correct. Wall-clock time: %.4g ms",
+				      o->runtime_ms);
+			if (o->ref_runtime_ms > 0 && o->speedup > 0)
+				kb_buf_printf(&head, " (reference: %.4g ms, speedup %.3gx)",
+					      o->ref_runtime_ms, o->speedup);
+			else if (o->ref_runtime_ms > 0)
+				kb_buf_printf(&head, " (reference: %.4g ms)", o->ref_runtime_ms);
+			kb_buf_printf(&head, ".");
+		} else if (o->correct) {
+			kb_buf_printf(&head, "Your kernel is correct.");
+		} else if (strcmp(mode, "precompile") == 0) {
+			kb_buf_printf(&head, "Your kernel compiled successfully.");
+		} else {
+			kb_buf_printf(&head, "%s", message);
+		}
+		break;
+	case FB_ST_COMPILE_ERROR:
+		kb_buf_printf(&head, "Compilation failed:\n");
+		text = str_at(details, "compiler_output");
+		kb_buf_printf(&body, "%s", text[0] != '\0' ? text : str_at(details, "exception"));
+		break;
+	case FB_ST_NO_MODEL_NEW:
+		kb_buf_printf(&head, "Your code ran but does not define the class ModelNew (%s).",
+			      message);
+		break;
+	case FB_ST_RUNTIME_ERROR:
+	case FB_ST_CUDA_ERROR:
+		kb_buf_printf(&head, "%s\n", o->status == FB_ST_CUDA_ERROR ?
+			      "Your kernel failed with a CUDA error:" :
+			      "Your kernel failed at runtime:");
+		text = str_at(details, "traceback");
+		if (text[0] == '\0')
+			text = str_at(details, "exception");
+		kb_buf_printf(&body, "%s", text[0] != '\0' ? text : message);
+		break;
+	case FB_ST_SHAPE_MISMATCH:
+		kb_buf_printf(&head, "Your kernel produced an output of the wrong shape. %s", message);
+		break;
+	case FB_ST_VALUE_MISMATCH:
+		kb_buf_printf(&head, "Your kernel produced incorrect results");
+		if (json_is_integer(json_object_get(details, "trials_total")))
+			kb_buf_printf(&head, " (%lld of %lld correctness trials passed)",
+				      (long long)json_integer_value(
+					      json_object_get(details, "trials_passed")),
+				      (long long)json_integer_value(
+					      json_object_get(details, "trials_total")));
+		kb_buf_printf(&head, ".\n");
+		if (has_flag(res, "input_mutated"))
+			kb_buf_printf(&head, "ModelNew modified its input tensors in place; a kernel "
+				      "must not write to its inputs.\n");
+		mismatch_body(res, &body);
+		break;
+	case FB_ST_TIMEOUT:
+		kb_buf_printf(&head, "%s", strcmp(mode, "precompile") == 0 ?
+			      "Your kernel compilation timed out" : "Your kernel execution timed out");
+		break;
+	case FB_ST_CRASHED:
+	default:
+		kb_buf_printf(&head, "Your kernel crashed the evaluation process: %s\n", message);
+		text = str_at(details, "log_tail");
+		kb_buf_printf(&body, "%s", text[0] != '\0' ? text : str_at(details, "traceback"));
+		break;
+	}
+	out = compose(head.p != NULL ? head.p : "", body.p != NULL ? body.p : "", max_chars(cfg));
+	kb_buf_clear(&head);
+	kb_buf_clear(&body);
+	return out;
+}
+
+char *
+fb_profile_feedback(const struct kb_config *cfg, json_t *profile)
+{
+	struct kb_buf	 b = KB_BUF_INIT(1 << 20);
+	json_t		*kernels = json_object_get(profile, "kernels"), *k;
+	size_t		 i, cap = max_chars(cfg), before;
+	const char	*source = str_at(profile, "source"), *device = str_at(profile, "device");
+
+	if (!json_is_array(kernels) || json_array_size(kernels) == 0)
+		return NULL;
+	kb_buf_printf(&b, "Profile (%s, %s", source[0] != '\0' ? source : "profiler",
+		      device[0] != '\0' ? device : "device");
+	if (json_is_integer(json_object_get(profile, "iterations")))
+		kb_buf_printf(&b, ", %lld iterations",
+			      (long long)json_integer_value(json_object_get(profile, "iterations")));
+	kb_buf_printf(&b, "), kernels by total time:\n%10s %8s %10s  %s\n", "total ms", "calls",
+		      "mean ms", "kernel");
+	json_array_foreach(kernels, i, k) {
+		const char	*name = str_at(k, "name");
+		size_t		 nlen = strlen(name);
+
+		before = b.len;
+		kb_buf_printf(&b, "%10.4f %8lld %10.4f  %.*s%s\n",
+			      json_number_value(json_object_get(k, "total_ms")),
+			      (long long)json_integer_value(json_object_get(k, "calls")),
+			      json_number_value(json_object_get(k, "mean_ms")),
+			      (int)(nlen > FB_KERNEL_NAME_MAX ? FB_KERNEL_NAME_MAX : nlen), name,
+			      nlen > FB_KERNEL_NAME_MAX ? "..." : "");
+		if (b.len > cap) {
+			b.len = before;
+			b.p[b.len] = '\0';
+			break;
+		}
+	}
+	return kb_buf_steal(&b);
+}

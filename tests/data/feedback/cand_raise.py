@@ -1,0 +1,10 @@
+# Candidate: forward raises.
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        raise ValueError("kernel launch configuration is invalid (test)")

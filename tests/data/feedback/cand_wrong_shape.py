@@ -1,0 +1,10 @@
+# Candidate: drops the last column.
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return (a + b)[:, :-1]

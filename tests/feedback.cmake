@@ -1,0 +1,13 @@
+# feedback/: the runner protocol. feedback_text needs nothing; feedback_run and
+# feedback_runner drive the real Python runner on the CPU (they skip, 77, where no
+# Python imports torch; C++ extension builds make them slow); feedback_gpu needs a GPU.
+find_package(Python3 COMPONENTS Interpreter REQUIRED)
+kb_add_test(feedback_text SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_text.c LIBS kb_fb
+            LABELS unit TIMEOUT 60)
+kb_add_test(feedback_run SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_run.c LIBS kb_fb
+            LABELS unit TIMEOUT 600)
+kb_add_script_test(feedback_runner
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_runner.py
+                   LABELS unit TIMEOUT 600)
+kb_add_test(feedback_gpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_gpu.c LIBS kb_fb
+            LABELS gpu TIMEOUT 900)

@@ -1,0 +1,325 @@
+/*
+ * feedback_run.c: fb_run with the real runner on the CPU — every status the runner
+ * reports and every death fb_run must classify itself (SIGSEGV, deadline), the
+ * allow-listed environment, precompile-then-execute without a rebuild, should_stop,
+ * and fb_find_python's failure message. Skips (77) without a Python that imports torch.
+ *
+ * Compiling is the slow part (15-30 s per C++ extension here), so the three extension
+ * candidates share one build: cand_ext_{add,crash,spin}.py carry identical sources.
+ */
+#include <signal.h>
+#include <unistd.h>
+
+#include "feedback_testutil.h"
+
+#define SECRET	"sk-kforge-test-secret-0123456789"
+
+static struct kb_config	cfg;
+static char		build[4096], work[4096], scratch[2048];
+static pid_t		started_pid;
+
+static void
+note_pid(pid_t pid, void *arg)
+{
+	(void)arg;
+	started_pid = pid;
+}
+
+static bool
+stop_now(void *arg)
+{
+	(void)arg;
+	return true;
+}
+
+static int
+run(enum fb_mode mode, const char *problem, const char *candidate, const char *build_dir,
+    int timeout_s, struct fb_outcome *o)
+{
+	char			 prob[4096], cand[4096];
+	struct fb_request	 req = { 0 };
+	int			 rc;
+
+	fbt_data(prob, sizeof(prob), problem);
+	if (candidate != NULL)
+		fbt_data(cand, sizeof(cand), candidate);
+	req.mode = mode;
+	req.problem_path = prob;
+	req.candidate_path = candidate != NULL ? cand : NULL;
+	req.build_dir = build_dir;
+	req.work_dir = work;
+	req.device_index = -1;
+	req.timeout_s = timeout_s;
+	req.on_start = note_pid;
+	started_pid = 0;
+	rc = fb_run(&cfg, &req, o);
+	fprintf(stderr, "%s %s: rc %d, status %s, %lld ms\n",
+		mode == FB_PRECOMPILE ? "precompile" : "execute",
+		candidate != NULL ? candidate : "-", rc, fb_status_name(o->status),
+		(long long)o->wall_ms);
+	if (rc == 0 && o->status != FB_ST_OK && getenv("FBT_VERBOSE") != NULL) {
+		char *s = json_dumps(o->result, JSON_INDENT(1));
+
+		fprintf(stderr, "%s\n--- log ---\n%s\n", s, o->log);
+		free(s);
+	}
+	return rc;
+}
+
+static const char *
+detail(const struct fb_outcome *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(json_object_get(o->result, "details"), key));
+
+	return s != NULL ? s : "";
+}
+
+
+
+static void
+test_status_names(void)
+{
+	enum fb_status	st;
+
+	for (int i = 0; i < FB__NSTATUS; i++) {
+		CHECK(fb_status_parse(fb_status_name((enum fb_status)i), &st) == 0);
+		CHECK(st == (enum fb_status)i);
+	}
+	CHECK(strcmp(fb_status_name(FB_ST_VALUE_MISMATCH), "value_mismatch") == 0);
+	CHECK(fb_status_parse("rejected", &st) == -KB_EINVAL);
+	CHECK(fb_status_parse(NULL, &st) == -KB_EINVAL);
+}
+
+static void
+test_find_python_failure(void)
+{
+	struct kb_config	c;
+	char			py[4096], err[1024];
+
+	fbt_config(&c, "cpu");
+	free(c.runner.python);
+	c.runner.python = kb_strdup("/nonexistent/python3");
+	CHECK(fb_find_python(&c, py, sizeof(py), err, sizeof(err)) == -KB_ENOPYTHON);
+	CHECK(strstr(err, "/nonexistent/python3") != NULL);
+	CHECK(strstr(err, "runner.python") != NULL);
+	kb_config_clear(&c);
+}
+
+/* precompile, then execute from the same build: no rebuild; then the crash and spin
+ * candidates, which share the build. */
+static void
+test_extension(void)
+{
+	struct fb_outcome	 o = { 0 };
+	char			 so[4096 + 64], *text;
+	int64_t			 t_so;
+
+	CHECK(run(FB_PRECOMPILE, "problem_add.py", "cand_ext_add.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.compiled && !o.correct);
+	CHECK(started_pid > 0);
+	CHECK(json_is_integer(json_object_get(o.result, "wall_ms")));
+	fb_outcome_clear(&o);
+	snprintf(so, sizeof(so), "%s/kforge_test_ext/kforge_test_ext.so", build);
+	CHECK((t_so = fbt_mtime_ns(so)) > 0);
+
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_add.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.compiled && o.correct);
+	CHECK(o.runtime_ms > 0 && o.ref_runtime_ms < 0 && o.speedup < 0);
+	CHECK(fbt_mtime_ns(so) == t_so);	/* the execute step did not rebuild */
+	CHECK(json_number_value(json_object_get(json_object_get(o.result, "details"),
+						"compile_s")) < 5.0);
+	CHECK(json_array_size(json_object_get(json_object_get(o.result, "details"), "trials")) == 5);
+	text = fb_exec_feedback(&cfg, &o);
+	CHECK(strncmp(text, "Your kernel is correct. Wall-clock time: ", 41) == 0);
+	free(text);
+	fb_outcome_clear(&o);
+
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_crash.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_CRASHED && !o.correct);
+	CHECK(strstr(detail(&o, "message"), "signal 11 (SIGSEGV)") != NULL);
+	CHECK(json_is_true(json_object_get(o.result, "synthesized")));
+	CHECK(strstr(detail(&o, "log_tail"), "Segmentation fault") != NULL);	/* faulthandler */
+	CHECK(fbt_mtime_ns(so) == t_so);
+	text = fb_exec_feedback(&cfg, &o);
+	CHECK(strstr(text, "SIGSEGV") != NULL);
+	free(text);
+	fb_outcome_clear(&o);
+
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_spin.py", build, 15, &o) == 0);
+	CHECK(o.status == FB_ST_TIMEOUT && !o.correct);
+	CHECK(o.wall_ms >= 15000 && o.wall_ms < 15000 + 2000 + 3000);	/* deadline + grace */
+	CHECK(strcmp(json_string_value(json_object_get(json_object_get(o.result, "runner"),
+						       "end")), "timeout") == 0);
+	text = fb_exec_feedback(&cfg, &o);
+	CHECK(strcmp(text, "Your kernel execution timed out") == 0);
+	free(text);
+	fb_outcome_clear(&o);
+	CHECK(fbt_mtime_ns(so) == t_so);
+}
+
+static void
+test_compile_error(void)
+{
+	struct fb_outcome	 o = { 0 };
+	char			 b2[4096 + 16], *text;
+
+	snprintf(b2, sizeof(b2), "%s/build-bad", scratch);
+	CHECK(run(FB_PRECOMPILE, "problem_add.py", "cand_compile_error.py", b2, 0, &o) == 0);
+	CHECK(o.status == FB_ST_COMPILE_ERROR && !o.compiled);
+	CHECK(strstr(detail(&o, "compiler_output"), "undeclared_identifier_xyz") != NULL);
+	CHECK(strlen(detail(&o, "compiler_output")) <= 8192 + 64);	/* the runner's cap */
+	text = fb_exec_feedback(&cfg, &o);
+	CHECK(strncmp(text, "Compilation failed:\n", 20) == 0);
+	CHECK(strstr(text, "undeclared_identifier_xyz") != NULL);
+	CHECK(strlen(text) <= (size_t)cfg.refinement.feedback_max_chars);
+	free(text);
+	fb_outcome_clear(&o);
+}
+
+static void
+test_judgements(void)
+{
+	struct fb_outcome	 o = { 0 };
+	char			*text;
+
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_wrong_values.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_VALUE_MISMATCH && o.compiled && !o.correct && o.runtime_ms < 0);
+	text = fb_exec_feedback(&cfg, &o);
+	CHECK(strstr(text, "Trial 1: max_abs_diff=0.5") != NULL);
+	CHECK(strstr(text, "Trial 5: max_abs_diff=0.5") != NULL);
+	CHECK(strstr(text, "0 of 5 correctness trials passed") != NULL);
+	free(text);
+	fb_outcome_clear(&o);
+
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_wrong_shape.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_SHAPE_MISMATCH);
+	fb_outcome_clear(&o);
+
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_raise.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_RUNTIME_ERROR && o.compiled);
+	text = fb_exec_feedback(&cfg, &o);
+	CHECK(strstr(text, "ValueError: kernel launch configuration is invalid (test)") != NULL);
+	free(text);
+	fb_outcome_clear(&o);
+
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_no_model_new.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_NO_MODEL_NEW);
+	fb_outcome_clear(&o);
+
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_mutates.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_VALUE_MISMATCH && fbt_flagged(&o, "input_mutated"));
+	text = fb_exec_feedback(&cfg, &o);
+	CHECK(strstr(text, "modified its input tensors in place") != NULL);
+	free(text);
+	fb_outcome_clear(&o);
+
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_globals.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.correct);
+	fb_outcome_clear(&o);
+}
+
+/* The runner's environment is the allow-list: the LLM key set in our environment (and
+ * any other variable not on the list) never reaches candidate code. */
+static void
+test_environment(void)
+{
+	struct fb_outcome	 o = { 0 };
+	char			 path[4096 + 32], *env_text = NULL;
+	json_t			*env;
+	size_t			 len;
+	const char		*name;
+	json_t			*v;
+
+	setenv("KFORGE_TEST_API_KEY", SECRET, 1);
+	setenv("OPENAI_API_KEY", SECRET, 1);
+	setenv("LC_ALL", "C.UTF-8", 1);
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_env_dump.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.correct);
+	fb_outcome_clear(&o);
+	snprintf(path, sizeof(path), "%s/kforge_env.json", work);
+	CHECK(kb_read_file(path, 1 << 20, &env_text, &len) == 0);
+	if (env_text == NULL)
+		return;
+	CHECK(strstr(env_text, SECRET) == NULL);
+	CHECK(strstr(env_text, "KFORGE_TEST_API_KEY") == NULL);
+	CHECK((env = json_loads(env_text, 0, NULL)) != NULL);
+	CHECK(json_object_get(env, "OPENAI_API_KEY") == NULL);
+	CHECK(json_object_get(env, "KFORGE_HOME") == NULL);	/* set by ctest, not allowed */
+	CHECK(strcmp(json_string_value(json_object_get(env, "TORCH_EXTENSIONS_DIR")), build) == 0);
+	CHECK(strcmp(json_string_value(json_object_get(env, "CUDA_VISIBLE_DEVICES")), "") == 0);
+	CHECK(strcmp(json_string_value(json_object_get(env, "PYTHONUNBUFFERED")), "1") == 0);
+	CHECK(strcmp(json_string_value(json_object_get(env, "LC_ALL")), "C.UTF-8") == 0);
+	CHECK(json_object_get(env, "MAX_JOBS") == NULL);	/* precompile only */
+	json_object_foreach(env, name, v) {
+		static const char *const ok[] = {
+			"PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "USER", "CUDA_HOME",
+			"CUDA_PATH", "LD_LIBRARY_PATH", "TORCH_EXTENSIONS_DIR",
+			"TORCH_CUDA_ARCH_LIST", "CUDA_VISIBLE_DEVICES", "PYTHONUNBUFFERED",
+			"PYTHONDONTWRITEBYTECODE",
+		};
+		bool allowed = strncmp(name, "LC_", 3) == 0;
+
+		for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+			allowed = allowed || strcmp(name, ok[i]) == 0;
+		if (!allowed)
+			fprintf(stderr, "unexpected variable in the runner: %s\n", name);
+		CHECK(allowed);
+	}
+	json_decref(env);
+	free(env_text);
+	unsetenv("KFORGE_TEST_API_KEY");
+	unsetenv("OPENAI_API_KEY");
+}
+
+static void
+test_probe_and_stop(void)
+{
+	struct fb_outcome	 o = { 0 };
+	struct fb_request	 req = { 0 };
+
+	CHECK(run(FB_PROBE, "problem_add.py", NULL, NULL, 0, &o) == 0);
+	CHECK(o.status == FB_ST_OK);
+	CHECK(json_is_string(json_object_get(json_object_get(o.result, "env"), "torch")));
+	fb_outcome_clear(&o);
+
+	req.mode = FB_PROBE;
+	req.work_dir = work;
+	req.device_index = -1;
+	req.should_stop = stop_now;
+	CHECK(fb_run(&cfg, &req, &o) == -KB_ESTOPPED);
+	fb_outcome_clear(&o);
+}
+
+int
+main(void)
+{
+	char	py[4096], err[1024];
+
+	test_status_names();
+	test_find_python_failure();
+	fbt_config(&cfg, "cpu");
+	if (fb_find_python(&cfg, py, sizeof(py), err, sizeof(err)) < 0) {
+		fprintf(stderr, "SKIP: %s\n", err);
+		return 77;
+	}
+	fprintf(stderr, "runner python: %s\n", py);
+	fbt_scratch(scratch, sizeof(scratch), "feedback_run");
+	snprintf(build, sizeof(build), "%s/build", scratch);
+	snprintf(work, sizeof(work), "%s/work", scratch);
+	kb_mkdir_p(build, 0755);
+	kb_mkdir_p(work, 0755);
+
+	test_extension();
+	test_compile_error();
+	test_judgements();
+	test_environment();
+	test_probe_and_stop();
+
+	kb_config_clear(&cfg);
+	if (fbt_failures > 0) {
+		fprintf(stderr, "%d check(s) failed; scratch kept in %s\n", fbt_failures, scratch);
+		return 1;
+	}
+	fbt_rmtree(scratch);
+	return 0;
+}

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""feedback_runner.py: feedback/kforge_runner.py driven directly, one JSON request per
+process, the result read from fd 3 — on the CPU with the tiny problems and candidates
+in tests/data/feedback/. Run with any python3: the runner itself is started with a
+Python that imports torch (KFORGE_PYTHON, /usr/bin/python3, /usr/local/bin/python3, then
+PATH); without one the test is skipped (77).
+
+The candidates are plain Python, so nothing is compiled here: this exercises the judge.
+Extension builds, crashes and deadlines are feedback_run.c's, through fb_run.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HOME = os.environ.get("KFORGE_HOME") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUNNER = os.path.join(HOME, "feedback", "kforge_runner.py")
+DATA = os.path.join(HOME, "tests", "data", "feedback")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL: %s" % what, flush=True)
+
+
+def torch_python():
+    cands = [os.environ.get("KFORGE_PYTHON"), "/usr/bin/python3", "/usr/local/bin/python3"]
+    cands += [os.path.join(d, "python3") for d in os.environ.get("PATH", "").split(":") if d]
+    for py in cands:
+        if py and os.access(py, os.X_OK):
+            r = subprocess.run([py, "-c", "import torch"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=120)
+            if r.returncode == 0:
+                return py
+    return None
+
+
+def fd3(fd):
+    """In the child: the result file on fd 3, open across exec."""
+    if fd != 3:
+        os.dup2(fd, 3)
+    os.set_inheritable(3, True)
+
+
+class Env:
+    def __init__(self, python, tmp):
+        self.python = python
+        self.tmp = tmp
+        self.build = os.path.join(tmp, "build")
+        self.work = os.path.join(tmp, "work")
+        os.makedirs(self.build, exist_ok=True)
+        os.makedirs(self.work, exist_ok=True)
+
+    def run(self, mode, problem="problem_add.py", candidate=None, build=None, raw=None,
+            timeout=300, **over):
+        build = build or self.build
+        req = {"mode": mode, "problem": os.path.join(DATA, problem),
+               "build_dir": build, "device": "cpu", "precision": "fp32", "seed": 42,
+               "correctness_trials": 5, "perf_trials": 10, "warmup": 2, "atol": None,
+               "rtol": None, "timing": {"method": "cuda_event", "l2_flush": True,
+                                        "discard_first": 1},
+               "excessive_speedup": 10.0, "time_reference": False, "baseline_compile": True}
+        if candidate:
+            req["candidate"] = os.path.join(DATA, candidate)
+        req.update(over)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/"),
+               "TORCH_EXTENSIONS_DIR": build, "CUDA_VISIBLE_DEVICES": "",
+               "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+        with tempfile.TemporaryFile() as res, tempfile.TemporaryFile() as log:
+            t0 = time.monotonic()
+            p = subprocess.run([self.python, RUNNER], input=(raw if raw is not None else
+                                                             json.dumps(req)).encode(),
+                               stdout=log, stderr=subprocess.STDOUT, cwd=self.work, env=env,
+                               timeout=timeout, close_fds=False,
+                               preexec_fn=lambda: fd3(res.fileno()))
+            wall = time.monotonic() - t0
+            res.seek(0)
+            log.seek(0)
+            text = res.read().decode()
+            logtext = log.read().decode(errors="replace")
+        try:
+            result = json.loads(text)
+        except ValueError:
+            result = None
+        if result is None:
+            print("no result from %s %s (rc %d); log:\n%s" % (mode, candidate, p.returncode,
+                                                             logtext[-3000:]))
+        return result or {}, logtext, p.returncode, wall
+
+
+def main():
+    python = torch_python()
+    if python is None:
+        print("SKIP: no Python that imports torch")
+        return 77
+    base = os.environ.get("KFORGE_TEST_TMP") or tempfile.gettempdir()
+    os.makedirs(base, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="feedback_runner-", dir=base)
+    e = Env(python, tmp)
+    print("runner python: %s, scratch: %s" % (python, tmp), flush=True)
+
+    # probe
+    r, _, rc, _ = e.run("probe")
+    check(rc == 0 and r.get("status") == "ok", "probe: ok")
+    check(bool(r.get("env", {}).get("torch")), "probe: env.torch")
+    check(r.get("env", {}).get("python", "").count(".") == 2, "probe: env.python")
+
+    # a bad request still yields one result
+    r, _, rc, _ = e.run("execute", raw="{not json")
+    check(r.get("status") == "runtime_error" and "runner_error" in r.get("flags", []),
+          "bad request: runtime_error + runner_error")
+
+    # a correct candidate, timed together with the reference
+    r, _, _, _ = e.run("execute", candidate="cand_globals.py", time_reference=True)
+    check(r.get("status") == "ok" and r.get("correct") is True and r.get("compiled") is True,
+          "execute: correct (and candidate globals did not resize the reference's inputs)")
+    trials = r.get("details", {}).get("trials", [])
+    check(len(trials) == 5 and all(t["ok"] and t["max_abs_diff"] == 0 for t in trials),
+          "execute: 5 trials, exact")
+    check(len({t["seed"] for t in trials}) == 5, "execute: 5 distinct trial seeds")
+    cand, ref = r.get("timing", {}).get("candidate"), r.get("timing", {}).get("reference")
+    check(cand and cand["trials"] == 10 and cand["mean_ms"] > 0 and cand["min_ms"] <= cand["mean_ms"]
+          <= cand["max_ms"], "execute: candidate timing stats")
+    check(ref and ref["trials"] == 10 and ref["mean_ms"] > 0, "execute: reference timing")
+    check(r.get("speedup") and abs(r["speedup"] - ref["mean_ms"] / cand["mean_ms"]) < 1e-9,
+          "execute: speedup = reference mean / candidate mean")
+    check(r.get("env", {}).get("device_name"), "execute: env.device_name")
+
+    # the same seeds give the same trial seeds (KernelBench's scheme)
+    r2, _, _, _ = e.run("execute", candidate="cand_globals.py", perf_trials=0)
+    check([t["seed"] for t in r2.get("details", {}).get("trials", [])] ==
+          [t["seed"] for t in trials], "trial seeds are a function of the seed")
+    check(r2.get("timing", {}).get("candidate") is None, "perf_trials 0: no timing")
+    r2, _, _, _ = e.run("execute", candidate="cand_globals.py", perf_trials=0, seed=7)
+    check([t["seed"] for t in r2.get("details", {}).get("trials", [])] !=
+          [t["seed"] for t in trials], "another seed, other trial seeds")
+
+    r, _, _, _ = e.run("execute", candidate="cand_reach_reference.py", perf_trials=0)
+    check(r.get("status") == "ok", "the reference module is not in sys.modules for candidates")
+
+    # wrong values, with a fake result printed to stdout
+    r, log, _, _ = e.run("execute", candidate="cand_wrong_values.py")
+    check(r.get("status") == "value_mismatch" and r.get("correct") is False, "wrong values: value_mismatch")
+    check('{"status": "ok", "correct": true}' in log, "wrong values: candidate stdout went to the log")
+    t = r.get("details", {}).get("trials", [])
+    check(len(t) == 5 and all(not x["ok"] and abs(x["max_abs_diff"] - 0.5) < 1e-5 and
+                              abs(x["avg_abs_diff"] - 0.5) < 1e-5 for x in t),
+          "wrong values: per-trial max/avg diff 0.5")
+    check(r.get("details", {}).get("trials_passed") == 0, "wrong values: 0 trials passed")
+    check(r.get("timing", {}).get("candidate") is None, "wrong values: not timed")
+
+    r, _, _, _ = e.run("execute", candidate="cand_wrong_shape.py")
+    check(r.get("status") == "shape_mismatch" and "[16, 1023]" in r["details"]["message"],
+          "wrong shape: shape_mismatch naming the shapes")
+
+    r, _, _, _ = e.run("execute", candidate="cand_raise.py")
+    check(r.get("status") == "runtime_error" and
+          "kernel launch configuration is invalid (test)" in r["details"]["exception"] and
+          "ValueError" in r["details"]["traceback"], "forward raises: runtime_error + traceback")
+    check(r.get("compiled") is True, "forward raises: compiled")
+
+    r, _, _, _ = e.run("execute", candidate="cand_no_model_new.py")
+    check(r.get("status") == "no_model_new", "no ModelNew: no_model_new")
+
+    r, _, _, _ = e.run("execute", candidate="cand_mutates.py")
+    check(r.get("status") == "value_mismatch" and "input_mutated" in r.get("flags", []),
+          "in-place input write: value_mismatch + input_mutated")
+
+    r, _, _, _ = e.run("execute", candidate="cand_patch_allclose.py")
+    check(r.get("status") == "value_mismatch" and "torch_patched" in r.get("flags", []),
+          "patched torch.allclose: still value_mismatch, flagged")
+
+    r, _, _, _ = e.run("execute", problem="problem_zero.py", candidate="cand_zeros.py")
+    check(r.get("status") == "ok" and "degenerate_output" in r.get("flags", []),
+          "all-zero reference: degenerate_output")
+
+    r, _, _, _ = e.run("execute", problem="problem_linear_relu.py", candidate="cand_linear_relu.py")
+    check(r.get("status") == "ok" and r.get("correct") is True,
+          "parameters seeded alike, dropout off in eval(): correct")
+    check("degenerate_output" not in r.get("flags", []), "linear+relu: not degenerate")
+
+    r, _, _, _ = e.run("execute", problem="problem_linear_relu.py", candidate="cand_linear_relu.py",
+                       precision="bf16")
+    check(r.get("status") == "ok", "bf16: correct within the bf16 tolerance")
+
+    r, _, _, _ = e.run("execute", candidate="cand_wrong_values.py", atol=1.0, rtol=0.0)
+    check(r.get("status") == "ok", "explicit atol overrides the precision default")
+
+    # a module that does not load is a compile error (C++ build failures: feedback_run.c)
+    r, _, _, _ = e.run("precompile", candidate="cand_syntax_error.py")
+    co = r.get("details", {}).get("compiler_output", "")
+    check(r.get("status") == "compile_error" and r.get("compiled") is False,
+          "syntax error: compile_error")
+    check("SyntaxError" in co and "cand_syntax_error.py" in co, "syntax error: reported")
+
+    r, _, _, _ = e.run("precompile", candidate="cand_missing.py")
+    check(r.get("status") == "compile_error", "missing candidate file: compile_error")
+
+    # baseline and profile
+    r, _, _, _ = e.run("baseline")
+    check(r.get("status") == "ok" and r["timing"]["reference"]["mean_ms"] > 0, "baseline: reference timed")
+    check(r["timing"]["reference_compile"] is not None or
+          {"compile_unavailable", "compile_failed"} & set(r.get("flags", [])),
+          "baseline: torch.compile timed or its absence flagged")
+
+    r, _, _, _ = e.run("profile", candidate="cand_linear_relu.py", problem="problem_linear_relu.py")
+    prof = r.get("profile") or {}
+    check(r.get("status") == "ok" and prof.get("kernels"), "profile: kernels listed")
+    check(all(set(k) >= {"name", "calls", "total_ms", "mean_ms"} for k in prof.get("kernels", [])),
+          "profile: kernel rows have name/calls/total_ms/mean_ms")
+
+    if failures:
+        print("%d failure(s); scratch kept in %s" % (len(failures), tmp))
+        return 1
+    shutil.rmtree(tmp, ignore_errors=True)
+    print("all runner checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+/*
+ * feedback_testutil.h: what the feedback tests share — CHECK, a CPU/GPU configuration
+ * with the defaults the config loader would fill in, and paths to the test data.
+ */
+#ifndef KFORGE_TESTS_FEEDBACK_TESTUTIL_H
+#define KFORGE_TESTS_FEEDBACK_TESTUTIL_H
+
+#include <ftw.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "feedback/feedback.h"
+
+static int	fbt_failures;
+
+#define CHECK(c)							\
+	do {								\
+		if (!(c)) {						\
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n",	\
+			    __FILE__, __LINE__, #c);			\
+			fbt_failures++;					\
+		}							\
+	} while (0)
+
+static inline void
+fbt_config(struct kb_config *c, const char *device)
+{
+	memset(c, 0, sizeof(*c));
+	c->name = kb_strdup("feedback-test");
+	c->llm.provider = kb_strdup("replay");
+	c->llm.api_key_env = kb_strdup("KFORGE_TEST_API_KEY");
+	c->refinement.prompt = kb_strdup("one_shot");
+	c->refinement.feedback_max_chars = 4000;
+	c->eval.device = kb_strdup(device);
+	c->eval.precision = kb_strdup("fp32");
+	c->eval.correctness_trials = 5;
+	c->eval.atol = c->eval.rtol = -1;
+	c->eval.perf_trials = 10;
+	c->eval.warmup = 2;
+	c->eval.seed = 42;
+	c->eval.compile_timeout_s = 600;
+	c->eval.timeout_s = 300;
+	c->eval.arch_list = kb_strdup("");
+	c->runner.python = kb_strdup("");
+}
+
+/* tests/data/feedback/<name> under $KFORGE_HOME (the source tree). */
+static inline void
+fbt_data(char *out, size_t n, const char *name)
+{
+	snprintf(out, n, "%s/tests/data/feedback/%s", kb_home(), name);
+}
+
+/* A fresh scratch directory under $KFORGE_TEST_TMP (or /tmp). */
+static inline void
+fbt_scratch(char *out, size_t n, const char *tag)
+{
+	const char *base = getenv("KFORGE_TEST_TMP");
+
+	if (base == NULL || base[0] == '\0')
+		base = "/tmp";
+	kb_mkdir_p(base, 0755);
+	snprintf(out, n, "%s/%s-XXXXXX", base, tag);
+	if (mkdtemp(out) == NULL) {
+		perror("mkdtemp");
+		exit(1);
+	}
+}
+
+static inline bool
+fbt_flagged(const struct fb_outcome *o, const char *flag)
+{
+	size_t	 i;
+	json_t	*f;
+
+	json_array_foreach(json_object_get(o->result, "flags"), i, f)
+		if (json_is_string(f) && strcmp(json_string_value(f), flag) == 0)
+			return true;
+	return false;
+}
+
+static inline int64_t
+fbt_mtime_ns(const char *path)
+{
+	struct stat	st;
+
+	if (stat(path, &st) == -1)
+		return -1;
+	return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+static inline int
+fbt_rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/* Removes a scratch tree once a test passed (failures keep it for a look). */
+static inline void
+fbt_rmtree(const char *dir)
+{
+	(void)nftw(dir, fbt_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+#endif /* KFORGE_TESTS_FEEDBACK_TESTUTIL_H */
