@@ -106,6 +106,24 @@ env_clear(struct fb_env *e)
 }
 
 /* cuda_visible: NULL leaves CUDA_VISIBLE_DEVICES unset; "" hides every GPU. */
+/* On the CPU an execution slot gets its share of the cores left over by the compile
+ * slots: torch's intra-op pool would otherwise spin on cores a compile is using, and the
+ * timings (reference and candidate alike) would measure the contention. */
+static void
+cpu_threads(struct fb_env *e, const struct kb_config *cfg)
+{
+	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
+	long	compile = cfg->runner.compile_slots > 0 ? cfg->runner.compile_slots :
+			  (cores > 1 ? cores / 2 : 1);
+	long	slots = cfg->runner.cpu_exec_slots > 0 ? cfg->runner.cpu_exec_slots : 1;
+	long	n = (cores - compile) / slots;
+	char	text[24];
+
+	snprintf(text, sizeof(text), "%ld", n > 0 ? n : 1);
+	env_set(e, "OMP_NUM_THREADS", text);
+	env_set(e, "MKL_NUM_THREADS", text);
+}
+
 static void
 env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_dir,
 	  const char *cuda_visible, bool precompile)
@@ -144,6 +162,8 @@ env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_dir,
 	env_set(e, "PYTHONDONTWRITEBYTECODE", "1");
 	if (precompile)
 		env_set(e, "MAX_JOBS", "1");
+	else if (cfg != NULL && cfg->eval.device != NULL && strcmp(cfg->eval.device, "cpu") == 0)
+		cpu_threads(e, cfg);
 }
 
 /* ------------------------------------------------------------ python */

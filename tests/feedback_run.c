@@ -250,12 +250,15 @@ test_environment(void)
 	CHECK(strcmp(json_string_value(json_object_get(env, "PYTHONUNBUFFERED")), "1") == 0);
 	CHECK(strcmp(json_string_value(json_object_get(env, "LC_ALL")), "C.UTF-8") == 0);
 	CHECK(json_object_get(env, "MAX_JOBS") == NULL);	/* precompile only */
+	/* a CPU execution slot gets its share of the cores, at least one thread */
+	CHECK(json_is_string(json_object_get(env, "OMP_NUM_THREADS")) &&
+	      atoi(json_string_value(json_object_get(env, "OMP_NUM_THREADS"))) >= 1);
 	json_object_foreach(env, name, v) {
 		static const char *const ok[] = {
 			"PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "USER", "CUDA_HOME",
 			"CUDA_PATH", "LD_LIBRARY_PATH", "TORCH_EXTENSIONS_DIR",
 			"TORCH_CUDA_ARCH_LIST", "CUDA_VISIBLE_DEVICES", "PYTHONUNBUFFERED",
-			"PYTHONDONTWRITEBYTECODE",
+			"PYTHONDONTWRITEBYTECODE", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
 		};
 		bool allowed = strncmp(name, "LC_", 3) == 0;
 
