@@ -252,7 +252,7 @@ test_environment(void)
 	CHECK(json_object_get(env, "MAX_JOBS") == NULL);	/* precompile only */
 	/* a CPU execution slot gets its share of the cores, at least one thread */
 	CHECK(json_is_string(json_object_get(env, "OMP_NUM_THREADS")) &&
-	      atoi(json_string_value(json_object_get(env, "OMP_NUM_THREADS"))) >= 1);
+	      strtol(json_string_value(json_object_get(env, "OMP_NUM_THREADS")), NULL, 10) >= 1);
 	json_object_foreach(env, name, v) {
 		static const char *const ok[] = {
 			"PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "USER", "CUDA_HOME",
