@@ -215,18 +215,58 @@ build_dir_for(const struct task_run *t, const char *code, char *out, size_t n)
 	snprintf(out, n, "%s/build/%.24s", t->ctx->run_dir, sha);
 }
 
+/* Where this turn's kernel, its build and the task's scratch directory are. */
+struct candidate {
+	char	kernel[PATH_MAX], build[PATH_MAX], work[PATH_MAX];
+};
+
+/* -KB_ENOENT when the turn has no kernel; *code (if asked for) is the caller's. */
+static int
+locate_candidate(struct task_run *t, struct candidate *c, char **code_out)
+{
+	char	*code = read_turn_file(t, t->turn, "kernel.py");
+
+	if (code == NULL)
+		return -KB_ENOENT;
+	build_dir_for(t, code, c->build, sizeof(c->build));
+	if (code_out != NULL)
+		*code_out = code;
+	else
+		free(code);
+	fsm_turn_path(t, t->turn, "kernel.py", c->kernel, sizeof(c->kernel));
+	snprintf(c->work, sizeof(c->work), "%s/work", t->dir);
+	return 0;
+}
+
+static void
+runner_request(struct task_run *t, enum fb_mode mode, const struct candidate *c,
+	       struct lease *l, struct fb_request *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->mode = mode;
+	req->problem_path = t->task->problem_path;
+	req->candidate_path = c != NULL ? c->kernel : NULL;
+	req->build_dir = c != NULL ? c->build : NULL;
+	req->work_dir = c != NULL ? c->work : NULL;
+	req->device_index = l->cls == GPOOL_EXEC ? gpool_device(l->pool, l->slot) : -1;
+	req->on_start = record_runner;
+	req->on_start_arg = l;
+	req->should_stop = fsm_should_stop;
+}
+
 int
 fsm_act_precompile(struct task_run *t)
 {
-	struct fb_request	 req = { 0 };
+	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
 	struct lease		 lease = { t->ctx->pool, GPOOL_COMPILE, -1 };
-	char			 build[PATH_MAX], cache[PATH_MAX], work[PATH_MAX], *code;
+	struct candidate	 c;
+	char			 cache[PATH_MAX], *code;
 	const char		*why;
 	json_t			*result;
 	int			 rc, ev;
 
-	if ((code = read_turn_file(t, t->turn, "kernel.py")) == NULL) {
+	if (locate_candidate(t, &c, &code) < 0) {
 		snprintf(t->fail_reason, sizeof(t->fail_reason), "turn %d has no kernel.py", t->turn);
 		return FSM_EV_fatal;
 	}
@@ -239,19 +279,14 @@ fsm_act_precompile(struct task_run *t)
 		json_object_set_new(t->data, "reason", json_string(why));
 		return rc < 0 ? rc : FSM_EV_rejected;
 	}
-	build_dir_for(t, code, build, sizeof(build));
 	free(code);
-	snprintf(cache, sizeof(cache), "%s/compile.json", build);
-	snprintf(work, sizeof(work), "%s/work", t->dir);
-	if ((rc = kb_mkdir_p(build, 0755)) < 0 || (rc = kb_mkdir_p(work, 0755)) < 0)
+	snprintf(cache, sizeof(cache), "%s/compile.json", c.build);
+	if ((rc = kb_mkdir_p(c.build, 0755)) < 0 || (rc = kb_mkdir_p(c.work, 0755)) < 0)
 		return rc;
-	json_object_set_new(t->data, "build_dir", json_string(build + strlen(t->ctx->run_dir) + 1));
+	json_object_set_new(t->data, "build_dir", json_string(c.build + strlen(t->ctx->run_dir) + 1));
 	if ((result = json_load_file(cache, 0, NULL)) != NULL) {
 		json_object_set_new(t->data, "cache_hit", json_true());
 	} else {
-		char	kernel_path[PATH_MAX];
-
-		fsm_turn_path(t, t->turn, "kernel.py", kernel_path, sizeof(kernel_path));
 		rc = gpool_acquire(t->ctx->pool, GPOOL_COMPILE, t->task->id, -1, fsm_should_stop,
 				   NULL, &lease.slot);
 		if (rc < 0)
@@ -262,15 +297,7 @@ fsm_act_precompile(struct task_run *t)
 			json_object_set_new(t->data, "cache_hit", json_true());
 			goto have_result;
 		}
-		req.mode = FB_PRECOMPILE;
-		req.problem_path = t->task->problem_path;
-		req.candidate_path = kernel_path;
-		req.build_dir = build;
-		req.work_dir = work;
-		req.device_index = -1;
-		req.on_start = record_runner;
-		req.on_start_arg = &lease;
-		req.should_stop = fsm_should_stop;
+		runner_request(t, FB_PRECOMPILE, &c, &lease, &req);
 		kb_crashpoint("precompile-before-runner");
 		rc = fb_run(t->cfg, &req, &o);
 		gpool_release(t->ctx->pool, GPOOL_COMPILE, lease.slot);
@@ -346,7 +373,7 @@ slug(const char *in, char *out, size_t n)
 static int
 baseline_ms(struct task_run *t, struct lease *lease, int device, double *ms, json_t **info)
 {
-	struct fb_request	 req = { 0 };
+	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
 	char			 name[256], s[256], dir[PATH_MAX], path[PATH_MAX], lock[PATH_MAX];
 	char			 work[PATH_MAX];
@@ -366,13 +393,8 @@ baseline_ms(struct task_run *t, struct lease *lease, int device, double *ms, jso
 	while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
 		;
 	if ((b = json_load_file(path, 0, NULL)) == NULL) {
-		req.mode = FB_BASELINE;
-		req.problem_path = t->task->problem_path;
+		runner_request(t, FB_BASELINE, NULL, lease, &req);
 		req.work_dir = work;
-		req.device_index = device;
-		req.on_start = record_runner;
-		req.on_start_arg = lease;
-		req.should_stop = fsm_should_stop;
 		if ((rc = fb_run(t->cfg, &req, &o)) == 0) {
 			b = json_pack("{s:s, s:s, s:O?, s:O?, s:O?, s:s}", "problem",
 				      t->task->problem_key, "device_name", name, "eager",
@@ -425,22 +447,18 @@ check_gpu_health(struct task_run *t, struct lease *lease, int device)
 int
 fsm_act_execute(struct task_run *t)
 {
-	struct fb_request	 req = { 0 };
+	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
 	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1 };
-	char			 kernel_path[PATH_MAX], build[PATH_MAX], work[PATH_MAX], *code;
+	struct candidate	 c;
 	double			 ref_ms = -1, speedup = -1;
 	json_t			*base = NULL, *result;
 	int			 device, rc, ev;
 
-	if ((code = read_turn_file(t, t->turn, "kernel.py")) == NULL) {
+	if (locate_candidate(t, &c, NULL) < 0) {
 		snprintf(t->fail_reason, sizeof(t->fail_reason), "turn %d has no kernel.py", t->turn);
 		return FSM_EV_fatal;
 	}
-	build_dir_for(t, code, build, sizeof(build));
-	free(code);
-	fsm_turn_path(t, t->turn, "kernel.py", kernel_path, sizeof(kernel_path));
-	snprintf(work, sizeof(work), "%s/work", t->dir);
 	rc = gpool_acquire(t->ctx->pool, GPOOL_EXEC, t->task->id, -1, fsm_should_stop, NULL,
 			   &lease.slot);
 	if (rc < 0)
@@ -448,15 +466,7 @@ fsm_act_execute(struct task_run *t)
 	device = gpool_device(t->ctx->pool, lease.slot);
 	rc = baseline_ms(t, &lease, device, &ref_ms, &base);
 	if (rc == 0) {
-		req.mode = FB_EXECUTE;
-		req.problem_path = t->task->problem_path;
-		req.candidate_path = kernel_path;
-		req.build_dir = build;
-		req.work_dir = work;
-		req.device_index = device;
-		req.on_start = record_runner;
-		req.on_start_arg = &lease;
-		req.should_stop = fsm_should_stop;
+		runner_request(t, FB_EXECUTE, &c, &lease, &req);
 		kb_crashpoint("execute-before-runner");
 		rc = fb_run(t->cfg, &req, &o);
 		if (rc == 0 && (o.status == FB_ST_CUDA_ERROR || o.status == FB_ST_CRASHED ||
@@ -520,32 +530,20 @@ fsm_act_execute(struct task_run *t)
 int
 fsm_act_profile(struct task_run *t)
 {
-	struct fb_request	 req = { 0 };
+	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
 	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1 };
-	char			 kernel_path[PATH_MAX], build[PATH_MAX], work[PATH_MAX], *code;
+	struct candidate	 c;
 	char			*text;
 	int			 rc;
 
-	if ((code = read_turn_file(t, t->turn, "kernel.py")) == NULL)
+	if (locate_candidate(t, &c, NULL) < 0)
 		return FSM_EV_profiled;
-	build_dir_for(t, code, build, sizeof(build));
-	free(code);
-	fsm_turn_path(t, t->turn, "kernel.py", kernel_path, sizeof(kernel_path));
-	snprintf(work, sizeof(work), "%s/work", t->dir);
 	rc = gpool_acquire(t->ctx->pool, GPOOL_EXEC, t->task->id, -1, fsm_should_stop, NULL,
 			   &lease.slot);
 	if (rc < 0)
 		return rc;
-	req.mode = FB_PROFILE;
-	req.problem_path = t->task->problem_path;
-	req.candidate_path = kernel_path;
-	req.build_dir = build;
-	req.work_dir = work;
-	req.device_index = gpool_device(t->ctx->pool, lease.slot);
-	req.on_start = record_runner;
-	req.on_start_arg = &lease;
-	req.should_stop = fsm_should_stop;
+	runner_request(t, FB_PROFILE, &c, &lease, &req);
 	rc = fb_run(t->cfg, &req, &o);
 	gpool_release(t->ctx->pool, GPOOL_EXEC, lease.slot);
 	if (rc < 0) {

@@ -13,41 +13,50 @@ struct command {
 	int		(*run)(int argc, char **argv);
 	const char	*usage;
 	const char	*help;
+	int		(*view)(const char *dir, bool json);	/* for cmd_view */
 };
 
 static int	cmd_run(int argc, char **argv);
 static int	cmd_resume(int argc, char **argv);
-static int	cmd_status(int argc, char **argv);
+static int	cmd_view(int argc, char **argv);
 static int	cmd_tail(int argc, char **argv);
-static int	cmd_report(int argc, char **argv);
 static int	cmd_stop(int argc, char **argv);
 static int	cmd_eval(int argc, char **argv);
 
 static const struct command commands[] = {
-	{ "run", cmd_run, "run CONFIG [--run-dir DIR] [--set key=value ...] [--detach]",
-	  "Start an experiment from a YAML config. The run directory (default runs/<name>)\n"
+	{ .name = "run", .run = cmd_run,
+	  .usage = "run CONFIG [--run-dir DIR] [--set key=value ...] [--detach]",
+	  .help = "Start an experiment from a YAML config. The run directory (default runs/<name>)\n"
 	  "receives the frozen config and every task's trajectory. --set overrides any\n"
 	  "config key by its dotted path (recorded in the frozen config). --detach runs the\n"
 	  "supervisor in the background (pid in DIR/supervisor.pid, log in\n"
 	  "DIR/supervisor.log). SIGINT/SIGTERM stop gracefully; 'kforge resume' continues." },
-	{ "resume", cmd_resume, "resume DIR [--detach]",
-	  "Continue an interrupted run. Finished tasks are not redone, saved LLM replies are\n"
+	{ .name = "resume", .run = cmd_resume,
+	  .usage = "resume DIR [--detach]",
+	  .help = "Continue an interrupted run. Finished tasks are not redone, saved LLM replies are\n"
 	  "never requested again, and each task re-enters the step it was in." },
-	{ "status", cmd_status, "status DIR [--json]",
-	  "Tasks with their state, turn, best speedup and last result; the GPU, compile and\n"
-	  "LLM slots (busy/total, waiting, utilisation); LLM requests and tokens." },
-	{ "tail", cmd_tail, "tail DIR [TASK] [-f]",
-	  "Print the trajectory of one task (or all) a line per transition; -f follows\n"
+	{ .name = "status", .run = cmd_view,
+	  .usage = "status DIR [--json]",
+	  .help = "Tasks with their state, turn, best speedup and last result; the GPU, compile and\n"
+	  "LLM slots (busy/total, waiting, utilisation); LLM requests and tokens.",
+	  .view = orch_cmd_status },
+	{ .name = "tail", .run = cmd_tail,
+	  .usage = "tail DIR [TASK] [-f]",
+	  .help = "Print the trajectory of one task (or all) a line per transition; -f follows\n"
 	  "live until the followed tasks finish." },
-	{ "report", cmd_report, "report DIR [--json]",
-	  "Compile rate, correctness (fast_0), fast_p for p in 0.5, 1, 1.5, 2 per level and\n"
-	  "overall, fast_1 by turn (best kernel up to turn N), and last statuses." },
-	{ "stop", cmd_stop, "stop DIR [--timeout SECONDS]",
-	  "Ask the run's supervisor to stop gracefully and wait until it has." },
-	{ "eval", cmd_eval,
-	  "eval --problem P.py --kernel K.py [--device cpu|cuda|auto] [--set key=value ...] [--json]",
-	  "Evaluate one kernel against one KernelBench-format problem: precompile, reference\n"
-	  "timing, correctness trials and timing, as in a run's turn." },
+	{ .name = "report", .run = cmd_view,
+	  .usage = "report DIR [--json]",
+	  .help = "Compile rate, correctness (fast_0), fast_p for p in 0.5, 1, 1.5, 2 per level and\n"
+	  "overall, fast_1 by turn (best kernel up to turn N), and last statuses.",
+	  .view = orch_cmd_report },
+	{ .name = "stop", .run = cmd_stop,
+	  .usage = "stop DIR [--timeout SECONDS]",
+	  .help = "Ask the run's supervisor to stop gracefully and wait until it has." },
+	{ .name = "eval", .run = cmd_eval,
+	  .usage = "eval --problem P.py --kernel K.py [--device cpu|cuda|auto] "
+		   "[--set key=value ...] [--json]",
+	  .help = "Evaluate one kernel against one KernelBench-format problem: precompile,\n"
+	  "reference timing, correctness trials and timing, as in a run's turn." },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -215,8 +224,9 @@ cmd_resume(int argc, char **argv)
 	return rc;
 }
 
+/* status and report: one run directory, optionally as JSON. */
 static int
-cmd_status(int argc, char **argv)
+cmd_view(int argc, char **argv)
 {
 	struct run_opts	o = { 0 };
 	char		**rest;
@@ -225,7 +235,7 @@ cmd_status(int argc, char **argv)
 	PARSE_OR_RETURN("j");
 	if (nrest != 1)
 		return usage_error("wants exactly one run directory%s", "");
-	return orch_cmd_status(rest[0], o.json);
+	return current->view(rest[0], o.json);
 }
 
 static int
@@ -239,19 +249,6 @@ cmd_tail(int argc, char **argv)
 	if (nrest < 1 || nrest > 2)
 		return usage_error("wants a run directory and at most one TASK%s", "");
 	return orch_cmd_tail(rest[0], nrest == 2 ? rest[1] : NULL, o.follow);
-}
-
-static int
-cmd_report(int argc, char **argv)
-{
-	struct run_opts	o = { 0 };
-	char		**rest;
-	int		nrest;
-
-	PARSE_OR_RETURN("j");
-	if (nrest != 1)
-		return usage_error("wants exactly one run directory%s", "");
-	return orch_cmd_report(rest[0], o.json);
 }
 
 static int

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""The command line as a script sees it: --help everywhere, usage errors, a bad config
+refused with file:line:column before anything starts, --set recorded in the frozen
+config, an existing run directory refused, and `kforge eval --json` on a real kernel
+(correct, and wrong) with the documented keys."""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from kfe2e import *  # noqa: E402,F401
+
+py = torch_python()
+work = scratch("e2e-cli")
+for cmd in ("run", "resume", "status", "tail", "report", "stop", "eval"):
+    p = kforge(cmd, "--help")
+    check(p.stdout.startswith("usage: kforge " + cmd), "%s --help: %r" % (cmd, p.stdout[:80]))
+p = kforge("--help")
+check(all(c in p.stdout for c in ("run", "resume", "status", "tail", "report", "stop", "eval")), "overview")
+p = kforge("frobnicate", check_rc=False)
+check(p.returncode == 2 and "unknown command 'frobnicate'" in p.stderr, "unknown command")
+p = kforge("status", check_rc=False)
+check(p.returncode == 2 and "usage: kforge status" in p.stderr, "missing argument")
+p = kforge("run", "x.yaml", "--bogus", check_rc=False)
+check(p.returncode == 2 and "--bogus" in p.stderr, "unknown option")
+
+problems = copy_problems(os.path.join(work, "problems"), ["level1/1_ReLU.py"])
+bad = write_config(os.path.join(work, "bad.yaml"), "name: cli\nproblems: {dir: %s}\nllm:\n  provider: replay\n  replay_dir: .\n  temprature: 0.5\n" % problems)
+run_dir = os.path.join(work, "run-bad")
+p = kforge("run", bad, "--run-dir", run_dir, check_rc=False)
+check(p.returncode == 2, "a bad config must exit 2")
+check(re.fullmatch(r"kforge: .*bad\.yaml:6:3: llm\.temprature: unknown key \(did you mean 'temperature'\?\)\n", p.stderr),
+      "one line naming file:line:column and the key, got %r" % p.stderr)
+check(not os.path.exists(run_dir), "nothing may be created for a bad config")
+
+# --set is validated, applied and frozen; the run directory is never reused.
+replies = os.path.join(work, "replies", "L1_1_ReLU")
+os.makedirs(replies)
+for k in (1, 2):
+    with open(os.path.join(replies, "%d.md" % k), "w") as f:
+        f.write("No code this time.\n")
+good = write_config(os.path.join(work, "good.yaml"), "name: cli\nproblems: {dir: %s}\nllm: {provider: replay, replay_dir: %s}\nrunner: {python: %s}\n"
+                    % (problems, os.path.join(work, "replies"), py))
+p = kforge("run", good, "--run-dir", run_dir, "--set", "eval.device=gpu", check_rc=False)
+check(p.returncode == 2 and "--set eval.device=gpu: eval.device:" in p.stderr, "bad --set: %r" % p.stderr)
+kforge("run", good, "--run-dir", run_dir, "--set", "refinement.turns=2", "--set", "eval.device=cpu")
+frozen = open(os.path.join(run_dir, "config.yaml")).read()
+check(re.search(r"turns: 2\b", frozen) and "device: cpu" in frozen, "--set not frozen")
+check(all(t["state"] == "DONE" and t["turn"] == 2 for t in json.loads(kforge("status", run_dir, "--json").stdout)["tasks"]),
+      "the replay run did not finish its two turns")
+p = kforge("run", good, "--run-dir", run_dir, check_rc=False)
+check(p.returncode == 2 and "already holds a run" in p.stderr, "an existing run directory must be refused")
+
+# kforge eval: a correct C++ kernel and a wrong one.
+def kernel_from(reply_name, path):
+    text = open(os.path.join(REPLIES, reply_name)).read()
+    code = text.split("```python\n", 1)[1].rsplit("```", 1)[0]
+    with open(path, "w") as f:
+        f.write(code)
+    return path
+
+
+prob = os.path.join(problems, "level1", "1_ReLU.py")
+env = {"KFORGE_PYTHON": py}
+for name, want_correct, want_status in (("relu_3.md", True, "ok"), ("relu_2.md", False, "value_mismatch")):
+    k = kernel_from(name, os.path.join(work, name + ".py"))
+    out = json.loads(kforge("eval", "--problem", prob, "--kernel", k, "--device", "cpu", "--json",
+                            "--set", "eval.perf_trials=5", env=env, timeout=900).stdout)
+    for key in ("status", "correct", "flags", "runtime_ms", "ref_runtime_ms", "speedup"):
+        check(key in out, "eval --json lacks %s" % key)
+    check(out["status"] == want_status and out["correct"] is want_correct, "%s: %s" % (name, out["status"]))
+    if want_correct:
+        check(out["runtime_ms"] > 0 and out["ref_runtime_ms"] > 0 and
+              abs(out["speedup"] - out["ref_runtime_ms"] / out["runtime_ms"]) < 1e-9, "eval timings")
+    else:
+        check(out["speedup"] is None, "a wrong kernel has no speedup")
+print("ok: cli")
