@@ -21,17 +21,9 @@
 
 #include "base/base.h"
 
-static int	failures;
 static char	self_exe[4096];
 
-#define CHECK(c)							\
-	do {								\
-		if (!(c)) {						\
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n",	\
-			    __FILE__, __LINE__, #c);			\
-			failures++;					\
-		}							\
-	} while (0)
+#include "kb_check.h"
 
 static const char *const test_env[] = { "PATH=/usr/bin:/bin", NULL };
 

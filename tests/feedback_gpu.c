@@ -168,8 +168,8 @@ main(void)
 	fb_outcome_clear(&o);
 
 	kb_config_clear(&cfg);
-	if (fbt_failures > 0) {
-		fprintf(stderr, "%d check(s) failed; scratch kept in %s\n", fbt_failures, scratch);
+	if (failures > 0) {
+		fprintf(stderr, "%d check(s) failed; scratch kept in %s\n", failures, scratch);
 		return 1;
 	}
 	fbt_rmtree(scratch);

@@ -15,16 +15,7 @@
 #include "base/base.h"
 #include "feedback/feedback.h"
 
-static int	fbt_failures;
-
-#define CHECK(c)							\
-	do {								\
-		if (!(c)) {						\
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n",	\
-			    __FILE__, __LINE__, #c);			\
-			fbt_failures++;					\
-		}							\
-	} while (0)
+#include "kb_check.h"
 
 static inline void
 fbt_config(struct kb_config *c, const char *device)

@@ -180,5 +180,5 @@ main(void)
 	test_wording(&cfg);
 	test_profile(&cfg);
 	kb_config_clear(&cfg);
-	return fbt_failures > 0 ? 1 : 0;
+	return failures > 0 ? 1 : 0;
 }

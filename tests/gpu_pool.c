@@ -16,16 +16,8 @@
 
 #include "gpu_pool/gpu_pool_int.h"
 
-static int	failures;
 
-#define CHECK(c)							\
-	do {								\
-		if (!(c)) {						\
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n",	\
-			    __FILE__, __LINE__, #c);			\
-			failures++;					\
-		}							\
-	} while (0)
+#include "kb_check.h"
 
 static int
 sem_value(struct gpool *p, enum gpool_class cls)

@@ -42,16 +42,8 @@ struct shared {
 static struct shared	*sh;
 static pid_t		 parent_pid;
 static struct gpool	*pool;
-static int		 failures;
 
-#define CHECK(c)							\
-	do {								\
-		if (!(c)) {						\
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n",	\
-			    __FILE__, __LINE__, #c);			\
-			failures++;					\
-		}							\
-	} while (0)
+#include "kb_check.h"
 
 static void
 violation(const char *what, int me, int slot)

@@ -26,16 +26,8 @@
 
 extern char **environ;
 
-static int	failures;
 
-#define CHECK(c)							\
-	do {								\
-		if (!(c)) {						\
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n",	\
-			    __FILE__, __LINE__, #c);			\
-			failures++;					\
-		}							\
-	} while (0)
+#include "kb_check.h"
 
 #define CHECK_RC(expr, want)						\
 	do {								\

@@ -12,16 +12,8 @@
 
 #include "base/base.h"
 
-static int	failures __attribute__((unused));
 
-#define CHECK(c)							\
-	do {								\
-		if (!(c)) {						\
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n",	\
-			    __FILE__, __LINE__, #c);			\
-			failures++;					\
-		}							\
-	} while (0)
+#include "kb_check.h"
 
 #define CHECK_STR(a, b)							\
 	do {								\

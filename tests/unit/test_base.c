@@ -10,17 +10,7 @@
 
 #include "base/base.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);   \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fprintf(stderr, "\n");                             \
-			failures++;                                        \
-		}                                                          \
-	} while (0)
+#include "kb_check.h"
 
 struct seen {
 	int	n;
@@ -44,7 +34,7 @@ append_raw(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_APPEND);
 
-	CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text), "raw append");
+	CHECKM(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text), "raw append");
 	close(fd);
 }
 
@@ -67,42 +57,42 @@ test_tlog(const char *dir)
 	off_t		 good;
 
 	snprintf(path, sizeof(path), "%s/t.jsonl", dir);
-	CHECK(kb_tlog_open(&log, path, count_cb, &s, &dropped) == 0, "open new log");
-	CHECK(s.n == 0 && dropped == 0, "new log replays nothing");
+	CHECKM(kb_tlog_open(&log, path, count_cb, &s, &dropped) == 0, "open new log");
+	CHECKM(s.n == 0 && dropped == 0, "new log replays nothing");
 	for (int i = 0; i < 5; i++)
-		CHECK(kb_tlog_append(log, "T", i, "GENERATE", "ok", "PRECOMPILE", data) == 0,
+		CHECKM(kb_tlog_append(log, "T", i, "GENERATE", "ok", "PRECOMPILE", data) == 0,
 		      "append %d", i);
-	CHECK(kb_tlog_append(log, "T", 5, "FEEDBACK", "budget_spent", "DONE", NULL) == 0,
+	CHECKM(kb_tlog_append(log, "T", 5, "FEEDBACK", "budget_spent", "DONE", NULL) == 0,
 	      "append with NULL data");
-	CHECK(kb_tlog_last_seq(log) == 6, "seq counts appends");
+	CHECKM(kb_tlog_last_seq(log) == 6, "seq counts appends");
 	kb_tlog_close(log);
 	good = size_of(path);
 
 	/* A torn tail (a crash mid-write) is dropped and cut off on open. */
 	append_raw(path, "{\"seq\":7,\"ts\":\"x\",\"task\":\"T\",\"tu");
 	memset(&s, 0, sizeof(s));
-	CHECK(kb_tlog_read(path, count_cb, &s) == 6 && s.n == 6, "reader skips the torn tail");
-	CHECK(size_of(path) > good, "the reader never truncates");
+	CHECKM(kb_tlog_read(path, count_cb, &s) == 6 && s.n == 6, "reader skips the torn tail");
+	CHECKM(size_of(path) > good, "the reader never truncates");
 	memset(&s, 0, sizeof(s));
-	CHECK(kb_tlog_open(&log, path, count_cb, &s, &dropped) == 0, "reopen");
-	CHECK(s.n == 6 && s.last_seq == 6 && strcmp(s.last_event, "budget_spent") == 0,
+	CHECKM(kb_tlog_open(&log, path, count_cb, &s, &dropped) == 0, "reopen");
+	CHECKM(s.n == 6 && s.last_seq == 6 && strcmp(s.last_event, "budget_spent") == 0,
 	      "replay sees 6 whole records (saw %d)", s.n);
-	CHECK(dropped > 0 && size_of(path) == good, "torn tail truncated (dropped %lld)",
+	CHECKM(dropped > 0 && size_of(path) == good, "torn tail truncated (dropped %lld)",
 	      (long long)dropped);
-	CHECK(kb_tlog_append(log, "T", 6, "GENERATE", "ok", "PRECOMPILE", NULL) == 0 &&
+	CHECKM(kb_tlog_append(log, "T", 6, "GENERATE", "ok", "PRECOMPILE", NULL) == 0 &&
 	      kb_tlog_last_seq(log) == 7, "append continues the sequence after repair");
 	kb_tlog_close(log);
 
 	/* A whole but corrupt line, and a seq gap, end the good prefix too. */
 	good = size_of(path);
 	append_raw(path, "this is not json\n");
-	CHECK(kb_tlog_open(&log, path, NULL, NULL, &dropped) == 0 && size_of(path) == good &&
+	CHECKM(kb_tlog_open(&log, path, NULL, NULL, &dropped) == 0 && size_of(path) == good &&
 	      dropped == 17, "corrupt line dropped");
 	kb_tlog_close(log);
 	append_raw(path, "{\"seq\":9,\"ts\":\"x\",\"task\":\"T\",\"turn\":1,\"from\":\"A\","
 			 "\"event\":\"b\",\"to\":\"C\",\"data\":{}}\n");
 	memset(&s, 0, sizeof(s));
-	CHECK(kb_tlog_open(&log, path, count_cb, &s, &dropped) == 0 && s.n == 7 && dropped > 0,
+	CHECKM(kb_tlog_open(&log, path, count_cb, &s, &dropped) == 0 && s.n == 7 && dropped > 0,
 	      "a seq gap ends the log");
 	kb_tlog_close(log);
 
@@ -113,12 +103,12 @@ test_tlog(const char *dir)
 			"\"L1_19_ReLU_s0\",\"turn\":2,\"from\":\"EXECUTE\",\"event\":\"correct\","
 			"\"to\":\"PROFILE\",\"data\":{\"speedup\":1.5}}";
 
-		CHECK(kb_tlog_parse_line(line, strlen(line), &r) == 0, "parse a record");
-		CHECK(r.seq == 1 && r.turn == 2 && strcmp(r.to, "PROFILE") == 0 &&
+		CHECKM(kb_tlog_parse_line(line, strlen(line), &r) == 0, "parse a record");
+		CHECKM(r.seq == 1 && r.turn == 2 && strcmp(r.to, "PROFILE") == 0 &&
 		      json_real_value(json_object_get(r.data, "speedup")) == 1.5, "fields");
 		kb_tlog_rec_clear(&r);
-		CHECK(kb_tlog_parse_line("{\"seq\":0}", 9, &r) < 0, "seq 0 refused");
-		CHECK(kb_tlog_parse_line("[]", 2, &r) < 0, "non-object refused");
+		CHECKM(kb_tlog_parse_line("{\"seq\":0}", 9, &r) < 0, "seq 0 refused");
+		CHECKM(kb_tlog_parse_line("[]", 2, &r) < 0, "non-object refused");
 	}
 	json_decref(data);
 }
@@ -129,15 +119,15 @@ test_buf(void)
 	struct kb_buf	b = KB_BUF_INIT(10);
 	char		*p;
 
-	CHECK(kb_buf_append(&b, "12345", 5) == 0 && b.len == 5, "append");
-	CHECK(kb_buf_append(&b, "678901", 6) == -KB_ETOOBIG && b.len == 5, "cap refuses");
+	CHECKM(kb_buf_append(&b, "12345", 5) == 0 && b.len == 5, "append");
+	CHECKM(kb_buf_append(&b, "678901", 6) == -KB_ETOOBIG && b.len == 5, "cap refuses");
 	kb_buf_append_trunc(&b, "678901", 6);
-	CHECK(b.len == 10 && b.truncated && strcmp(b.p, "1234567890") == 0, "trunc keeps what fits");
+	CHECKM(b.len == 10 && b.truncated && strcmp(b.p, "1234567890") == 0, "trunc keeps what fits");
 	p = kb_buf_steal(&b);
-	CHECK(b.p == NULL && b.len == 0 && strcmp(p, "1234567890") == 0, "steal");
+	CHECKM(b.p == NULL && b.len == 0 && strcmp(p, "1234567890") == 0, "steal");
 	free(p);
-	CHECK(kb_buf_printf(&b, "%d-%s", 42, "x") == 0 && strcmp(b.p, "42-x") == 0, "printf");
-	CHECK(kb_buf_printf(&b, "%s", "too long for it") == -KB_ETOOBIG, "printf over cap");
+	CHECKM(kb_buf_printf(&b, "%d-%s", 42, "x") == 0 && strcmp(b.p, "42-x") == 0, "printf");
+	CHECKM(kb_buf_printf(&b, "%s", "too long for it") == -KB_ETOOBIG, "printf over cap");
 	kb_buf_clear(&b);
 }
 
@@ -148,32 +138,32 @@ test_files(const char *dir)
 	size_t	len = 0;
 
 	snprintf(path, sizeof(path), "%s/a/b/c", dir);
-	CHECK(kb_mkdir_p(path, 0755) == 0 && kb_mkdir_p(path, 0755) == 0, "mkdir -p twice");
+	CHECKM(kb_mkdir_p(path, 0755) == 0 && kb_mkdir_p(path, 0755) == 0, "mkdir -p twice");
 	snprintf(path, sizeof(path), "%s/a/b/c/file.txt", dir);
-	CHECK(kb_write_atomic(path, "hello", 5) == 0, "atomic write");
-	CHECK(kb_read_file(path, 100, &text, &len) == 0 && len == 5 && strcmp(text, "hello") == 0,
+	CHECKM(kb_write_atomic(path, "hello", 5) == 0, "atomic write");
+	CHECKM(kb_read_file(path, 100, &text, &len) == 0 && len == 5 && strcmp(text, "hello") == 0,
 	      "read back");
 	free(text);
-	CHECK(kb_read_file(path, 3, &text, &len) == -KB_ETOOBIG, "read cap");
+	CHECKM(kb_read_file(path, 3, &text, &len) == -KB_ETOOBIG, "read cap");
 	snprintf(path, sizeof(path), "%s/nope/file", dir);
-	CHECK(kb_write_atomic(path, "x", 1) == -KB_ENOENT, "missing dir is ENOENT");
+	CHECKM(kb_write_atomic(path, "x", 1) == -KB_ENOENT, "missing dir is ENOENT");
 	kb_sha256_hex("abc", 3, sha);
-	CHECK(strcmp(sha, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0,
+	CHECKM(strcmp(sha, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0,
 	      "sha256");
 }
 
 static void
 test_errors(void)
 {
-	CHECK(strcmp(kb_strerror(-KB_ENOSPC), "no space left on device") == 0, "strerror");
-	CHECK(kb_err_transient(-KB_ELLM_HTTP) && kb_err_transient(KB_ETIMEDOUT), "transient");
-	CHECK(!kb_err_transient(-KB_ELLM_AUTH) && !kb_err_transient(-KB_ECONFIG), "permanent");
-	CHECK(strcmp(kb_strerror(9999), "unknown error") == 0, "out of range");
+	CHECKM(strcmp(kb_strerror(-KB_ENOSPC), "no space left on device") == 0, "strerror");
+	CHECKM(kb_err_transient(-KB_ELLM_HTTP) && kb_err_transient(KB_ETIMEDOUT), "transient");
+	CHECKM(!kb_err_transient(-KB_ELLM_AUTH) && !kb_err_transient(-KB_ECONFIG), "permanent");
+	CHECKM(strcmp(kb_strerror(9999), "unknown error") == 0, "out of range");
 	{
 		char ts[32];
 
 		kb_iso8601(1795309323456LL, ts);
-		CHECK(strcmp(ts, "2026-11-22T01:02:03.456Z") == 0, "iso8601 %s", ts);
+		CHECKM(strcmp(ts, "2026-11-22T01:02:03.456Z") == 0, "iso8601 %s", ts);
 	}
 }
 

@@ -6,17 +6,7 @@
 
 #include "fsm/fsm.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                           \
-	do {                                                       \
-		if (!(cond)) {                                     \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);              \
-			fprintf(stderr, "\n");                     \
-			failures++;                                \
-		}                                                  \
-	} while (0)
+#include "kb_check.h"
 
 /* The edges DESIGN.md §3 names, in (state, event, next with P, next without P). */
 static const struct {
@@ -92,42 +82,42 @@ main(void)
 			for (int e = 0; e < FSM_EV__N; e++) {
 				enum fsm_state got = fsm_next((enum fsm_state)s, (enum fsm_event)e, p);
 
-				CHECK((int)got == expected((enum fsm_state)s, (enum fsm_event)e, p),
+				CHECKM((int)got == expected((enum fsm_state)s, (enum fsm_event)e, p),
 				      "%s/%s (P=%d): got %s, want %s", fsm_state_name(s),
 				      fsm_event_name(e), p, fsm_state_name(got),
 				      fsm_state_name(expected(s, e, p)));
-				CHECK(got >= FSM_ST_INVALID && got < FSM_ST__N, "out of range");
+				CHECKM(got >= FSM_ST_INVALID && got < FSM_ST__N, "out of range");
 				if (fsm_state_terminal(s) || s == FSM_ST_INVALID)
-					CHECK(got == FSM_ST_INVALID, "%s has an outgoing edge",
+					CHECKM(got == FSM_ST_INVALID, "%s has an outgoing edge",
 					      fsm_state_name(s));
 				edges_seen += got != FSM_ST_INVALID;
 			}
 			if (s == FSM_ST_INVALID || fsm_state_terminal(s))
 				continue;
-			CHECK(fsm_next(s, FSM_EV_fatal, p) == FSM_ST_FAILED, "%s cannot fail",
+			CHECKM(fsm_next(s, FSM_EV_fatal, p) == FSM_ST_FAILED, "%s cannot fail",
 			      fsm_state_name(s));
-			CHECK(reaches(s, FSM_ST_DONE, p), "%s cannot reach DONE (P=%d)",
+			CHECKM(reaches(s, FSM_ST_DONE, p), "%s cannot reach DONE (P=%d)",
 			      fsm_state_name(s), p);
 		}
-		CHECK(reaches(FSM_ST_GENERATE, FSM_ST_PROFILE, p) == p,
+		CHECKM(reaches(FSM_ST_GENERATE, FSM_ST_PROFILE, p) == p,
 		      "PROFILE reachable exactly when P is on (P=%d)", p);
 	}
-	CHECK(edges_seen == 2 * (int)NEDGES, "table has %d edges, want %d", edges_seen,
+	CHECKM(edges_seen == 2 * (int)NEDGES, "table has %d edges, want %d", edges_seen,
 	      2 * (int)NEDGES);
 	for (int s = 1; s < FSM_ST__N; s++) {
 		enum fsm_state back;
 
-		CHECK(fsm_state_parse(fsm_state_name(s), &back) == 0 && (int)back == s,
+		CHECKM(fsm_state_parse(fsm_state_name(s), &back) == 0 && (int)back == s,
 		      "state name %s does not round-trip", fsm_state_name(s));
 	}
 	for (int e = 0; e < FSM_EV__N; e++) {
 		enum fsm_event back;
 
-		CHECK(fsm_event_parse(fsm_event_name(e), &back) == 0 && (int)back == e,
+		CHECKM(fsm_event_parse(fsm_event_name(e), &back) == 0 && (int)back == e,
 		      "event name %s does not round-trip", fsm_event_name(e));
 	}
-	CHECK(fsm_state_parse("BOGUS", &(enum fsm_state){ 0 }) < 0, "BOGUS parsed");
-	CHECK(strcmp(fsm_state_name(FSM_ST_PRECOMPILE), "PRECOMPILE") == 0, "names are upper case");
+	CHECKM(fsm_state_parse("BOGUS", &(enum fsm_state){ 0 }) < 0, "BOGUS parsed");
+	CHECKM(strcmp(fsm_state_name(FSM_ST_PRECOMPILE), "PRECOMPILE") == 0, "names are upper case");
 	if (failures == 0)
 		printf("ok: %d edges checked exhaustively\n", edges_seen);
 	return failures == 0 ? 0 : 1;
