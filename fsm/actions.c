@@ -49,11 +49,13 @@ put_json(struct task_run *t, const char *key, const char *name, json_t *obj)
 	return rc;
 }
 
-/* A leased slot, so the runner's pid can be recorded in the pool as it starts. */
+/* A leased slot, so the runner's pid can be recorded in the pool as it starts, and
+ * when it was asked for and granted (CLOCK_REALTIME ms, comparable across tasks). */
 struct lease {
 	struct gpool		*pool;
 	enum gpool_class	 cls;
 	int			 slot;
+	int64_t			 asked_ms, got_ms;
 };
 
 static void
@@ -62,6 +64,35 @@ record_runner(pid_t pid, void *arg)
 	struct lease	*l = arg;
 
 	gpool_set_runner(l->pool, l->cls, l->slot, pid);
+}
+
+static int
+lease_take(struct task_run *t, struct lease *l)
+{
+	int	rc;
+
+	l->asked_ms = kb_now_ms();
+	rc = gpool_acquire(l->pool, l->cls, t->task->id, -1, fsm_should_stop, NULL, &l->slot);
+	l->got_ms = kb_now_ms();
+	return rc;
+}
+
+/* Releases the slot and records in the step's data where its time went, waiting versus
+ * holding: the trajectory alone then shows how busy each resource was and that no limit
+ * was exceeded (the state's own interval also covers the wait). */
+static void
+lease_give(struct task_run *t, struct lease *l)
+{
+	static const char *const class_names[GPOOL__NCLASS] = {
+		[GPOOL_EXEC] = "exec", [GPOOL_COMPILE] = "compile", [GPOOL_LLM] = "llm",
+	};
+	int64_t	now = kb_now_ms();
+
+	gpool_release(l->pool, l->cls, l->slot);
+	json_object_set_new(t->data, "lease", json_pack("{s:s, s:i, s:I, s:I, s:I}", "class",
+			    class_names[l->cls], "slot", l->slot, "wait_ms",
+			    (json_int_t)(l->got_ms - l->asked_ms), "acquired_ms",
+			    (json_int_t)l->got_ms, "released_ms", (json_int_t)now));
 }
 
 /* ------------------------------------------------------------ GENERATE */
@@ -98,19 +129,19 @@ call_model(struct task_run *t, const char *prompt, char **content)
 	struct llm_request	 req = { 0 };
 	struct llm_reply	 reply = { 0 };
 	char			 err[512] = "";
+	struct lease		 lease = { t->ctx->pool, GPOOL_LLM, -1, 0, 0 };
 	json_t			*meta;
-	int			 slot, rc;
+	int			 rc;
 
 	req.prompt = prompt;
 	req.task = t->task;
 	req.turn = t->turn;
 	/* A reply being paid for is awaited on a first stop request; a second aborts. */
 	req.should_stop = fsm_should_abort;
-	rc = gpool_acquire(t->ctx->pool, GPOOL_LLM, t->task->id, -1, fsm_should_stop, NULL, &slot);
-	if (rc < 0)
+	if ((rc = lease_take(t, &lease)) < 0)
 		return rc;
 	rc = llm_complete(t->llm, &req, &reply, err, sizeof(err));
-	gpool_release(t->ctx->pool, GPOOL_LLM, slot);
+	lease_give(t, &lease);
 	if (rc < 0) {
 		json_object_set_new(t->data, "error", json_string(err[0] ? err : kb_strerror(rc)));
 		json_object_set_new(t->data, "attempts", json_integer(reply.attempts));
@@ -119,6 +150,17 @@ call_model(struct task_run *t, const char *prompt, char **content)
 			return rc;
 		if (kb_err_transient(rc))
 			return FSM_EV_transient;
+		if (rc == -KB_ETOOBIG) {
+			/* The turn is spent (the reply was paid for); the model hears why. */
+			char *why = kb_asprintf("Your reply was longer than the %ld bytes allowed "
+						"and was discarded. Reply with only the complete "
+						"ModelNew module in one ```python fenced block.",
+						t->cfg->llm.max_response_bytes);
+
+			rc = fsm_put_artifact(t, "reply_refused", "reply_refused.md", why, strlen(why));
+			free(why);
+			return rc < 0 ? rc : FSM_EV_no_code;
+		}
 		snprintf(t->fail_reason, sizeof(t->fail_reason), "LLM: %s",
 			 err[0] ? err : kb_strerror(rc));
 		return FSM_EV_fatal;
@@ -259,7 +301,7 @@ fsm_act_precompile(struct task_run *t)
 {
 	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
-	struct lease		 lease = { t->ctx->pool, GPOOL_COMPILE, -1 };
+	struct lease		 lease = { t->ctx->pool, GPOOL_COMPILE, -1, 0, 0 };
 	struct candidate	 c;
 	char			 cache[PATH_MAX], *code;
 	const char		*why;
@@ -287,20 +329,24 @@ fsm_act_precompile(struct task_run *t)
 	if ((result = json_load_file(cache, 0, NULL)) != NULL) {
 		json_object_set_new(t->data, "cache_hit", json_true());
 	} else {
-		rc = gpool_acquire(t->ctx->pool, GPOOL_COMPILE, t->task->id, -1, fsm_should_stop,
-				   NULL, &lease.slot);
-		if (rc < 0)
+		if ((rc = lease_take(t, &lease)) < 0)
 			return rc;
 		/* Another task may have built the same code while this one waited. */
 		if ((result = json_load_file(cache, 0, NULL)) != NULL) {
-			gpool_release(t->ctx->pool, GPOOL_COMPILE, lease.slot);
+			lease_give(t, &lease);
 			json_object_set_new(t->data, "cache_hit", json_true());
 			goto have_result;
 		}
 		runner_request(t, FB_PRECOMPILE, &c, &lease, &req);
 		kb_crashpoint("precompile-before-runner");
 		rc = fb_run(t->cfg, &req, &o);
-		gpool_release(t->ctx->pool, GPOOL_COMPILE, lease.slot);
+		/* Deterministic outcomes are cached for every task that writes the same code,
+		 * before the slot is given back: a task waiting for it with the same code
+		 * then finds the build instead of compiling it again. */
+		if (rc == 0 && (o.status == FB_ST_OK || o.status == FB_ST_COMPILE_ERROR ||
+				o.status == FB_ST_NO_MODEL_NEW))
+			kb_write_atomic_json(cache, o.result);
+		lease_give(t, &lease);
 		if (rc < 0) {
 			fb_outcome_clear(&o);
 			if (rc == -KB_ESTOPPED)
@@ -312,10 +358,6 @@ fsm_act_precompile(struct task_run *t)
 		result = json_incref(o.result);
 		if (o.log != NULL)
 			fsm_put_artifact(t, "compile_log", "compile.log", o.log, strlen(o.log));
-		/* Deterministic outcomes are cached for every task that writes the same code. */
-		if (o.status == FB_ST_OK || o.status == FB_ST_COMPILE_ERROR ||
-		    o.status == FB_ST_NO_MODEL_NEW)
-			kb_write_atomic_json(cache, result);
 		fb_outcome_clear(&o);
 	}
 have_result:
@@ -420,28 +462,87 @@ baseline_ms(struct task_run *t, struct lease *lease, int device, double *ms, jso
 	return 0;
 }
 
-/* After a runner crash, timeout or CUDA error the GPU is probed in a fresh process
- * before it is leased again; a GPU that fails is taken out of the pool. */
-static void
-check_gpu_health(struct task_run *t, struct lease *lease, int device)
+/* ---------------------------------------------------------- GPU health */
+
+#define FSM_PROBE_TIMEOUT_S 120	/* a probe is a tiny kernel; longer is a hung GPU */
+
+/* Rows: probes of this GPU that failed before this one; columns: this one passed. */
+static const enum fsm_health health_rules[FSM_HEALTH_FAILURES][2] = {
+	[0] = { [false] = FSM_HEALTH_REPROBE, [true] = FSM_HEALTH_RETURN },
+	[1] = { [false] = FSM_HEALTH_QUARANTINE, [true] = FSM_HEALTH_RETURN },
+};
+_Static_assert(FSM_HEALTH_FAILURES == 2, "health_rules needs a row per earlier failure");
+
+enum fsm_health
+fsm_health_decide(int failures_before, enum fb_status probe_status)
 {
-	struct fb_request	 req = { 0 };
+	if (failures_before < 0)
+		failures_before = 0;
+	if (failures_before >= FSM_HEALTH_FAILURES)
+		return FSM_HEALTH_QUARANTINE;	/* already condemned: a late pass changes nothing */
+	return health_rules[failures_before][probe_status == FB_ST_OK];
+}
+
+/* Statuses after which the GPU itself may be broken, not just the candidate. */
+static bool
+runner_faulted(enum fb_status st)
+{
+	return st == FB_ST_CUDA_ERROR || st == FB_ST_CRASHED || st == FB_ST_TIMEOUT;
+}
+
+/* Probes the leased GPU, each time in a fresh process (a fresh CUDA context), until
+ * fsm_health_decide settles, and quarantines it when it must. The lease is still held,
+ * so nothing else runs on the GPU meanwhile, and the probe's pid is in the pool should
+ * this worker die. Records "health_probe": ok | failed_once | quarantined. A CPU slot
+ * has no GPU to probe. Returns 0, or -KB_ESTOPPED (the GPU was not judged). */
+static int
+check_gpu_health(struct task_run *t, struct lease *lease, int device, enum fb_status fault)
+{
+	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
-	char			 work[PATH_MAX];
+	enum fsm_health		 next = FSM_HEALTH_REPROBE;
+	enum fb_status		 st;
+	char			 work[PATH_MAX], last[256] = "", reason[256];
+	const char		*msg;
+	int			 failures = 0, rc;
 
 	if (device < 0)
-		return;
+		return 0;
 	snprintf(work, sizeof(work), "%s/work", t->dir);
-	req.mode = FB_PROBE;
-	req.work_dir = work;
-	req.device_index = device;
-	req.timeout_s = 120;
-	if (fb_run(t->cfg, &req, &o) == 0 && o.status != FB_ST_OK) {
-		log_warnx("GPU %d failed its health probe after a %s; quarantining it", device,
-			  "fault");
-		gpool_quarantine(lease->pool, lease->slot, "failed the health probe");
+	while (next == FSM_HEALTH_REPROBE) {
+		runner_request(t, FB_PROBE, NULL, lease, &req);
+		req.work_dir = work;
+		req.timeout_s = FSM_PROBE_TIMEOUT_S;
+		if ((rc = fb_run(t->cfg, &req, &o)) == -KB_ESTOPPED) {
+			fb_outcome_clear(&o);
+			return rc;
+		}
+		/* A probe that could not even start proves nothing good about the GPU. */
+		st = rc < 0 ? FB_ST_CRASHED : o.status;
+		if (st != FB_ST_OK) {
+			msg = rc < 0 ? kb_strerror(rc) : json_string_value(json_object_get(
+				json_object_get(o.result, "details"), "message"));
+			snprintf(last, sizeof(last), "%s: %s", fb_status_name(st), msg ? msg : "?");
+			log_warnx("GPU %d failed health probe %d of %d after a %s: %s", device,
+				  failures + 1, FSM_HEALTH_FAILURES, fb_status_name(fault), last);
+		}
+		next = fsm_health_decide(failures, st);
+		failures += st != FB_ST_OK;
+		fb_outcome_clear(&o);
 	}
-	fb_outcome_clear(&o);
+	if (next == FSM_HEALTH_QUARANTINE) {
+		snprintf(reason, sizeof(reason), "failed %d health probes after a %s; last: %s",
+			 failures, fb_status_name(fault), last);
+		gpool_quarantine(lease->pool, lease->slot, reason);
+	} else if (failures > 0) {
+		log_info("GPU %d passed its second health probe; it stays in the pool", device);
+	}
+	json_object_set_new(t->data, "health_probe",
+			    json_string(next == FSM_HEALTH_QUARANTINE ? "quarantined" :
+					failures > 0 ? "failed_once" : "ok"));
+	if (failures > 0)
+		json_object_set_new(t->data, "health_probe_error", json_string(last));
+	return 0;
 }
 
 int
@@ -449,7 +550,7 @@ fsm_act_execute(struct task_run *t)
 {
 	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
-	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1 };
+	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1, 0, 0 };
 	struct candidate	 c;
 	double			 ref_ms = -1, speedup = -1;
 	json_t			*base = NULL, *result;
@@ -459,9 +560,7 @@ fsm_act_execute(struct task_run *t)
 		snprintf(t->fail_reason, sizeof(t->fail_reason), "turn %d has no kernel.py", t->turn);
 		return FSM_EV_fatal;
 	}
-	rc = gpool_acquire(t->ctx->pool, GPOOL_EXEC, t->task->id, -1, fsm_should_stop, NULL,
-			   &lease.slot);
-	if (rc < 0)
+	if ((rc = lease_take(t, &lease)) < 0)
 		return rc;
 	device = gpool_device(t->ctx->pool, lease.slot);
 	rc = baseline_ms(t, &lease, device, &ref_ms, &base);
@@ -469,11 +568,10 @@ fsm_act_execute(struct task_run *t)
 		runner_request(t, FB_EXECUTE, &c, &lease, &req);
 		kb_crashpoint("execute-before-runner");
 		rc = fb_run(t->cfg, &req, &o);
-		if (rc == 0 && (o.status == FB_ST_CUDA_ERROR || o.status == FB_ST_CRASHED ||
-				o.status == FB_ST_TIMEOUT))
-			check_gpu_health(t, &lease, device);
+		if (rc == 0 && runner_faulted(o.status))
+			rc = check_gpu_health(t, &lease, device, o.status);
 	}
-	gpool_release(t->ctx->pool, GPOOL_EXEC, lease.slot);
+	lease_give(t, &lease);
 	if (rc < 0) {
 		json_decref(base);
 		fb_outcome_clear(&o);
@@ -532,20 +630,20 @@ fsm_act_profile(struct task_run *t)
 {
 	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
-	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1 };
+	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1, 0, 0 };
 	struct candidate	 c;
 	char			*text;
 	int			 rc;
 
 	if (locate_candidate(t, &c, NULL) < 0)
 		return FSM_EV_profiled;
-	rc = gpool_acquire(t->ctx->pool, GPOOL_EXEC, t->task->id, -1, fsm_should_stop, NULL,
-			   &lease.slot);
-	if (rc < 0)
+	if ((rc = lease_take(t, &lease)) < 0)
 		return rc;
 	runner_request(t, FB_PROFILE, &c, &lease, &req);
 	rc = fb_run(t->cfg, &req, &o);
-	gpool_release(t->ctx->pool, GPOOL_EXEC, lease.slot);
+	if (rc == 0 && runner_faulted(o.status))
+		rc = check_gpu_health(t, &lease, req.device_index, o.status);
+	lease_give(t, &lease);
 	if (rc < 0) {
 		fb_outcome_clear(&o);
 		return rc == -KB_ESTOPPED ? rc : FSM_EV_profiled;
@@ -579,8 +677,11 @@ turn_outcome(struct task_run *t, struct fb_outcome *o, const char **label, char 
 
 		if (k == NULL) {
 			*label = "no_code";
-			*text = kb_strdup("Your reply contained no code. Reply with the complete "
-					  "ModelNew module in one ```python fenced block.");
+			*text = read_turn_file(t, t->turn, "reply_refused.md");
+			if (*text == NULL)
+				*text = kb_strdup("Your reply contained no code. Reply with the "
+						  "complete ModelNew module in one ```python fenced "
+						  "block.");
 			return 0;
 		}
 		free(k);

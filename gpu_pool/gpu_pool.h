@@ -9,9 +9,10 @@
  * repaired on the next lock (EOWNERDEAD -> repair -> pthread_mutex_consistent).
  *
  * Lifecycle: the supervisor calls gpool_create() before its first fork and
- * gpool_reclaim() for every pid it reaps; workers only acquire, set_runner and
- * release. A CLI process never maps the pool: the supervisor publishes snapshots
- * (gpool_snapshot_json) into the run directory.
+ * gpool_reclaim() for every pid it reaps; workers acquire, set_runner and release, and
+ * quarantine a GPU they hold once it fails its health probes. A CLI process never maps
+ * the pool: the supervisor publishes snapshots (gpool_snapshot_json) into the run
+ * directory, and reports quarantined slots from them.
  * Ownership: the pool belongs to the supervisor; gpool_destroy() only there.
  */
 #ifndef KFORGE_GPU_POOL_H
@@ -61,7 +62,10 @@ int	gpool_release(struct gpool *p, enum gpool_class cls, int slot);
  * Returns the number of slots freed. */
 int	gpool_reclaim(struct gpool *p, pid_t dead);
 
-/* Marks an EXEC slot unusable (a GPU that failed its health probe). */
+/* Marks an EXEC slot unusable for the rest of the pool's life (a GPU that failed its
+ * health probes), with the reason status shows; called by the worker holding it. Its
+ * unit leaves circulation, so with every slot quarantined acquirers wait until
+ * should_stop: the supervisor watches for that (the snapshot's "quarantined"). */
 int	gpool_quarantine(struct gpool *p, int slot, const char *reason);
 
 /* Counters for status: used/total and waiters per class, busy milliseconds since

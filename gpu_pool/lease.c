@@ -1,6 +1,6 @@
 /*
- * lease.c: what workers do with the pool — acquire, record the runner, release — and
- * the supervisor's quarantine of a failed GPU. See gpu_pool_int.h for the invariant.
+ * lease.c: what workers do with the pool — acquire, record the runner, release, and
+ * quarantine a GPU that failed its health probes. See gpu_pool_int.h for the invariant.
  */
 #include <errno.h>
 #include <stdio.h>

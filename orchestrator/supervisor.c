@@ -2,7 +2,8 @@
  * and read from a signalfd; handlers do nothing. Workers are reaped, their pool slots
  * reclaimed, abnormal deaths restarted with backoff (the worker resumes from its log),
  * and a task that keeps dying is marked FAILED. SIGTERM/SIGINT stop gracefully; a
- * second one hurries the workers, a third kills them. */
+ * second one hurries the workers, a third kills them. GPUs the workers quarantine are
+ * reported in run.json; once none is left the run stops as if asked to. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -44,6 +45,8 @@ struct sup {
 	int64_t			 started_ms;
 	int			 log_fd;
 	int			 lock_fd;	/* supervisor.lock: held only by the supervisor */
+	json_t			*quarantined;	/* as last written to run.json */
+	char			 halt[ORCH_MAX_RUN_DIR + 256];	/* why the run cannot go on, or "" */
 };
 
 static int
@@ -156,8 +159,8 @@ worker_exited(struct sup *s, int i, int status)
 		return;
 	}
 	ts->state = TASK_PENDING;
-	if (s->stop_signals > 0)
-		return;	/* stopped on request: resume continues it */
+	if (s->stop_signals > 0 || s->halt[0] != '\0')
+		return;	/* stopped on request or for want of a GPU: resume continues it */
 	if (WIFSIGNALED(status))
 		snprintf(ts->last_death, sizeof(ts->last_death), "killed by signal %d (%s)",
 			 WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -268,6 +271,72 @@ publish_pool(struct sup *s)
 	snprintf(path, sizeof(path), "%s/pool.json", s->run->dir);
 	kb_write_atomic_json(path, snap);
 	json_decref(snap);
+}
+
+/* The quarantined EXEC slots of a pool snapshot, as run.json lists them. */
+static json_t *
+quarantined_slots(json_t *snap, int *usable)
+{
+	json_t	*list = json_array(), *slot;
+	size_t	 i;
+
+	*usable = 0;
+	json_array_foreach(json_object_get(json_object_get(snap, "exec"), "slots"), i, slot) {
+		if (!json_is_true(json_object_get(slot, "quarantined"))) {
+			(*usable)++;
+			continue;
+		}
+		json_array_append_new(list, json_pack("{s:i, s:O, s:O}", "slot", (int)i, "device",
+						      json_object_get(slot, "device"), "reason",
+						      json_object_get(slot, "reason")));
+	}
+	return list;
+}
+
+/* Workers quarantine GPUs in the shared pool, which only the supervisor can see whole:
+ * it records each change in run.json (status and the user read it there), and once no
+ * execution slot is left it stops the run, since every worker that reaches EXECUTE would
+ * wait in gpool_acquire forever. The stopped tasks continue on 'kforge resume'. */
+static void
+watch_quarantine(struct sup *s)
+{
+	json_t	*snap = gpool_snapshot_json(s->pool), *list, *q, *fields;
+	size_t	 i;
+	int	 usable;
+
+	if (snap == NULL)
+		return;
+	list = quarantined_slots(snap, &usable);
+	json_decref(snap);
+	if (json_equal(list, s->quarantined)) {
+		json_decref(list);
+		return;
+	}
+	json_array_foreach(list, i, q) {
+		bool	known = false;
+		size_t	j;
+		json_t	*old;
+
+		json_array_foreach(s->quarantined, j, old)
+			known = known || json_equal(q, old);
+		if (!known)
+			log_warnx("GPU %lld is quarantined (%s); %d execution slot(s) left",
+				  (long long)json_integer_value(json_object_get(q, "device")),
+				  json_string_value(json_object_get(q, "reason")), usable);
+	}
+	fields = json_pack("{s:O}", "quarantined", list);
+	if (orch_run_update(s->run, fields) < 0)
+		log_warnx("cannot record the quarantined GPUs in run.json");
+	json_decref(fields);
+	json_decref(s->quarantined);
+	s->quarantined = list;
+	if (usable == 0 && s->halt[0] == '\0') {
+		snprintf(s->halt, sizeof(s->halt), "every GPU is quarantined after failing its "
+			 "health probes (run.json lists them); the run cannot go on. Check the "
+			 "GPUs, then 'kforge resume %s'", s->run->dir);
+		log_warnx("stopping: %s", s->halt);
+		signal_workers(s, SIGTERM);
+	}
 }
 
 static int
@@ -431,8 +500,11 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 			s.slots[i].state = TASK_FINISHED;
 	}
 	kb_iso8601(kb_now_ms(), ts);
-	fields = json_pack("{s:s, s:i, s:s, s:s, s:s}", "status", "running", "pid", (int)s.self,
-			   "started", ts, "python", python, "device", run->cfg.eval.device);
+	/* A new pool has every GPU back: what an earlier supervisor quarantined is history. */
+	s.quarantined = json_array();
+	fields = json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:n}", "status", "running", "pid",
+			   (int)s.self, "started", ts, "python", python, "device",
+			   run->cfg.eval.device, "quarantined", "stop_reason");
 	orch_run_update(run, fields);
 	json_decref(fields);
 	log_info("run %s in %s (python %s)", run->cfg.name, run->dir, python);
@@ -440,13 +512,13 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	for (;;) {
 		struct pollfd	pfd = { s.sfd, POLLIN, 0 };
 
-		if (s.stop_signals == 0)
+		if (s.stop_signals == 0 && s.halt[0] == '\0')
 			launch_ready(&s);
 		all_done = true;
 		for (int i = 0; i < run->ntasks; i++)
 			if (s.slots[i].state == TASK_PENDING || s.slots[i].state == TASK_RUNNING)
 				all_done = false;
-		if (s.running == 0 && (all_done || s.stop_signals > 0))
+		if (s.running == 0 && (all_done || s.stop_signals > 0 || s.halt[0] != '\0'))
 			break;
 		if (kb_mono_ms() - last_publish >= 1000) {
 			publish_pool(&s);
@@ -458,23 +530,30 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		}
 		drain_signals(&s);
 		reap_all(&s);
+		watch_quarantine(&s);
 	}
 	publish_pool(&s);
 	kb_iso8601(kb_now_ms(), ts);
 	fields = json_pack("{s:s, s:s, s:I}", "status", all_done ? "finished" : "stopped",
 			   "stopped", ts, "wall_ms", (json_int_t)(kb_mono_ms() - s.started_ms));
+	if (!all_done && s.halt[0] != '\0')
+		json_object_set_new(fields, "stop_reason", json_string(s.halt));
 	orch_run_update(run, fields);
 	json_decref(fields);
-	if (all_done)
+	if (all_done) {
 		log_info("all %d tasks finished; 'kforge report %s' for the results", run->ntasks,
 			 run->dir);
-	else {
+	} else if (s.halt[0] != '\0') {
+		log_warnx("stopped: %s", s.halt);
+		rc = 1;
+	} else {
 		log_info("stopped; 'kforge resume %s' continues", run->dir);
 		rc = 0;
 	}
 	snprintf(path, sizeof(path), "%s/supervisor.pid", run->dir);
 	unlink(path);
 	gpool_destroy(s.pool);
+	json_decref(s.quarantined);
 	free(s.slots);
 	close(s.sfd);
 	close(lock_fd);

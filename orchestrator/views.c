@@ -56,11 +56,30 @@ print_resource(const char *label, json_t *r)
 	printf("\n");
 }
 
+/* The quarantined GPUs: run.json's list, which the supervisor rewrites on every change;
+ * pool.json's slots for a run directory written before run.json kept one. */
+static json_t *
+quarantined_gpus(json_t *info, json_t *pool)
+{
+	json_t	*list = json_object_get(info, "quarantined"), *slot;
+	size_t	 i;
+
+	if (json_is_array(list))
+		return json_incref(list);
+	list = json_array();
+	json_array_foreach(json_object_get(json_object_get(pool, "exec"), "slots"), i, slot)
+		if (json_is_true(json_object_get(slot, "quarantined")))
+			json_array_append_new(list, json_pack("{s:i, s:O, s:O}", "slot", (int)i,
+				"device", json_object_get(slot, "device"), "reason",
+				json_object_get(slot, "reason")));
+	return list;
+}
+
 int
 orch_cmd_status(const char *dir, bool as_json)
 {
 	struct orch_run	 run;
-	json_t		*info, *pool, *tasks = json_array(), *out;
+	json_t		*info, *pool, *tasks = json_array(), *out, *quarantined;
 	int		 counts[FSM_ST__N] = { 0 };
 	long		 reqs = 0, ptok = 0, ctok = 0;
 	pid_t		 sup;
@@ -70,6 +89,7 @@ orch_cmd_status(const char *dir, bool as_json)
 	info = load_json_in(run.dir, "run.json");
 	pool = load_json_in(run.dir, "pool.json");
 	sup = orch_run_supervisor_pid(run.dir);
+	quarantined = quarantined_gpus(info, pool);
 	for (int i = 0; i < run.ntasks; i++) {
 		struct fsm_summary s;
 
@@ -85,11 +105,13 @@ orch_cmd_status(const char *dir, bool as_json)
 			"last_status", s.last_status, "fail_reason", s.fail_reason));
 	}
 	if (as_json) {
-		out = json_pack("{s:o, s:O?, s:{s:s?, s:b, s:i}, s:{s:I, s:I, s:I}}", "tasks",
-				tasks, "resources", pool, "run", "status",
-				json_string_value(json_object_get(info, "status")), "supervisor_alive",
-				sup > 0, "supervisor_pid", sup > 0 ? (int)sup : 0, "llm", "requests",
-				(json_int_t)reqs, "prompt_tokens", (json_int_t)ptok,
+		out = json_pack("{s:o, s:O?, s:O, s:{s:s?, s:b, s:i, s:s?}, s:{s:I, s:I, s:I}}",
+				"tasks", tasks, "resources", pool, "quarantined", quarantined, "run",
+				"status", json_string_value(json_object_get(info, "status")),
+				"supervisor_alive", sup > 0, "supervisor_pid",
+				sup > 0 ? (int)sup : 0, "stop_reason",
+				json_string_value(json_object_get(info, "stop_reason")), "llm",
+				"requests", (json_int_t)reqs, "prompt_tokens", (json_int_t)ptok,
 				"completion_tokens", (json_int_t)ctok);
 		if (out == NULL) {
 			fprintf(stderr, "kforge: out of memory\n");
@@ -133,10 +155,18 @@ orch_cmd_status(const char *dir, bool as_json)
 			print_resource("compile", json_object_get(pool, "compile"));
 			print_resource("llm", json_object_get(pool, "llm"));
 		}
+		json_array_foreach(quarantined, i, t)
+			printf("GPU %lld quarantined: %s\n",
+			       (long long)json_integer_value(json_object_get(t, "device")),
+			       json_string_value(json_object_get(t, "reason")) ?: "no reason given");
+		if (sup <= 0 && json_is_string(json_object_get(info, "stop_reason")))
+			printf("stopped: %s\n",
+			       json_string_value(json_object_get(info, "stop_reason")));
 		printf("llm: %ld requests, %ld prompt tokens, %ld completion tokens\n", reqs, ptok,
 		       ctok);
 		json_decref(tasks);
 	}
+	json_decref(quarantined);
 	json_decref(info);
 	json_decref(pool);
 	orch_run_clear(&run);

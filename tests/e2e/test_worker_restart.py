@@ -49,4 +49,20 @@ recs = records(run2, "L1_2_LeakyReLU_s0")
 check(recs[-1]["to"] == "FAILED", "a task whose worker always dies should be FAILED")
 check("died 3 times" in recs[-1]["data"].get("reason", ""), "FAILED without the reason: %s" % recs[-1]["data"])
 check(len(mock2.requests()) == 1, "the given-up task asked the model %d times" % len(mock2.requests()))
-print("ok: restarted workers reused every saved reply; a dying worker was given up on")
+
+# A reply over llm.max_response_bytes spends the turn (it was paid for) and the model is
+# told why; the task goes on.
+mock3 = MockLLM(scratch("e2e-restart-mock3"), {"rules": [{"replies": [
+    {"content": "x", "repeat_bytes": 20000}, reply("leaky_1.md")]}]})
+run3 = os.path.join(work, "run3")
+kforge("run", config2, "--run-dir", run3, "--set", "problems.ids=2", "--set",
+       "llm.max_response_bytes=4096", "--set", "llm.base_url=" + mock3.base_url)
+mock3.stop()
+recs = records(run3, "L1_2_LeakyReLU_s0")
+check(recs[-1]["to"] == "DONE", "an oversized reply ended the task: %s" % recs[-1])
+fb = feedback_records(recs)
+check([r["data"]["status"] for r in fb] == ["no_code", "no_code"], "statuses %s" % [r["data"]["status"] for r in fb])
+told = open(os.path.join(run3, "tasks", "L1_2_LeakyReLU_s0", "turns", "1", "feedback.md")).read()
+check("longer than the 4096 bytes" in told, "the model is not told its reply was too long: %r" % told)
+check(len(mock3.requests()) == 2, "an oversized reply was requested again")
+print("ok: restarted workers reused every saved reply; a dying worker was given up on; an oversized reply spent its turn")
