@@ -1,0 +1,198 @@
+"""benchlib.py: shared pieces of the kforge benchmarks (tools/bench/duty, footprint).
+
+Standard library only. The benchmarks build nothing: the kforge binary comes from --bin,
+$KFORGE_BIN or build/kforge; the LLM is the project's own mock server
+(tests/mock_llm_server.py) on loopback.
+"""
+import datetime
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HOME = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+MOCK = os.path.join(HOME, "tests", "mock_llm_server.py")
+
+
+def log(msg):
+    print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def die(msg):
+    print("bench: error: " + msg, file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def find_bin(arg):
+    b = arg or os.environ.get("KFORGE_BIN") or os.path.join(HOME, "build", "kforge")
+    if not (os.path.isfile(b) and os.access(b, os.X_OK)):
+        die("no kforge binary at %s (build it, then pass --bin or set KFORGE_BIN)" % b)
+    return os.path.abspath(b)
+
+
+def torch_python(arg):
+    cands = [arg] if arg else [os.environ.get("KFORGE_PYTHON"), "/usr/bin/python3",
+                               "/usr/local/bin/python3", shutil.which("python3")]
+    for py in cands:
+        if py and os.access(py, os.X_OK) and subprocess.run(
+                [py, "-c", "import torch"], capture_output=True).returncode == 0:
+            return py
+    die("no Python that imports torch (pass --python)")
+
+
+def workdir(arg, name):
+    if arg:
+        os.makedirs(arg, exist_ok=True)
+        return os.path.abspath(arg)
+    return tempfile.mkdtemp(prefix="kforge-bench-%s-" % name)
+
+
+def ts_ms(ts):
+    """Trajectory timestamps: ISO 8601, UTC, milliseconds."""
+    d = datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ")
+    return d.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000.0
+
+
+class MockLLM:
+    """tests/mock_llm_server.py on 127.0.0.1, a random port, the given script."""
+
+    def __init__(self, wd, script, log_requests=False):
+        port_file = os.path.join(wd, "mock.port")
+        script_path = os.path.join(wd, "mock-script.json")
+        with open(script_path, "w") as f:
+            json.dump(script, f)
+        self.log = os.path.join(wd, "mock-requests.jsonl") if log_requests else None
+        cmd = [sys.executable, MOCK, "--port", "0", "--port-file", port_file,
+               "--script", script_path]
+        if self.log:
+            cmd += ["--log", self.log]
+        self.proc = subprocess.Popen(cmd, stdout=open(os.path.join(wd, "mock.out"), "w"),
+                                     stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        while not os.path.exists(port_file):
+            if time.time() > deadline or self.proc.poll() is not None:
+                die("the mock LLM server did not start (see %s/mock.out)" % wd)
+            time.sleep(0.05)
+        with open(port_file) as f:
+            self.port = int(f.read().strip())
+        self.base_url = "http://127.0.0.1:%d/v1" % self.port
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def trajectories(run_dir):
+    """{task id: [records]} from every tasks/<id>/trajectory.jsonl (torn tails dropped)."""
+    out = {}
+    tdir = os.path.join(run_dir, "tasks")
+    for task in sorted(os.listdir(tdir)) if os.path.isdir(tdir) else []:
+        path = os.path.join(tdir, task, "trajectory.jsonl")
+        if not os.path.exists(path):
+            continue
+        recs = []
+        with open(path) as f:
+            for line in f:
+                if line.endswith("\n"):
+                    recs.append(json.loads(line))
+        out[task] = recs
+    return out
+
+
+def stage_intervals(trajs, stage):
+    """[(start_ms, end_ms)] of every visit to STAGE: from the record that entered it to
+    the record that left it. A visit includes waiting for the stage's slot."""
+    iv = []
+    for recs in trajs.values():
+        for prev, cur in zip(recs, recs[1:]):
+            if prev["to"] == stage and cur["from"] == stage:
+                iv.append((ts_ms(prev["ts"]), ts_ms(cur["ts"])))
+    return iv
+
+
+def capped_occupancy(intervals, slots, t0, t1):
+    """Integral over [t0, t1] of min(visits open at t, slots), in ms: the slot-time the
+    stage could have used. An upper bound on busy slot-time (a visit that waits for a
+    slot while one is free would count), exact when no visit waits with a slot free."""
+    ev = []
+    for a, b in intervals:
+        a, b = max(a, t0), min(b, t1)
+        if b > a:
+            ev.append((a, 1))
+            ev.append((b, -1))
+    ev.sort()
+    total, n, last = 0.0, 0, t0
+    for t, d in ev:
+        total += min(n, slots) * (t - last)
+        n += d
+        last = t
+    return total
+
+
+def proc_cmdline(pid):
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return None
+
+
+def leftover_processes(markers):
+    """Command lines of live processes that mention any of MARKERS (run dir, config)."""
+    left = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        cmd = proc_cmdline(pid)
+        if not cmd:
+            continue
+        text = b" ".join(cmd).decode(errors="replace")
+        if any(m in text for m in markers):
+            left.append("%s: %s" % (pid, text[:200]))
+    return left
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def host_line(loads):
+    """The machine in one line: cores, memory, mean 1-minute load during the run."""
+    mem = 0
+    try:
+        with open("/proc/meminfo") as f:
+            mem = int(f.readline().split()[1]) // 1024 // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return "host: %d cores, %d GiB; 1-min load during the run: mean %.2f, max %.2f" % (
+        os.cpu_count() or 0, mem, sum(loads) / len(loads) if loads else float("nan"),
+        max(loads) if loads else float("nan"))
+
+
+def median(v):
+    v = sorted(v)
+    if not v:
+        return float("nan")
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0
