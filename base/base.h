@@ -259,12 +259,13 @@ void	kb_config_clear(struct kb_config *c);
 
 /* ----------------------------------------------------------------- tasks */
 
-/* One (problem, sample) pair. id looks like "L1_19_ReLU_s0". */
+/* One (problem, sample) pair. id looks like "L1_19_ReLU_s0". problem_path points into
+ * the allocation that holds the task array (see orch_tasks_list). */
 struct kb_task {
 	char	 id[160];
 	char	 problem_key[144];	/* "L1_19_ReLU": level and file stem */
 	char	 problem_name[128];	/* "19_ReLU" */
-	char	 problem_path[4096];
+	const char *problem_path;
 	int	 level;
 	long	 problem_id;
 	int	 sample;

@@ -196,6 +196,7 @@ read_tasks(const char *dir, struct kb_task **out, int *n, char *err, size_t errl
 	json_error_t	 jerr;
 	json_t		*arr, *t;
 	size_t		 i;
+	char		*next;
 
 	snprintf(path, sizeof(path), "%s/tasks.json", dir);
 	if ((arr = json_load_file(path, 0, &jerr)) == NULL || !json_is_array(arr)) {
@@ -204,7 +205,23 @@ read_tasks(const char *dir, struct kb_task **out, int *n, char *err, size_t errl
 		return -KB_ECORRUPT;
 	}
 	*n = (int)json_array_size(arr);
-	*out = calloc((size_t)*n + 1, sizeof(**out));
+	/* The paths share the array's allocation, as orch_tasks_list makes it. */
+	{
+		size_t pool = 0;
+
+		json_array_foreach(arr, i, t) {
+			const char *p = json_string_value(json_object_get(t, "problem_path"));
+
+			pool += p != NULL ? strlen(p) + 1 : 0;
+		}
+		*out = calloc(1, ((size_t)*n + 1) * sizeof(**out) + pool);
+		if (*out == NULL) {
+			json_decref(arr);
+			snprintf(err, errlen, "out of memory");
+			return -KB_ENOMEM;
+		}
+	}
+	next = (char *)(*out + *n + 1);
 	json_array_foreach(arr, i, t) {
 		struct kb_task	*k = &(*out)[i];
 		const char	*id = json_string_value(json_object_get(t, "id"));
@@ -221,7 +238,8 @@ read_tasks(const char *dir, struct kb_task **out, int *n, char *err, size_t errl
 		snprintf(k->id, sizeof(k->id), "%s", id);
 		snprintf(k->problem_key, sizeof(k->problem_key), "%s", key);
 		snprintf(k->problem_name, sizeof(k->problem_name), "%s", name);
-		snprintf(k->problem_path, sizeof(k->problem_path), "%s", p);
+		k->problem_path = memcpy(next, p, strlen(p) + 1);
+		next += strlen(p) + 1;
 		k->level = (int)json_integer_value(json_object_get(t, "level"));
 		k->problem_id = (long)json_integer_value(json_object_get(t, "problem_id"));
 		k->sample = (int)json_integer_value(json_object_get(t, "sample"));

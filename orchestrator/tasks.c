@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,21 +154,37 @@ scan_level(const struct kb_config *c, int level, struct problem_list *l, char *e
 	return rc;
 }
 
-/* Fills the tasks of l (sorted, without duplicate ids) into a new array. */
+/* Fills the tasks of l (sorted, without duplicate ids) into a new array. The paths live
+ * in the same allocation, after the array: one free() releases everything, and the table
+ * stays small, since every forked worker maps all of it. */
 static int
 make_tasks(const struct kb_config *c, const struct problem_list *l, struct kb_task **out,
 	   char *err, size_t errlen)
 {
 	struct kb_task	*t;
 	int		 samples = c->problems.samples, k = 0;
+	size_t		 ntasks, pool = 0;
+	char		*next;
 
 	if (samples < 1 || (long)l->n * samples > TASKS_MAX)
 		return tasks_err(err, errlen, "problems: %d problems x %d samples is not in "
 				 "1..%d tasks", l->n, samples, TASKS_MAX);
-	if ((t = calloc((size_t)l->n * (size_t)samples, sizeof(*t))) == NULL) {
+	ntasks = (size_t)l->n * (size_t)samples;
+	for (int i = 0; i < l->n; i++) {
+		int m = snprintf(NULL, 0, "%s/level%d/%s.py", c->problems.dir, l->v[i].level,
+				 l->v[i].stem);
+
+		if (m < 0 || m >= PATH_MAX)
+			return tasks_err(err, errlen, "problems.dir: '%s/level%d/%s.py': "
+					 "path too long", c->problems.dir, l->v[i].level,
+					 l->v[i].stem);
+		pool += ((size_t)m + 1) * (size_t)samples;
+	}
+	if ((t = calloc(1, ntasks * sizeof(*t) + pool)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -KB_ENOMEM;
 	}
+	next = (char *)(t + ntasks);
 	for (int i = 0; i < l->n; i++) {
 		const struct problem *p = &l->v[i];
 
@@ -178,13 +195,10 @@ make_tasks(const struct kb_config *c, const struct problem_list *l, struct kb_ta
 			snprintf(t[k].problem_key, sizeof(t[k].problem_key), "L%d_%s", p->level,
 				 p->stem);
 			snprintf(t[k].id, sizeof(t[k].id), "L%d_%s_s%d", p->level, p->stem, s);
-			m = snprintf(t[k].problem_path, sizeof(t[k].problem_path),
-				     "%s/level%d/%s.py", c->problems.dir, p->level, p->stem);
-			if (m < 0 || (size_t)m >= sizeof(t[k].problem_path)) {
-				free(t);
-				return tasks_err(err, errlen, "problems.dir: '%s/level%d/%s.py': "
-						 "path too long", c->problems.dir, p->level, p->stem);
-			}
+			m = snprintf(next, PATH_MAX, "%s/level%d/%s.py", c->problems.dir, p->level,
+				     p->stem);
+			t[k].problem_path = next;
+			next += m + 1;
 			t[k].level = p->level;
 			t[k].problem_id = p->id;
 			t[k].sample = s;
