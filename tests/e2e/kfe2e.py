@@ -39,6 +39,19 @@ def torch_python():
     sys.exit(SKIP)
 
 
+def cuda_torch_python():
+    """A Python whose torch sees a CUDA device; exits 77 (skip) on a machine without one."""
+    if subprocess.run(["sh", "-c", "command -v nvidia-smi >/dev/null && nvidia-smi -L"],
+                      capture_output=True).returncode != 0:
+        print("SKIP: no NVIDIA GPU")
+        sys.exit(SKIP)
+    py = torch_python()
+    if subprocess.run([py, "-c", "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"]).returncode:
+        print("SKIP: torch sees no CUDA device")
+        sys.exit(SKIP)
+    return py
+
+
 def scratch(name):
     base = os.environ.get("KFORGE_TEST_TMP", tempfile.gettempdir())
     os.makedirs(base, exist_ok=True)

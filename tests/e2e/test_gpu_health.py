@@ -14,14 +14,7 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from kfe2e import *  # noqa: E402,F401
 
-if subprocess.run(["sh", "-c", "command -v nvidia-smi >/dev/null && nvidia-smi -L"],
-                  capture_output=True).returncode != 0:
-    print("SKIP: no NVIDIA GPU")
-    sys.exit(SKIP)
-py = torch_python()
-if subprocess.run([py, "-c", "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"]).returncode:
-    print("SKIP: torch sees no CUDA device")
-    sys.exit(SKIP)
+py = cuda_torch_python()
 
 WILD_WRITE = r'''The kernel below writes its result in one pass.
 
