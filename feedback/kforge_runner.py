@@ -407,30 +407,22 @@ class Runner:
         return model_new
 
     def check_patched(self):
+        """Undo a candidate's rebinding of the functions the check and the timing rely on."""
         torch = self.torch
-        patched = []
-        if torch.allclose is not self.allclose:
-            patched.append("torch.allclose")
-            torch.allclose = self.allclose
-        if torch.equal is not self.tensor_equal:
-            patched.append("torch.equal")
-            torch.equal = self.tensor_equal
-        if time.perf_counter is not self.perf_counter:
-            patched.append("time.perf_counter")
-            time.perf_counter = self.perf_counter
+        guarded = [(torch, "allclose", self.allclose, "torch.allclose"),
+                   (torch, "equal", self.tensor_equal, "torch.equal"),
+                   (time, "perf_counter", self.perf_counter, "time.perf_counter")]
         if self.device.type == "cuda":
-            if torch.cuda.synchronize is not self.synchronize:
-                patched.append("torch.cuda.synchronize")
-                torch.cuda.synchronize = self.synchronize
-            if torch.cuda.Event is not self.Event:
-                patched.append("torch.cuda.Event")
-                torch.cuda.Event = self.Event
-            if self.Event.record is not self.event_record:
-                patched.append("torch.cuda.Event.record")
-                self.Event.record = self.event_record
-            if self.Event.elapsed_time is not self.event_elapsed:
-                patched.append("torch.cuda.Event.elapsed_time")
-                self.Event.elapsed_time = self.event_elapsed
+            guarded += [(torch.cuda, "synchronize", self.synchronize, "torch.cuda.synchronize"),
+                        (torch.cuda, "Event", self.Event, "torch.cuda.Event"),
+                        (self.Event, "record", self.event_record, "torch.cuda.Event.record"),
+                        (self.Event, "elapsed_time", self.event_elapsed,
+                         "torch.cuda.Event.elapsed_time")]
+        patched = []
+        for owner, attr, saved, name in guarded:
+            if getattr(owner, attr) is not saved:
+                patched.append(name)
+                setattr(owner, attr, saved)
         if patched:
             self.flag("torch_patched")
             log("candidate patched %s (restored)" % ", ".join(patched))
