@@ -2,15 +2,18 @@
  * gpu_pool_int.h: the layout of the shared mapping and the helpers the gpu_pool files
  * share. Not part of the public interface (tests and tools/pool-inspect may read it).
  *
- * Invariant, per class, whenever the lock is free and nobody is between taking a
- * semaphore unit and claiming a slot:
+ * Invariant, per class, whenever the lock is free:
  *     sem value + #slots (in_use or quarantined) + #waiters holding a unit == total
- * Every change to the table and every sem_post/sem_trywait that keeps it happens under
- * the lock; the only unit that moves outside the lock is the one sem_wait hands an
- * acquirer, and the acquirer marks its waiter record GOT right after. The audit
- * (gpool_reclaim) restores the invariant after deaths. An extra unit can never lease a
- * slot twice: claims are made under the lock from the table, and an acquirer that
- * holds a unit but finds no free slot drops the unit (that is the repair of an excess).
+ * Every change to the table, every sem_post/sem_trywait on the class semaphore and every
+ * grant happens under the lock. The audit (gpool_reclaim) restores the invariant after
+ * deaths. An extra unit can never lease a slot twice: claims are made under the lock
+ * from the table, and an acquirer that holds a unit but finds no free slot drops the
+ * unit (that is the repair of an excess).
+ *
+ * Order: waiters queue per class by ticket. A free unit goes to the oldest waiter
+ * (gpool__grant: its record turns GOT and its own semaphore is posted), and an acquirer
+ * only takes a unit straight from the class semaphore when nobody of its class waits,
+ * so each queue is FIFO and no task starves behind later arrivals.
  *
  * Crash consistency inside the critical section: in_use is the commit flag. A claim
  * writes the slot's fields and then sets in_use; a release clears in_use first. The
@@ -26,7 +29,7 @@
 #include "gpu_pool/gpu_pool.h"
 
 #define GPOOL__MAGIC		0x6b67706fu	/* "kgpo" */
-#define GPOOL__VERSION		1
+#define GPOOL__VERSION		2
 #define GPOOL__TASK_LEN		64
 #define GPOOL__REASON_LEN	128
 #define GPOOL__MAX_WAITERS	1024
@@ -51,17 +54,21 @@ struct gpool__class {
 	int64_t		 busy_ms;	/* closed leases only; snapshots add the open ones */
 	int64_t		 acquired;
 	int64_t		 repairs;	/* drift corrected by the audit or an acquirer */
+	int64_t		 next_ticket;	/* queue position of the next waiter */
 	struct gpool__slot slot[GPOOL_MAX_SLOTS];
 };
 
+/* WAITING: queued. GOT: granted a unit (the holder claims a slot with it next). */
 enum gpool__wstate { GPOOL__W_FREE, GPOOL__W_WAITING, GPOOL__W_GOT };
 
-/* One process inside gpool_acquire. pid 0 = free record. state is written outside the
- * lock (WAITING -> GOT) with an atomic store; everything else under the lock. */
+/* One process inside gpool_acquire. pid 0 = free record. Written under the lock (pid
+ * and state with atomic stores, so the snapshot and audit read whole words). */
 struct gpool__waiter {
 	pid_t		 pid;
 	int32_t		 cls;
 	int32_t		 state;
+	int64_t		 ticket;	/* FIFO order within the class */
+	sem_t		 wake;		/* posted once by the grant */
 };
 
 struct gpool {
@@ -75,7 +82,7 @@ struct gpool {
 
 /* Test-only: called at chosen points so a fault-injection test can make a process stop
  * (and be SIGKILLed) there: inside the critical section of a claim or a release, or
- * holding a unit in transit (after sem_wait, before the lock). NULL in production. */
+ * holding a granted unit (woken, before the lock). NULL in production. */
 enum gpool__hook_point { GPOOL__HOOK_CLAIM, GPOOL__HOOK_RELEASE, GPOOL__HOOK_TRANSIT };
 extern void	(*gpool__test_hook)(enum gpool__hook_point where);
 
@@ -84,8 +91,10 @@ extern const char *const gpool__class_names[GPOOL__NCLASS];
 int	gpool__lock(struct gpool *p);
 void	gpool__unlock(struct gpool *p);
 /* Frees a leased slot under the lock: busy time, wipe, and a sem_post unless the slot
- * is quarantined (its unit stays out of circulation). */
+ * is quarantined (its unit stays out of circulation), then grants it to the queue. */
 void	gpool__slot_free(struct gpool *p, enum gpool_class cls, int i);
+/* Under the lock: hands free units of the class to its waiters, oldest first. */
+void	gpool__grant(struct gpool *p, enum gpool_class cls);
 bool	gpool__valid(const struct gpool *p, enum gpool_class cls, int slot);
 /* From /proc/<pid>/stat: start time (clock ticks since boot) and state letter. */
 int	gpool__proc_stat(pid_t pid, uint64_t *start, char *state);

@@ -13,6 +13,40 @@
 #define GPOOL_POLL_MS	200	/* should_stop granularity while blocked */
 #define GPOOL_FULL_MS	10	/* retry period when the waiter table is full */
 
+/* Under the lock: the oldest queued waiter of the class, or NULL. */
+static struct gpool__waiter *
+oldest_waiting(struct gpool *p, enum gpool_class cls)
+{
+	struct gpool__waiter	*w, *best = NULL;
+	int			 i;
+
+	for (i = 0; i < GPOOL__MAX_WAITERS; i++) {
+		w = &p->waiter[i];
+		if (w->pid == 0 || w->cls != (int32_t)cls || w->state != GPOOL__W_WAITING)
+			continue;
+		if (best == NULL || w->ticket < best->ticket)
+			best = w;
+	}
+	return best;
+}
+
+void
+gpool__grant(struct gpool *p, enum gpool_class cls)
+{
+	struct gpool__waiter	*w;
+
+	while ((w = oldest_waiting(p, cls)) != NULL) {
+		if (sem_trywait(&p->cls[cls].free) == -1)
+			return;		/* EAGAIN: nothing free */
+		__atomic_store_n(&w->state, GPOOL__W_GOT, __ATOMIC_SEQ_CST);
+		if (sem_post(&w->wake) == -1)
+			log_warn("gpu pool: %s: sem_post", gpool__class_names[cls]);
+	}
+}
+
+/* Under the lock: queues this process at the back of the class; -1 if the table is
+ * full. A record's wake semaphore may keep a post its last user never consumed (it
+ * saw GOT first): drained here. */
 static int
 waiter_add(struct gpool *p, enum gpool_class cls)
 {
@@ -23,7 +57,10 @@ waiter_add(struct gpool *p, enum gpool_class cls)
 		w = &p->waiter[i];
 		if (w->pid != 0)
 			continue;
+		while (sem_trywait(&w->wake) == 0)
+			;
 		w->cls = (int32_t)cls;
+		w->ticket = p->cls[cls].next_ticket++;
 		__atomic_store_n(&w->state, GPOOL__W_WAITING, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&w->pid, getpid(), __ATOMIC_SEQ_CST);	/* commit */
 		return i;
@@ -38,14 +75,23 @@ waiter_remove(struct gpool *p, int i)
 	__atomic_store_n(&p->waiter[i].state, GPOOL__W_FREE, __ATOMIC_SEQ_CST);
 }
 
+/* Leaves the queue. A unit granted meanwhile is passed on, not lost. */
 static void
-waiter_unregister(struct gpool *p, int w)
+waiter_unregister(struct gpool *p, enum gpool_class cls, int w)
 {
+	bool	granted;
+
 	if (gpool__lock(p) < 0) {
-		waiter_remove(p, w);	/* the lock is unusable; single-word writes are safe */
+		waiter_remove(p, w);	/* the lock is unusable; the audit restores a unit */
 		return;
 	}
+	granted = p->waiter[w].state == GPOOL__W_GOT;
 	waiter_remove(p, w);
+	if (granted) {
+		if (sem_post(&p->cls[cls].free) == -1)
+			log_warn("gpu pool: %s: sem_post", gpool__class_names[cls]);
+		gpool__grant(p, cls);
+	}
 	gpool__unlock(p);
 }
 
@@ -61,32 +107,6 @@ must_give_up(int64_t deadline, bool (*should_stop)(void *), void *stop_arg, int 
 		return true;
 	}
 	return false;
-}
-
-/* Announces this process as a waiter; the audit counts units it may carry. */
-static int
-waiter_register(struct gpool *p, enum gpool_class cls, int64_t deadline,
-		bool (*should_stop)(void *), void *stop_arg, int *w)
-{
-	bool	warned = false;
-	int	rc;
-
-	for (;;) {
-		if ((rc = gpool__lock(p)) < 0)
-			return rc;
-		*w = waiter_add(p, cls);
-		gpool__unlock(p);
-		if (*w >= 0)
-			return 0;
-		if (!warned) {
-			log_warnx("gpu pool: %d processes waiting; the waiter table is full",
-			    GPOOL__MAX_WAITERS);
-			warned = true;
-		}
-		if (must_give_up(deadline, should_stop, stop_arg, &rc))
-			return rc;
-		usleep(GPOOL_FULL_MS * 1000);
-	}
 }
 
 /* Claims a free, healthy slot (round-robin) for this process; -1 if none. */
@@ -118,7 +138,64 @@ claim(struct gpool *p, enum gpool_class cls, const char *task)
 	return -1;
 }
 
-/* 0 with a unit, else the errno of sem_clockwait (ETIMEDOUT at until_ms). */
+/* Under the lock, holding a unit that has no free slot behind it (a quarantine raced
+ * the grant, or the audit restored a unit that was only in transit): this unit is the
+ * excess, so it is dropped, not posted back (that would hand it on, forever). */
+static void
+drop_excess(struct gpool *p, enum gpool_class cls)
+{
+	p->cls[cls].repairs++;
+	log_warnx("gpu pool: %s: semaphore said free but no slot is; dropped the extra unit",
+	    gpool__class_names[cls]);
+}
+
+/* The queue is empty and a unit is free: take it without queueing. 1 claimed, 0 not. */
+static int
+try_fast(struct gpool *p, enum gpool_class cls, const char *task, int *slot)
+{
+	int	i;
+
+	if (oldest_waiting(p, cls) != NULL || sem_trywait(&p->cls[cls].free) == -1)
+		return 0;
+	if ((i = claim(p, cls, task)) < 0) {
+		drop_excess(p, cls);
+		return 0;
+	}
+	*slot = i;
+	return 1;
+}
+
+/* Takes a slot at once when nobody of the class waits, else joins the queue (*w). */
+static int
+enter(struct gpool *p, enum gpool_class cls, const char *task, int64_t deadline,
+      bool (*should_stop)(void *), void *stop_arg, int *slot, int *w)
+{
+	bool	warned = false;
+	int	rc;
+
+	for (;;) {
+		if ((rc = gpool__lock(p)) < 0)
+			return rc;
+		if (try_fast(p, cls, task, slot)) {
+			gpool__unlock(p);
+			return 1;
+		}
+		*w = waiter_add(p, cls);
+		gpool__unlock(p);
+		if (*w >= 0)
+			return 0;
+		if (!warned) {
+			log_warnx("gpu pool: %d processes waiting; the waiter table is full",
+			    GPOOL__MAX_WAITERS);
+			warned = true;
+		}
+		if (must_give_up(deadline, should_stop, stop_arg, &rc))
+			return rc;
+		usleep(GPOOL_FULL_MS * 1000);
+	}
+}
+
+/* 0 when posted, else the errno of sem_clockwait (ETIMEDOUT at until_ms). */
 static int
 sem_wait_until(sem_t *sem, int64_t until_ms)
 {
@@ -127,35 +204,27 @@ sem_wait_until(sem_t *sem, int64_t until_ms)
 	return sem_clockwait(sem, CLOCK_MONOTONIC, &ts) == 0 ? 0 : errno;
 }
 
-/* Took a unit: claim a slot under the lock. 1 claimed, 0 no slot (unit dropped). */
+/* Granted a unit: claim a slot under the lock. 1 claimed, 0 no slot (unit dropped,
+ * back in the queue with the same ticket). */
 static int
 take_slot(struct gpool *p, enum gpool_class cls, const char *task, int w, int *slot)
 {
-	struct gpool__class	*c = &p->cls[cls];
-	int			 rc, i;
+	int	rc, i;
 
-	__atomic_store_n(&p->waiter[w].state, GPOOL__W_GOT, __ATOMIC_SEQ_CST);
 	if (gpool__test_hook != NULL)
 		gpool__test_hook(GPOOL__HOOK_TRANSIT);
-	if ((rc = gpool__lock(p)) < 0) {
-		sem_post(&c->free);
-		__atomic_store_n(&p->waiter[w].state, GPOOL__W_WAITING, __ATOMIC_SEQ_CST);
+	if ((rc = gpool__lock(p)) < 0)
 		return rc;
-	}
 	if ((i = claim(p, cls, task)) >= 0) {
 		waiter_remove(p, w);
 		gpool__unlock(p);
 		*slot = i;
 		return 1;
 	}
-	/* More units than free slots (a quarantine raced us, or the audit restored a
-	 * unit that was only in transit): this unit is the excess, so it is dropped,
-	 * not posted back (that would hand it to the next waiter, forever). */
-	c->repairs++;
+	drop_excess(p, cls);
 	__atomic_store_n(&p->waiter[w].state, GPOOL__W_WAITING, __ATOMIC_SEQ_CST);
+	gpool__grant(p, cls);
 	gpool__unlock(p);
-	log_warnx("gpu pool: %s: semaphore said free but no slot is; dropped the extra unit",
-	    gpool__class_names[cls]);
 	return 0;
 }
 
@@ -164,27 +233,28 @@ gpool_acquire(struct gpool *p, enum gpool_class cls, const char *task, int timeo
 	      bool (*should_stop)(void *), void *stop_arg, int *slot)
 {
 	int64_t	deadline, until;
-	int	w, rc, r;
+	int	w = -1, rc, r;
 
 	if (p == NULL || (int)cls < 0 || cls >= GPOOL__NCLASS || slot == NULL)
 		return -KB_EINVAL;
 	*slot = -1;
+	if (task == NULL)
+		task = "";
 	deadline = timeout_ms >= 0 ? kb_mono_ms() + timeout_ms : INT64_MAX;
-	if ((rc = waiter_register(p, cls, deadline, should_stop, stop_arg, &w)) < 0)
-		return rc;
+	if ((rc = enter(p, cls, task, deadline, should_stop, stop_arg, slot, &w)) != 0)
+		return rc > 0 ? 0 : rc;
 	for (;;) {
 		until = kb_mono_ms() + GPOOL_POLL_MS;
-		r = sem_wait_until(&p->cls[cls].free, until < deadline ? until : deadline);
-		if (r == 0) {
-			if ((rc = take_slot(p, cls, task != NULL ? task : "", w, slot)) == 1)
+		r = sem_wait_until(&p->waiter[w].wake, until < deadline ? until : deadline);
+		/* The grant, not the post, is the truth: a post may come after a timeout. */
+		if (__atomic_load_n(&p->waiter[w].state, __ATOMIC_SEQ_CST) == GPOOL__W_GOT) {
+			if ((rc = take_slot(p, cls, task, w, slot)) == 1)
 				return 0;
 			if (rc < 0)
 				break;
 			continue;
 		}
-		if (r == EINTR)
-			continue;
-		if (r != ETIMEDOUT) {
+		if (r != 0 && r != EINTR && r != ETIMEDOUT) {
 			errno = r;
 			log_warn("gpu pool: %s: sem_clockwait", gpool__class_names[cls]);
 			rc = -KB_ESYS;
@@ -193,7 +263,7 @@ gpool_acquire(struct gpool *p, enum gpool_class cls, const char *task, int timeo
 		if (must_give_up(deadline, should_stop, stop_arg, &rc))
 			break;
 	}
-	waiter_unregister(p, w);
+	waiter_unregister(p, cls, w);
 	return rc;
 }
 

@@ -90,6 +90,7 @@ gpool__slot_free(struct gpool *p, enum gpool_class cls, int i)
 	memset(s->task, 0, sizeof(s->task));
 	if (!s->quarantined && sem_post(&c->free) == -1)
 		log_warn("gpu pool: %s: sem_post", gpool__class_names[cls]);
+	gpool__grant(p, cls);
 }
 
 static int
@@ -151,6 +152,16 @@ gpool_create(struct gpool **out, const struct gpool_spec *spec)
 		munmap(p, size);
 		return -KB_ESYS;
 	}
+	for (i = 0; i < GPOOL__MAX_WAITERS; i++) {
+		if (sem_init(&p->waiter[i].wake, 1, 0) == -1) {
+			log_warn("gpu pool: sem_init");
+			while (--i >= 0)
+				sem_destroy(&p->waiter[i].wake);
+			pthread_mutex_destroy(&p->mu);
+			munmap(p, size);
+			return -KB_ESYS;
+		}
+	}
 	for (c = 0; c < GPOOL__NCLASS; c++) {
 		p->cls[c].total = count[c];
 		for (i = 0; i < count[c]; i++)
@@ -159,6 +170,8 @@ gpool_create(struct gpool **out, const struct gpool_spec *spec)
 			log_warn("gpu pool: sem_init");
 			while (--c >= 0)
 				sem_destroy(&p->cls[c].free);
+			for (i = 0; i < GPOOL__MAX_WAITERS; i++)
+				sem_destroy(&p->waiter[i].wake);
 			pthread_mutex_destroy(&p->mu);
 			munmap(p, size);
 			return -KB_ESYS;
@@ -171,12 +184,14 @@ gpool_create(struct gpool **out, const struct gpool_spec *spec)
 void
 gpool_destroy(struct gpool *p)
 {
-	int	c;
+	int	c, i;
 
 	if (p == NULL)
 		return;
 	for (c = 0; c < GPOOL__NCLASS; c++)
 		sem_destroy(&p->cls[c].free);
+	for (i = 0; i < GPOOL__MAX_WAITERS; i++)
+		sem_destroy(&p->waiter[i].wake);
 	pthread_mutex_destroy(&p->mu);
 	munmap(p, p->map_size);
 }

@@ -154,15 +154,17 @@ gpool_reclaim(struct gpool *p, pid_t dead)
 	for (c = 0; c < GPOOL__NCLASS; c++)
 		for (i = 0; i < p->cls[c].total; i++)
 			freed += reclaim_slot(p, c, i, dead);
-	/* A dead waiter may have taken a unit without claiming a slot: forgetting its
-	 * record lets the audit count that unit as lost and restore it. */
+	/* A dead waiter may have been granted a unit without claiming a slot: forgetting
+	 * its record lets the audit count that unit as lost and restore it. */
 	for (i = 0; i < GPOOL__MAX_WAITERS; i++)
 		if (p->waiter[i].pid == dead) {
 			__atomic_store_n(&p->waiter[i].pid, 0, __ATOMIC_SEQ_CST);
 			__atomic_store_n(&p->waiter[i].state, GPOOL__W_FREE, __ATOMIC_SEQ_CST);
 		}
-	for (c = 0; c < GPOOL__NCLASS; c++)
+	for (c = 0; c < GPOOL__NCLASS; c++) {
 		audit(p, c);
+		gpool__grant(p, c);	/* restored units go to the queue */
+	}
 	gpool__unlock(p);
 	return freed;
 }

@@ -1,7 +1,7 @@
 /*
  * gpu_pool.c: the pool in one process and across a few forked ones — acquire, release,
  * timeouts, should_stop, ownership, quarantine, the audit's repairs, reclaim of a dead
- * owner whose runner is still alive, and the status snapshot. The many-process crash
+ * owner whose runner is still alive, FIFO order of waiters, and the status snapshot. The many-process crash
  * test is gpu_pool_stress.c.
  */
 #include <errno.h>
@@ -26,6 +26,18 @@ sem_value(struct gpool *p, enum gpool_class cls)
 
 	sem_getvalue(&p->cls[cls].free, &v);
 	return v;
+}
+
+/* Processes queued for the class (waiter records, granted or not). */
+static int
+queued(struct gpool *p, enum gpool_class cls)
+{
+	int	i, n = 0;
+
+	for (i = 0; i < GPOOL__MAX_WAITERS; i++)
+		n += __atomic_load_n(&p->waiter[i].pid, __ATOMIC_SEQ_CST) != 0 &&
+		    p->waiter[i].cls == (int32_t)cls;
+	return n;
 }
 
 static struct gpool *
@@ -316,37 +328,92 @@ stop_in_transit(enum gpool__hook_point where)
 		pause();
 }
 
-/* A live acquirer holding a unit between sem_wait and the lock is not a leak; the
- * same acquirer killed there is, and its reclaim restores the unit. */
+/* A live acquirer holding a granted unit between its wake-up and the lock is not a
+ * leak; the same acquirer killed there is, and its reclaim restores the unit. */
 static void
 test_unit_in_transit(void)
 {
 	struct gpool	*p = make_pool(2, NULL);
 	pid_t		 pid;
-	int		 st, i;
+	int		 st, i, a, b;
 
 	in_transit = mmap(NULL, sizeof(*in_transit), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	*in_transit = 0;
+	CHECK(gpool_acquire(p, GPOOL_EXEC, "a", 0, NULL, NULL, &a) == 0);
+	CHECK(gpool_acquire(p, GPOOL_EXEC, "b", 0, NULL, NULL, &b) == 0);
 	if ((pid = fork()) == 0) {
 		int	s;
 
 		alarm(30);
 		gpool__test_hook = stop_in_transit;
-		gpool_acquire(p, GPOOL_EXEC, "transit", 1000, NULL, NULL, &s);
+		gpool_acquire(p, GPOOL_EXEC, "transit", 10000, NULL, NULL, &s);
 		_exit(1);
 	}
+	for (i = 0; i < 500 && queued(p, GPOOL_EXEC) < 1; i++)
+		usleep(10000);
+	CHECK(gpool_release(p, GPOOL_EXEC, a) == 0);	/* granted to the child */
 	for (i = 0; i < 500 && !*in_transit; i++)
 		usleep(10000);
 	CHECK(*in_transit);
-	CHECK(sem_value(p, GPOOL_EXEC) == 1);
+	CHECK(sem_value(p, GPOOL_EXEC) == 0);
 	CHECK(gpool_reclaim(p, 999999) == 0);
-	CHECK(sem_value(p, GPOOL_EXEC) == 1 && p->cls[GPOOL_EXEC].repairs == 0);
+	CHECK(sem_value(p, GPOOL_EXEC) == 0 && p->cls[GPOOL_EXEC].repairs == 0);
 	kill(pid, SIGKILL);
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK(gpool_reclaim(p, pid) == 0);
-	CHECK(sem_value(p, GPOOL_EXEC) == 2 && p->cls[GPOOL_EXEC].repairs == 1);
+	CHECK(sem_value(p, GPOOL_EXEC) == 1 && p->cls[GPOOL_EXEC].repairs == 1);
+	CHECK(gpool_release(p, GPOOL_EXEC, b) == 0 && sem_value(p, GPOOL_EXEC) == 2);
 	munmap((void *)in_transit, sizeof(*in_transit));
+	gpool_destroy(p);
+}
+
+/* Waiters are served in the order they queued, however long they wait (semaphore
+ * wake order alone is not FIFO: a waiter that times out to poll should_stop rejoins
+ * the futex queue at its back), and a newcomer never takes a unit over a queue. */
+static void
+test_fifo(void)
+{
+	enum { N = 6 };
+	struct gpool	*p = make_pool(1, NULL);
+	int		*order, *next, i, k, s, st;
+	pid_t		 pid[N];
+
+	order = mmap(NULL, sizeof(int) * (N + 1), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(order != MAP_FAILED);
+	next = &order[N];
+	*next = 0;
+	CHECK(gpool_acquire(p, GPOOL_EXEC, "holder", 0, NULL, NULL, &s) == 0);
+	for (i = 0; i < N; i++) {
+		if ((pid[i] = fork()) == 0) {
+			int	t;
+
+			alarm(60);
+			if (gpool_acquire(p, GPOOL_EXEC, "w", 30000, NULL, NULL, &t) != 0)
+				_exit(2);
+			order[__atomic_fetch_add(next, 1, __ATOMIC_SEQ_CST)] = i;
+			usleep(20000);
+			_exit(gpool_release(p, GPOOL_EXEC, t) == 0 ? 0 : 3);
+		}
+		for (k = 0; k < 500 && queued(p, GPOOL_EXEC) < i + 1; k++)
+			usleep(10000);
+		CHECK(queued(p, GPOOL_EXEC) == i + 1);
+	}
+	/* Long enough for every waiter to time out its poll a few times. */
+	usleep(700000);
+	/* A newcomer with a zero timeout gets nothing while the queue holds the unit. */
+	CHECK(gpool_release(p, GPOOL_EXEC, s) == 0);
+	CHECK(gpool_acquire(p, GPOOL_EXEC, "newcomer", 0, NULL, NULL, &s) == -KB_ETIMEDOUT);
+	for (i = 0; i < N; i++) {
+		CHECK(waitpid(pid[i], &st, 0) == pid[i]);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	CHECK(*next == N);
+	for (i = 0; i < N; i++)
+		CHECKM(order[i] == i, "waiter %d served %dth", order[i], i);
+	CHECK(sem_value(p, GPOOL_EXEC) == 1 && queued(p, GPOOL_EXEC) == 0);
+	munmap(order, sizeof(int) * (N + 1));
 	gpool_destroy(p);
 }
 
@@ -420,6 +487,7 @@ main(void)
 	test_audit();
 	test_reclaim_runner();
 	test_unit_in_transit();
+	test_fifo();
 	test_snapshot();
 	if (failures) {
 		fprintf(stderr, "gpu_pool: %d check(s) failed\n", failures);

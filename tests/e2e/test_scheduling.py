@@ -11,7 +11,10 @@ released times) and from pool.json it checks that
   (b) the execution slot is never idle while a compiled candidate waits for it: while a
       task is in EXECUTE (its PRECOMPILE ok record written) and has not got the slot,
       the slot's busy intervals leave no gap over 1.5 s;
-  (c) nothing starves: every task finishes both turns, DONE;
+  (c) nothing starves: every task finishes both turns, DONE, and each queue is FIFO:
+      of two tasks that asked for the same resource more than FIFO_MARGIN_MS apart, the
+      first to ask is the first served (single-slot classes strictly; the LLM's two
+      slots within the same margin, since two grants at once may return in either order);
   and that pool.json ends with nothing in use and nobody waiting.
 The limits are also shown to bind (someone waited for each), or the test would prove
 nothing."""
@@ -26,6 +29,7 @@ from kfe2e import *  # noqa: E402,F401
 
 EXEC_SLOTS, COMPILE_SLOTS, LLM_CONCURRENCY, NTASKS, TURNS = 1, 1, 2, 6, 2
 MAX_IDLE_MS = 1500
+FIFO_MARGIN_MS = 30
 
 py = torch_python()
 work = scratch("e2e-sched")
@@ -76,6 +80,7 @@ def max_overlap(intervals):
 
 tasks = ["L1_2_LeakyReLU_s%d" % i for i in range(NTASKS)]
 leases = {"GENERATE": [], "PRECOMPILE": [], "EXECUTE": []}
+asks = {"GENERATE": [], "PRECOMPILE": [], "EXECUTE": []}  # (asked, acquired, task, seq)
 compiles, waits = [], []
 for task in tasks:
     recs = records(run_dir, task)
@@ -94,6 +99,7 @@ for task in tasks:
             iv = (lease["acquired_ms"], lease["released_ms"])
             check(iv[0] <= iv[1] and lease["wait_ms"] >= 0, "%s seq %d: bad lease %s" % (task, r["seq"], lease))
             leases[r["from"]].append(iv)
+            asks[r["from"]].append((iv[0] - lease["wait_ms"], iv[0], task, r["seq"]))
             if r["from"] == "PRECOMPILE" and not r["data"].get("cache_hit"):
                 compiles.append(iv)
         if r["to"] == "EXECUTE" and r["from"] != "EXECUTE":
@@ -118,6 +124,17 @@ check(max_overlap(inflight) <= LLM_CONCURRENCY, "the server had %d requests in f
 # The limits bound: the test would be empty if nobody ever waited.
 check(max_overlap(leases["GENERATE"]) == LLM_CONCURRENCY, "the LLM limit was never reached")
 check(any(w[2] - w[1] > 500 for w in waits), "no task ever waited for the execution slot")
+
+# (c) FIFO within each queue
+for state, slack in (("EXECUTE", 0), ("PRECOMPILE", 0), ("GENERATE", FIFO_MARGIN_MS)):
+    order = sorted(asks[state])
+    for i, a in enumerate(order):
+        for b in order[i + 1:]:
+            if b[0] - a[0] > FIFO_MARGIN_MS:
+                check(a[1] <= b[1] + slack, "%s: %s (seq %d) asked at %d, before %s (seq %d) at %d, "
+                      "but was served at %d, after it (%d)" % (state, a[2], a[3], a[0], b[2], b[3], b[0],
+                                                               a[1], b[1]))
+check(sum(1 for a in asks["EXECUTE"] if a[1] - a[0] > 500) >= 2, "fewer than two tasks queued for the exec slot")
 
 # (b) the execution slot is not left idle while a candidate waits for it
 busy = sorted(leases["EXECUTE"])
