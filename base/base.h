@@ -54,6 +54,7 @@ int	kb_errno_to_err(int errnum);	/* ENOSPC -> KB_ENOSPC, ENOENT -> KB_ENOENT, el
 /* Worker exit codes: the supervisor's restart policy reads them. */
 enum {
 	KB_EXIT_DONE = 0,	/* task reached DONE or FAILED; never restart */
+	KB_EXIT_NOSPC = 74,	/* the run's disk is full: stop the run, resume once freed */
 	KB_EXIT_TEMPFAIL = 75,	/* transient: restart and resume */
 	KB_EXIT_CONFIG = 78,	/* permanent: never restart */
 };
@@ -73,8 +74,19 @@ void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));	/* appends strerror(errno) */
 
 /* Crash-point hook for fault-injection tests: when KFORGE_CRASHPOINT equals name,
- * the process _exit()s with status 99 (or is SIGKILLed with KFORGE_CRASHSIGNAL=9). */
+ * the process _exit()s with status 99 (or is SIGKILLed with KFORGE_CRASHSIGNAL=9).
+ * Narrowed by KFORGE_CRASHTASK=ID (only the worker of that task, see
+ * kb_crashpoint_task), KFORGE_CRASHSKIP=N (pass the point N times in this process
+ * first) and KFORGE_CRASHONCE=FILE (only the process that creates FILE, which gets its
+ * pid: at most once across restarts); KFORGE_CRASHDELAY_MS=MS waits before dying, so
+ * that a runner just started is mid-work when its worker dies. */
 void	kb_crashpoint(const char *name);
+/* The same decision without dying, for points that first leave half-done work behind:
+ * true when the point fires now, and then the caller ends with kb_crashpoint_die(). */
+bool	kb_crashpoint_due(const char *name);
+void	kb_crashpoint_die(void) __attribute__((noreturn));
+/* Names this process as the worker of task id, for KFORGE_CRASHTASK. */
+void	kb_crashpoint_task(const char *id);
 
 /* --------------------------------------------------------------- buffers */
 
@@ -112,6 +124,9 @@ int	kb_write_atomic_json(const char *path, json_t *obj);	/* pretty, trailing new
 /* Read a whole file, refusing files over cap bytes (-KB_ETOOBIG). *out is NUL-terminated. */
 int	kb_read_file(const char *path, size_t cap, char **out, size_t *len);
 bool	kb_file_exists(const char *path);
+/* Whether the filesystem holding path is (all but) full: under 16 MiB or 1% free. A
+ * child's failure that mentions ENOSPC is the disk's fault only when this is true. */
+bool	kb_fs_nearly_full(const char *path);
 int	kb_path_join(char *out, size_t outlen, const char *a, const char *b);	/* -KB_ETOOBIG */
 
 /* --------------------------------------------------------- trajectory log */
@@ -128,7 +143,9 @@ struct kb_tlog_rec {
 };
 /* Opens (creating) path, replays every whole record through cb (may be NULL), drops a
  * torn or corrupt tail with a warning (truncating the file), then positions for append.
- * *dropped_bytes (may be NULL) says how much tail was dropped. */
+ * A corrupt record ends the log even when whole records follow it (they cannot be
+ * chained without it): what is dropped is first appended to path.dropped and fsync'd,
+ * so nothing is destroyed. *dropped_bytes (may be NULL) says how much was dropped. */
 typedef int (*kb_tlog_replay_fn)(const struct kb_tlog_rec *rec, void *arg);
 int	kb_tlog_open(struct kb_tlog **out, const char *path, kb_tlog_replay_fn cb, void *arg,
 		     int64_t *dropped_bytes);
@@ -151,6 +168,11 @@ void	kb_tlog_rec_clear(struct kb_tlog_rec *rec);
  * out_cap bytes, an optional result pipe on fd 3 read up to result_cap bytes, stdin
  * fed from stdin_data, and a deadline after which the group gets SIGTERM and, after
  * grace_ms, SIGKILL. */
+enum kb_netns {
+	KB_NETNS_SHARED,	/* the parent's network */
+	KB_NETNS_NEW,		/* unshare(CLONE_NEWNET): needs CAP_SYS_ADMIN (root) */
+	KB_NETNS_USERNS,	/* CLONE_NEWUSER|CLONE_NEWNET, uid and gid mapped to themselves */
+};
 struct kb_spawn_opts {
 	const char *const *argv;	/* argv[0] is a path; no shell, no PATH search */
 	const char *const *envp;	/* the complete environment (allow-list built by caller) */
@@ -166,6 +188,14 @@ struct kb_spawn_opts {
 	long		 rlimit_cpu_s, rlimit_nofile, rlimit_nproc;
 	long long	 rlimit_fsize;
 	bool		 core_dumps;	/* false: RLIMIT_CORE = 0 */
+	/* Containment, set up in the child right after setpgid: a network namespace of its
+	 * own (only a loopback, down; see kb_netns_probe for which way the host allows),
+	 * then, for a root parent, the switch to an unprivileged uid/gid (no supplementary
+	 * groups). A step the host refuses fails the spawn (-KB_EEXEC, step named). */
+	enum kb_netns	 netns;
+	bool		 drop_user;
+	uid_t		 uid;
+	gid_t		 gid;
 	/* Called in the parent once the child's pid is known (e.g. gpool_set_runner). */
 	void		(*on_start)(pid_t pid, void *arg);
 	void		*on_start_arg;
@@ -189,6 +219,10 @@ struct kb_spawn_result {
  * -KB_ESTOPPED when should_stop fired. r must be cleared with kb_spawn_result_clear(). */
 int	kb_spawn_run(const struct kb_spawn_opts *opts, struct kb_spawn_result *r);
 void	kb_spawn_result_clear(struct kb_spawn_result *r);
+/* Which way this host lets a child get a network namespace of its own: KB_NETNS_NEW,
+ * else KB_NETNS_USERNS, else KB_NETNS_SHARED with the reason in why. Tries both in a
+ * short-lived forked child that execs nothing; this process is not changed. */
+enum kb_netns	kb_netns_probe(char *why, size_t whylen);
 
 /* ------------------------------------------------------------- the config */
 
@@ -252,6 +286,12 @@ struct kb_config {
 		char	*python;		/* "" = KFORGE_PYTHON, else probe */
 		long	 compile_slots;		/* 0 = cores/2 (at least 1) */
 		long	 cpu_exec_slots;	/* device cpu: concurrent executions (default 1) */
+		long	 max_host_memory_mb;	/* per runner, its processes' RSS; 0 = half of RAM */
+		char	*user;			/* run as this user when root; "" = never switch */
+		bool	 isolate_network;	/* own network namespace where the host allows */
+		long	 rlimit_cpu_s;		/* 0 = the deadline x max(cores, 4) */
+		long	 rlimit_fsize_mb;	/* largest file the runner may write */
+		long	 rlimit_nofile;		/* open files */
 	} runner;
 	long	 workers;
 };

@@ -1,9 +1,11 @@
 /* err.c: the error table and the process-wide operational log. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -133,16 +135,68 @@ log_warn(const char *fmt, ...)
 	errno = saved;
 }
 
+static char crash_task[192];	/* this process's task, for KFORGE_CRASHTASK */
+static long crash_passed;	/* hits of the armed point in this process, for KFORGE_CRASHSKIP */
+
 void
-kb_crashpoint(const char *name)
+kb_crashpoint_task(const char *id)
 {
-	const char *want = getenv("KFORGE_CRASHPOINT");
-	const char *sig;
+	snprintf(crash_task, sizeof(crash_task), "%s", id != NULL ? id : "");
+	crash_passed = 0;	/* a worker counts its own hits, not its parent's */
+}
+
+bool
+kb_crashpoint_due(const char *name)
+{
+	const char	*want = getenv("KFORGE_CRASHPOINT");
+	const char	*task = getenv("KFORGE_CRASHTASK");
+	const char	*skip = getenv("KFORGE_CRASHSKIP");
+	const char	*once = getenv("KFORGE_CRASHONCE");
+	long		 n = 0;
 
 	if (want == NULL || strcmp(want, name) != 0)
-		return;
-	sig = getenv("KFORGE_CRASHSIGNAL");
+		return false;
+	if (task != NULL && *task != '\0' && strcmp(task, crash_task) != 0)
+		return false;
+	if (skip != NULL && kb_parse_int(skip, 0, 1L << 30, &n) == 0 && crash_passed++ < n)
+		return false;
+	if (once != NULL && *once != '\0') {
+		/* The file is the token: whoever creates it crashes, everyone after goes on. */
+		char	pid[32];
+		int	fd = open(once, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+		if (fd == -1)
+			return false;
+		snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+		if (write(fd, pid, strlen(pid)) < 0) {
+			/* the crash matters, not the note */
+		}
+		close(fd);
+	}
+	return true;
+}
+
+void
+kb_crashpoint_die(void)
+{
+	const char	*delay = getenv("KFORGE_CRASHDELAY_MS");
+	const char	*sig = getenv("KFORGE_CRASHSIGNAL");
+	long		 ms = 0;
+
+	if (delay != NULL && kb_parse_int(delay, 0, 600000, &ms) == 0 && ms > 0) {
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+			;
+	}
 	if (sig != NULL && strcmp(sig, "9") == 0)
 		kill(getpid(), SIGKILL);
 	_exit(99);
+}
+
+void
+kb_crashpoint(const char *name)
+{
+	if (kb_crashpoint_due(name))
+		kb_crashpoint_die();
 }

@@ -7,6 +7,8 @@
  * disposition to SIG_DFL and then installs an empty mask (the supervisor and workers
  * block signals for signalfd, and a child must not inherit that). Exec failure comes
  * back over a CLOEXEC pipe as {step, errno}; EOF on it means execve() succeeded.
+ * Containment (a network namespace, an unprivileged uid) is the child's first act after
+ * setpgid, so that everything after it, exec included, runs contained.
  *
  * SIGPIPE: library code never changes the process-wide disposition. Each write to
  * the child's stdin blocks SIGPIPE for the calling thread, and when the write fails
@@ -19,9 +21,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -41,11 +46,16 @@
 #define SPAWN_MAX_LIMITS	5
 
 enum spawn_step {
-	STEP_SETPGID = 1, STEP_PDEATHSIG, STEP_SIGMASK, STEP_DUP2, STEP_RLIMIT, STEP_CHDIR,
+	STEP_SETPGID = 1, STEP_NETNS, STEP_USERNS, STEP_IDMAP, STEP_SETGROUPS, STEP_SETGID,
+	STEP_SETUID, STEP_PDEATHSIG, STEP_SIGMASK, STEP_DUP2, STEP_RLIMIT, STEP_CHDIR,
 	STEP_EXEC, STEP__MAX
 };
 static const char *const step_names[STEP__MAX] = {
-	[STEP_SETPGID] = "setpgid", [STEP_PDEATHSIG] = "prctl(PDEATHSIG)",
+	[STEP_SETPGID] = "setpgid", [STEP_NETNS] = "unshare(CLONE_NEWNET)",
+	[STEP_USERNS] = "unshare(CLONE_NEWUSER|CLONE_NEWNET)",
+	[STEP_IDMAP] = "writing the user namespace's uid/gid map",
+	[STEP_SETGROUPS] = "setgroups", [STEP_SETGID] = "setgid", [STEP_SETUID] = "setuid",
+	[STEP_PDEATHSIG] = "prctl(PDEATHSIG)",
 	[STEP_SIGMASK] = "sigprocmask", [STEP_DUP2] = "dup2", [STEP_RLIMIT] = "setrlimit",
 	[STEP_CHDIR] = "chdir", [STEP_EXEC] = "execve",
 };
@@ -63,6 +73,11 @@ struct spawn_plan {
 	pid_t		 parent;
 	int		 fd_in, fd_out, fd_res, fd_err;	/* child ends, all >= SPAWN_MIN_FD */
 	int		 fd_scan_cap;
+	enum kb_netns	 netns;
+	char		 uid_map[48], gid_map[48];	/* KB_NETNS_USERNS: "id id 1" */
+	bool		 drop_user;
+	uid_t		 uid;
+	gid_t		 gid;
 	int		 nlim;
 	struct {
 		int		res;
@@ -119,6 +134,51 @@ child_close_fds(const struct spawn_plan *pl, int lo)
 			(void)close(fd);
 }
 
+static bool
+write_proc(const char *path, const char *text)
+{
+	size_t	len = strlen(text);
+	ssize_t	n;
+	int	fd, saved;
+
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return false;
+	do
+		n = write(fd, text, len);
+	while (n == -1 && errno == EINTR);
+	saved = errno;
+	(void)close(fd);
+	errno = saved;
+	return n == (ssize_t)len;
+}
+
+/* The network namespace first (as root it needs the capabilities the uid switch
+ * drops), then the credentials, most to least privileged: groups, gid, uid. */
+static void
+child_contain(const struct spawn_plan *pl)
+{
+	if (pl->netns == KB_NETNS_NEW && unshare(CLONE_NEWNET) == -1)
+		child_fail(pl, STEP_NETNS);
+	if (pl->netns == KB_NETNS_USERNS) {
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNET) == -1)
+			child_fail(pl, STEP_USERNS);
+		/* Mapped to themselves, so that files keep their owners' names; setgroups
+		 * must be denied before an unprivileged process may write a gid_map. */
+		if (!write_proc("/proc/self/setgroups", "deny") ||
+		    !write_proc("/proc/self/uid_map", pl->uid_map) ||
+		    !write_proc("/proc/self/gid_map", pl->gid_map))
+			child_fail(pl, STEP_IDMAP);
+	}
+	if (!pl->drop_user)
+		return;
+	if (setgroups(1, &pl->gid) == -1)
+		child_fail(pl, STEP_SETGROUPS);
+	if (setgid(pl->gid) == -1)
+		child_fail(pl, STEP_SETGID);
+	if (setuid(pl->uid) == -1)
+		child_fail(pl, STEP_SETUID);
+}
+
 /* Async-signal-safe calls only from here to execve(). */
 static void __attribute__((noreturn))
 child_exec(const struct spawn_plan *pl)
@@ -129,6 +189,8 @@ child_exec(const struct spawn_plan *pl)
 
 	if (setpgid(0, 0) == -1)
 		child_fail(pl, STEP_SETPGID);
+	/* Before PDEATHSIG: a change of credentials clears it. */
+	child_contain(pl);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
 		child_fail(pl, STEP_PDEATHSIG);
 	if (getppid() != pl->parent)
@@ -240,6 +302,19 @@ plan_limits(struct spawn_plan *pl, const struct kb_spawn_opts *o)
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
 	    nofile.rlim_cur < SPAWN_FD_SCAN_CAP)
 		pl->fd_scan_cap = (int)nofile.rlim_cur;
+}
+
+static void
+plan_contain(struct spawn_plan *pl, const struct kb_spawn_opts *o)
+{
+	pl->netns = o->netns;
+	pl->drop_user = o->drop_user;
+	pl->uid = o->uid;
+	pl->gid = o->gid;
+	snprintf(pl->uid_map, sizeof(pl->uid_map), "%lu %lu 1\n", (unsigned long)geteuid(),
+		 (unsigned long)geteuid());
+	snprintf(pl->gid_map, sizeof(pl->gid_map), "%lu %lu 1\n", (unsigned long)getegid(),
+		 (unsigned long)getegid());
 }
 
 /* ------------------------------------------------------------ parent side */
@@ -557,6 +632,7 @@ kb_spawn_run(const struct kb_spawn_opts *o, struct kb_spawn_result *r)
 	pl.cwd = o->cwd;
 	pl.parent = getpid();
 	plan_limits(&pl, o);
+	plan_contain(&pl, o);
 	if ((io.chunk = malloc(SPAWN_CHUNK)) == NULL)
 		return -KB_ENOMEM;
 
@@ -618,6 +694,55 @@ out_close:
 	close_fd(&pl.fd_err);
 	free(io.chunk);
 	return rc;
+}
+
+enum kb_netns
+kb_netns_probe(char *why, size_t whylen)
+{
+	int	err[2] = { 0, 0 }, p[2], st;
+	pid_t	pid, w;
+	ssize_t	n;
+
+	snprintf(why, whylen, "%s", "");
+	if (pipe2(p, O_CLOEXEC) == -1) {
+		snprintf(why, whylen, "cannot probe: pipe: %s", strerror(errno));
+		return KB_NETNS_SHARED;
+	}
+	/* The child only makes syscalls and _exits: it runs none of our code or handlers
+	 * that could misbehave in a forked copy, and its namespaces die with it. */
+	if ((pid = fork()) == 0) {
+		if (unshare(CLONE_NEWNET) == 0)
+			_exit(0);
+		err[0] = errno;
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0)
+			_exit(1);
+		err[1] = errno;
+		n = write(p[1], err, sizeof(err));
+		_exit(n == (ssize_t)sizeof(err) ? 2 : 3);
+	}
+	(void)close(p[1]);
+	if (pid == -1) {
+		snprintf(why, whylen, "cannot probe: fork: %s", strerror(errno));
+		(void)close(p[0]);
+		return KB_NETNS_SHARED;
+	}
+	do
+		w = waitpid(pid, &st, 0);
+	while (w == -1 && errno == EINTR);
+	do
+		n = read(p[0], err, sizeof(err));
+	while (n == -1 && errno == EINTR);
+	(void)close(p[0]);
+	if (w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return KB_NETNS_NEW;
+	if (w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 1)
+		return KB_NETNS_USERNS;
+	if (n == (ssize_t)sizeof(err))
+		snprintf(why, whylen, "unshare(CLONE_NEWNET): %s; with a user namespace: %s",
+			 strerror(err[0]), strerror(err[1]));
+	else
+		snprintf(why, whylen, "the probe child did not report");
+	return KB_NETNS_SHARED;
 }
 
 void

@@ -2,6 +2,8 @@
  * on open with a torn or corrupt tail dropped (Redis aof-load-truncated style). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,37 +44,77 @@ take_str(json_t *obj, const char *key, char **out)
 	return 0;
 }
 
-int
-kb_tlog_parse_line(const char *line, size_t n, struct kb_tlog_rec *rec)
+/* why (may be NULL) gets a one-line reason: a log's bytes are anything, so the parser's
+ * own text is quoted with every byte outside printable ASCII made '?'. */
+static void
+set_why(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void
+set_why(char *why, size_t whylen, const char *fmt, ...)
 {
+	va_list	ap;
+
+	if (why == NULL || whylen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	for (char *p = why; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+			*p = '?';
+}
+
+static int
+parse_line(const char *line, size_t n, struct kb_tlog_rec *rec, char *why, size_t whylen)
+{
+	static const char *const str_keys[] = { "task", "from", "event", "to" };
+	char		**str_dest[] = { &rec->task, &rec->from, &rec->event, &rec->to };
 	json_error_t	 jerr;
 	json_t		*obj, *v;
 	int		 rc = -KB_ECORRUPT;
 
 	memset(rec, 0, sizeof(*rec));
-	if (n > TLOG_MAX_LINE)
+	if (n > TLOG_MAX_LINE) {
+		set_why(why, whylen, "is over %u bytes", TLOG_MAX_LINE);
 		return -KB_ETOOBIG;
+	}
 	obj = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
-	if (!json_is_object(obj))
+	if (obj == NULL) {
+		set_why(why, whylen, "is not JSON (%s)", jerr.text);
 		goto out;
+	}
+	if (!json_is_object(obj)) {
+		set_why(why, whylen, "is not a JSON object");
+		goto out;
+	}
 	v = json_object_get(obj, "seq");
-	if (!json_is_integer(v) || json_integer_value(v) < 1)
+	if (!json_is_integer(v) || json_integer_value(v) < 1) {
+		set_why(why, whylen, "has no integer seq >= 1");
 		goto out;
+	}
 	rec->seq = json_integer_value(v);
 	v = json_object_get(obj, "turn");
-	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 100000)
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 100000) {
+		set_why(why, whylen, "has no integer turn in 0..100000");
 		goto out;
+	}
 	rec->turn = (int)json_integer_value(v);
 	v = json_object_get(obj, "ts");
-	if (!json_is_string(v))
+	if (!json_is_string(v)) {
+		set_why(why, whylen, "has no string ts");
 		goto out;
+	}
 	snprintf(rec->ts, sizeof(rec->ts), "%s", json_string_value(v));
-	if (take_str(obj, "task", &rec->task) < 0 || take_str(obj, "from", &rec->from) < 0 ||
-	    take_str(obj, "event", &rec->event) < 0 || take_str(obj, "to", &rec->to) < 0)
-		goto out;
+	for (size_t i = 0; i < sizeof(str_keys) / sizeof(str_keys[0]); i++)
+		if (take_str(obj, str_keys[i], str_dest[i]) < 0) {
+			set_why(why, whylen, "has no string %s", str_keys[i]);
+			goto out;
+		}
 	v = json_object_get(obj, "data");
-	if (v != NULL && !json_is_object(v))
+	if (v != NULL && !json_is_object(v)) {
+		set_why(why, whylen, "has a data that is not an object");
 		goto out;
+	}
 	rec->data = v != NULL ? json_incref(v) : json_object();
 	rc = 0;
 out:
@@ -82,13 +124,21 @@ out:
 	return rc;
 }
 
-/* Walks whole records of buf; returns the byte length of the good prefix. */
+int
+kb_tlog_parse_line(const char *line, size_t n, struct kb_tlog_rec *rec)
+{
+	return parse_line(line, n, rec, NULL, 0);
+}
+
+/* Walks whole records of buf; returns the byte length of the good prefix and, when it
+ * is shorter than buf, says in why what ends it (one line). */
 static size_t
 replay_buf(const char *buf, size_t len, int64_t *last_seq, kb_tlog_replay_fn cb, void *arg,
-	   int *cb_rc)
+	   int *cb_rc, char *why, size_t whylen)
 {
 	size_t	off = 0;
 	int64_t	seq = 0;
+	char	line_why[200];
 
 	*cb_rc = 0;
 	while (off < len) {
@@ -96,12 +146,19 @@ replay_buf(const char *buf, size_t len, int64_t *last_seq, kb_tlog_replay_fn cb,
 		struct kb_tlog_rec	 rec;
 		size_t			 n;
 
-		if (nl == NULL)
-			break;	/* torn: no newline */
-		n = (size_t)(nl - (buf + off));
-		if (kb_tlog_parse_line(buf + off, n, &rec) < 0)
+		if (nl == NULL) {
+			set_why(why, whylen, "line %lld has no newline (a torn write)",
+				(long long)seq + 1);
 			break;
+		}
+		n = (size_t)(nl - (buf + off));
+		if (parse_line(buf + off, n, &rec, line_why, sizeof(line_why)) < 0) {
+			set_why(why, whylen, "line %lld %s", (long long)seq + 1, line_why);
+			break;
+		}
 		if (rec.seq != seq + 1) {
+			set_why(why, whylen, "line %lld has seq %lld where %lld was expected",
+				(long long)seq + 1, (long long)rec.seq, (long long)seq + 1);
 			kb_tlog_rec_clear(&rec);
 			break;
 		}
@@ -117,6 +174,36 @@ replay_buf(const char *buf, size_t len, int64_t *last_seq, kb_tlog_replay_fn cb,
 	return off;
 }
 
+/* What the repair cuts off is appended to path.dropped before the cut: a corrupt record
+ * may have whole records after it, and only a person can tell what the bytes were. */
+static int
+keep_dropped(const char *path, const char *bytes, size_t n)
+{
+	char	 kept[PATH_MAX];
+	int	 fd, rc = 0;
+
+	if (snprintf(kept, sizeof(kept), "%s.dropped", path) >= (int)sizeof(kept))
+		return -KB_ETOOBIG;
+	if ((fd = open(kept, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) == -1)
+		return -kb_errno_to_err(errno);
+	while (n > 0) {
+		ssize_t w = write(fd, bytes, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			rc = -kb_errno_to_err(errno);
+			break;
+		}
+		bytes += w;
+		n -= (size_t)w;
+	}
+	if (rc == 0 && fsync(fd) == -1)
+		rc = -kb_errno_to_err(errno);
+	close(fd);
+	return rc;
+}
+
 int
 kb_tlog_open(struct kb_tlog **out, const char *path, kb_tlog_replay_fn cb, void *arg,
 	     int64_t *dropped_bytes)
@@ -125,6 +212,7 @@ kb_tlog_open(struct kb_tlog **out, const char *path, kb_tlog_replay_fn cb, void 
 	char		*buf = NULL;
 	size_t		 len = 0, good;
 	int		 rc, cb_rc;
+	char		 why[256];
 
 	if (dropped_bytes != NULL)
 		*dropped_bytes = 0;
@@ -138,15 +226,18 @@ kb_tlog_open(struct kb_tlog **out, const char *path, kb_tlog_replay_fn cb, void 
 	}
 	if ((rc = kb_read_file(path, TLOG_MAX_FILE, &buf, &len)) < 0)
 		goto out_close;
-	good = replay_buf(buf, len, &log->seq, cb, arg, &cb_rc);
-	free(buf);
+	good = replay_buf(buf, len, &log->seq, cb, arg, &cb_rc, why, sizeof(why));
 	if (cb_rc < 0) {
 		rc = cb_rc;
 		goto out_close;
 	}
 	if (good < len) {
-		log_warnx("%s: dropping %zu bytes of torn or corrupt tail after record %lld",
-			  path, len - good, (long long)log->seq);
+		log_warnx("%s: dropping %zu bytes of torn or corrupt tail after record %lld: %s "
+			  "(kept in %s.dropped)", path, len - good, (long long)log->seq, why, path);
+		if ((rc = keep_dropped(path, buf + good, len - good)) < 0) {
+			log_warnx("%s.dropped: %s; the log is left as it was", path, kb_strerror(rc));
+			goto out_close;
+		}
 		if (ftruncate(log->fd, (off_t)good) == -1 || fsync(log->fd) == -1) {
 			rc = -kb_errno_to_err(errno);
 			goto out_close;
@@ -154,11 +245,13 @@ kb_tlog_open(struct kb_tlog **out, const char *path, kb_tlog_replay_fn cb, void 
 		if (dropped_bytes != NULL)
 			*dropped_bytes = (int64_t)(len - good);
 	}
+	free(buf);
 	log->size = (off_t)good;
 	*out = log;
 	return 0;
 
 out_close:
+	free(buf);
 	close(log->fd);
 out_free:
 	free(log->path);
@@ -192,13 +285,12 @@ kb_tlog_append(struct kb_tlog *log, const char *task, int turn, const char *from
 		rc = -KB_ETOOBIG;
 		goto out;
 	}
-	if (getenv("KFORGE_CRASHPOINT") != NULL &&
-	    strcmp(getenv("KFORGE_CRASHPOINT"), "tlog-mid-append") == 0) {
+	if (kb_crashpoint_due("tlog-mid-append")) {
 		/* Fault injection: leave a torn half line behind, as a crash would. */
 		if (write(log->fd, text, n / 2) < 0) {
 			/* dying anyway */
 		}
-		kb_crashpoint("tlog-mid-append");
+		kb_crashpoint_die();
 	}
 	while (done < n) {
 		ssize_t w = write(log->fd, text + done, n - done);
@@ -251,7 +343,7 @@ kb_tlog_read(const char *path, kb_tlog_replay_fn cb, void *arg)
 
 	if ((rc = kb_read_file(path, TLOG_MAX_FILE, &buf, &len)) < 0)
 		return rc;
-	replay_buf(buf, len, &seq, cb, arg, &cb_rc);
+	replay_buf(buf, len, &seq, cb, arg, &cb_rc, NULL, 0);
 	free(buf);
 	return cb_rc < 0 ? cb_rc : (int)seq;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -261,6 +262,18 @@ kb_file_exists(const char *path)
 	return access(path, F_OK) == 0;
 }
 
+bool
+kb_fs_nearly_full(const char *path)
+{
+	struct statvfs	sv;
+	unsigned long long avail;
+
+	if (statvfs(path, &sv) == -1)
+		return false;
+	avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
+	return avail < (16ull << 20) || sv.f_bavail < sv.f_blocks / 100;
+}
+
 int
 kb_path_join(char *out, size_t outlen, const char *a, const char *b)
 {
@@ -288,7 +301,7 @@ kb_config_clear(struct kb_config *c)
 		&c->name, &c->problems.dir, &c->llm.provider, &c->llm.base_url, &c->llm.model,
 		&c->llm.api_key_env, &c->llm.replay_dir, &c->refinement.prompt,
 		&c->refinement.prompts_dir, &c->eval.device, &c->eval.precision,
-		&c->eval.arch_list, &c->runner.python,
+		&c->eval.arch_list, &c->runner.python, &c->runner.user,
 	};
 
 	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {

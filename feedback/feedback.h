@@ -4,10 +4,11 @@
  * only code that touches PyTorch or CUDA) and the protocol with it (DESIGN.md §5).
  *
  * Every runner is a fresh child started with kb_spawn_run: own process group, deadline,
- * rlimits, an allow-listed environment (never an API key), captured capped output, one
- * JSON request on stdin and one JSON result on fd 3. When the runner cannot report
- * (signal, deadline, garbage), fb_run classifies the death and builds the same result
- * shape itself.
+ * rlimits (runner.rlimit_*), an allow-listed environment (never an API key), its own
+ * network namespace and an unprivileged user where the host allows (contain.c), captured
+ * capped output, one JSON request on stdin and one JSON result on fd 3. When the runner
+ * cannot report (signal, deadline, garbage), fb_run classifies the death and builds the
+ * same result shape itself.
  *
  * The protocol, as fb_run speaks it (the runner's docstring has the semantics):
  *   request  {"mode", "problem", "candidate", "build_dir", "work_dir", "device": cpu|cuda,
@@ -25,11 +26,16 @@
  *            plus, added here, "wall_ms" and "runner": {"end", "exit_code", "signal",
  *            "pid"}; a synthesized result also has "synthesized": true and
  *            details.log_tail. Non-finite numbers travel as the strings "nan"/"inf".
+ *            Flags added here: "host_memory_exceeded" (the runner's processes held more
+ *            than runner.max_host_memory_mb and were killed: status crashed),
+ *            "output_truncated" (stdout+stderr passed the capture cap; the rest was
+ *            read and dropped), "stray_processes" (see fb_adopt_strays).
  *   environment  PATH HOME LANG LANGUAGE LC_* TMPDIR USER CUDA_HOME CUDA_PATH
  *            LD_LIBRARY_PATH, and TORCH_EXTENSIONS_DIR (build_dir), TORCH_CUDA_ARCH_LIST
  *            (eval.arch_list, else ours), CUDA_VISIBLE_DEVICES ("" for precompile and cpu,
  *            else the device index), PYTHONUNBUFFERED=1, PYTHONDONTWRITEBYTECODE=1,
- *            MAX_JOBS=1 (precompile). Nothing else, and never llm.api_key_env.
+ *            MAX_JOBS=1 (precompile). Nothing else, and never llm.api_key_env. When
+ *            the runner runs as runner.user, HOME is its scratch dir and USER that user.
  *
  * Ownership: functions borrow their inputs; results belong to the caller
  * (fb_outcome_clear). Processes: workers and `kforge eval`.
@@ -101,6 +107,45 @@ struct fb_outcome {
  * -KB_EEXEC, -KB_ESTOPPED, -KB_ENOMEM). */
 int	fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outcome *out);
 void	fb_outcome_clear(struct fb_outcome *o);
+
+/* For a process whose only children are fb_run's runners (a worker): makes it a child
+ * subreaper, so that what a runner leaves behind (forked children, daemons that left
+ * its process group with setsid) is re-parented here; from then on every fb_run kills
+ * and reaps all children of this process once its runner has ended, and a result whose
+ * runner left processes behind gets the flag "stray_processes" (details.stray_processes:
+ * how many). Call once, before the first fb_run. 0, or -KB_ESYS. */
+int	fb_adopt_strays(void);
+
+/* How fb_run reads the runner's fd-3 result, public so that its fuzz target
+ * (tests/fuzz/fuzz_result.c) reaches it: text is n bytes of anything; a JSON object with
+ * a known "status" fills o (status, compiled, correct; runtime_ms, ref_runtime_ms and
+ * speedup each a finite value >= 0, or -1 for "not measured"; result owned by o, free
+ * with fb_outcome_clear) and returns 0. Anything else returns -KB_ECORRUPT with a
+ * one-line reason in why, printable ASCII, phrased to follow "the runner exited with
+ * status N and ..." ("no result", "an unparsable result (...)", ...). */
+int	fb_result_parse(const char *text, size_t n, struct fb_outcome *o, char *why,
+			size_t whylen);
+
+/* Containment of the runner (contain.c): a network namespace of its own where the host
+ * allows one (runner.isolate_network), and when kforge runs as root, runner.user instead
+ * of root. fb_contain_setup decides once per process (-KB_ECONFIG: no such user);
+ * call it in the supervisor before forking workers, then fb_contain_report to log what
+ * was decided ("network: not isolated (reason)" is a warning). fb_run applies it. */
+int	fb_contain_setup(const struct kb_config *cfg, char *err, size_t errlen);
+void	fb_contain_report(void);
+void	fb_contain_apply(struct kb_spawn_opts *o);
+const char *fb_contain_user(void);	/* the runner's user name; NULL: not switched */
+/* -KB_ECONFIG, with a message, when the runner's user cannot reach path (or read it). */
+int	fb_contain_check_reach(const char *path, bool read, char *err, size_t errlen);
+/* The same for what a run's runners need: the run dir, problems.dir and the runner. */
+int	fb_contain_check_run(const struct kb_config *cfg, const char *run_dir, char *err,
+			     size_t errlen);
+/* A scratch directory the runner may write (chowned to its user). */
+int	fb_contain_runner_dir(const char *path);
+/* Around a precompile: the build is handed to the runner's user, then sealed (root-owned,
+ * not writable by others; directories sticky). No-ops when the user is not switched. */
+int	fb_contain_build_begin(const char *build_dir, int *lock_fd);
+void	fb_contain_build_end(const char *build_dir, int lock_fd);
 
 /* The E part of the refinement prompt (paper App. D.3): compiler/execution output for a
  * failed turn, "Your kernel execution timed out" for timeouts, the wall-clock time when

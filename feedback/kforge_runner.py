@@ -125,6 +125,13 @@ def error_status(exc):
     return "cuda_error" if is_cuda_error(exc) else "runtime_error"
 
 
+def is_out_of_memory(exc):
+    """torch.cuda.OutOfMemoryError (torch.OutOfMemoryError in 2.x), a CUDA/C++ allocation
+    failure reported as text, or Python's MemoryError: flagged so the report can count them."""
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or \
+        "out of memory" in str(exc)
+
+
 # --------------------------------------------------------------- output capture
 
 class FdTee:
@@ -238,6 +245,8 @@ class Runner:
         except Outcome as o:
             for f in o.flags:
                 self.flag(f)
+            if o.exc is not None and is_out_of_memory(o.exc):
+                self.flag("out_of_memory")
             if o.exc is not None:
                 self.details["exception"] = describe_exception(o.exc)
                 self.details["traceback"] = tail(
@@ -288,6 +297,10 @@ class Runner:
                 torch.cuda.set_device(0)
                 self.env["device_name"] = torch.cuda.get_device_name(0)
                 self.env["capability"] = "%d.%d" % torch.cuda.get_device_capability(0)
+                # Which physical GPU CUDA_VISIBLE_DEVICES gave us (nvidia-smi -L names it).
+                uuid = getattr(torch.cuda.get_device_properties(0), "uuid", None)
+                if uuid is not None:
+                    self.env["device_uuid"] = "GPU-%s" % uuid
             except Exception as e:
                 raise Outcome("cuda_error", "CUDA unavailable: %s" % first_line(e), e)
             self.device = torch.device("cuda:0")
@@ -342,8 +355,10 @@ class Runner:
         build_dir = os.environ.get("TORCH_EXTENSIONS_DIR")
         if not build_dir:
             return None
+        # Read-only: flock needs no write access, and a build the driver has sealed
+        # (root-owned, the runner as an unprivileged user) must still be usable.
         fd = os.open(os.path.join(build_dir, ".kforge-build.lock"),
-                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                     os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
         fcntl.flock(fd, fcntl.LOCK_EX)
         for stale in glob.glob(os.path.join(build_dir, "*", "lock")):
             try:

@@ -7,14 +7,16 @@
  * shape, so every consumer reads one format.
  */
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "feedback/feedback.h"
+#include "feedback/feedback_int.h"
 
 extern char **environ;
 
@@ -186,6 +188,11 @@ imports_torch(const struct kb_config *cfg, const char *py)
 	env_build(&env, cfg, NULL, "", false);
 	o.argv = argv;
 	o.envp = (const char *const *)env.v;
+	/* Contained as the runner will be: torch must import as that user, in that netns. */
+	if (fb_contain_setup(cfg, NULL, 0) == 0) {
+		fb_contain_apply(&o);
+		o.cwd = "/";
+	}
 	o.out_cap = 64 << 10;
 	o.timeout_ms = FB_PROBE_TIMEOUT_MS;
 	ok = kb_spawn_run(&o, &r) == 0 && r.end == KB_END_EXITED && r.exit_code == 0;
@@ -469,33 +476,58 @@ synthesize(enum fb_mode mode, enum fb_status st, const char *message, const char
 	return res;
 }
 
-/* The runner's own result, if it wrote a well-formed one. */
+/* why is a one-line reason that ends up in a synthesized result's message, so bytes the
+ * runner sent (quoted in jansson's error text) become '?' unless printable ASCII. */
+static void
+set_why(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void
+set_why(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	for (char *p = why; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+			*p = '?';
+}
+
+/* A well-formed runner result: a JSON object with a known status. */
 static json_t *
-parse_result(const struct kb_spawn_result *r, char *why, size_t whylen)
+load_result(const char *text, size_t n, char *why, size_t whylen)
 {
 	json_error_t	 jerr;
 	json_t		*res;
 	enum fb_status	 st;
 
-	if (r->result.truncated) {
-		snprintf(why, whylen, "its result exceeded %zu bytes", r->result.cap);
+	if (n == 0) {
+		set_why(why, whylen, "no result");
 		return NULL;
 	}
-	if (r->result.len == 0) {
-		snprintf(why, whylen, "no result");
-		return NULL;
-	}
-	if ((res = json_loadb(r->result.p, r->result.len, 0, &jerr)) == NULL) {
-		snprintf(why, whylen, "an unparsable result (%s)", jerr.text);
+	if ((res = json_loadb(text, n, 0, &jerr)) == NULL) {
+		set_why(why, whylen, "an unparsable result (%s)", jerr.text);
 		return NULL;
 	}
 	if (!json_is_object(res) ||
 	    fb_status_parse(json_string_value(json_object_get(res, "status")), &st) < 0) {
-		snprintf(why, whylen, "a result without a valid status");
+		set_why(why, whylen, "a result without a valid status");
 		json_decref(res);
 		return NULL;
 	}
 	return res;
+}
+
+/* The runner's own result, if it wrote a well-formed one. */
+static json_t *
+parse_result(const struct kb_spawn_result *r, char *why, size_t whylen)
+{
+	if (r->result.truncated) {
+		set_why(why, whylen, "its result exceeded %zu bytes", r->result.cap);
+		return NULL;
+	}
+	return load_result(r->result.p, r->result.len, why, whylen);
 }
 
 static void
@@ -508,12 +540,20 @@ add_flag(json_t *res, const char *flag)
 	json_array_append_new(flags, json_string(flag));
 }
 
+/* A measurement is a finite number >= 0; anything else reads as "not measured" (-1),
+ * whatever the runner (or code running inside it) wrote. */
+static double
+measured(json_t *v)
+{
+	double	d = json_is_number(v) ? json_number_value(v) : -1;
+
+	return isfinite(d) && d >= 0 ? d : -1;
+}
+
 static double
 mean_ms(json_t *timing, const char *who)
 {
-	json_t	*t = json_object_get(json_object_get(timing, who), "mean_ms");
-
-	return json_is_number(t) ? json_number_value(t) : -1;
+	return measured(json_object_get(json_object_get(timing, who), "mean_ms"));
 }
 
 static void
@@ -527,22 +567,42 @@ fill_outcome(struct fb_outcome *o, json_t *res)
 	o->correct = json_is_true(json_object_get(res, "correct"));
 	o->runtime_ms = mean_ms(timing, "candidate");
 	o->ref_runtime_ms = mean_ms(timing, "reference");
-	o->speedup = json_is_number(json_object_get(res, "speedup")) ?
-		     json_number_value(json_object_get(res, "speedup")) : -1;
+	o->speedup = measured(json_object_get(res, "speedup"));
 	o->result = res;
+}
+
+int
+fb_result_parse(const char *text, size_t n, struct fb_outcome *o, char *why, size_t whylen)
+{
+	json_t	*res;
+
+	memset(o, 0, sizeof(*o));
+	o->runtime_ms = o->ref_runtime_ms = o->speedup = -1;
+	if ((res = load_result(text, n, why, whylen)) == NULL)
+		return -KB_ECORRUPT;
+	fill_outcome(o, res);
+	return 0;
 }
 
 /* Classifies how the runner ended and returns the result to keep (never NULL unless
  * out of memory). */
 static json_t *
 classify(const struct fb_request *req, const struct kb_spawn_result *r, const char *log,
-	 int deadline)
+	 int deadline, const struct fb_watch *w)
 {
 	json_t	*res, *end;
 	char	 why[256], msg[512];
 
 	res = parse_result(r, why, sizeof(why));
-	if (res != NULL) {
+	if (w->over_cap) {
+		/* Killed by the memory watch, whether or not it had reported. */
+		snprintf(msg, sizeof(msg), "the runner's processes held %lld MB of host memory, "
+			 "over the cap of %lld MB, and were killed", w->peak_kb >> 10,
+			 w->cap_kb >> 10);
+		json_decref(res);
+		if ((res = synthesize(req->mode, FB_ST_CRASHED, msg, log)) != NULL)
+			add_flag(res, "host_memory_exceeded");
+	} else if (res != NULL) {
 		/* It reported; anything after that is noted, not held against it. */
 		if (r->end == KB_END_SIGNALED)
 			add_flag(res, "runner_died_after_result");
@@ -574,23 +634,52 @@ classify(const struct fb_request *req, const struct kb_spawn_result *r, const ch
 	return res;
 }
 
+/* What the runner left besides its result: output past the capture cap, and processes
+ * that outlived it. Processes killed with its group count only when the runner ended on
+ * its own; after a deadline or the memory kill, they were killed mid-work, not left. */
+static void
+note_leftovers(json_t *res, const struct kb_spawn_result *r, const struct fb_watch *w,
+	       const struct fb_strays *s)
+{
+	json_t	*details = json_object_get(res, "details");
+	int	 n = s->running + (r->end == KB_END_TIMEOUT || w->over_cap ? 0 : s->killed);
+
+	if (r->out.truncated) {
+		add_flag(res, "output_truncated");
+		if (json_is_object(details))
+			json_object_set_new(details, "output_cap_bytes",
+					    json_integer((json_int_t)r->out.cap));
+	}
+	if (n > 0) {
+		add_flag(res, "stray_processes");
+		if (json_is_object(details))
+			json_object_set_new(details, "stray_processes", json_integer(n));
+	}
+}
+
 int
 fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outcome *out)
 {
 	struct kb_spawn_opts	 o = { 0 };
-	struct kb_spawn_result	 r;
+	struct kb_spawn_result	 r = { 0 };
+	struct fb_watch		 watch;
+	struct fb_strays	 strays;
 	struct fb_env		 env = { .n = 0 };
 	char			 python[PATH_MAX], runner[PATH_MAX], err[1024], visible[16];
 	const char		*argv[3], *cuda_visible = NULL;
 	char			*request = NULL;
 	json_t			*jreq, *res;
 	long			 ncpu;
-	int			 deadline, rc;
+	int			 deadline, rc, build_lock = -1;
 
 	memset(out, 0, sizeof(*out));
 	out->runtime_ms = out->ref_runtime_ms = out->speedup = -1;
 	if ((unsigned)req->mode > FB_PROBE)
 		return -KB_EINVAL;
+	if ((rc = fb_contain_setup(cfg, err, sizeof(err))) < 0) {
+		log_warnx("%s", err);
+		return rc;
+	}
 	if ((rc = fb_find_python(cfg, python, sizeof(python), err, sizeof(err))) < 0) {
 		log_warnx("%s", err);
 		return rc;
@@ -612,6 +701,11 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		cuda_visible = visible;
 	}
 	env_build(&env, cfg, req->build_dir, cuda_visible, req->mode == FB_PRECOMPILE);
+	if (fb_contain_user() != NULL) {
+		/* Ours (root's) would be unwritable; caches that want a HOME get the scratch. */
+		env_set(&env, "HOME", req->work_dir != NULL ? req->work_dir : "/");
+		env_set(&env, "USER", fb_contain_user());
+	}
 
 	deadline = deadline_s(cfg, req);
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -627,26 +721,43 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	o.want_result = true;
 	o.result_cap = FB_RESULT_CAP;
 	o.timeout_ms = deadline * 1000;
-	o.rlimit_cpu_s = (long)deadline * (ncpu > 4 ? ncpu : 4);
-	o.rlimit_fsize = FB_FSIZE_CAP;
-	o.rlimit_nofile = FB_NOFILE;
+	o.rlimit_cpu_s = cfg->runner.rlimit_cpu_s > 0 ? cfg->runner.rlimit_cpu_s :
+			 (long)deadline * (ncpu > 4 ? ncpu : 4);
+	o.rlimit_fsize = cfg->runner.rlimit_fsize_mb > 0 ?
+			 (long long)cfg->runner.rlimit_fsize_mb << 20 : FB_FSIZE_CAP;
+	o.rlimit_nofile = cfg->runner.rlimit_nofile > 0 ? cfg->runner.rlimit_nofile : FB_NOFILE;
+	fb_contain_apply(&o);
 	o.core_dumps = false;
-	o.on_start = req->on_start;
-	o.on_start_arg = req->on_start_arg;
-	o.should_stop = req->should_stop;
-	o.should_stop_arg = req->stop_arg;
+	if (req->work_dir != NULL && (rc = fb_contain_runner_dir(req->work_dir)) < 0) {
+		log_warnx("cannot give the runner's user %s: %s", req->work_dir, kb_strerror(rc));
+		goto out;
+	}
+	if (req->mode == FB_PRECOMPILE &&
+	    (rc = fb_contain_build_begin(req->build_dir, &build_lock)) < 0) {
+		fb_contain_build_end(NULL, build_lock);
+		goto out;
+	}
+	fbw_init(&watch, cfg, req);
+	o.on_start = fbw_on_start;
+	o.on_start_arg = &watch;
+	o.should_stop = fbw_should_stop;
+	o.should_stop_arg = &watch;
 
 	rc = kb_spawn_run(&o, &r);
+	fbw_reap_strays(&strays);
+	if (req->mode == FB_PRECOMPILE)
+		fb_contain_build_end(req->build_dir, build_lock);
 	if (rc < 0)
 		goto out;
 	out->wall_ms = r.wall_ms;
 	out->log = r.out.truncated ?
 		   kb_asprintf("%s\n[kforge: runner output truncated at %zu bytes]\n", r.out.p,
 			       r.out.cap) : kb_buf_steal(&r.out);
-	if ((res = classify(req, &r, out->log, deadline)) == NULL) {
+	if ((res = classify(req, &r, out->log, deadline, &watch)) == NULL) {
 		rc = -KB_ENOMEM;
 		goto out;
 	}
+	note_leftovers(res, &r, &watch, &strays);
 	fill_outcome(out, res);
 	log_debug("runner %s: %s in %lld ms", mode_names[req->mode], fb_status_name(out->status),
 		  (long long)r.wall_ms);

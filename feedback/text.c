@@ -13,6 +13,7 @@
 
 #define FB_DEFAULT_MAX_CHARS	4000
 #define FB_KERNEL_NAME_MAX	100
+#define FB_PROFILE_LABEL_MAX	64	/* the profile's source and device names */
 
 static const char *
 str_at(json_t *obj, const char *key)
@@ -46,6 +47,20 @@ num_text(json_t *v, char *out, size_t n)
 		snprintf(out, n, "n/a");
 }
 
+/* The length of s's longest prefix of at most max bytes that ends between UTF-8
+ * sequences: the texts go into a prompt and must stay valid UTF-8 when cut. */
+static size_t
+utf8_prefix(const char *s, size_t max)
+{
+	size_t	n = strlen(s);
+
+	if (n <= max)
+		return n;
+	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
 static size_t
 max_chars(const struct kb_config *cfg)
 {
@@ -63,9 +78,11 @@ compose(const char *head, const char *body, size_t cap)
 	if (hlen + blen <= cap)
 		return kb_asprintf("%s%s", head, body);
 	if (hlen >= cap)
-		return kb_asprintf("%.*s", (int)cap, head);
+		return kb_asprintf("%.*s", (int)utf8_prefix(head, cap), head);
 	snprintf(marker, sizeof(marker), "[... %zu characters truncated ...]\n", blen);
-	keep = cap - hlen > strlen(marker) ? cap - hlen - strlen(marker) : 0;
+	if (cap - hlen <= strlen(marker))
+		return kb_asprintf("%s", head);	/* no room to say what was cut */
+	keep = cap - hlen - strlen(marker);
 	/* Don't start inside a UTF-8 sequence. */
 	while (keep > 0 && ((unsigned char)body[blen - keep] & 0xc0) == 0x80)
 		keep--;
@@ -88,6 +105,27 @@ mismatch_body(json_t *res, struct kb_buf *body)
 		kb_buf_printf(body, "Trial %lld: max_abs_diff=%s, avg_abs_diff=%s\n",
 			      (long long)json_integer_value(json_object_get(t, "trial")), maxd, avgd);
 	}
+}
+
+/* What the candidate did besides its result (flags fb_run adds), whatever the status. */
+static void
+leftover_notes(json_t *res, struct kb_buf *head)
+{
+	json_t	*details = json_object_get(res, "details");
+
+	if (head->len > 0 && head->p[head->len - 1] != '\n' &&
+	    (has_flag(res, "output_truncated") || has_flag(res, "stray_processes")))
+		kb_buf_printf(head, "\n");
+	if (has_flag(res, "output_truncated"))
+		kb_buf_printf(head, "Your code wrote more than %lld bytes to stdout/stderr; the rest "
+			      "was discarded. Do not print from the kernel or the model.\n",
+			      (long long)json_integer_value(json_object_get(details,
+									    "output_cap_bytes")));
+	if (has_flag(res, "stray_processes"))
+		kb_buf_printf(head, "Your code left %lld process(es) running after the evaluation "
+			      "ended; they were killed. Do not start processes or daemons.\n",
+			      (long long)json_integer_value(json_object_get(details,
+									    "stray_processes")));
 }
 
 char *
@@ -165,6 +203,7 @@ fb_exec_feedback(const struct kb_config *cfg, const struct fb_outcome *o)
 		kb_buf_printf(&body, "%s", text[0] != '\0' ? text : str_at(details, "traceback"));
 		break;
 	}
+	leftover_notes(res, &head);
 	out = compose(head.p != NULL ? head.p : "", body.p != NULL ? body.p : "", max_chars(cfg));
 	kb_buf_clear(&head);
 	kb_buf_clear(&body);
@@ -181,24 +220,31 @@ fb_profile_feedback(const struct kb_config *cfg, json_t *profile)
 
 	if (!json_is_array(kernels) || json_array_size(kernels) == 0)
 		return NULL;
-	kb_buf_printf(&b, "Profile (%s, %s", source[0] != '\0' ? source : "profiler",
-		      device[0] != '\0' ? device : "device");
+	if (source[0] == '\0')
+		source = "profiler";
+	if (device[0] == '\0')
+		device = "device";
+	kb_buf_printf(&b, "Profile (%.*s, %.*s", (int)utf8_prefix(source, FB_PROFILE_LABEL_MAX),
+		      source, (int)utf8_prefix(device, FB_PROFILE_LABEL_MAX), device);
 	if (json_is_integer(json_object_get(profile, "iterations")))
 		kb_buf_printf(&b, ", %lld iterations",
 			      (long long)json_integer_value(json_object_get(profile, "iterations")));
 	kb_buf_printf(&b, "), kernels by total time:\n%10s %8s %10s  %s\n", "total ms", "calls",
 		      "mean ms", "kernel");
+	if (b.len > cap) {
+		kb_buf_clear(&b);	/* not even the heading fits */
+		return NULL;
+	}
 	json_array_foreach(kernels, i, k) {
 		const char	*name = str_at(k, "name");
-		size_t		 nlen = strlen(name);
+		size_t		 nlen = strlen(name), shown = utf8_prefix(name, FB_KERNEL_NAME_MAX);
 
 		before = b.len;
 		kb_buf_printf(&b, "%10.4f %8lld %10.4f  %.*s%s\n",
 			      json_number_value(json_object_get(k, "total_ms")),
 			      (long long)json_integer_value(json_object_get(k, "calls")),
 			      json_number_value(json_object_get(k, "mean_ms")),
-			      (int)(nlen > FB_KERNEL_NAME_MAX ? FB_KERNEL_NAME_MAX : nlen), name,
-			      nlen > FB_KERNEL_NAME_MAX ? "..." : "");
+			      (int)shown, name, shown < nlen ? "..." : "");
 		if (b.len > cap) {
 			b.len = before;
 			b.p[b.len] = '\0';

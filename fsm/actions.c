@@ -66,13 +66,69 @@ record_runner(pid_t pid, void *arg)
 	gpool_set_runner(l->pool, l->cls, l->slot, pid);
 }
 
+/* Fault injection: the worker dies while its runner works, orphaning it with its lease. */
+static void
+record_runner_compiling(pid_t pid, void *arg)
+{
+	record_runner(pid, arg);
+	kb_crashpoint("mid-compile");
+}
+
+static void
+record_runner_executing(pid_t pid, void *arg)
+{
+	record_runner(pid, arg);
+	kb_crashpoint("mid-execute");
+}
+
+/* Failures of the machine rather than of the task (a stop request, a full disk): the
+ * worker stops unlogged and the task resumes later, neither FAILED nor a turn spent. */
+static bool
+not_the_tasks_fault(int rc)
+{
+	return rc == -KB_ESTOPPED || rc == -KB_ENOSPC;
+}
+
+/* A runner that failed because the run's disk is full (a compiler or torch reporting
+ * ENOSPC while the filesystem is in fact full) produced no result about the kernel: it
+ * must be neither cached nor fed back. A kernel merely printing the words does not stop
+ * the run, since the disk must also be full. */
+static bool
+runner_hit_full_disk(const struct task_run *t, const struct fb_outcome *o)
+{
+	char	*text;
+	bool	 said;
+
+	if (o->status == FB_ST_OK)
+		return false;
+	said = o->log != NULL && strstr(o->log, "No space left on device") != NULL;
+	if (!said && (text = json_dumps(o->result, JSON_COMPACT)) != NULL) {
+		said = strstr(text, "No space left on device") != NULL;
+		free(text);
+	}
+	if (!said || !kb_fs_nearly_full(t->ctx->run_dir))
+		return false;
+	log_warnx("turn %d: the runner failed for want of disk space under %s: no space left "
+		  "on device", t->turn, t->ctx->run_dir);
+	return true;
+}
+
+/* Waiting for an LLM slot also ends when generation is paused run-wide. */
+static bool
+llm_wait_should_stop(void *pool)
+{
+	return fsm_should_stop(NULL) || gpool_llm_paused(pool, NULL, 0);
+}
+
 static int
 lease_take(struct task_run *t, struct lease *l)
 {
 	int	rc;
 
 	l->asked_ms = kb_now_ms();
-	rc = gpool_acquire(l->pool, l->cls, t->task->id, -1, fsm_should_stop, NULL, &l->slot);
+	rc = gpool_acquire(l->pool, l->cls, t->task->id, -1,
+			   l->cls == GPOOL_LLM ? llm_wait_should_stop : fsm_should_stop, l->pool,
+			   &l->slot);
 	l->got_ms = kb_now_ms();
 	return rc;
 }
@@ -123,6 +179,24 @@ build_prompt(struct task_run *t, char **prompt, char *err, size_t errlen)
 	return rc;
 }
 
+/* The endpoint refused the credentials: not this task's fault, and every other task's
+ * request would be refused too. Generation is paused run-wide and this worker stops
+ * without logging, so the task spends no turn and is not failed; the supervisor says
+ * so once and 'kforge resume' re-enters this GENERATE. 0, or < 0 when the pool cannot
+ * record the pause (the task then fails as before). */
+static int
+pause_generation(struct task_run *t, const char *err)
+{
+	char	*why = kb_asprintf("%s refused the credentials (%s)", t->cfg->llm.base_url, err);
+	int	 rc = gpool_llm_pause(t->ctx->pool, t->task->id, why);
+
+	free(why);
+	if (rc >= 0)
+		log_debug("LLM generation paused run-wide%s; stopping before turn %d",
+			  rc == 1 ? " by this task" : "", t->turn);
+	return rc < 0 ? rc : 0;
+}
+
 static int
 call_model(struct task_run *t, const char *prompt, char **content)
 {
@@ -140,7 +214,14 @@ call_model(struct task_run *t, const char *prompt, char **content)
 	req.should_stop = fsm_should_abort;
 	if ((rc = lease_take(t, &lease)) < 0)
 		return rc;
+	if (gpool_llm_paused(t->ctx->pool, NULL, 0)) {	/* paused while we took the slot */
+		lease_give(t, &lease);
+		return -KB_ESTOPPED;
+	}
 	rc = llm_complete(t->llm, &req, &reply, err, sizeof(err));
+	/* Paused before the slot is given back, so no waiter takes it and asks first. */
+	if (rc == -KB_ELLM_AUTH && pause_generation(t, err) == 0)
+		rc = -KB_ESTOPPED;
 	lease_give(t, &lease);
 	if (rc < 0) {
 		json_object_set_new(t->data, "error", json_string(err[0] ? err : kb_strerror(rc)));
@@ -203,6 +284,9 @@ fsm_act_generate(struct task_run *t)
 	if ((content = read_turn_file(t, t->turn, "response.md")) != NULL) {
 		json_object_set_new(t->data, "reused_response", json_true());
 	} else {
+		/* Paused run-wide: stop here unlogged, as on a stop request. */
+		if (gpool_llm_paused(t->ctx->pool, NULL, 0))
+			return -KB_ESTOPPED;
 		if ((rc = build_prompt(t, &prompt, err, sizeof(err))) < 0) {
 			snprintf(t->fail_reason, sizeof(t->fail_reason), "prompt: %s", err);
 			return FSM_EV_fatal;
@@ -291,7 +375,8 @@ runner_request(struct task_run *t, enum fb_mode mode, const struct candidate *c,
 	req->build_dir = c != NULL ? c->build : NULL;
 	req->work_dir = c != NULL ? c->work : NULL;
 	req->device_index = l->cls == GPOOL_EXEC ? gpool_device(l->pool, l->slot) : -1;
-	req->on_start = record_runner;
+	req->on_start = mode == FB_PRECOMPILE ? record_runner_compiling :
+			mode == FB_EXECUTE ? record_runner_executing : record_runner;
 	req->on_start_arg = l;
 	req->should_stop = fsm_should_stop;
 }
@@ -340,16 +425,19 @@ fsm_act_precompile(struct task_run *t)
 		runner_request(t, FB_PRECOMPILE, &c, &lease, &req);
 		kb_crashpoint("precompile-before-runner");
 		rc = fb_run(t->cfg, &req, &o);
+		if (rc == 0 && runner_hit_full_disk(t, &o))
+			rc = -KB_ENOSPC;
 		/* Deterministic outcomes are cached for every task that writes the same code,
 		 * before the slot is given back: a task waiting for it with the same code
 		 * then finds the build instead of compiling it again. */
 		if (rc == 0 && (o.status == FB_ST_OK || o.status == FB_ST_COMPILE_ERROR ||
-				o.status == FB_ST_NO_MODEL_NEW))
-			kb_write_atomic_json(cache, o.result);
+				o.status == FB_ST_NO_MODEL_NEW) &&
+		    kb_write_atomic_json(cache, o.result) == -KB_ENOSPC)
+			rc = -KB_ENOSPC;
 		lease_give(t, &lease);
 		if (rc < 0) {
 			fb_outcome_clear(&o);
-			if (rc == -KB_ESTOPPED)
+			if (not_the_tasks_fault(rc))
 				return rc;
 			snprintf(t->fail_reason, sizeof(t->fail_reason), "precompile: %s",
 				 kb_strerror(rc));
@@ -357,8 +445,12 @@ fsm_act_precompile(struct task_run *t)
 		}
 		result = json_incref(o.result);
 		if (o.log != NULL)
-			fsm_put_artifact(t, "compile_log", "compile.log", o.log, strlen(o.log));
+			rc = fsm_put_artifact(t, "compile_log", "compile.log", o.log, strlen(o.log));
 		fb_outcome_clear(&o);
+		if (rc == -KB_ENOSPC) {
+			json_decref(result);
+			return rc;
+		}
 	}
 have_result:
 	rc = put_json(t, "compile", "compile.json", result);
@@ -504,7 +596,7 @@ check_gpu_health(struct task_run *t, struct lease *lease, int device, enum fb_st
 	enum fb_status		 st;
 	char			 work[PATH_MAX], last[256] = "", reason[256];
 	const char		*msg;
-	int			 failures = 0, rc;
+	int			 failures = 0, rc, left;
 
 	if (device < 0)
 		return 0;
@@ -533,7 +625,8 @@ check_gpu_health(struct task_run *t, struct lease *lease, int device, enum fb_st
 	if (next == FSM_HEALTH_QUARANTINE) {
 		snprintf(reason, sizeof(reason), "failed %d health probes after a %s; last: %s",
 			 failures, fb_status_name(fault), last);
-		gpool_quarantine(lease->pool, lease->slot, reason);
+		left = gpool_quarantine(lease->pool, lease->slot, reason);
+		json_object_set_new(t->data, "gpus_left", json_integer(left > 0 ? left : 0));
 	} else if (failures > 0) {
 		log_info("GPU %d passed its second health probe; it stays in the pool", device);
 	}
@@ -545,6 +638,18 @@ check_gpu_health(struct task_run *t, struct lease *lease, int device, enum fb_st
 	return 0;
 }
 
+/* check_gpu_health took the leased GPU out of the pool during this step, and another
+ * GPU is left to run the step on (with none left the result stands: the run stops
+ * for want of GPUs anyway, and this turn keeps what it saw). */
+static bool
+rerun_elsewhere(const struct task_run *t)
+{
+	const char	*h = json_string_value(json_object_get(t->data, "health_probe"));
+
+	return h != NULL && strcmp(h, "quarantined") == 0 &&
+	    json_integer_value(json_object_get(t->data, "gpus_left")) > 0;
+}
+
 int
 fsm_act_execute(struct task_run *t)
 {
@@ -554,28 +659,58 @@ fsm_act_execute(struct task_run *t)
 	struct candidate	 c;
 	double			 ref_ms = -1, speedup = -1;
 	json_t			*base = NULL, *result;
-	int			 device, rc, ev;
+	enum fb_status		 bst;
+	int			 device, rc, ev, attempt;
 
 	if (locate_candidate(t, &c, NULL) < 0) {
 		snprintf(t->fail_reason, sizeof(t->fail_reason), "turn %d has no kernel.py", t->turn);
 		return FSM_EV_fatal;
 	}
-	if ((rc = lease_take(t, &lease)) < 0)
-		return rc;
-	device = gpool_device(t->ctx->pool, lease.slot);
-	rc = baseline_ms(t, &lease, device, &ref_ms, &base);
-	if (rc == 0) {
-		runner_request(t, FB_EXECUTE, &c, &lease, &req);
-		kb_crashpoint("execute-before-runner");
-		rc = fb_run(t->cfg, &req, &o);
-		if (rc == 0 && runner_faulted(o.status))
-			rc = check_gpu_health(t, &lease, device, o.status);
+	/* A GPU quarantined under this candidate (or under the reference) may have been
+	 * broken before it ran: its result says nothing about the kernel, so it runs
+	 * again on another GPU while one is left (each pass takes one GPU out, so this
+	 * ends). */
+	for (attempt = 0;; attempt++) {
+		if ((rc = lease_take(t, &lease)) < 0)
+			return rc;
+		device = gpool_device(t->ctx->pool, lease.slot);
+		rc = baseline_ms(t, &lease, device, &ref_ms, &base);
+		bst = FB_ST_CRASHED;
+		if (rc == 0)
+			(void)fb_status_parse(json_string_value(json_object_get(base, "status")),
+					      &bst);
+		if (rc == 0 && bst != FB_ST_OK && runner_faulted(bst)) {
+			rc = check_gpu_health(t, &lease, device, bst);
+		} else if (rc == 0 && bst == FB_ST_OK) {
+			runner_request(t, FB_EXECUTE, &c, &lease, &req);
+			kb_crashpoint("execute-before-runner");
+			rc = fb_run(t->cfg, &req, &o);
+			if (rc == 0 && runner_faulted(o.status))
+				rc = check_gpu_health(t, &lease, device, o.status);
+		}
+		lease_give(t, &lease);
+		if (rc < 0 || !rerun_elsewhere(t))
+			break;
+		log_warnx("%s: turn %d: GPU %d was quarantined under this run; executing again "
+			  "on another GPU (pass %d)", t->task->id, t->turn, device, attempt + 2);
+		json_object_set_new(t->data, "rerun_after_quarantine", json_pack("{s:i, s:O?}",
+				    "device", device, "probe_error",
+				    json_object_get(t->data, "health_probe_error")));
+		json_object_del(t->data, "health_probe");
+		json_object_del(t->data, "health_probe_error");
+		json_object_del(t->data, "gpus_left");
+		json_decref(base);
+		base = NULL;
+		ref_ms = -1;
+		fb_outcome_clear(&o);
+		memset(&o, 0, sizeof(o));
 	}
-	lease_give(t, &lease);
+	if (rc == 0 && runner_hit_full_disk(t, &o))
+		rc = -KB_ENOSPC;
 	if (rc < 0) {
 		json_decref(base);
 		fb_outcome_clear(&o);
-		if (rc == -KB_ESTOPPED)
+		if (not_the_tasks_fault(rc))
 			return rc;
 		snprintf(t->fail_reason, sizeof(t->fail_reason), "execute: %s", kb_strerror(rc));
 		return FSM_EV_fatal;
@@ -604,9 +739,10 @@ fsm_act_execute(struct task_run *t)
 	json_object_set_new(result, "baseline", json_incref(base));
 	json_object_set_new(result, "ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null());
 	json_object_set_new(result, "speedup", speedup > 0 ? json_real(speedup) : json_null());
-	if (o.log != NULL)
-		fsm_put_artifact(t, "execute_log", "execute.log", o.log, strlen(o.log));
-	rc = put_json(t, "result", "result.json", result);
+	rc = o.log != NULL ? fsm_put_artifact(t, "execute_log", "execute.log", o.log,
+					      strlen(o.log)) : 0;
+	if (rc != -KB_ENOSPC)
+		rc = put_json(t, "result", "result.json", result);
 	json_object_set_new(t->data, "status", json_string(fb_status_name(o.status)));
 	json_object_set_new(t->data, "correct", json_boolean(o.correct));
 	json_object_set_new(t->data, "device", json_integer(device));
@@ -646,7 +782,7 @@ fsm_act_profile(struct task_run *t)
 	lease_give(t, &lease);
 	if (rc < 0) {
 		fb_outcome_clear(&o);
-		return rc == -KB_ESTOPPED ? rc : FSM_EV_profiled;
+		return not_the_tasks_fault(rc) ? rc : FSM_EV_profiled;
 	}
 	rc = put_json(t, "profile", "profile.json", o.result);
 	text = fb_profile_feedback(t->cfg, json_object_get(o.result, "profile"));

@@ -1,9 +1,21 @@
 /* summary.c: what status, tail and report need of a task, rebuilt read-only from its
  * log. FEEDBACK records carry each turn's outcome, so nothing else is opened. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fsm/fsm_int.h"
+
+/* A count from a GENERATE record, or 0 when it is not a plausible one: the sums over a
+ * log must not overflow, whatever the log holds. */
+static long
+count_at(json_t *d, const char *key)
+{
+	json_t	*v = json_object_get(d, key);
+
+	return json_is_integer(v) && json_integer_value(v) >= 0 &&
+	       json_integer_value(v) <= INT_MAX ? (long)json_integer_value(v) : 0;
+}
 
 static int
 summarize_record(const struct kb_tlog_rec *rec, void *arg)
@@ -23,10 +35,9 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 		snprintf(s->fail_reason, sizeof(s->fail_reason), "%s",
 			 json_string_value(json_object_get(d, "reason")));
 	if (strcmp(rec->from, "GENERATE") == 0 && json_is_integer(json_object_get(d, "attempts"))) {
-		s->llm_requests += (long)json_integer_value(json_object_get(d, "attempts"));
-		s->prompt_tokens += (long)json_integer_value(json_object_get(d, "prompt_tokens"));
-		s->completion_tokens +=
-			(long)json_integer_value(json_object_get(d, "completion_tokens"));
+		s->llm_requests += count_at(d, "attempts");
+		s->prompt_tokens += count_at(d, "prompt_tokens");
+		s->completion_tokens += count_at(d, "completion_tokens");
 	}
 	if (strcmp(rec->from, "FEEDBACK") != 0 || rec->turn < 1 || rec->turn > 256)
 		return 0;
@@ -36,13 +47,15 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	if (json_is_true(json_object_get(d, "compiled")))
 		s->any_compiled = true;
 	if (json_is_true(json_object_get(d, "correct"))) {
+		double	speedup;
+
 		s->any_correct = true;
+		/* Only a speedup > 0 is a measurement (the worker logs no other); anything
+		 * else is "correct, speed unknown", 0, so best_speedup stays -1 or >= 0. */
 		v = json_object_get(d, "speedup");
-		if (json_is_number(v) && json_number_value(v) > s->best_speedup) {
-			s->best_speedup = json_number_value(v);
-			s->best_turn = rec->turn;
-		} else if (!json_is_number(v) && s->best_speedup < 0) {
-			s->best_speedup = 0;	/* correct, speed unknown */
+		speedup = json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : 0;
+		if (speedup > s->best_speedup) {
+			s->best_speedup = speedup;
 			s->best_turn = rec->turn;
 		}
 	}

@@ -63,7 +63,7 @@ fsm_put_artifact(struct task_run *t, const char *key, const char *name, const vo
 	if ((rc = fsm_turn_path(t, t->turn, name, path, sizeof(path))) < 0)
 		return rc;
 	if ((rc = kb_write_atomic(path, p, n)) < 0) {
-		log_warnx("cannot write '%s': %s", path, rc == -KB_ENOSPC ? "disk full" : kb_strerror(rc));
+		log_warnx("cannot write '%s': %s", path, kb_strerror(rc));
 		return rc;
 	}
 	kb_sha256_hex(p, n, sha);
@@ -156,8 +156,10 @@ open_task(struct task_run *t, int *lock_fd)
 				 t->cfg->eval.device);
 		rc = kb_tlog_append(t->log, t->task->id, 1, "GENERATE", "start", "GENERATE", data);
 		json_decref(data);
-		if (rc < 0)
+		if (rc < 0) {
+			log_warnx("cannot append to '%s': %s", path, kb_strerror(rc));
 			return rc;
+		}
 		t->state = FSM_ST_GENERATE;
 		t->turn = 1;
 	}
@@ -172,8 +174,10 @@ step(struct task_run *t)
 
 	t->data = json_object();
 	snprintf(t->turn_dir, sizeof(t->turn_dir), "%s/turns/%d", t->dir, t->turn);
-	if ((rc = kb_mkdir_p(t->turn_dir, 0755)) < 0)
+	if ((rc = kb_mkdir_p(t->turn_dir, 0755)) < 0) {
+		log_warnx("cannot create '%s': %s", t->turn_dir, kb_strerror(rc));
 		goto out;
+	}
 	ev = actions[t->state](t);
 	if (ev < 0) {
 		rc = ev;
@@ -200,7 +204,7 @@ step(struct task_run *t)
 	rc = kb_tlog_append(t->log, t->task->id, t->turn, fsm_state_name(t->state),
 			    fsm_event_name((enum fsm_event)ev), fsm_state_name(next), t->data);
 	if (rc < 0) {
-		log_warnx("cannot append to the trajectory: %s", kb_strerror(rc));
+		log_warnx("cannot append to '%s/trajectory.jsonl': %s", t->dir, kb_strerror(rc));
 		goto out;
 	}
 	log_debug("turn %d: %s --%s--> %s", t->turn, fsm_state_name(t->state),
@@ -210,7 +214,8 @@ step(struct task_run *t)
 		t->turn++;
 	t->state = next;
 	if (ev == FSM_EV_transient)	/* 2 s, 4 s, ... 32 s: let an outage pass */
-		sleep_interruptible(1000LL << (t->transients < 5 ? t->transients : 5));
+		sleep_interruptible((int64_t)((double)(1000LL << (t->transients < 5 ?
+			t->transients : 5)) * llm_backoff_scale(t->llm)));
 out:
 	json_decref(t->data);
 	t->data = NULL;
@@ -234,6 +239,9 @@ fsm_task_main(const struct fsm_ctx *ctx)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	/* What a candidate leaves behind, daemons that left the runner's group included,
+	 * comes back to this worker and is killed after each runner, not to the supervisor. */
+	(void)fb_adopt_strays();
 
 	if ((rc = open_task(&t, &lock_fd)) < 0)
 		goto out;
@@ -258,6 +266,8 @@ fsm_task_main(const struct fsm_ctx *ctx)
 out:
 	if (rc == -KB_ESTOPPED || fsm_should_stop(NULL))
 		code = code == KB_EXIT_DONE ? code : KB_EXIT_TEMPFAIL;
+	if (rc == -KB_ENOSPC)	/* the supervisor stops the run; nothing here is lost */
+		code = KB_EXIT_NOSPC;
 	llm_client_destroy(t.llm);
 	kb_tlog_close(t.log);
 	free(t.problem_src);

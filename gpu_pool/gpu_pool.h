@@ -19,6 +19,7 @@
 #define KFORGE_GPU_POOL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -65,11 +66,24 @@ int	gpool_reclaim(struct gpool *p, pid_t dead);
 /* Marks an EXEC slot unusable for the rest of the pool's life (a GPU that failed its
  * health probes), with the reason status shows; called by the worker holding it. Its
  * unit leaves circulation, so with every slot quarantined acquirers wait until
- * should_stop: the supervisor watches for that (the snapshot's "quarantined"). */
+ * should_stop: the supervisor watches for that (the snapshot's "quarantined").
+ * Returns the number of EXEC slots still usable, counted under the same lock (so of
+ * two workers quarantining the last two GPUs at once, exactly one sees 0). */
 int	gpool_quarantine(struct gpool *p, int slot, const char *reason);
 
+/* LLM generation paused run-wide (pause.c): the endpoint refused the credentials, so
+ * every other request would be refused too. The first worker to see a 401/403 calls
+ * gpool_llm_pause (1: this call paused; 0: it already was, the first reason stands);
+ * workers check gpool_llm_paused before asking the model and stop at their GENERATE;
+ * the supervisor announces the reason once and stops the run when the work in flight
+ * is done. Never cleared: a resumed run has a new pool. gpool_llm_paused is lock-free
+ * (cheap to poll) and copies the reason into reason[n] when reason is not NULL. */
+int	gpool_llm_pause(struct gpool *p, const char *task, const char *reason);
+bool	gpool_llm_paused(struct gpool *p, char *reason, size_t n);
+
 /* Counters for status: used/total and waiters per class, busy milliseconds since
- * creation. Returned object belongs to the caller. */
+ * creation, and "llm_paused" (null, or {reason, task, pid, since_ms}). Returned object
+ * belongs to the caller. */
 json_t	*gpool_snapshot_json(struct gpool *p);
 
 #endif /* KFORGE_GPU_POOL_H */

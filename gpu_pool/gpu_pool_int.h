@@ -71,6 +71,17 @@ struct gpool__waiter {
 	sem_t		 wake;		/* posted once by the grant */
 };
 
+/* Run-wide "LLM generation paused" (pause.c). paused is the commit flag: the other
+ * fields are written under the lock before it is set and never change after. */
+#define GPOOL__PAUSE_LEN	512
+struct gpool__llm_pause {
+	int32_t		 paused;
+	pid_t		 by;
+	int64_t		 since_ms;	/* CLOCK_REALTIME */
+	char		 task[GPOOL__TASK_LEN];
+	char		 reason[GPOOL__PAUSE_LEN];
+};
+
 struct gpool {
 	uint32_t	 magic, version;
 	size_t		 map_size;
@@ -78,6 +89,7 @@ struct gpool {
 	pthread_mutex_t	 mu;		/* PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST */
 	struct gpool__class cls[GPOOL__NCLASS];
 	struct gpool__waiter waiter[GPOOL__MAX_WAITERS];
+	struct gpool__llm_pause llm_pause;	/* pause.c */
 };
 
 /* Test-only: called at chosen points so a fault-injection test can make a process stop
@@ -96,6 +108,8 @@ void	gpool__slot_free(struct gpool *p, enum gpool_class cls, int i);
 /* Under the lock: hands free units of the class to its waiters, oldest first. */
 void	gpool__grant(struct gpool *p, enum gpool_class cls);
 bool	gpool__valid(const struct gpool *p, enum gpool_class cls, int slot);
+/* The pause for the snapshot: null, or {reason, task, pid, since_ms}. */
+json_t	*gpool__llm_pause_json(const struct gpool *p);
 /* From /proc/<pid>/stat: start time (clock ticks since boot) and state letter. */
 int	gpool__proc_stat(pid_t pid, uint64_t *start, char *state);
 

@@ -331,7 +331,7 @@ gpool_quarantine(struct gpool *p, int slot, const char *reason)
 {
 	struct gpool__class	*c;
 	struct gpool__slot	*s;
-	int			 rc;
+	int			 rc, i, left;
 
 	if (!gpool__valid(p, GPOOL_EXEC, slot))
 		return -KB_EINVAL;
@@ -348,8 +348,10 @@ gpool_quarantine(struct gpool *p, int slot, const char *reason)
 		s->quarantined = 1;
 	}
 	snprintf(s->reason, sizeof(s->reason), "%s", reason != NULL ? reason : "");
+	for (i = 0, left = 0; i < c->total; i++)
+		left += !c->slot[i].quarantined;
 	gpool__unlock(p);
 	log_warnx("gpu pool: quarantined GPU %d (exec slot %d): %s", s->device, slot,
 	    reason != NULL ? reason : "no reason given");
-	return 0;
+	return left;
 }

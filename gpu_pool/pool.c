@@ -262,6 +262,7 @@ gpool_snapshot_json(struct gpool *p)
 		for (c = 0; c < GPOOL__NCLASS; c++)
 			json_object_set_new(o, gpool__class_names[c], class_json(p, c, kb_mono_ms()));
 		json_object_set_new(o, "since_ms", json_integer(p->created_ms));
+		json_object_set_new(o, "llm_paused", gpool__llm_pause_json(p));
 	}
 	gpool__unlock(p);
 	return o;

@@ -99,3 +99,9 @@ llm_reply_clear(struct llm_reply *r)
 	free(r->finish_reason);
 	memset(r, 0, sizeof(*r));
 }
+
+double
+llm_backoff_scale(const struct llm_client *c)
+{
+	return c != NULL && c->provider == LLM_PROVIDER_OPENAI ? c->backoff_scale : 1.0;
+}

@@ -55,6 +55,10 @@ int	llm_complete(struct llm_client *c, const struct llm_request *req, struct llm
 		     char *err, size_t errlen);
 void	llm_reply_clear(struct llm_reply *r);
 
+/* KFORGE_LLM_BACKOFF_SCALE as the client read it (1 by default, and for replay): the
+ * worker scales its own backoff between failed turns' requests by it too. */
+double	llm_backoff_scale(const struct llm_client *c);
+
 /* The code the model meant: the last fenced block tagged python (or untagged, if no
  * block is tagged python). 0 and *code (caller frees), or -KB_ENOENT. */
 int	llm_extract_code(const char *text, size_t n, char **code);

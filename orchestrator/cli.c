@@ -30,7 +30,10 @@ static const struct command commands[] = {
 	  "receives the frozen config and every task's trajectory. --set overrides any\n"
 	  "config key by its dotted path (recorded in the frozen config). --detach runs the\n"
 	  "supervisor in the background (pid in DIR/supervisor.pid, log in\n"
-	  "DIR/supervisor.log). SIGINT/SIGTERM stop gracefully; 'kforge resume' continues." },
+	  "DIR/supervisor.log). SIGINT/SIGTERM stop gracefully; 'kforge resume' continues.\n"
+	  "If the LLM endpoint refuses the credentials (HTTP 401/403), generation pauses for\n"
+	  "the whole run: no task fails, the work under way finishes, and kforge exits 75;\n"
+	  "fix the key, then 'kforge resume DIR'." },
 	{ .name = "resume", .run = cmd_resume,
 	  .usage = "resume DIR [--detach]",
 	  .help = "Continue an interrupted run. Finished tasks are not redone, saved LLM replies are\n"

@@ -32,6 +32,8 @@ enum cfg_kind {
 	K_STR,		/* any string */
 	K_NAME,		/* [A-Za-z0-9._-]{1,64} */
 	K_ENVNAME,	/* "" or [A-Z_][A-Z0-9_]* */
+	K_USER,		/* "" or a user name [A-Za-z0-9._-]{1,32}, not starting with - */
+	K_BOOL,		/* true | false, into a bool */
 	K_PATH,		/* ~ expanded, made absolute */
 	K_ENUM,		/* one of allowed[] */
 	K_INT,		/* lo..hi, into an int or a long */
@@ -116,6 +118,16 @@ static const struct cfg_key schema[] = {
 	  .lo = 0, .hi = 1024 },
 	{ KEY("runner.cpu_exec_slots", K_INT, runner.cpu_exec_slots), .def = "1",
 	  .lo = 1, .hi = 64 },
+	{ KEY("runner.max_host_memory_mb", K_INT, runner.max_host_memory_mb), .def = "0",
+	  .lo = 0, .hi = 1L << 30 },
+	{ KEY("runner.user", K_USER, runner.user), .def = "nobody" },
+	{ KEY("runner.isolate_network", K_BOOL, runner.isolate_network), .def = "true" },
+	{ KEY("runner.rlimit_cpu_s", K_INT, runner.rlimit_cpu_s), .def = "0",
+	  .lo = 0, .hi = 10000000 },
+	{ KEY("runner.rlimit_fsize_mb", K_INT, runner.rlimit_fsize_mb), .def = "1024",
+	  .lo = 1, .hi = 1048576 },
+	{ KEY("runner.rlimit_nofile", K_INT, runner.rlimit_nofile), .def = "1024",
+	  .lo = 64, .hi = 1048576 },
 	{ KEY("workers", K_INT, workers), .def = "16", .lo = 1, .hi = 4096 },
 };
 #define NKEYS	((int)(sizeof(schema) / sizeof(schema[0])))
@@ -483,6 +495,36 @@ set_envname(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
 				got(n, false, buf, sizeof(buf)));
 	store_string(x->c, k, s);
 	return 0;
+}
+
+static int
+set_user(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	const char	*s;
+	char		 buf[CFG_SHOW_MAX + 16];
+	int		 rc;
+
+	if ((rc = text_of(x, n, "a user name", &s)) < 0)
+		return rc;
+	if (strlen(s) > 32 || strspn(s, UPPER LOWER DIGITS "._-") != strlen(s) || s[0] == '-')
+		return node_err(x, n, "expected a user name (A-Z a-z 0-9 . _ -, at most 32) or '', "
+				"got %s", got(n, false, buf, sizeof(buf)));
+	store_string(x->c, k, s);
+	return 0;
+}
+
+static int
+set_bool(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	char	buf[CFG_SHOW_MAX + 16];
+
+	/* Only the two words: YAML 1.1's yes/no/on/off are a classic source of surprises. */
+	if (n->type == YAML_SCALAR_NODE && !is_quoted(n) &&
+	    (scalar_is(n, "true") || scalar_is(n, "false"))) {
+		*(bool *)field(x->c, k) = scalar_is(n, "true");
+		return 0;
+	}
+	return node_err(x, n, "expected true or false, got %s", got(n, true, buf, sizeof(buf)));
 }
 
 /* Collapses "//" and "/./" and drops a trailing "/" or "/." ("..", whose meaning
@@ -883,6 +925,12 @@ emit_enum(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
 }
 
 static void
+emit_bool(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
+{
+	fputs(*(const bool *)cfield(c, k) ? "true" : "false", fp);
+}
+
+static void
 emit_int(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
 {
 	long	v = k->size == sizeof(int) ? *(const int *)cfield(c, k) : *(const long *)cfield(c, k);
@@ -1017,6 +1065,8 @@ static const struct {
 	[K_STR] = { set_str, emit_str },
 	[K_NAME] = { set_name, emit_str },
 	[K_ENVNAME] = { set_envname, emit_str },
+	[K_USER] = { set_user, emit_str },
+	[K_BOOL] = { set_bool, emit_bool },
 	[K_PATH] = { set_path, emit_str },
 	[K_ENUM] = { set_enum, emit_enum },
 	[K_INT] = { set_int, emit_int },

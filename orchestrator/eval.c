@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "feedback/feedback.h"
@@ -56,6 +57,15 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	snprintf(work, sizeof(work), "%s/work", tmpl);
 	kb_mkdir_p(build, 0755);
 	kb_mkdir_p(work, 0755);
+	/* mkdtemp made it 0700; the runner may run as another user (runner.user). */
+	(void)chmod(tmpl, 0755);
+	if (fb_contain_setup(&cfg, err, sizeof(err)) < 0 ||
+	    fb_contain_check_reach(prob, true, err, sizeof(err)) < 0 ||
+	    fb_contain_check_reach(kern, true, err, sizeof(err)) < 0 ||
+	    fb_contain_check_reach(tmpl, true, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		goto out_clean;
+	}
 
 	req.problem_path = prob;
 	req.candidate_path = kern;

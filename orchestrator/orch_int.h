@@ -36,6 +36,11 @@ pid_t	orch_run_supervisor_pid(const char *dir);
 struct orch_sup_opts {
 	bool	detach;
 };
+/* The run stopped because the LLM endpoint refused the credentials (401/403): nothing
+ * failed; fix the key and resume. EX_TEMPFAIL of sysexits.h: "try again later". */
+#define ORCH_EXIT_LLM_PAUSED 75
+/* 0: finished, or stopped on request; 1: could not start or had to stop (halt);
+ * ORCH_EXIT_LLM_PAUSED. */
 int	orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts);
 
 /* views.c */

@@ -46,8 +46,48 @@ struct sup {
 	int			 log_fd;
 	int			 lock_fd;	/* supervisor.lock: held only by the supervisor */
 	json_t			*quarantined;	/* as last written to run.json */
+	bool			 llm_paused;	/* announced; the run stops when the workers have */
 	char			 halt[ORCH_MAX_RUN_DIR + 256];	/* why the run cannot go on, or "" */
+	bool			 disk_full;	/* a worker found no space; said once */
 };
+
+/* Space held back under the run directory while the supervisor runs, given back when a
+ * worker finds the disk full, so that the stop itself can still be written down. Making
+ * it at start also proves the directory writable with some room to spare. */
+#define SUP_RESERVE		"supervisor.reserve"
+#define SUP_RESERVE_BYTES	(1 << 20)
+
+static void signal_workers(struct sup *s, int sig);
+
+/* Made afresh (O_EXCL) so that a directory where nothing new can be created fails here,
+ * even with a reserve left by a supervisor that was killed. */
+static int
+make_reserve(const char *dir, char *err, size_t errlen)
+{
+	char	path[PATH_MAX];
+	int	fd, e = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, SUP_RESERVE);
+	if ((unlink(path) == -1 && errno != ENOENT) ||
+	    (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) == -1) {
+		e = errno;
+		snprintf(err, errlen, "cannot write in the run directory %s: %s", dir, strerror(e));
+		return -kb_errno_to_err(e);
+	}
+	e = posix_fallocate(fd, 0, SUP_RESERVE_BYTES);
+	if (e == 0 && fsync(fd) == -1)
+		e = errno;
+	close(fd);
+	if (e == 0)
+		return 0;
+	unlink(path);
+	if (kb_errno_to_err(e) == KB_ENOSPC)
+		snprintf(err, errlen, "no space left on device in %s (a run keeps %d KiB spare "
+			 "there): free some space, then try again", dir, SUP_RESERVE_BYTES >> 10);
+	else
+		snprintf(err, errlen, "cannot write in the run directory %s: %s", dir, strerror(e));
+	return -kb_errno_to_err(e);
+}
 
 static int
 last_state_of(const struct kb_tlog_rec *rec, void *arg)
@@ -106,6 +146,7 @@ fork_worker(struct sup *s, int i)
 		_exit(KB_EXIT_TEMPFAIL);
 	snprintf(prefix, sizeof(prefix), "task %s", s->run->tasks[i].id);
 	kb_log_init(prefix, s->log_fd);
+	kb_crashpoint_task(s->run->tasks[i].id);
 	ctx.cfg = &s->run->cfg;
 	ctx.task = &s->run->tasks[i];
 	ctx.run_dir = s->run->dir;
@@ -141,6 +182,31 @@ launch_ready(struct sup *s)
 	}
 }
 
+/* A worker could not write under the run directory for want of space. Restarting it
+ * would only fail again, and so would every other worker: the run stops, said once,
+ * and the task (neither FAILED nor a turn spent) continues on resume. The reserve is
+ * given back first, so that this stop is recorded in the log and in run.json. */
+static void
+halt_disk_full(struct sup *s, const char *id)
+{
+	char	path[PATH_MAX];
+
+	if (s->disk_full)
+		return;
+	s->disk_full = true;
+	snprintf(path, sizeof(path), "%s/%s", s->run->dir, SUP_RESERVE);
+	unlink(path);
+	if (s->halt[0] != '\0') {	/* already stopping for another reason */
+		log_warnx("no space left on device in %s either (task %s)", s->run->dir, id);
+		return;
+	}
+	snprintf(s->halt, sizeof(s->halt), "no space left on device in %s (task %s could not "
+		 "write its files; nothing written is lost); free some space, then 'kforge "
+		 "resume %s'", s->run->dir, id, s->run->dir);
+	log_warnx("stopping: %s", s->halt);
+	signal_workers(s, SIGTERM);
+}
+
 static void
 worker_exited(struct sup *s, int i, int status)
 {
@@ -159,8 +225,14 @@ worker_exited(struct sup *s, int i, int status)
 		return;
 	}
 	ts->state = TASK_PENDING;
-	if (s->stop_signals > 0 || s->halt[0] != '\0')
-		return;	/* stopped on request or for want of a GPU: resume continues it */
+	if (WIFEXITED(status) && WEXITSTATUS(status) == KB_EXIT_NOSPC) {
+		halt_disk_full(s, id);
+		return;
+	}
+	/* Stopped on request, for want of a GPU, or at a GENERATE while LLM generation is
+	 * paused (which watch_llm_pause may not have seen yet): resume continues it. */
+	if (s->stop_signals > 0 || s->halt[0] != '\0' || gpool_llm_paused(s->pool, NULL, 0))
+		return;
 	if (WIFSIGNALED(status))
 		snprintf(ts->last_death, sizeof(ts->last_death), "killed by signal %d (%s)",
 			 WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -190,22 +262,40 @@ worker_exited(struct sup *s, int i, int status)
 		  ts->deaths, ORCH_MAX_DEATHS);
 }
 
+static int
+worker_slot(const struct sup *s, pid_t pid)
+{
+	for (int i = 0; i < s->run->ntasks; i++)
+		if (s->slots[i].state == TASK_RUNNING && s->slots[i].pid == pid)
+			return i;
+	return -1;
+}
+
 static void
 reap_all(struct sup *s)
 {
-	pid_t	pid;
-	int	status;
+	siginfo_t	si;
+	pid_t		pid;
+	int		status, i;
 
-	/* One SIGCHLD may stand for many children. */
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+	/* One SIGCHLD may stand for many children. Each is looked at before it is reaped:
+	 * a child that is not a worker is a runner orphaned by a worker's death (we are
+	 * their subreaper), and while it is an unreaped zombie its pid, which is its
+	 * group's id, cannot be reused. Its group goes with it: the compiler or the
+	 * candidate's children it leaves would otherwise run on, writing into a build
+	 * directory the restarted worker uses. */
+	for (;;) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == -1 || si.si_pid == 0)
+			break;
+		pid = si.si_pid;
+		if ((i = worker_slot(s, pid)) < 0 && killpg(pid, SIGKILL) == 0)
+			log_debug("killed what was left of the group of orphan %d", (int)pid);
+		if (waitpid(pid, &status, 0) != pid)
+			break;
 		gpool_reclaim(s->pool, pid);
-		for (int i = 0; i < s->run->ntasks; i++) {
-			if (s->slots[i].state == TASK_RUNNING && s->slots[i].pid == pid) {
-				worker_exited(s, i, status);
-				break;
-			}
-		}
-		/* else: an orphaned runner we adopted as subreaper; reclaimed above */
+		if (i >= 0)
+			worker_exited(s, i, status);
 	}
 }
 
@@ -339,6 +429,39 @@ watch_quarantine(struct sup *s)
 	}
 }
 
+/* A worker found the endpoint refusing the credentials and paused generation in the
+ * pool. Said once, here, naming the endpoint and status and what to do. No worker is
+ * started after it and none is signalled: each finishes what it has past generation
+ * (compile, execute) and stops unlogged at its next GENERATE, so no task fails or
+ * spends a turn; then the run stops with ORCH_EXIT_LLM_PAUSED. Called before reaping,
+ * so the workers that stopped for it are not counted as deaths. */
+static void
+watch_llm_pause(struct sup *s)
+{
+	const char	*env = s->run->cfg.llm.api_key_env;
+	char		 reason[600], todo[300];
+	json_t		*fields;
+
+	if (s->llm_paused || !gpool_llm_paused(s->pool, reason, sizeof(reason)))
+		return;
+	s->llm_paused = true;
+	if (env != NULL && env[0] != '\0')
+		snprintf(todo, sizeof(todo), "fix the key in $%s (llm.api_key_env), then "
+			 "'kforge resume %s'", env, s->run->dir);
+	else
+		snprintf(todo, sizeof(todo), "fix the endpoint's credentials, then 'kforge "
+			 "resume %s'", s->run->dir);
+	if (s->halt[0] == '\0')
+		snprintf(s->halt, sizeof(s->halt), "LLM generation paused: %s; %s", reason, todo);
+	log_warnx("LLM generation paused for the whole run: %s. No task is failed and no "
+		  "turn is spent: the compiles and executions under way finish, then the run "
+		  "stops. To continue: %s", reason, todo);
+	fields = json_pack("{s:s}", "llm_paused", s->halt);
+	if (orch_run_update(s->run, fields) < 0)
+		log_warnx("cannot record the pause in run.json");
+	json_decref(fields);
+}
+
 static int
 create_pool(struct sup *s, char *err, size_t errlen)
 {
@@ -435,6 +558,30 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 
 	memset(&s, 0, sizeof(s));
 	s.run = run;
+	/* The directory first: an unwritable or full one fails at once, before any probe. */
+	snprintf(path, sizeof(path), "%s/supervisor.lock", run->dir);
+	if ((lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1) {
+		fprintf(stderr, "kforge: cannot write in the run directory %s: %s\n", run->dir,
+			strerror(errno));
+		return 1;
+	}
+	if (flock(lock_fd, LOCK_EX | LOCK_NB) == -1) {
+		fprintf(stderr, "kforge: a supervisor is already running on %s\n", run->dir);
+		close(lock_fd);
+		return 1;
+	}
+	if (make_reserve(run->dir, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		close(lock_fd);
+		return 1;
+	}
+	/* Decided before any fork, so that every worker inherits it (and python's probe
+	 * imports torch as the runner will). */
+	if (fb_contain_setup(&run->cfg, err, sizeof(err)) < 0 ||
+	    fb_contain_check_run(&run->cfg, run->dir, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		return 1;
+	}
 	if (fb_find_python(&run->cfg, python, sizeof(python), err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
@@ -443,12 +590,6 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	    getenv(run->cfg.llm.api_key_env) == NULL) {
 		fprintf(stderr, "kforge: llm.api_key_env names %s, which is not set in the "
 			"environment\n", run->cfg.llm.api_key_env);
-		return 1;
-	}
-	snprintf(path, sizeof(path), "%s/supervisor.lock", run->dir);
-	if ((lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1 ||
-	    flock(lock_fd, LOCK_EX | LOCK_NB) == -1) {
-		fprintf(stderr, "kforge: a supervisor is already running on %s\n", run->dir);
 		return 1;
 	}
 	s.lock_fd = lock_fd;
@@ -502,12 +643,13 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	kb_iso8601(kb_now_ms(), ts);
 	/* A new pool has every GPU back: what an earlier supervisor quarantined is history. */
 	s.quarantined = json_array();
-	fields = json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:n}", "status", "running", "pid",
+	fields = json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:n, s:n}", "status", "running", "pid",
 			   (int)s.self, "started", ts, "python", python, "device",
-			   run->cfg.eval.device, "quarantined", "stop_reason");
+			   run->cfg.eval.device, "quarantined", "stop_reason", "llm_paused");
 	orch_run_update(run, fields);
 	json_decref(fields);
 	log_info("run %s in %s (python %s)", run->cfg.name, run->dir, python);
+	fb_contain_report();
 
 	for (;;) {
 		struct pollfd	pfd = { s.sfd, POLLIN, 0 };
@@ -529,12 +671,14 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 			break;
 		}
 		drain_signals(&s);
+		watch_llm_pause(&s);
 		reap_all(&s);
 		watch_quarantine(&s);
 	}
 	publish_pool(&s);
 	kb_iso8601(kb_now_ms(), ts);
-	fields = json_pack("{s:s, s:s, s:I}", "status", all_done ? "finished" : "stopped",
+	fields = json_pack("{s:s, s:s, s:I}", "status", all_done ? "finished" :
+			   s.llm_paused ? "paused" : "stopped",
 			   "stopped", ts, "wall_ms", (json_int_t)(kb_mono_ms() - s.started_ms));
 	if (!all_done && s.halt[0] != '\0')
 		json_object_set_new(fields, "stop_reason", json_string(s.halt));
@@ -543,6 +687,16 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	if (all_done) {
 		log_info("all %d tasks finished; 'kforge report %s' for the results", run->ntasks,
 			 run->dir);
+	} else if (s.llm_paused) {
+		/* The reason was said once already; this only closes the run. */
+		log_warnx("stopped with LLM generation paused; 'kforge resume %s' continues every "
+			  "task where it stopped", run->dir);
+		rc = ORCH_EXIT_LLM_PAUSED;
+	} else if (s.disk_full) {
+		/* The reason was said once already; this only closes the run. */
+		log_warnx("stopped for want of disk space; 'kforge resume %s' continues once "
+			  "space is freed", run->dir);
+		rc = 1;
 	} else if (s.halt[0] != '\0') {
 		log_warnx("stopped: %s", s.halt);
 		rc = 1;
@@ -551,6 +705,8 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		rc = 0;
 	}
 	snprintf(path, sizeof(path), "%s/supervisor.pid", run->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/%s", run->dir, SUP_RESERVE);
 	unlink(path);
 	gpool_destroy(s.pool);
 	json_decref(s.quarantined);

@@ -164,7 +164,7 @@ make_tasks(const struct kb_config *c, const struct problem_list *l, struct kb_ta
 	struct kb_task	*t;
 	int		 samples = c->problems.samples, k = 0;
 	size_t		 ntasks, pool = 0;
-	char		*next;
+	char		*next, *end;
 
 	if (samples < 1 || (long)l->n * samples > TASKS_MAX)
 		return tasks_err(err, errlen, "problems: %d problems x %d samples is not in "
@@ -185,6 +185,7 @@ make_tasks(const struct kb_config *c, const struct problem_list *l, struct kb_ta
 		return -KB_ENOMEM;
 	}
 	next = (char *)(t + ntasks);
+	end = next + pool;
 	for (int i = 0; i < l->n; i++) {
 		const struct problem *p = &l->v[i];
 
@@ -195,8 +196,10 @@ make_tasks(const struct kb_config *c, const struct problem_list *l, struct kb_ta
 			snprintf(t[k].problem_key, sizeof(t[k].problem_key), "L%d_%s", p->level,
 				 p->stem);
 			snprintf(t[k].id, sizeof(t[k].id), "L%d_%s_s%d", p->level, p->stem, s);
-			m = snprintf(next, PATH_MAX, "%s/level%d/%s.py", c->problems.dir, p->level,
-				     p->stem);
+			/* The exact room left (not PATH_MAX): the paths were sized above,
+			 * and _FORTIFY_SOURCE checks the bound against the allocation. */
+			m = snprintf(next, (size_t)(end - next), "%s/level%d/%s.py",
+				     c->problems.dir, p->level, p->stem);
 			t[k].problem_path = next;
 			next += m + 1;
 			t[k].level = p->level;

@@ -80,6 +80,7 @@ orch_cmd_status(const char *dir, bool as_json)
 {
 	struct orch_run	 run;
 	json_t		*info, *pool, *tasks = json_array(), *out, *quarantined;
+	const char	*paused;
 	int		 counts[FSM_ST__N] = { 0 };
 	long		 reqs = 0, ptok = 0, ctok = 0;
 	pid_t		 sup;
@@ -90,6 +91,11 @@ orch_cmd_status(const char *dir, bool as_json)
 	pool = load_json_in(run.dir, "pool.json");
 	sup = orch_run_supervisor_pid(run.dir);
 	quarantined = quarantined_gpus(info, pool);
+	/* run.json has it from the moment the supervisor saw it; pool.json as a fallback. */
+	paused = json_string_value(json_object_get(info, "llm_paused"));
+	if (paused == NULL)
+		paused = json_string_value(json_object_get(json_object_get(pool, "llm_paused"),
+							   "reason"));
 	for (int i = 0; i < run.ntasks; i++) {
 		struct fsm_summary s;
 
@@ -119,6 +125,8 @@ orch_cmd_status(const char *dir, bool as_json)
 		}
 		if (!json_is_object(json_object_get(out, "resources")))
 			json_object_set_new(out, "resources", json_object());
+		json_object_set_new(json_object_get(out, "run"), "llm_paused",
+				    paused != NULL ? json_string(paused) : json_null());
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(out);
@@ -159,6 +167,8 @@ orch_cmd_status(const char *dir, bool as_json)
 			printf("GPU %lld quarantined: %s\n",
 			       (long long)json_integer_value(json_object_get(t, "device")),
 			       json_string_value(json_object_get(t, "reason")) ?: "no reason given");
+		if (sup > 0 && paused != NULL)	/* once stopped, stop_reason says it */
+			printf("%s\n", paused);
 		if (sup <= 0 && json_is_string(json_object_get(info, "stop_reason")))
 			printf("stopped: %s\n",
 			       json_string_value(json_object_get(info, "stop_reason")));
@@ -402,9 +412,11 @@ orch_cmd_report(const char *dir, bool as_json)
 	struct tally	 all, lv[KB_MAX_LEVELS + 1];
 	bool		 seen[KB_MAX_LEVELS + 1] = { false };
 	int		 nturns;
+	json_t		*failed;	/* [{id, reason}]: a FAILED task says why */
 
 	if (open_or_complain(&run, dir) < 0)
 		return 1;
+	failed = json_array();
 	nturns = (int)run.cfg.refinement.turns;
 	tally_init(&all, nturns);
 	for (int l = 0; l <= KB_MAX_LEVELS; l++)
@@ -419,6 +431,9 @@ orch_cmd_report(const char *dir, bool as_json)
 		tally_add(&all, &s);
 		tally_add(&lv[l], &s);
 		seen[l] = true;
+		if (s.state == FSM_ST_FAILED)
+			json_array_append_new(failed, json_pack("{s:s, s:s}", "id", run.tasks[i].id,
+				"reason", s.fail_reason[0] ? s.fail_reason : "no reason recorded"));
 	}
 	if (as_json) {
 		json_t *levels = json_object(), *out;
@@ -430,9 +445,9 @@ orch_cmd_report(const char *dir, bool as_json)
 			snprintf(key, sizeof(key), "%d", l);
 			json_object_set_new(levels, key, tally_json(&lv[l]));
 		}
-		out = json_pack("{s:s, s:s, s:i, s:o, s:o}", "run", run.cfg.name, "device",
+		out = json_pack("{s:s, s:s, s:i, s:o, s:o, s:O}", "run", run.cfg.name, "device",
 				run.cfg.eval.device, "turns", nturns, "overall", tally_json(&all),
-				"levels", levels);
+				"levels", levels, "failed", failed);
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(out);
@@ -463,7 +478,17 @@ orch_cmd_report(const char *dir, bool as_json)
 				printf("  %s %lld", key, (long long)json_integer_value(v));
 		}
 		printf("\n");
+		if (json_array_size(failed) > 0) {
+			size_t	 i;
+			json_t	*f;
+
+			printf("\nfailed tasks:\n");
+			json_array_foreach(failed, i, f)
+				printf("  %s: %s\n", json_string_value(json_object_get(f, "id")),
+				       json_string_value(json_object_get(f, "reason")));
+		}
 	}
+	json_decref(failed);
 	tally_clear(&all);
 	for (int l = 0; l <= KB_MAX_LEVELS; l++)
 		tally_clear(&lv[l]);

@@ -1,0 +1,304 @@
+/*
+ * contain.c: what keeps a runner (and the LLM-written code it imports) away from what it
+ * should not reach, beyond the allow-listed environment in run.c:
+ *
+ *   network  a network namespace of its own (only a loopback, down) when
+ *            runner.isolate_network is true and the host allows one: directly as root,
+ *            through a user namespace otherwise; if neither, the run goes on and the
+ *            reason is reported once.
+ *   user     when kforge runs as root, the runner runs as runner.user (default nobody).
+ *            The run's logs and artifacts stay root-owned 0644/0755, so it cannot write
+ *            them, nor signal the worker or the supervisor.
+ *   dirs     the runner writes only into its task's scratch dir (chowned to that user)
+ *            and, during a precompile, into that build's directory. After a precompile
+ *            the driver seals the build: everything root-owned and not writable by others,
+ *            directories sticky and world-writable so that a later execute can still
+ *            take torch's lock file but can neither change nor delete what was built.
+ *
+ * fb_contain_setup decides all this once, in the supervisor before any worker is forked
+ * (the workers inherit it); fb_run calls it lazily for `kforge eval` and tests.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "feedback/feedback.h"
+
+#define FB_SEAL_DIR_MODE	01777	/* sticky: only a file's owner may remove it */
+#define FB_TREE_FDS		32
+
+static pthread_mutex_t	contain_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	bool		ready;
+	enum kb_netns	netns;
+	char		net_why[256];
+	bool		drop;
+	uid_t		uid;
+	gid_t		gid;
+	char		user[64];
+	char		user_why[128];
+} cn;
+
+int
+fb_contain_setup(const struct kb_config *cfg, char *err, size_t errlen)
+{
+	const char	*user = cfg != NULL && cfg->runner.user != NULL ? cfg->runner.user : "";
+	struct passwd	 pw, *found = NULL;
+	char		 buf[4096];
+	int		 rc = 0;
+
+	pthread_mutex_lock(&contain_lock);
+	if (cn.ready)
+		goto out;
+	if (cfg == NULL || !cfg->runner.isolate_network) {
+		cn.netns = KB_NETNS_SHARED;
+		snprintf(cn.net_why, sizeof(cn.net_why), "runner.isolate_network is false");
+	} else {
+		cn.netns = kb_netns_probe(cn.net_why, sizeof(cn.net_why));
+	}
+	cn.drop = false;
+	if (user[0] == '\0') {
+		snprintf(cn.user_why, sizeof(cn.user_why), "runner.user is ''");
+	} else if (geteuid() != 0) {
+		snprintf(cn.user_why, sizeof(cn.user_why), "kforge does not run as root");
+	} else if (getpwnam_r(user, &pw, buf, sizeof(buf), &found) != 0 || found == NULL) {
+		snprintf(err, errlen, "runner.user: no user '%s' on this host (or set runner.user: "
+			 "'' to run the runner as root)", user);
+		rc = -KB_ECONFIG;
+		goto out;
+	} else if (pw.pw_uid == 0) {
+		snprintf(cn.user_why, sizeof(cn.user_why), "runner.user %s is root", user);
+	} else {
+		cn.drop = true;
+		cn.uid = pw.pw_uid;
+		cn.gid = pw.pw_gid;
+		snprintf(cn.user, sizeof(cn.user), "%s", user);
+	}
+	cn.ready = true;
+out:
+	pthread_mutex_unlock(&contain_lock);
+	return rc;
+}
+
+void
+fb_contain_report(void)
+{
+	if (cn.netns == KB_NETNS_SHARED)
+		log_warnx("network: not isolated (%s)", cn.net_why);
+	else
+		log_info("network: isolated (%s)", cn.netns == KB_NETNS_NEW ?
+			 "a network namespace of its own" : "a user and network namespace");
+	if (cn.drop)
+		log_info("user: runners run as %s (uid %d, gid %d)", cn.user, (int)cn.uid,
+			 (int)cn.gid);
+	else
+		log_info("user: runners run as this process's user (%s)", cn.user_why);
+}
+
+void
+fb_contain_apply(struct kb_spawn_opts *o)
+{
+	o->netns = cn.netns;
+	o->drop_user = cn.drop;
+	o->uid = cn.uid;
+	o->gid = cn.gid;
+}
+
+const char *
+fb_contain_user(void)
+{
+	return cn.drop ? cn.user : NULL;
+}
+
+/* ------------------------------------------------------------ reachability */
+
+/* Whether the runner's uid/gid (no supplementary groups) has `bits` (an rwx triple
+ * as 4/2/1) on st. ACLs are not consulted. */
+static bool
+runner_may(const struct stat *st, unsigned bits)
+{
+	if (st->st_uid == cn.uid)
+		return ((st->st_mode >> 6) & bits) == bits;
+	if (st->st_gid == cn.gid)
+		return ((st->st_mode >> 3) & bits) == bits;
+	return (st->st_mode & bits) == bits;
+}
+
+int
+fb_contain_check_reach(const char *path, bool read, char *err, size_t errlen)
+{
+	char		 prefix[PATH_MAX];
+	struct stat	 st;
+	size_t		 n = strlen(path);
+
+	if (!cn.drop)
+		return 0;
+	if (path[0] != '/' || n >= sizeof(prefix))
+		return 0;
+	for (size_t i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		memcpy(prefix, path, i);
+		prefix[i] = '\0';
+		if (stat(prefix, &st) == -1)
+			return 0;	/* missing: whoever needs it will say so */
+		if (S_ISDIR(st.st_mode) && !runner_may(&st, 1))
+			goto denied;
+		if (i == n && read && !runner_may(&st, S_ISDIR(st.st_mode) ? 5 : 4))
+			goto denied;
+	}
+	return 0;
+denied:
+	snprintf(err, errlen, "runner.user %s cannot %s %s (mode %04o, owner %d): make it "
+		 "reachable for that user, or set runner.user: '' to run the runner as root",
+		 cn.user, strcmp(prefix, path) == 0 && read ? "read" : "reach", prefix,
+		 (unsigned)(st.st_mode & 07777), (int)st.st_uid);
+	return -KB_ECONFIG;
+}
+
+int
+fb_contain_check_run(const struct kb_config *cfg, const char *run_dir, char *err, size_t errlen)
+{
+	char	runner[PATH_MAX];
+	int	rc;
+
+	if ((rc = fb_contain_check_reach(run_dir, true, err, errlen)) < 0 ||
+	    (rc = fb_contain_check_reach(cfg->problems.dir, true, err, errlen)) < 0)
+		return rc;
+	if (kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py") < 0)
+		return 0;
+	return fb_contain_check_reach(runner, true, err, errlen);
+}
+
+/* ------------------------------------------------------------ directories */
+
+/* Opens path itself, never through a symlink at its last component. */
+static int
+open_nofollow(const char *path, bool dir)
+{
+	return open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK |
+		    (dir ? O_DIRECTORY : 0));
+}
+
+static int
+own_dir(const char *path, uid_t uid, gid_t gid, mode_t mode)
+{
+	int	fd, rc = 0;
+
+	if ((fd = open_nofollow(path, true)) == -1)
+		return -kb_errno_to_err(errno);
+	if (fchown(fd, uid, gid) == -1 || fchmod(fd, mode) == -1)
+		rc = -kb_errno_to_err(errno);
+	close(fd);
+	return rc;
+}
+
+int
+fb_contain_runner_dir(const char *path)
+{
+	if (!cn.drop)
+		return 0;
+	return own_dir(path, cn.uid, cn.gid, 0755);
+}
+
+/* nftw has no argument pointer: the walk's parameters, under tree_lock. */
+static pthread_mutex_t	tree_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	uid_t	uid;
+	gid_t	gid;
+	bool	seal;
+	int	err;
+} walk;
+
+static int
+walk_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	int	fd;
+	mode_t	mode;
+
+	if (ftw->level == 0 || S_ISLNK(st->st_mode)) {
+		if (ftw->level > 0 && lchown(path, walk.uid, walk.gid) == -1 && walk.err == 0)
+			walk.err = errno;
+		return 0;
+	}
+	if (type != FTW_D && type != FTW_F)
+		return 0;
+	/* Through an fd opened without following a symlink, and re-checked, so that a
+	 * file swapped for a link since nftw looked is not what gets changed. */
+	if ((fd = open_nofollow(path, type == FTW_D)) == -1) {
+		if (walk.err == 0)
+			walk.err = errno;
+		return 0;
+	}
+	mode = type == FTW_D ? (walk.seal ? FB_SEAL_DIR_MODE : 0755) : st->st_mode & 0755;
+	if (fchown(fd, walk.uid, walk.gid) == -1 || fchmod(fd, mode) == -1) {
+		if (walk.err == 0)
+			walk.err = errno;
+	}
+	close(fd);
+	return 0;
+}
+
+/* The top is taken away from the runner's user first (root-owned 0700), so that no
+ * process of that user can walk in while the tree below changes hands. */
+static int
+own_tree(const char *path, uid_t uid, gid_t gid, bool seal)
+{
+	int	rc;
+
+	if ((rc = own_dir(path, geteuid(), getegid(), 0700)) < 0)
+		return rc;
+	pthread_mutex_lock(&tree_lock);
+	walk.uid = uid;
+	walk.gid = gid;
+	walk.seal = seal;
+	walk.err = 0;
+	if (nftw(path, walk_one, FB_TREE_FDS, FTW_PHYS | FTW_MOUNT) == -1 && walk.err == 0)
+		walk.err = errno;
+	rc = walk.err != 0 ? -kb_errno_to_err(walk.err) : 0;
+	pthread_mutex_unlock(&tree_lock);
+	if (rc == 0)
+		rc = own_dir(path, uid, gid, seal ? FB_SEAL_DIR_MODE : 0755);
+	if (rc < 0)
+		log_warnx("cannot %s the build %s: %s", seal ? "seal" : "unseal", path,
+			  kb_strerror(rc));
+	return rc;
+}
+
+int
+fb_contain_build_begin(const char *build_dir, int *lock_fd)
+{
+	char	lock[PATH_MAX];
+
+	*lock_fd = -1;
+	if (!cn.drop || build_dir == NULL)
+		return 0;
+	/* Beside the build, root-owned: precompiles of one build take turns, so that one
+	 * is never sealed while another runner builds in it. */
+	if (snprintf(lock, sizeof(lock), "%s.seal-lock", build_dir) >= (int)sizeof(lock))
+		return -KB_ETOOBIG;
+	if ((*lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1)
+		return -kb_errno_to_err(errno);
+	while (flock(*lock_fd, LOCK_EX) == -1 && errno == EINTR)
+		;
+	return own_tree(build_dir, cn.uid, cn.gid, false);
+}
+
+void
+fb_contain_build_end(const char *build_dir, int lock_fd)
+{
+	if (lock_fd < 0)
+		return;
+	if (build_dir != NULL)
+		(void)own_tree(build_dir, geteuid(), getegid(), true);
+	close(lock_fd);
+}

@@ -1,0 +1,34 @@
+/*
+ * feedback_int.h: internals shared by the files of feedback/ (not part of its API).
+ */
+#ifndef KFORGE_FEEDBACK_INT_H
+#define KFORGE_FEEDBACK_INT_H
+
+#include "feedback/feedback.h"
+
+/* watch.c: what one runner does to the host beyond its own process. fb_run installs
+ * fbw_on_start and fbw_should_stop as the spawn hooks; they call the request's own. */
+struct fb_watch {
+	void		(*on_start)(pid_t pid, void *arg);	/* the request's hooks */
+	void		*on_start_arg;
+	bool		(*should_stop)(void *arg);
+	void		*stop_arg;
+	long long	 cap_kb;	/* resident memory of the runner's processes */
+	pid_t		 pid;		/* the runner, once started */
+	int64_t		 next_poll_ms;
+	long long	 peak_kb;	/* largest total seen */
+	bool		 over_cap;	/* killed for memory */
+};
+
+void	fbw_init(struct fb_watch *w, const struct kb_config *cfg, const struct fb_request *req);
+void	fbw_on_start(pid_t pid, void *arg);
+bool	fbw_should_stop(void *arg);
+/* After a runner ended: kills and reaps every child of this process when it adopts
+ * strays (fb_adopt_strays), counting those found still running (they escaped the
+ * group kill) and the zombies a signal had killed (the group kill got them). */
+struct fb_strays {
+	int	running, killed;
+};
+void	fbw_reap_strays(struct fb_strays *out);
+
+#endif /* KFORGE_FEEDBACK_INT_H */

@@ -1,0 +1,312 @@
+/*
+ * watch.c: what a runner does to the host beyond its own process.
+ *
+ * Memory: a candidate can allocate until the machine swaps or the kernel's OOM killer
+ * picks a victim, which may be a worker or the supervisor. RLIMIT_AS cannot bound it
+ * (CUDA reserves far more address space than it uses), so while the runner lives the
+ * resident sets of its processes (its group and its descendants) are summed from
+ * /proc every FBW_POLL_MS, and past the cap the lot is SIGKILLed. Between polls, and
+ * for a daemon that left the tree, oom_score_adj 1000 (inherited by everything the
+ * runner starts) makes the runner the OOM killer's first choice.
+ *
+ * Leftovers: the spawn kills the runner's process group when the runner ends, which
+ * takes forked children but not a daemon that called setsid. A process that adopts
+ * strays (fb_adopt_strays: a worker, whose only children are runners) is a child
+ * subreaper, so every orphan of a runner is re-parented to it; after each runner all
+ * its children are killed and reaped, round after round until none is left.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "feedback/feedback_int.h"
+
+#define FBW_POLL_MS		100
+#define FBW_PROC_MAX		65536	/* processes read from /proc in one scan */
+#define FBW_TREE_DEPTH		64	/* descendant generations followed */
+#define FBW_REAP_ROUNDS		64	/* kill-and-reap passes over our children */
+#define FBW_REAP_WAIT_MS	5000	/* per process, after SIGKILL */
+#define FBW_OOM_SCORE_ADJ	"1000"
+
+static bool	adopting;
+
+struct proc_ent {
+	pid_t		pid, ppid, pgrp;
+	char		state;
+	long long	rss_pages;
+	bool		mark;
+};
+
+/* pid, state, ppid, pgrp and rss from /proc/<pid>/stat; false when it is gone. The
+ * command name may hold spaces and parentheses: the fields start after the last ')'. */
+static bool
+read_stat(const char *pid_text, struct proc_ent *e)
+{
+	char		 path[64], buf[1024], *p;
+	long long	 ll[24];
+	ssize_t		 n;
+	int		 fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid_text);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	(void)close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] == '\0')
+		return false;
+	e->pid = (pid_t)atol(buf);
+	e->state = p[2];
+	p += 3;
+	/* Fields 4 (ppid) .. 24 (rss), as numbers. */
+	for (i = 4; i <= 24; i++) {
+		char *end;
+
+		ll[i - 4] = strtoll(p, &end, 10);
+		if (end == p)
+			return false;
+		p = end;
+	}
+	e->ppid = (pid_t)ll[0];
+	e->pgrp = (pid_t)ll[1];
+	e->rss_pages = ll[20] > 0 ? ll[20] : 0;
+	e->mark = false;
+	return true;
+}
+
+static int
+by_pid(const void *a, const void *b)
+{
+	const struct proc_ent *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Every process in /proc, sorted by pid; NULL when /proc cannot be read. */
+static struct proc_ent *
+proc_list(size_t *n)
+{
+	struct proc_ent	*v;
+	struct dirent	*de;
+	DIR		*d;
+	size_t		 cap = 256;
+
+	*n = 0;
+	if ((d = opendir("/proc")) == NULL)
+		return NULL;
+	if ((v = malloc(cap * sizeof(*v))) == NULL)
+		goto out;
+	while ((de = readdir(d)) != NULL && *n < FBW_PROC_MAX) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		if (*n == cap) {
+			struct proc_ent *nv = realloc(v, 2 * cap * sizeof(*v));
+
+			if (nv == NULL)
+				break;
+			v = nv;
+			cap *= 2;
+		}
+		if (read_stat(de->d_name, &v[*n]))
+			(*n)++;
+	}
+	qsort(v, *n, sizeof(*v), by_pid);
+out:
+	closedir(d);
+	return v;
+}
+
+static struct proc_ent *
+find_pid(struct proc_ent *v, size_t n, pid_t pid)
+{
+	struct proc_ent key = { .pid = pid };
+
+	return bsearch(&key, v, n, sizeof(*v), by_pid);
+}
+
+/* Marks the runner, its process group and all their descendants. */
+static void
+mark_tree(struct proc_ent *v, size_t n, pid_t root)
+{
+	bool	changed = true;
+
+	for (size_t i = 0; i < n; i++)
+		v[i].mark = v[i].pid == root || v[i].pgrp == root;
+	for (int depth = 0; changed && depth < FBW_TREE_DEPTH; depth++) {
+		changed = false;
+		for (size_t i = 0; i < n; i++) {
+			struct proc_ent *parent;
+
+			if (v[i].mark || (parent = find_pid(v, n, v[i].ppid)) == NULL ||
+			    !parent->mark)
+				continue;
+			v[i].mark = true;
+			changed = true;
+		}
+	}
+}
+
+static void
+check_memory(struct fb_watch *w)
+{
+	static long	 page_kb;
+	struct proc_ent	*v;
+	long long	 kb = 0;
+	size_t		 n;
+
+	if (page_kb == 0)
+		page_kb = sysconf(_SC_PAGESIZE) / 1024;
+	if ((v = proc_list(&n)) == NULL)
+		return;
+	mark_tree(v, n, w->pid);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].mark)
+			kb += v[i].rss_pages * page_kb;
+	if (kb > w->peak_kb)
+		w->peak_kb = kb;
+	if (kb > w->cap_kb) {
+		w->over_cap = true;
+		log_warnx("runner %d: its processes hold %lld MB of memory, over the cap of %lld MB "
+			  "(runner.max_host_memory_mb): killed", (int)w->pid, kb >> 10,
+			  w->cap_kb >> 10);
+		/* The group leader is not reaped yet (the spawn reaps only after it saw the
+		 * exit), so its group id cannot have been reused. */
+		if (killpg(w->pid, SIGKILL) == -1 && errno != ESRCH)
+			log_warn("killpg %d", (int)w->pid);
+		for (size_t i = 0; i < n; i++)
+			if (v[i].mark && v[i].pgrp != w->pid)
+				(void)kill(v[i].pid, SIGKILL);
+	}
+	free(v);
+}
+
+void
+fbw_init(struct fb_watch *w, const struct kb_config *cfg, const struct fb_request *req)
+{
+	long	pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+
+	memset(w, 0, sizeof(*w));
+	w->on_start = req->on_start;
+	w->on_start_arg = req->on_start_arg;
+	w->should_stop = req->should_stop;
+	w->stop_arg = req->stop_arg;
+	if (cfg->runner.max_host_memory_mb > 0)
+		w->cap_kb = (long long)cfg->runner.max_host_memory_mb << 10;
+	else if (pages > 0 && page > 0)	/* default: half the machine */
+		w->cap_kb = (long long)pages * (page / 1024) / 2;
+}
+
+void
+fbw_on_start(pid_t pid, void *arg)
+{
+	struct fb_watch	*w = arg;
+	char		 path[64];
+	int		 fd;
+
+	w->pid = pid;
+	w->next_poll_ms = kb_mono_ms();
+	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1 ||
+	    write(fd, FBW_OOM_SCORE_ADJ, strlen(FBW_OOM_SCORE_ADJ)) == -1)
+		log_debug("runner %d: cannot set oom_score_adj: %s", (int)pid, strerror(errno));
+	if (fd != -1)
+		(void)close(fd);
+	if (w->on_start != NULL)
+		w->on_start(pid, w->on_start_arg);
+}
+
+bool
+fbw_should_stop(void *arg)
+{
+	struct fb_watch	*w = arg;
+	int64_t		 now = kb_mono_ms();
+
+	if (w->pid > 0 && w->cap_kb > 0 && !w->over_cap && now >= w->next_poll_ms) {
+		w->next_poll_ms = now + FBW_POLL_MS;
+		check_memory(w);
+	}
+	return w->should_stop != NULL && w->should_stop(w->stop_arg);
+}
+
+int
+fb_adopt_strays(void)
+{
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1) {
+		log_warn("prctl(PR_SET_CHILD_SUBREAPER)");
+		return -KB_ESYS;
+	}
+	adopting = true;
+	return 0;
+}
+
+/* Reaps pid, which was sent SIGKILL; false if it did not die in time (D state: the
+ * next round or the next runner's reaping gets it). */
+static bool
+reap(pid_t pid, int *status)
+{
+	struct timespec	ts = { 0, 10 * 1000000L };
+	int64_t		end = kb_mono_ms() + FBW_REAP_WAIT_MS;
+	pid_t		w;
+
+	for (;;) {
+		w = waitpid(pid, status, WNOHANG);
+		if (w == pid)
+			return true;
+		if (w == -1 && errno != EINTR)
+			return false;
+		if (kb_mono_ms() >= end) {
+			log_warnx("leftover process %d did not die within %d ms of SIGKILL", (int)pid,
+				  FBW_REAP_WAIT_MS);
+			return false;
+		}
+		nanosleep(&ts, NULL);
+	}
+}
+
+void
+fbw_reap_strays(struct fb_strays *out)
+{
+	pid_t		 self = getpid();
+	struct proc_ent	*v;
+	size_t		 n;
+	int		 status, found;
+
+	memset(out, 0, sizeof(*out));
+	if (!adopting)
+		return;
+	for (int round = 0; round < FBW_REAP_ROUNDS; round++) {
+		if ((v = proc_list(&n)) == NULL)
+			return;
+		found = 0;
+		/* Kill them all first, so that none forks after its siblings died. */
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].ppid != self)
+				continue;
+			found++;
+			if (v[i].state != 'Z' && v[i].state != 'X') {
+				(void)kill(v[i].pid, SIGKILL);
+				out->running++;
+			}
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].ppid != self || !reap(v[i].pid, &status))
+				continue;
+			if ((v[i].state == 'Z' || v[i].state == 'X') && WIFSIGNALED(status))
+				out->killed++;
+		}
+		free(v);
+		if (found == 0)
+			return;
+		log_debug("reaped %d leftover processes of a runner", found);
+	}
+}
