@@ -6,16 +6,24 @@
  *
  * The test process makes itself a child subreaper, as the supervisor is, so that it
  * can reap grandchildren and see which signal killed them.
+ *
+ * "base_spawn contain" runs the containment steps instead (network namespace, uid
+ * drop and their named failures); it exits 77 where the host allows neither.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,6 +66,63 @@ helper_main(const char *what)
 			if (strncmp(line, "SigBlk:", 7) == 0 || strncmp(line, "SigIgn:", 7) == 0)
 				fputs(line, stdout);
 		fclose(fp);
+		return 0;
+	}
+	if (strcmp(what, "ids") == 0) {
+		gid_t	groups[64];
+		int	n = getgroups(64, groups);
+
+		printf("uid %d %d gid %d %d pdeathsig ", (int)getuid(), (int)geteuid(),
+		       (int)getgid(), (int)getegid());
+		if (prctl(PR_GET_PDEATHSIG, &n) == 0)
+			printf("%d", n);
+		n = getgroups(64, groups);
+		printf(" groups");
+		for (int i = 0; i < n; i++)
+			printf(" %d", (int)groups[i]);
+		printf("\n");
+		return 0;
+	}
+	if (strcmp(what, "netns") == 0) {
+		char	ns[128] = "";
+		int	nif = 0;
+
+		if (readlink("/proc/self/ns/net", ns, sizeof(ns) - 1) < 0)
+			return 2;
+		if ((fp = fopen("/proc/net/dev", "r")) == NULL)
+			return 2;
+		while (fgets(line, sizeof(line), fp) != NULL)
+			nif += strchr(line, ':') != NULL;
+		fclose(fp);
+		printf("%s interfaces %d\n", ns, nif);
+		return 0;
+	}
+	if (strncmp(what, "connect:", 8) == 0) {
+		struct sockaddr_in	sa = { .sin_family = AF_INET };
+		int			fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		sa.sin_port = htons((uint16_t)strtol(what + 8, NULL, 10));
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			printf("connected\n");
+			return 0;
+		}
+		printf("connect: %s\n", strerror(errno));
+		return 1;
+	}
+	if (strcmp(what, "netns-unprivileged") == 0) {
+		/* Already dropped to an unprivileged uid by our parent: a plain netns
+		 * must fail at its named step. */
+		const char		*argv[] = { "/bin/true", NULL };
+		struct kb_spawn_opts	 o = { .argv = argv, .envp = test_env,
+					       .netns = KB_NETNS_NEW };
+		struct kb_spawn_result	 r;
+		char			 why[256];
+
+		kb_log_init("helper", 1);
+		printf("rc %d\n", kb_spawn_run(&o, &r));
+		kb_spawn_result_clear(&r);
+		printf("probe %d\n", (int)kb_netns_probe(why, sizeof(why)));
 		return 0;
 	}
 	if (strcmp(what, "limits") == 0) {
@@ -578,6 +643,120 @@ test_low_fds_closed(void)
 	kb_spawn_result_clear(&r);
 }
 
+/* ------------------------------------------------------------ containment */
+
+static int
+loopback_listener(int *port)
+{
+	struct sockaddr_in	sa = { .sin_family = AF_INET };
+	socklen_t		len = sizeof(sa);
+	int			fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+		return -1;
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+static void
+test_netns(enum kb_netns how)
+{
+	struct kb_spawn_opts	 o = { 0 };
+	struct kb_spawn_result	 r;
+	char			 ours[128] = "", what[32];
+	int			 lfd, port = 0;
+
+	CHECK(readlink("/proc/self/ns/net", ours, sizeof(ours) - 1) > 0);
+	o.netns = how;
+	CHECK(run_helper("netns", &o, &r) == 0);
+	CHECK(r.exit_code == 0);
+	CHECKM(strncmp(r.out.p, ours, strlen(ours)) != 0, "child in our netns: %s", r.out.p);
+	CHECKM(strstr(r.out.p, "interfaces 1\n") != NULL, "not only a loopback: %s", r.out.p);
+	kb_spawn_result_clear(&r);
+
+	/* A listener on our loopback: reachable from a child that shares our network
+	 * (so the check below can fail), unreachable from one in its own namespace. */
+	CHECK((lfd = loopback_listener(&port)) >= 0);
+	snprintf(what, sizeof(what), "connect:%d", port);
+	o.netns = KB_NETNS_SHARED;
+	CHECK(run_helper(what, &o, &r) == 0);
+	CHECKM(strcmp(r.out.p, "connected\n") == 0, "shared netns: %s", r.out.p);
+	kb_spawn_result_clear(&r);
+	o.netns = how;
+	CHECK(run_helper(what, &o, &r) == 0);
+	CHECKM(r.exit_code == 1 && strncmp(r.out.p, "connect: ", 9) == 0, "own netns: %s", r.out.p);
+	kb_spawn_result_clear(&r);
+	close(lfd);
+}
+
+static void
+test_drop_user(void)
+{
+	struct kb_spawn_opts	 o = { .drop_user = true, .uid = 65534, .gid = 65534,
+				       .netns = KB_NETNS_NEW };
+	struct kb_spawn_result	 r;
+	char			 dir[4096];
+	const char		*tmp = getenv("KFORGE_TEST_TMP");
+
+	/* The uid switch clears PDEATHSIG: it must be armed after it (9 = SIGKILL). */
+	CHECK(run_helper("ids", &o, &r) == 0);
+	CHECKM(strcmp(r.out.p, "uid 65534 65534 gid 65534 65534 pdeathsig 9 groups 65534\n") == 0,
+	       "child ids: %s", r.out.p);
+	kb_spawn_result_clear(&r);
+
+	/* As that user, a plain netns is refused, at the step the message names. */
+	o.netns = KB_NETNS_SHARED;
+	CHECK(run_helper("netns-unprivileged", &o, &r) == 0);
+	CHECKM(strstr(r.out.p, "rc -") != NULL && strstr(r.out.p,
+	       "cannot run '/bin/true': unshare(CLONE_NEWNET): Operation not permitted") != NULL,
+	       "unprivileged netns: %s", r.out.p);
+	CHECK(strstr(r.out.p, "probe 0\n") == NULL);	/* never KB_NETNS_NEW for nobody */
+	kb_spawn_result_clear(&r);
+
+	/* A cwd the user cannot enter fails at chdir, after the switch. */
+	snprintf(dir, sizeof(dir), "%s/kb_spawn_private.XXXXXX", tmp != NULL ? tmp : "/tmp");
+	if (tmp != NULL)
+		kb_mkdir_p(tmp, 0755);
+	CHECK(mkdtemp(dir) != NULL);
+	chmod(dir, 0700);
+	o.cwd = dir;
+	CHECK(run_sh("true", &o, &r) == -KB_EEXEC);
+	CHECK(r.end == KB_END_EXITED && r.exit_code == 127);
+	kb_spawn_result_clear(&r);
+	rmdir(dir);
+}
+
+static int
+contain_main(void)
+{
+	char		why[256];
+	enum kb_netns	how = kb_netns_probe(why, sizeof(why));
+	bool		root = geteuid() == 0;
+
+	if (how == KB_NETNS_SHARED && !root) {
+		printf("SKIP: not root and no network namespace (%s)\n", why);
+		return 77;
+	}
+	if (root)
+		CHECKM(how == KB_NETNS_NEW, "root, yet the probe says %d (%s)", (int)how, why);
+	if (how != KB_NETNS_SHARED)
+		test_netns(how);
+	if (root)
+		test_drop_user();
+	else
+		printf("skipped: the uid drop needs root\n");
+	if (failures) {
+		fprintf(stderr, "base_spawn contain: %d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("base_spawn contain: ok (netns %s%s)\n",
+	       how == KB_NETNS_NEW ? "plain" : how == KB_NETNS_USERNS ? "via a user namespace" :
+	       "not available", root ? ", uid drop" : "");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -592,6 +771,8 @@ main(int argc, char **argv)
 	self_exe[n] = '\0';
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
 		return 1;
+	if (argc == 2 && strcmp(argv[1], "contain") == 0)
+		return contain_main();
 
 	test_exit_codes();
 	test_signal_death();

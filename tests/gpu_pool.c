@@ -191,7 +191,7 @@ test_quarantine(void)
 	struct gpool	*p = make_pool(3, dev);
 	int		 a, b, c;
 
-	CHECK(gpool_quarantine(p, 1, "probe failed: illegal memory access") == 0);
+	CHECK(gpool_quarantine(p, 1, "probe failed: illegal memory access") == 2);
 	CHECK(sem_value(p, GPOOL_EXEC) == 2);
 	CHECK(gpool_quarantine(p, 3, "x") == -KB_EINVAL && gpool_quarantine(p, -1, "x") == -KB_EINVAL);
 	CHECK(gpool_acquire(p, GPOOL_EXEC, "a", 0, NULL, NULL, &a) == 0);
@@ -200,8 +200,8 @@ test_quarantine(void)
 	CHECK(gpool_acquire(p, GPOOL_EXEC, "c", 100, NULL, NULL, &c) == -KB_ETIMEDOUT);
 
 	/* Quarantine a leased slot: its unit stays out when it is released. */
-	CHECK(gpool_quarantine(p, a, "probe failed after a crash") == 0);
-	CHECK(gpool_quarantine(p, a, "again") == 0);	/* idempotent */
+	CHECK(gpool_quarantine(p, a, "probe failed after a crash") == 1);
+	CHECK(gpool_quarantine(p, a, "again") == 1);	/* idempotent */
 	CHECK(gpool_release(p, GPOOL_EXEC, a) == 0);
 	CHECK(sem_value(p, GPOOL_EXEC) == 0);
 	CHECK(gpool_release(p, GPOOL_EXEC, b) == 0);
@@ -429,7 +429,7 @@ test_snapshot(void)
 	CHECK(gpool_acquire(p, GPOOL_EXEC, "L2_7_Conv_s1", 0, NULL, NULL, &a) == 0);
 	CHECK(gpool_set_runner(p, GPOOL_EXEC, a, getpid()) == 0);
 	CHECK(gpool_acquire(p, GPOOL_LLM, "L2_7_Conv_s1", 0, NULL, NULL, &b) == 0);
-	CHECK(gpool_quarantine(p, 1 - a, "ECC errors") == 0);
+	CHECK(gpool_quarantine(p, 1 - a, "ECC errors") == 1);
 	usleep(60000);
 
 	o = gpool_snapshot_json(p);

@@ -4,3 +4,5 @@ kb_add_test(gpu_pool SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_pool.c LIBS kb_gpool
             LABELS unit TIMEOUT 60)
 kb_add_test(gpu_pool_stress SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_pool_stress.c LIBS kb_gpool
             LABELS unit TIMEOUT 120)
+kb_add_test(gpu_pool_pause SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_pool_pause.c LIBS kb_gpool
+            LABELS unit TIMEOUT 60)

@@ -12,7 +12,8 @@ line per request received, written before the reply is sent:
     {"time": 1732240000.123, "method": "POST", "path": "/v1/chat/completions",
      "headers": {...all request headers, Authorization included...},
      "body": <parsed JSON body, or the raw text when it is not JSON>,
-     "rule": <index of the matching rule, or "default">, "n": <its count, from 1>}
+     "rule": <index of the matching rule, or "default">, "n": <its count, from 1>,
+     "tag": <the served REPLY's "tag", only when it has one>}
 --state-file keeps the per-rule counters (rewritten atomically after each request) so
 a restarted server continues the sequences. SIGTERM or SIGINT stops the server.
 
@@ -42,6 +43,8 @@ A REPLY is an object; every key is optional:
     "usage"         the usage object (default computed from lengths)
     "repeat_bytes"  pad content with "x" up to this many bytes, for huge replies
     "no_content"    true: the message has no content key at all
+    "tag"           any JSON value, not sent: copied into the request's --log record, so
+                    a test can tell which scripted reply (or fault) each request got
 """
 
 import argparse
@@ -162,11 +165,14 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         rule, n, reply = srv.script.pick(last_user_message(body))
-        srv.write_log({
+        rec = {
             "time": time.time(), "method": "POST", "path": self.path,
             "headers": {k: v for k, v in self.headers.items()},
             "body": body, "rule": rule, "n": n,
-        })
+        }
+        if "tag" in reply:
+            rec["tag"] = reply["tag"]
+        srv.write_log(rec)
         if reply.get("delay_s"):
             time.sleep(reply["delay_s"])
         status = reply.get("status", 200)

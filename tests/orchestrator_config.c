@@ -233,6 +233,10 @@ test_defaults(void)
 	CHECK_STR(c.runner.python, "");
 	CHECK(c.runner.compile_slots == 0);
 	CHECK(c.runner.cpu_exec_slots == 1);
+	CHECK_STR(c.runner.user, "nobody");
+	CHECK(c.runner.isolate_network);
+	CHECK(c.runner.rlimit_cpu_s == 0 && c.runner.rlimit_fsize_mb == 1024 &&
+	      c.runner.rlimit_nofile == 1024);
 	CHECK(c.workers == 16);
 	kb_config_clear(&c);
 }
@@ -596,6 +600,10 @@ test_every_key(const char *data)
 	CHECK_STR(c.eval.arch_list, "8.0;9.0+PTX");
 	CHECK(!c.gpus.all && c.gpus.ndevices == 2 && c.gpus.devices[0] == 3);
 	CHECK(c.runner.compile_slots == 4 && c.runner.cpu_exec_slots == 2 && c.workers == 2);
+	CHECK_STR(c.runner.user, "kforge-runner");
+	CHECK(!c.runner.isolate_network);
+	CHECK(c.runner.rlimit_cpu_s == 600 && c.runner.rlimit_fsize_mb == 64 &&
+	      c.runner.rlimit_nofile == 256);
 	kb_config_clear(&c);
 }
 

@@ -2,7 +2,8 @@
  * orchestrator_config_corpus.c: runs the config fuzz target's body
  * (tests/fuzz/fuzz_config.c) over every file of the given directories — the seed
  * corpus, the bad and good configs — so its properties are checked in every build,
- * without libFuzzer. A broken property aborts.
+ * without libFuzzer. A broken property aborts. Nothing here is config-specific: the
+ * other fuzz targets (tests/fuzz.cmake) link it with their own LLVMFuzzerTestOneInput.
  *
  * Usage: orchestrator_config_corpus DIR...
  */

@@ -98,6 +98,7 @@ config_diff(const struct kb_config *a, const struct kb_config *b)
 	STR_(runner.python);
 	VAL_(runner.compile_slots);
 	VAL_(runner.cpu_exec_slots);
+	VAL_(runner.max_host_memory_mb);
 	VAL_(workers);
 	return NULL;
 #undef STR_

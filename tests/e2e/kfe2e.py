@@ -55,7 +55,11 @@ def cuda_torch_python():
 def scratch(name):
     base = os.environ.get("KFORGE_TEST_TMP", tempfile.gettempdir())
     os.makedirs(base, exist_ok=True)
-    return tempfile.mkdtemp(prefix=name + "-", dir=base)
+    d = tempfile.mkdtemp(prefix=name + "-", dir=base)
+    # mkdtemp makes it 0700; run as root, kforge's runners run as runner.user (nobody),
+    # which must reach the run dir and the problems inside.
+    os.chmod(d, 0o755)
+    return d
 
 
 def reply(name, **extra):
@@ -67,9 +71,10 @@ def reply(name, **extra):
 
 
 class MockLLM:
-    """The real mock server (tests/mock_llm_server.py) on 127.0.0.1, random port."""
+    """The real mock server (tests/mock_llm_server.py) on 127.0.0.1, on a random port
+    unless one is given (a server that comes up later where a run already points)."""
 
-    def __init__(self, workdir, script):
+    def __init__(self, workdir, script, port=0):
         self.dir = workdir
         self.log = os.path.join(workdir, "mock-requests.jsonl")
         port_file = os.path.join(workdir, "mock.port")
@@ -77,7 +82,7 @@ class MockLLM:
         with open(script_path, "w") as f:
             json.dump(script, f)
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.join(HOME, "tests", "mock_llm_server.py"), "--port", "0",
+            [sys.executable, os.path.join(HOME, "tests", "mock_llm_server.py"), "--port", str(port),
              "--port-file", port_file, "--script", script_path, "--log", self.log,
              "--state-file", os.path.join(workdir, "mock-state.json")],
             stdout=open(os.path.join(workdir, "mock.out"), "w"), stderr=subprocess.STDOUT)
@@ -156,3 +161,43 @@ def check_artifacts(run_dir, task, recs):
 
 def feedback_records(recs):
     return [r for r in recs if r["from"] == "FEEDBACK"]
+
+
+def check_pool_released(run_dir):
+    """pool.json at the end of a run: no slot of any class held or waited for."""
+    pool = json.load(open(os.path.join(run_dir, "pool.json")))
+    for cls in ("exec", "compile", "llm"):
+        if cls not in pool:
+            continue
+        check(pool[cls]["used"] == 0 and pool[cls]["waiting"] == 0,
+              "pool.json %s at the end: %s" % (cls, {k: v for k, v in pool[cls].items() if k != "slots"}))
+        check(all(s.get("owner", 0) == 0 for s in pool[cls].get("slots", [])),
+              "pool.json: a %s slot is still owned" % cls)
+    return pool
+
+
+def processes_marked(marker, exclude=()):
+    """Live processes (not zombies) whose command line, environment or working directory
+    mentions marker, e.g. a scratch directory: what a test's candidates would have left."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in exclude or int(name) == os.getpid():
+            continue
+        base = os.path.join("/proc", name)
+        try:
+            with open(os.path.join(base, "stat"), "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
+                    continue
+            with open(os.path.join(base, "cmdline"), "rb") as f:
+                text = f.read()
+            try:
+                with open(os.path.join(base, "environ"), "rb") as f:
+                    text += b"\0" + f.read()
+                text += b"\0" + os.readlink(os.path.join(base, "cwd")).encode()
+            except OSError:
+                pass
+        except (OSError, IndexError):
+            continue
+        if marker.encode() in text:
+            found.append((int(name), text.split(b"\0")[0].decode(errors="replace")))
+    return found

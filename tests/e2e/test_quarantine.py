@@ -5,8 +5,9 @@ twice, and is quarantined by the worker in the shared pool. Checks the superviso
 each quarantine reaches run.json (with its reason) and pool.json, `kforge status` shows it
 (text and --json), and once no GPU is left the run stops by itself — status "stopped", a
 stop_reason, exit status 1, the waiting task stopped (not FAILED) instead of hanging in
-gpool_acquire. Then `kforge resume` starts with a fresh pool (the list is reset) and, with
-one GPU quarantined and the other left, the run goes on and finishes.
+gpool_acquire. An execution whose GPU is quarantined under it runs again on another GPU
+while one is left. Each `kforge resume` starts with a fresh pool (the list is reset);
+resumes go on until every task has finished.
 
 A run directory for cuda cannot be created on a host without one (kforge run checks
 nvidia-smi), so it is made on the cpu and its frozen config and gpus.json are then edited
@@ -102,15 +103,18 @@ check(log.count("stopping: every GPU is quarantined") == 1, "the halt should be 
 check(log.count("GPU 0 is quarantined") == 1 and log.count("GPU 1 is quarantined") == 1,
       "each quarantine should be logged once by the supervisor:\n" + log)
 
-# Two tasks met a GPU each: two failed probes, then quarantine; the third was waiting
-# for a GPU and was stopped, to continue on resume.
+# Two tasks met a GPU each: two failed probes, then quarantine. The first to quarantine
+# still had a GPU left, so its execution was to run again there: it waited and was
+# stopped, as was the third task; the second quarantined the last GPU and kept its
+# result (there was nowhere else to run it).
 probed, waiting = [], []
 for t in tasks:
     recs = records(run_dir, t)
     ex = [r for r in recs if r["from"] == "EXECUTE"]
     if ex:
         d = ex[-1]["data"]
-        check(d.get("health_probe") == "quarantined", "%s: health_probe %r" % (t, d.get("health_probe")))
+        check(d.get("health_probe") == "quarantined" and d.get("gpus_left") == 0,
+              "%s: health_probe %r, gpus_left %r" % (t, d.get("health_probe"), d.get("gpus_left")))
         check("cuda_error" in d.get("health_probe_error", ""), "%s: no probe error recorded" % t)
         check(d["lease"]["class"] == "exec" and d["lease"]["released_ms"] >= d["lease"]["acquired_ms"],
               "%s: no exec lease recorded: %s" % (t, d.get("lease")))
@@ -118,9 +122,9 @@ for t in tasks:
     else:
         check(recs[-1]["to"] == "EXECUTE", "%s: stopped in %s, want waiting in EXECUTE" % (t, recs[-1]["to"]))
         waiting.append(t)
-check(len(probed) == 2 and len(waiting) == 1, "probed %s, waiting %s" % (probed, waiting))
-slots = sorted(records(run_dir, t)[-1]["data"]["lease"]["slot"] for t in probed)
-check(slots == [0, 1], "the two probed tasks held GPU slots %s" % slots)
+check(len(probed) == 1 and len(waiting) == 2, "probed %s, waiting %s" % (probed, waiting))
+check(log.count("was quarantined under this run; executing again on another GPU") == 1,
+      "one execution should have been sent to the other GPU:\n" + log)
 
 st = json.loads(kforge("status", run_dir, "--json").stdout)
 check(sorted(e["device"] for e in st["quarantined"]) == [0, 1], "status --json quarantined: %s" % st["quarantined"])
@@ -130,17 +134,27 @@ for dev in (0, 1):
     check("GPU %d quarantined: failed 2 health probes" % dev in text, "status lacks GPU %d's quarantine:\n%s" % (dev, text))
 check("stopped: every GPU is quarantined" in text, "status lacks the stop reason:\n" + text)
 
-# ---- resume: a fresh pool has both GPUs back. The waiting task quarantines one; the
-# other is left, so the run finishes.
-p = kforge("resume", run_dir, timeout=600, check_rc=False)
-check(p.returncode == 0, "second resume exited %d\n%s" % (p.returncode, p.stderr[-3000:]))
+# ---- resume: a fresh pool has both GPUs back, and the two waiting tasks meet one
+# each: again the first sends its execution elsewhere and waits, the second keeps its
+# result, and the run stops. The last resume has one task left, which meets both GPUs
+# in turn, keeps the second one's result and finishes the run.
+for attempt, want_rc in ((2, 1), (3, 0)):
+    p = kforge("resume", run_dir, timeout=600, check_rc=False)
+    check(p.returncode == want_rc, "resume %d exited %d, want %d\n%s" % (attempt, p.returncode, want_rc,
+                                                                        p.stderr[-3000:]))
+    done = [t for t in tasks if records(run_dir, t)[-1]["to"] in ("DONE", "FAILED")]
+    check(len(done) == attempt, "after resume %d, %d tasks finished: %s" % (attempt, len(done), done))
 info = json.load(open(os.path.join(run_dir, "run.json")))
 check(info["status"] == "finished" and info.get("stop_reason") is None, "run.json after resume: %s" % info)
-check(len(info["quarantined"]) == 1, "after resume run.json should list only this run's quarantine: %s" % info["quarantined"])
-recs = records(run_dir, waiting[0])
-check(recs[-1]["to"] in ("DONE", "FAILED"), "%s did not finish after resume" % waiting[0])
-check([r for r in recs if r["from"] == "EXECUTE"][-1]["data"].get("health_probe") == "quarantined",
-      "%s: its GPU was not quarantined" % waiting[0])
+check(sorted(e["device"] for e in info["quarantined"]) == [0, 1],
+      "after the last resume run.json should list its two quarantines: %s" % info["quarantined"])
+for t in tasks:
+    d = [r for r in records(run_dir, t) if r["from"] == "EXECUTE"][-1]["data"]
+    check(d.get("health_probe") == "quarantined" and d.get("gpus_left") == 0, "%s: %s" % (t, d))
+reran = [t for t in tasks if "rerun_after_quarantine" in
+         [r for r in records(run_dir, t) if r["from"] == "EXECUTE"][-1]["data"]]
+check(len(reran) == 1, "exactly one task ran its execution on a second GPU in one pass: %s" % reran)
 text = kforge("status", run_dir).stdout
-check(text.count("quarantined: failed") == 1 and "stopped:" not in text, "status after resume:\n" + text)
-print("ok: GPUs that fail two probes are quarantined and reported; with none left the run stops")
+check(text.count("quarantined: failed") == 2 and "stopped:" not in text, "status after resume:\n" + text)
+print("ok: GPUs that fail two probes are quarantined and reported; an execution on a GPU "
+      "found bad runs again on another; with none left the run stops")

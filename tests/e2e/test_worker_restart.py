@@ -48,6 +48,20 @@ mock2.stop()
 recs = records(run2, "L1_2_LeakyReLU_s0")
 check(recs[-1]["to"] == "FAILED", "a task whose worker always dies should be FAILED")
 check("died 3 times" in recs[-1]["data"].get("reason", ""), "FAILED without the reason: %s" % recs[-1]["data"])
+# ... and the reason reaches the user: status (text and JSON), report (text and JSON), log.
+text = kforge("status", run2).stdout
+check("FAILED" in text and "worker died 3 times, last exited with status 99" in text,
+      "status does not say why the task failed:\n" + text)
+st = [t for t in json.loads(kforge("status", run2, "--json").stdout)["tasks"] if t["id"] == "L1_2_LeakyReLU_s0"]
+check(st and st[0]["state"] == "FAILED" and "died 3 times" in st[0]["fail_reason"], "status --json: %s" % st)
+text = kforge("report", run2).stdout
+check("failed tasks:" in text and "L1_2_LeakyReLU_s0: worker died 3 times" in text,
+      "report does not say why the task failed:\n" + text)
+rep = json.loads(kforge("report", run2, "--json").stdout)
+check([f["id"] for f in rep["failed"]] == ["L1_2_LeakyReLU_s0"] and "died 3 times" in rep["failed"][0]["reason"],
+      "report --json failed: %s" % rep.get("failed"))
+check(open(os.path.join(run2, "supervisor.log")).read().count("giving up: worker died 3 times") == 1,
+      "the supervisor log should say once that it gave up")
 check(len(mock2.requests()) == 1, "the given-up task asked the model %d times" % len(mock2.requests()))
 
 # A reply over llm.max_response_bytes spends the turn (it was paid for) and the model is

@@ -1,11 +1,12 @@
 /* test_base.c: base pieces — error table, bounded buffers, atomic writes, and the
  * trajectory log (append, replay, a torn tail dropped and truncated, corrupt records,
- * a seq gap, the read-only reader). */
+ * a seq gap, the read-only reader, dropped bytes kept aside) and the crash-point hook. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -89,6 +90,26 @@ test_tlog(const char *dir)
 	CHECKM(kb_tlog_open(&log, path, NULL, NULL, &dropped) == 0 && size_of(path) == good &&
 	      dropped == 17, "corrupt line dropped");
 	kb_tlog_close(log);
+	{
+		/* What a repair cuts off is kept aside, whole records after a corrupt one too. */
+		char	 kept[600], *text = NULL;
+		char	 rec8[] = "{\"seq\":8,\"ts\":\"x\",\"task\":\"T\",\"turn\":1,\"from\":\"A\","
+				  "\"event\":\"b\",\"to\":\"C\",\"data\":{}}\n";
+
+		snprintf(kept, sizeof(kept), "%s.dropped", path);
+		CHECKM(kb_read_file(kept, 1 << 20, &text, NULL) == 0 &&
+		      strcmp(text + strlen(text) - 17, "this is not json\n") == 0, "dropped bytes kept");
+		free(text);
+		unlink(kept);
+		append_raw(path, "{\"seq\":8,\"ts\":\"x\",\"task\":\"T\",\"tu\x01rn\":1}\n");
+		append_raw(path, rec8);
+		CHECKM(kb_tlog_open(&log, path, NULL, NULL, &dropped) == 0 && size_of(path) == good &&
+		      kb_tlog_last_seq(log) == 7, "a corrupt record ends the log before whole ones");
+		kb_tlog_close(log);
+		CHECKM(kb_read_file(kept, 1 << 20, &text, NULL) == 0 && dropped == (int64_t)strlen(text) &&
+		      strstr(text, rec8) != NULL, "the whole records after it are kept aside");
+		free(text);
+	}
 	append_raw(path, "{\"seq\":9,\"ts\":\"x\",\"task\":\"T\",\"turn\":1,\"from\":\"A\","
 			 "\"event\":\"b\",\"to\":\"C\",\"data\":{}}\n");
 	memset(&s, 0, sizeof(s));
@@ -167,6 +188,56 @@ test_errors(void)
 	}
 }
 
+/* Runs kb_crashpoint("p") `hits` times in a child with the given environment; returns
+ * the hit it died at (1-based), or 0 when it never died. */
+static int
+crash_child(const char *const *env, const char *task, int hits)
+{
+	pid_t	pid;
+	int	status;
+
+	if ((pid = fork()) == 0) {
+		for (const char *const *e = env; *e != NULL; e += 2)
+			setenv(e[0], e[1], 1);
+		kb_crashpoint_task(task);
+		for (int i = 1; i <= hits; i++) {
+			kb_crashpoint("other");
+			if (kb_crashpoint_due("p"))
+				_exit(100 + i);	/* die here, saying where */
+		}
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status) > 100 ? WEXITSTATUS(status) - 100 : WEXITSTATUS(status);
+}
+
+static void
+test_crashpoint(const char *dir)
+{
+	char	 once[512];
+	const char *plain[] = { "KFORGE_CRASHPOINT", "p", NULL };
+	const char *skip[] = { "KFORGE_CRASHPOINT", "p", "KFORGE_CRASHSKIP", "2", NULL };
+	const char *task[] = { "KFORGE_CRASHPOINT", "p", "KFORGE_CRASHTASK", "T1", NULL };
+	const char *oncev[] = { "KFORGE_CRASHPOINT", "p", "KFORGE_CRASHONCE", once, NULL };
+	pid_t	 self;
+	char	*text = NULL;
+
+	snprintf(once, sizeof(once), "%s/crashed", dir);
+	CHECKM(crash_child(plain, NULL, 3) == 1, "fires at the first hit");
+	CHECKM(crash_child(skip, NULL, 5) == 3, "KFORGE_CRASHSKIP=2 passes two hits");
+	CHECKM(crash_child(task, "T2", 3) == 0 && crash_child(task, NULL, 3) == 0,
+	      "KFORGE_CRASHTASK spares other processes");
+	CHECKM(crash_child(task, "T1", 3) == 1, "KFORGE_CRASHTASK names the worker");
+	CHECKM(crash_child(oncev, NULL, 3) == 1, "KFORGE_CRASHONCE: the first process dies");
+	CHECKM(kb_read_file(once, 64, &text, NULL) == 0 && atol(text) > 0, "the token holds its pid");
+	free(text);
+	CHECKM(crash_child(oncev, NULL, 3) == 0, "KFORGE_CRASHONCE: later processes go on");
+	self = getpid();
+	kb_crashpoint("p");	/* not armed here */
+	CHECKM(getpid() == self, "unarmed point");
+}
+
 int
 main(void)
 {
@@ -179,6 +250,7 @@ main(void)
 	test_buf();
 	test_files(tmpl);
 	test_tlog(tmpl);
+	test_crashpoint(tmpl);
 	if (failures == 0)
 		printf("ok\n");
 	return failures == 0 ? 0 : 1;

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""Process faults at chosen moments, then recovery. Each scenario runs the same small run
+(2 tasks x 2 turns: a kernel that compiles and is correct, then a reply without code)
+and crashes it once: a worker dies at a named crash point (KFORGE_CRASHPOINT, once per
+run with KFORGE_CRASHONCE) and is restarted by the supervisor, or the whole run is cut
+(supervisor, workers, runners all SIGKILLed, as a power cut would) and `kforge resume`d;
+or a runner, a worker or the supervisor is SIGKILLed while a runner works. Afterwards:
+every task has the turns and statuses of an uncrashed reference run (a killed runner's
+turn is 'crashed'), the mock server saw no request twice, no log has a gap or a duplicate
+seq, every artifact a log names exists with its hash, no lease is held, no process of
+the run is left, and a final `kforge resume` redoes nothing. A worker orphaning its
+compiling runner must not leave the compiler running either.
+
+Every scenario reuses one run path, so the torch build of the reference run, copied in,
+stays valid (ninja has nothing to do): each runner costs a Python start, not a compile.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from kfe2e import *  # noqa: E402,F401
+
+py = torch_python()
+started = time.time()
+work = scratch("e2e-crash")
+problems = copy_problems(os.path.join(work, "problems"), ["level1/2_LeakyReLU.py"])
+# turn 1: a kernel (compile + execute); turn 2 (its prompt holds turn 1's kernel): no code
+SCRIPT = {"rules": [{"match": "e2e_leaky", "replies": [reply("leaky_1.md")]}],
+          "default": reply("leaky_2.md")}
+TASKS = ["L1_2_LeakyReLU_s0", "L1_2_LeakyReLU_s1"]
+RUN = os.path.join(work, "run")
+CACHE = os.path.join(work, "cache")
+TURNS_TOTAL = 2 * len(TASKS)
+
+
+def config_for(mock, name):
+    return write_config(os.path.join(work, name + ".yaml"), """
+name: crash
+problems: {dir: %s, levels: [1], samples: 2}
+llm: {provider: openai, base_url: "%s", model: mock-model, retries: 1}
+refinement: {turns: 2, feedback: [G, E]}
+eval: {device: cpu, correctness_trials: 2, perf_trials: 3, warmup: 1}
+runner: {python: %s, compile_slots: 1}
+workers: 2
+""" % (problems, mock.base_url, py))
+
+
+# ------------------------------------------------------------------ processes
+
+def procs():
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+            rest = stat[stat.rindex(")") + 2:].split()
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            try:
+                cwd = os.readlink("/proc/%s/cwd" % d)
+            except OSError:
+                cwd = ""
+        except (OSError, ValueError):
+            continue
+        out.append({"pid": int(d), "state": rest[0], "ppid": int(rest[1]), "pgid": int(rest[2]),
+                    "cwd": cwd, "cmd": cmd})
+    return out
+
+
+def alive(p):
+    return p["state"] not in ("Z", "X")
+
+
+def of_the_run(p):
+    """A live process of the run: supervisor, worker, runner or what a runner started."""
+    return alive(p) and (RUN + " " in p["cmd"] + " " or p["cwd"] == RUN or p["cwd"].startswith(RUN + "/"))
+
+
+def pid_dead(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+        return stat[stat.rindex(")") + 2] in "ZX"
+    except OSError:
+        return True
+
+
+def runners():
+    """Live runners of the run, with their task (from their working directory)."""
+    out = []
+    for p in procs():
+        if alive(p) and "kforge_runner.py" in p["cmd"] and p["cwd"].startswith(RUN + "/tasks/"):
+            p["task"] = p["cwd"][len(RUN) + 7:].split("/")[0]
+            out.append(p)
+    return out
+
+
+def last_to(task):
+    try:
+        with open(os.path.join(RUN, "tasks", task, "trajectory.jsonl")) as f:
+            lines = [line for line in f.read().split("\n") if line]
+        return json.loads(lines[-1])["to"]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def runner_in(state):
+    """A runner whose task's log says it is in state."""
+    for r in runners():
+        if last_to(r["task"]) == state:
+            return r
+    return None
+
+
+def wait_for(what, cond, sup, timeout=240):
+    deadline = time.time() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        check(sup is None or sup.poll() is None, "the run ended before " + what)
+        check(time.time() < deadline, "timed out waiting for " + what)
+        time.sleep(0.05)
+
+
+def power_cut(sup):
+    """SIGKILL every process of the run at once: supervisor, workers, runners, compilers."""
+    try:
+        os.killpg(sup.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for p in procs():
+        if of_the_run(p):
+            try:
+                os.kill(p["pid"], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    sup.wait()
+    wait_for("the run's processes to die", lambda: not any(of_the_run(p) for p in procs()), None, 30)
+
+
+def group_left(pgid):
+    return [p for p in procs() if p["pgid"] == pgid and alive(p)]
+
+
+def compiling_runner():
+    """A compile runner whose process group holds more than the runner: the compiler."""
+    r = runner_in("PRECOMPILE")
+    return r if r is not None and len(group_left(r["pid"])) > 1 else None
+
+
+def check_group_ends(name, runner):
+    """A runner orphaned by its worker's death goes, and everything in its group with it
+    (a compiler left running would write into a build directory the restarted worker
+    uses), before the restarted worker starts (2 s later)."""
+    deadline = time.time() + 1.5
+    while group_left(runner) and time.time() < deadline:
+        time.sleep(0.05)
+    check(not group_left(runner), "%s: the orphaned runner's group is still running: %s"
+          % (name, [p["cmd"][:100] for p in group_left(runner)]))
+
+
+# -------------------------------------------------------------------- checks
+
+def task_statuses():
+    return {t: [(r["turn"], r["data"].get("status")) for r in feedback_records(records(RUN, t))]
+            for t in TASKS}
+
+
+def verify(name, mock, ref, crashed_task=None):
+    for task in TASKS:
+        recs = records(RUN, task)   # seq from 1, no gap, no duplicate, no torn line
+        check(recs[-1]["to"] == "DONE", "%s: %s ends in %s" % (name, task, recs[-1]["to"]))
+        check(sum(r["event"] == "start" for r in recs) == 1, "%s: %s started twice" % (name, task))
+        check(check_artifacts(RUN, task, recs) > 0, "%s: %s names no artifact" % (name, task))
+    got, want = task_statuses(), {t: list(v) for t, v in ref.items()}
+    if crashed_task is not None:
+        want[crashed_task][0] = (1, "crashed")
+    check(got == want, "%s: turns and statuses %s, want %s" % (name, got, want))
+    n = len(mock.requests())
+    check(n == TURNS_TOTAL, "%s: the mock saw %d requests for %d turns" % (name, n, TURNS_TOTAL))
+    st = json.loads(kforge("status", RUN, "--json").stdout)
+    check(all(t["state"] == "DONE" for t in st["tasks"]), "%s: status: %s" % (name, st["tasks"]))
+    for cls in ("exec", "compile", "llm"):
+        check(st["resources"][cls]["used"] == 0, "%s: a %s lease leaked: %s" % (name, cls, st["resources"][cls]))
+    wait_for("%s: stray processes to go" % name, lambda: not any(of_the_run(p) for p in procs()), None, 10)
+    # resume of a finished run redoes nothing
+    lines = {t: len(records(RUN, t)) for t in TASKS}
+    kforge("resume", RUN, timeout=120)
+    check({t: len(records(RUN, t)) for t in TASKS} == lines, "%s: resume of a finished run logged more" % name)
+    check(len(mock.requests()) == n, "%s: resume of a finished run asked the model" % name)
+
+
+# ----------------------------------------------------------------- scenarios
+
+def prepare(fresh_build):
+    if os.path.exists(RUN):
+        shutil.rmtree(RUN)
+    os.makedirs(RUN)
+    if not fresh_build:
+        shutil.copytree(os.path.join(CACHE, "build"), os.path.join(RUN, "build"), symlinks=True)
+        shutil.copytree(os.path.join(CACHE, "baselines"), os.path.join(RUN, "baselines"))
+
+
+def scenario(name, ref, crash=None, task=TASKS[0], skip=0, delay_ms=0, cut=False, kill=None,
+             fresh_build=False):
+    t0 = time.time()
+    prepare(fresh_build)
+    mock_dir = os.path.join(work, "mock-" + name)
+    os.makedirs(mock_dir)
+    mock = MockLLM(mock_dir, SCRIPT)
+    config = config_for(mock, name)
+    env = dict(os.environ)
+    marker = os.path.join(work, name + ".crashed")
+    if crash:
+        env.update(KFORGE_CRASHPOINT=crash, KFORGE_CRASHONCE=marker, KFORGE_CRASHTASK=task,
+                   KFORGE_CRASHSKIP=str(skip), KFORGE_CRASHDELAY_MS=str(delay_ms))
+    errlog = os.path.join(work, name + ".err")
+    sup = subprocess.Popen([BIN, "run", config, "--run-dir", RUN], env=env, stdout=subprocess.DEVNULL,
+                           stderr=open(errlog, "w"), start_new_session=True)
+    crashed_task, resumed = None, False
+    try:
+        if crash:
+            # The orphan check: the runner this task has when its worker dies.
+            seen_runner = None
+            while not os.path.exists(marker) or not open(marker).read().endswith("\n"):
+                check(sup.poll() is None, "%s: the run ended without reaching %s" % (name, crash))
+                check(time.time() - t0 < 240, "%s: %s never reached" % (name, crash))
+                time.sleep(0.02)
+            worker = int(open(marker).read())
+            while not pid_dead(worker):
+                for r in runners():
+                    if r["ppid"] == worker:
+                        seen_runner = r["pid"]
+                time.sleep(0.02)
+            if crash in ("mid-compile", "mid-execute"):
+                check(seen_runner is not None, "%s: no runner was working when the worker died" % name)
+                check_group_ends(name, seen_runner)
+            if cut:
+                power_cut(sup)
+        elif kill == "runner":
+            r = wait_for("an executing runner", lambda: runner_in("EXECUTE"), sup)
+            time.sleep(0.5)
+            os.kill(r["pid"], signal.SIGKILL)
+            crashed_task = r["task"]
+        elif kill == "worker":
+            # while the runner's group holds the compiler: what the worker leaves behind
+            # is a runner mid-build, its compiler and its compile lease
+            r = wait_for("a runner running the compiler", lambda: compiling_runner(), sup)
+            os.kill(r["ppid"], signal.SIGKILL)
+            check_group_ends(name, r["pid"])
+        elif kill == "supervisor":
+            r = wait_for("a compiling runner", lambda: runner_in("PRECOMPILE"), sup)
+            time.sleep(0.5)
+            os.kill(sup.pid, signal.SIGKILL)
+            sup.wait()
+            # the workers stop on their own (parent-death signal), killing their runners
+            wait_for("the orphaned workers to stop", lambda: not any(of_the_run(p) for p in procs()), None, 60)
+        if cut or kill == "supervisor":
+            resumed = True
+            kforge("resume", RUN, timeout=300)
+        else:
+            rc = sup.wait(timeout=300)
+            check(rc == 0, "%s: kforge run exited %d:\n%s" % (name, rc, open(errlog).read()[-3000:]))
+        if crash:
+            check(os.path.exists(marker), "%s: the crash point did not fire" % name)
+        if (crash and not cut) or kill == "worker":
+            check("restarting it" in open(os.path.join(RUN, "supervisor.log")).read(),
+                  "%s: the supervisor did not restart the dead worker" % name)
+        if ref is not None:
+            verify(name, mock, ref, crashed_task)
+    finally:
+        if sup.poll() is None:
+            power_cut(sup)
+        mock.stop()
+    log = open(os.path.join(RUN, "supervisor.log")).read()
+    done = os.path.join(work, "done-" + name)
+    os.rename(RUN, done)
+    print("ok %-28s %5.1f s%s" % (name, time.time() - t0, " (resumed)" if resumed else ""), flush=True)
+    return done, log
+
+
+# The reference: uncrashed. Its build and baseline are what the scenarios reuse.
+ref_dir, _ = scenario("reference", None, fresh_build=True)
+os.rename(ref_dir, RUN)
+REF = task_statuses()
+check(all(v == [(1, "ok"), (2, "no_code")] for v in REF.values()),
+      "the reference run does not compile, execute and then get no code: %s" % REF)
+shutil.copytree(os.path.join(RUN, "build"), os.path.join(CACHE, "build"), symlinks=True,
+                ignore=shutil.ignore_patterns("compile.json"))
+shutil.copytree(os.path.join(RUN, "baselines"), os.path.join(CACHE, "baselines"))
+shutil.rmtree(RUN)
+
+# Worker crash points; the supervisor restarts the worker, which resumes from its log.
+scenario("after-response-persisted", REF, crash="after-response-persisted")
+# (whichever task compiles first: the other finds the build cached and runs no compile)
+scenario("precompile-before-runner", REF, crash="precompile-before-runner", task="")
+scenario("mid-compile", REF, crash="mid-compile", task="", delay_ms=1500)
+scenario("mid-execute", REF, crash="mid-execute", task=TASKS[1], delay_ms=1500)
+# Crash points that take the whole run down (power cut), then `kforge resume`.
+scenario("execute-before-runner", REF, crash="execute-before-runner", cut=True)
+# the 2nd append: GENERATE -> PRECOMPILE, after the reply was saved
+_, log = scenario("tlog-mid-append", REF, crash="tlog-mid-append", task=TASKS[1], skip=1, cut=True)
+check("dropping" in log and "torn" in log and ".dropped" in log,
+      "tlog-mid-append: the torn line's repair is not in the supervisor log")
+# the 5th atomic write of the worker: after the reply was saved, before kernel.py is
+scenario("atomic-before-rename", REF, crash="atomic-before-rename", skip=4, cut=True)
+# SIGKILL at chosen moments
+scenario("sigkill-runner", REF, kill="runner")
+scenario("sigkill-worker-compiling", REF, kill="worker", fresh_build=True)
+scenario("sigkill-supervisor", REF, kill="supervisor")
+print("ok: every crash point and SIGKILL recovered with the reference turns, no request "
+      "repeated, nothing leaked (%.0f s)" % (time.time() - started))

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""The kernel and runner fault matrix on the CPU (issue 4): one `kforge run`, one task per
+fault, two turns each (faultmatrix.py). Turn 1 faults: an out-of-bounds write, a segfault
+and an abort() in a C++ extension, a C++ and a Python loop that never end, a host-memory
+blow-up, 100 MB of output, forked children that would outlive the runner, a setsid
+daemon. Turn 2 is a correct kernel. Each fault must end as a classified result whose
+feedback reaches the model in turn 2; nothing the candidates started may survive, no
+slot may leak, the run's files stay intact. KFORGE_FAULTS_ONLY=Name,... runs a subset."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from kfe2e import check, torch_python  # noqa: E402
+from faultmatrix import FaultRun  # noqa: E402
+
+MEMORY_CAP_MB = 3072
+OUTPUT_CAP = 1 << 20
+
+# name, turn-1 candidate, turn-1 status, flags the result must carry, texts its feedback
+# (and so the turn-2 prompt) must contain
+MATRIX = [
+    ("OobWrite", "cpu_oob_write.py", "crashed", [], ["SIGSEGV"]),
+    ("SegFault", "cpu_segfault.py", "crashed", [], ["SIGSEGV"]),
+    ("Abort", "cpu_abort.py", "crashed", [], ["SIGABRT", "expected a 1-D tensor"]),
+    ("CxxHang", "cpu_cxx_hang.py", "timeout", [], ["Your kernel execution timed out"]),
+    ("PyHang", "py_hang.py", "timeout", [], ["Your kernel execution timed out"]),
+    ("HostMemory", "host_memory.py", "crashed", ["host_memory_exceeded"],
+     ["MB of host memory, over the cap of %d MB" % MEMORY_CAP_MB]),
+    ("OutputFlood", "output_flood.py", "ok", ["output_truncated"],
+     ["Your code wrote more than %d bytes to stdout/stderr" % OUTPUT_CAP]),
+    ("ForkChildren", "fork_children.py", "ok", ["stray_processes"],
+     ["Your code left 2 process(es) running"]),
+    ("Daemonize", "daemonize.py", "ok", ["stray_processes"],
+     ["Your code left 1 process(es) running"]),
+]
+
+py = torch_python()
+# Every C++ build at once (compile slots), so the turn-2 build need not queue behind
+# the fault builds; three executions at a time keep the two hangs off the critical path.
+fr = FaultRun("e2e-faults", MATRIX, "cpu_good_add.py", """
+eval: {device: cpu, correctness_trials: 2, perf_trials: 3, warmup: 1, timeout_s: 45,
+       compile_timeout_s: 600}
+runner: {python: %s, compile_slots: 6, cpu_exec_slots: 3, max_host_memory_mb: %d}
+""" % (py, MEMORY_CAP_MB), timeout=900)
+fr.check_tasks()
+names = [v[0] for v in fr.tasks.values()]
+
+# ---- fault by fault, what the result says beyond its status
+for name in ("OobWrite", "SegFault"):
+    if name in names:
+        r = fr.result(name)["runner"]
+        check(r["end"] == "signaled" and r["signal"] == 11, "%s: runner not killed by SIGSEGV: %s" % (name, r))
+if "Abort" in names:
+    r = fr.result("Abort")["runner"]
+    check(r["end"] == "signaled" and r["signal"] == 6, "Abort: runner not killed by SIGABRT: %s" % r)
+for name in ("CxxHang", "PyHang"):
+    if name in names:
+        r = fr.result(name)["runner"]
+        check(r["end"] == "timeout", "%s: runner end %s" % (name, r))
+if "HostMemory" in names:
+    mem = fr.result("HostMemory")
+    check(mem["runner"]["signal"] == 9, "HostMemory: runner %s" % mem["runner"])
+    msg = mem["details"]["message"]
+    check(msg.startswith("the runner's processes held"), "HostMemory message: %s" % msg)
+    held = int(msg.split("held ")[1].split(" MB")[0])
+    # The candidate stops by itself at 8 GiB: below that, kforge stopped it.
+    check(MEMORY_CAP_MB < held < 8192, "HostMemory: killed at %d MB, the cap is %d MB" % (held, MEMORY_CAP_MB))
+if "OutputFlood" in names:
+    flood = fr.result("OutputFlood")
+    # Correct, so the runner finished within its deadline: the output did not stall it.
+    check(flood["correct"] is True and flood["details"]["output_cap_bytes"] == OUTPUT_CAP,
+          "OutputFlood result: %s" % flood["details"])
+    tdir = os.path.join(fr.run_dir, "tasks", fr.task_of("OutputFlood"))
+    log = os.path.getsize(os.path.join(tdir, "turns", "1", "execute.log"))
+    check(log < OUTPUT_CAP + 4096, "OutputFlood: execute.log holds %d bytes" % log)
+    stored = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tdir) for f in fs)
+    check(stored < 8 * OUTPUT_CAP, "OutputFlood: the task directory holds %d bytes" % stored)
+if "ForkChildren" in names:
+    d = fr.result("ForkChildren")["details"]
+    check(d.get("stray_processes") == 2, "ForkChildren: %s" % d)
+if "Daemonize" in names:
+    d = fr.result("Daemonize")["details"]
+    check(d.get("stray_processes") == 1, "Daemonize: %s" % d)
+
+fr.check_no_survivors([("Daemonize", "monitor"), ("ForkChildren", "prefetch"), ("ForkChildren", "prefetch")])
+fr.check_run_intact()
+print("ok: %d CPU faults classified, fed back and survived in %.0f s" % (len(fr.tasks), fr.wall))
