@@ -154,11 +154,25 @@ def proc_cmdline(pid):
         return None
 
 
+def ancestors():
+    """This process and the ones above it (the shell that started the benchmark may name
+    the work dir or the binary on its command line: it is not a leftover)."""
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
 def leftover_processes(markers):
     """Command lines of live processes that mention any of MARKERS (run dir, config)."""
-    left = []
+    left, mine = [], ancestors()
     for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
+        if not pid.isdigit() or int(pid) in mine:
             continue
         cmd = proc_cmdline(pid)
         if not cmd:

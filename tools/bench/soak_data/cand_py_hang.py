@@ -1,0 +1,21 @@
+# kforge soak candidate: py_hang (deadlocks in forward, asleep, until kforge's
+# eval.timeout_s; expected status timeout)
+import torch
+import torch.nn as nn
+# Plain torch, no extension is built: imported only because kforge's static check wants
+# a custom-operator toolchain in the code. Python-only candidates cost ~3 s a turn on CPU.
+from torch.utils.cpp_extension import load_inline  # noqa: F401
+
+import threading
+
+_lock = threading.Lock()
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        _lock.acquire()
+        _lock.acquire()	# never returns: the lock is not reentrant
+        return a + b
