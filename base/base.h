@@ -120,6 +120,10 @@ int	kb_parse_int(const char *s, long lo, long hi, long *out);	/* whole string or
 int	kb_mkdir_p(const char *path, mode_t mode);
 /* tmp in the same directory -> write -> fsync -> rename -> fsync(dir). */
 int	kb_write_atomic(const char *path, const void *data, size_t n);
+/* Removes the "<name>.tmp.<pid>" files a process killed inside kb_write_atomic left in
+ * dir (not below it), skipping this process's own; returns how many, or < 0. Call it
+ * only where no other live process writes (a task's dirs under the task's lock). */
+int	kb_sweep_atomic_tmp(const char *dir);
 int	kb_write_atomic_json(const char *path, json_t *obj);	/* pretty, trailing newline */
 /* Read a whole file, refusing files over cap bytes (-KB_ETOOBIG). *out is NUL-terminated. */
 int	kb_read_file(const char *path, size_t cap, char **out, size_t *len);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -162,6 +163,43 @@ fsync_dir_of(const char *path)
 		rc = -kb_errno_to_err(errno);
 	close(fd);
 	return rc;
+}
+
+/* "x.tmp.<digits>" with a pid other than ours. */
+static bool
+stale_atomic_tmp(const char *name)
+{
+	const char	*p = strstr(name, ".tmp.");
+	char		*end;
+	long		 pid;
+
+	while (p != NULL && strstr(p + 1, ".tmp.") != NULL)
+		p = strstr(p + 1, ".tmp.");
+	if (p == NULL || p == name || p[5] == '\0')
+		return false;
+	pid = strtol(p + 5, &end, 10);
+	return *end == '\0' && pid > 0 && pid != (long)getpid();
+}
+
+int
+kb_sweep_atomic_tmp(const char *dir)
+{
+	DIR		*d;
+	struct dirent	*e;
+	int		 n = 0;
+
+	if ((d = opendir(dir)) == NULL)
+		return errno == ENOENT ? 0 : -kb_errno_to_err(errno);
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_type != DT_REG && e->d_type != DT_UNKNOWN)
+			continue;
+		if (!stale_atomic_tmp(e->d_name))
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
 }
 
 int

@@ -1,5 +1,6 @@
 /* worker.c: one task's process — replay the log, then step the table until the task is
  * DONE or FAILED, logging every transition (fsync'd) before the next action starts. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -110,6 +111,33 @@ sleep_interruptible(int64_t ms)
 	}
 }
 
+/* Under the task's lock: what a worker killed in the middle of an atomic write left
+ * (task files and every turn's), so a resumed run leaves no debris behind. */
+static void
+sweep_stale_tmp(const struct task_run *t)
+{
+	char		 path[PATH_MAX];
+	DIR		*d;
+	struct dirent	*e;
+	int		 n, total = 0;
+
+	if ((n = kb_sweep_atomic_tmp(t->dir)) > 0)
+		total += n;
+	snprintf(path, sizeof(path), "%s/turns", t->dir);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/turns/%s", t->dir, e->d_name);
+		if ((n = kb_sweep_atomic_tmp(path)) > 0)
+			total += n;
+	}
+	closedir(d);
+	if (total > 0)
+		log_info("removed %d temporary file(s) left by an interrupted write", total);
+}
+
 static int
 open_task(struct task_run *t, int *lock_fd)
 {
@@ -134,6 +162,7 @@ open_task(struct task_run *t, int *lock_fd)
 			return -KB_ESTOPPED;
 		sleep_interruptible(200);
 	}
+	sweep_stale_tmp(t);
 	if ((rc = kb_read_file(t->task->problem_path, FSM_MAX_SOURCE, &t->problem_src, NULL)) < 0) {
 		log_warnx("cannot read problem '%s': %s", t->task->problem_path, kb_strerror(rc));
 		return rc;

@@ -575,6 +575,9 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		close(lock_fd);
 		return 1;
 	}
+	/* A supervisor killed inside an atomic write left its temporary file; the run
+	 * directory's top level is written by the supervisor alone (tasks sweep their own). */
+	(void)kb_sweep_atomic_tmp(run->dir);
 	/* Decided before any fork, so that every worker inherits it (and python's probe
 	 * imports torch as the runner will). */
 	if (fb_contain_setup(&run->cfg, err, sizeof(err)) < 0 ||

@@ -15,6 +15,7 @@ Every scenario reuses one run path, so the torch build of the reference run, cop
 stays valid (ninja has nothing to do): each runner costs a Python start, not a compile.
 """
 import json
+import re
 import os
 import shutil
 import signal
@@ -174,7 +175,23 @@ def task_statuses():
             for t in TASKS}
 
 
-def verify(name, mock, ref, crashed_task=None):
+def lost_to_cut(mock, cut_at):
+    """Requests a power cut interrupted: asked before the cut, their reply never saved
+    (another task's worker was waiting on the model when everything was killed). Those,
+    and only those, may be asked again after the resume."""
+    if cut_at is None:
+        return 0
+    saved = 0
+    for d, _, files in os.walk(os.path.join(RUN, "tasks")):
+        saved += sum(1 for f in files if f in ("response.md", "reply_refused.md")
+                     and os.path.getmtime(os.path.join(d, f)) < cut_at)
+    asked = sum(1 for r in mock.requests() if r["time"] < cut_at)
+    check(0 <= asked - saved <= len(TASKS) - 1, "%d requests before the cut but %d replies saved"
+          % (asked, saved))
+    return asked - saved
+
+
+def verify(name, mock, ref, crashed_task=None, cut_at=None):
     for task in TASKS:
         recs = records(RUN, task)   # seq from 1, no gap, no duplicate, no torn line
         check(recs[-1]["to"] == "DONE", "%s: %s ends in %s" % (name, task, recs[-1]["to"]))
@@ -184,8 +201,13 @@ def verify(name, mock, ref, crashed_task=None):
     if crashed_task is not None:
         want[crashed_task][0] = (1, "crashed")
     check(got == want, "%s: turns and statuses %s, want %s" % (name, got, want))
-    n = len(mock.requests())
-    check(n == TURNS_TOTAL, "%s: the mock saw %d requests for %d turns" % (name, n, TURNS_TOTAL))
+    n, lost = len(mock.requests()), lost_to_cut(mock, cut_at)
+    check(n == TURNS_TOTAL + lost, "%s: the mock saw %d requests for %d turns (%d lost to the cut)"
+          % (name, n, TURNS_TOTAL, lost))
+    # no temporary file of an interrupted atomic write is left (build/ is torch's)
+    debris = [os.path.join(d, f) for d, dirs, files in os.walk(RUN) if not d.startswith(os.path.join(RUN, "build"))
+              for f in files if re.search(r"\.tmp\.\d+$", f)]
+    check(not debris, "%s: temporary files left behind: %s" % (name, debris))
     st = json.loads(kforge("status", RUN, "--json").stdout)
     check(all(t["state"] == "DONE" for t in st["tasks"]), "%s: status: %s" % (name, st["tasks"]))
     for cls in ("exec", "compile", "llm"):
@@ -225,7 +247,7 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, delay_ms=0, cut=False
     errlog = os.path.join(work, name + ".err")
     sup = subprocess.Popen([BIN, "run", config, "--run-dir", RUN], env=env, stdout=subprocess.DEVNULL,
                            stderr=open(errlog, "w"), start_new_session=True)
-    crashed_task, resumed = None, False
+    crashed_task, resumed, cut_at = None, False, None
     try:
         if crash:
             # The orphan check: the runner this task has when its worker dies.
@@ -244,6 +266,7 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, delay_ms=0, cut=False
                 check(seen_runner is not None, "%s: no runner was working when the worker died" % name)
                 check_group_ends(name, seen_runner)
             if cut:
+                cut_at = time.time()
                 power_cut(sup)
         elif kill == "runner":
             r = wait_for("an executing runner", lambda: runner_in("EXECUTE"), sup)
@@ -275,7 +298,7 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, delay_ms=0, cut=False
             check("restarting it" in open(os.path.join(RUN, "supervisor.log")).read(),
                   "%s: the supervisor did not restart the dead worker" % name)
         if ref is not None:
-            verify(name, mock, ref, crashed_task)
+            verify(name, mock, ref, crashed_task, cut_at)
     finally:
         if sup.poll() is None:
             power_cut(sup)

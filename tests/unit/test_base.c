@@ -168,6 +168,35 @@ test_files(const char *dir)
 	CHECKM(kb_read_file(path, 3, &text, &len) == -KB_ETOOBIG, "read cap");
 	snprintf(path, sizeof(path), "%s/nope/file", dir);
 	CHECKM(kb_write_atomic(path, "x", 1) == -KB_ENOENT, "missing dir is ENOENT");
+	/* Debris of writes killed before their rename goes; our own, and look-alikes, stay. */
+	{
+		const char *const stale[] = { "r.json.tmp.999999", "x.tmp.1" };
+		const char *const keep[] = { "file.txt", "y.tmp.", "z.tmp.12a", "w.tmp" };
+		char	own[64];
+		int	fd;
+
+		snprintf(own, sizeof(own), "v.tmp.%ld", (long)getpid());
+		for (size_t i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), "%s/a/b/c/%s", dir, stale[i]);
+			CHECK((fd = open(path, O_WRONLY | O_CREAT, 0644)) >= 0 && close(fd) == 0);
+		}
+		for (size_t i = 0; i < 4; i++) {
+			snprintf(path, sizeof(path), "%s/a/b/c/%s", dir, i == 0 ? own : keep[i]);
+			CHECK((fd = open(path, O_WRONLY | O_CREAT, 0644)) >= 0 && close(fd) == 0);
+		}
+		snprintf(path, sizeof(path), "%s/a/b/c", dir);
+		CHECKM(kb_sweep_atomic_tmp(path) == 2, "two stale temporary files swept");
+		for (size_t i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), "%s/a/b/c/%s", dir, stale[i]);
+			CHECKM(access(path, F_OK) == -1, "%s removed", stale[i]);
+		}
+		for (size_t i = 0; i < 4; i++) {
+			snprintf(path, sizeof(path), "%s/a/b/c/%s", dir, i == 0 ? own : keep[i]);
+			CHECKM(access(path, F_OK) == 0, "%s kept", i == 0 ? own : keep[i]);
+		}
+		snprintf(path, sizeof(path), "%s/missing", dir);
+		CHECK(kb_sweep_atomic_tmp(path) == 0);
+	}
 	kb_sha256_hex("abc", 3, sha);
 	CHECKM(strcmp(sha, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0,
 	      "sha256");
