@@ -274,23 +274,45 @@ own_tree(const char *path, uid_t uid, gid_t gid, bool seal)
 	return rc;
 }
 
-int
-fb_contain_build_begin(const char *build_dir, int *lock_fd)
+/* Beside the build, root-owned: precompiles of one build take turns (exclusive), so
+ * that one is never sealed while another runner builds in it, and runners that load
+ * the build hold it shared. */
+static int
+seal_lock(const char *build_dir, int how, int *lock_fd)
 {
 	char	lock[PATH_MAX];
 
 	*lock_fd = -1;
 	if (!cn.drop || build_dir == NULL)
 		return 0;
-	/* Beside the build, root-owned: precompiles of one build take turns, so that one
-	 * is never sealed while another runner builds in it. */
 	if (snprintf(lock, sizeof(lock), "%s.seal-lock", build_dir) >= (int)sizeof(lock))
 		return -KB_ETOOBIG;
 	if ((*lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1)
 		return -kb_errno_to_err(errno);
-	while (flock(*lock_fd, LOCK_EX) == -1 && errno == EINTR)
+	while (flock(*lock_fd, how) == -1 && errno == EINTR)
 		;
-	return own_tree(build_dir, cn.uid, cn.gid, false);
+	return 1;
+}
+
+int
+fb_contain_build_begin(const char *build_dir, int *lock_fd)
+{
+	int	rc = seal_lock(build_dir, LOCK_EX, lock_fd);
+
+	return rc <= 0 ? rc : own_tree(build_dir, cn.uid, cn.gid, false);
+}
+
+int
+fb_contain_build_use(const char *build_dir, int *lock_fd)
+{
+	struct stat	st;
+
+	/* Nothing built there (yet): nothing to protect, and no lock file to leave. */
+	if (build_dir == NULL || stat(build_dir, &st) == -1) {
+		*lock_fd = -1;
+		return 0;
+	}
+	return seal_lock(build_dir, LOCK_SH, lock_fd) < 0 ? -KB_ESYS : 0;
 }
 
 void

@@ -146,6 +146,12 @@ int	fb_contain_runner_dir(const char *path);
  * not writable by others; directories sticky). No-ops when the user is not switched. */
 int	fb_contain_build_begin(const char *build_dir, int *lock_fd);
 void	fb_contain_build_end(const char *build_dir, int lock_fd);
+/* A runner that loads a build (execute, profile) holds the same lock shared, so the
+ * build is never unsealed or sealed under it: an ownership change in the middle would
+ * leave torch's lock file root-owned (EPERM, then every later loader waits on it) or
+ * the directory briefly closed. *lock_fd is -1 when there is nothing to hold; release
+ * with fb_contain_build_end(NULL, fd). */
+int	fb_contain_build_use(const char *build_dir, int *lock_fd);
 
 /* The E part of the refinement prompt (paper App. D.3): compiler/execution output for a
  * failed turn, "Your kernel execution timed out" for timeouts, the wall-clock time when

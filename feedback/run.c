@@ -737,6 +737,9 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		fb_contain_build_end(NULL, build_lock);
 		goto out;
 	}
+	if ((req->mode == FB_EXECUTE || req->mode == FB_PROFILE) &&
+	    (rc = fb_contain_build_use(req->build_dir, &build_lock)) < 0)
+		goto out;
 	fbw_init(&watch, cfg, req);
 	o.on_start = fbw_on_start;
 	o.on_start_arg = &watch;
@@ -747,6 +750,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	fbw_reap_strays(&strays);
 	if (req->mode == FB_PRECOMPILE)
 		fb_contain_build_end(req->build_dir, build_lock);
+	else
+		fb_contain_build_end(NULL, build_lock);
 	if (rc < 0)
 		goto out;
 	out->wall_ms = r.wall_ms;
