@@ -120,6 +120,18 @@ int	kb_parse_int(const char *s, long lo, long hi, long *out);	/* whole string or
 int	kb_mkdir_p(const char *path, mode_t mode);
 /* tmp in the same directory -> write -> fsync -> rename -> fsync(dir). */
 int	kb_write_atomic(const char *path, const void *data, size_t n);
+/* ------------------------------------------------------------- processes */
+
+/* The fields kforge reads from a process's /proc/<pid>/stat line. */
+struct kb_proc_stat {
+	pid_t		pid, ppid, pgrp;
+	char		state;		/* R, S, D, Z, X, ... */
+	uint64_t	start;		/* clock ticks since boot: tells a reused pid apart */
+	long long	rss_pages;
+};
+/* 0, or -1 when the process is gone or its line cannot be read. */
+int	kb_proc_stat(pid_t pid, struct kb_proc_stat *out);
+
 /* Removes the "<name>.tmp.<pid>" files a process killed inside kb_write_atomic left in
  * dir (not below it), skipping this process's own; returns how many, or < 0. Call it
  * only where no other live process writes (a task's dirs under the task's lock). */

@@ -294,6 +294,41 @@ kb_read_file(const char *path, size_t cap, char **out, size_t *len)
 	return 0;
 }
 
+int
+kb_proc_stat(pid_t pid, struct kb_proc_stat *out)
+{
+	char		 path[64], buf[1024], *p, *end;
+	long long	 f[21];	/* fields 4 (ppid) .. 24 (rss) */
+	ssize_t		 n;
+	int		 fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	(void)close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "pid (comm) S ppid ...": comm may hold spaces and parens; skip to the last ')'. */
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] == '\0')
+		return -1;
+	out->pid = pid;
+	out->state = p[2];
+	p += 3;
+	for (i = 0; i < 21; i++) {
+		f[i] = strtoll(p, &end, 10);
+		if (end == p)
+			return -1;
+		p = end;
+	}
+	out->ppid = (pid_t)f[0];
+	out->pgrp = (pid_t)f[1];
+	out->start = (uint64_t)f[18];
+	out->rss_pages = f[20] > 0 ? f[20] : 0;
+	return 0;
+}
+
 bool
 kb_file_exists(const char *path)
 {

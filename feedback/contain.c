@@ -306,13 +306,15 @@ int
 fb_contain_build_use(const char *build_dir, int *lock_fd)
 {
 	struct stat	st;
+	int		rc;
 
 	/* Nothing built there (yet): nothing to protect, and no lock file to leave. */
 	if (build_dir == NULL || stat(build_dir, &st) == -1) {
 		*lock_fd = -1;
 		return 0;
 	}
-	return seal_lock(build_dir, LOCK_SH, lock_fd) < 0 ? -KB_ESYS : 0;
+	rc = seal_lock(build_dir, LOCK_SH, lock_fd);
+	return rc < 0 ? rc : 0;
 }
 
 void

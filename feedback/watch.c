@@ -39,57 +39,16 @@
 static bool	adopting;
 
 struct proc_ent {
-	pid_t		pid, ppid, pgrp;
-	char		state;
-	long long	rss_pages;
-	bool		mark;
+	struct kb_proc_stat	st;
+	bool			mark;
 };
-
-/* pid, state, ppid, pgrp and rss from /proc/<pid>/stat; false when it is gone. The
- * command name may hold spaces and parentheses: the fields start after the last ')'. */
-static bool
-read_stat(const char *pid_text, struct proc_ent *e)
-{
-	char		 path[64], buf[1024], *p;
-	long long	 ll[24];
-	ssize_t		 n;
-	int		 fd, i;
-
-	snprintf(path, sizeof(path), "/proc/%s/stat", pid_text);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	(void)close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] == '\0')
-		return false;
-	e->pid = (pid_t)atol(buf);
-	e->state = p[2];
-	p += 3;
-	/* Fields 4 (ppid) .. 24 (rss), as numbers. */
-	for (i = 4; i <= 24; i++) {
-		char *end;
-
-		ll[i - 4] = strtoll(p, &end, 10);
-		if (end == p)
-			return false;
-		p = end;
-	}
-	e->ppid = (pid_t)ll[0];
-	e->pgrp = (pid_t)ll[1];
-	e->rss_pages = ll[20] > 0 ? ll[20] : 0;
-	e->mark = false;
-	return true;
-}
 
 static int
 by_pid(const void *a, const void *b)
 {
 	const struct proc_ent *x = a, *y = b;
 
-	return (x->pid > y->pid) - (x->pid < y->pid);
+	return (x->st.pid > y->st.pid) - (x->st.pid < y->st.pid);
 }
 
 /* Every process in /proc, sorted by pid; NULL when /proc cannot be read. */
@@ -117,7 +76,8 @@ proc_list(size_t *n)
 			v = nv;
 			cap *= 2;
 		}
-		if (read_stat(de->d_name, &v[*n]))
+		v[*n].mark = false;
+		if (kb_proc_stat((pid_t)atoi(de->d_name), &v[*n].st) == 0)
 			(*n)++;
 	}
 	qsort(v, *n, sizeof(*v), by_pid);
@@ -129,7 +89,7 @@ out:
 static struct proc_ent *
 find_pid(struct proc_ent *v, size_t n, pid_t pid)
 {
-	struct proc_ent key = { .pid = pid };
+	struct proc_ent key = { .st.pid = pid };
 
 	return bsearch(&key, v, n, sizeof(*v), by_pid);
 }
@@ -141,13 +101,13 @@ mark_tree(struct proc_ent *v, size_t n, pid_t root)
 	bool	changed = true;
 
 	for (size_t i = 0; i < n; i++)
-		v[i].mark = v[i].pid == root || v[i].pgrp == root;
+		v[i].mark = v[i].st.pid == root || v[i].st.pgrp == root;
 	for (int depth = 0; changed && depth < FBW_TREE_DEPTH; depth++) {
 		changed = false;
 		for (size_t i = 0; i < n; i++) {
 			struct proc_ent *parent;
 
-			if (v[i].mark || (parent = find_pid(v, n, v[i].ppid)) == NULL ||
+			if (v[i].mark || (parent = find_pid(v, n, v[i].st.ppid)) == NULL ||
 			    !parent->mark)
 				continue;
 			v[i].mark = true;
@@ -171,7 +131,7 @@ check_memory(struct fb_watch *w)
 	mark_tree(v, n, w->pid);
 	for (size_t i = 0; i < n; i++)
 		if (v[i].mark)
-			kb += v[i].rss_pages * page_kb;
+			kb += v[i].st.rss_pages * page_kb;
 	if (kb > w->peak_kb)
 		w->peak_kb = kb;
 	if (kb > w->cap_kb) {
@@ -184,8 +144,8 @@ check_memory(struct fb_watch *w)
 		if (killpg(w->pid, SIGKILL) == -1 && errno != ESRCH)
 			log_warn("killpg %d", (int)w->pid);
 		for (size_t i = 0; i < n; i++)
-			if (v[i].mark && v[i].pgrp != w->pid)
-				(void)kill(v[i].pid, SIGKILL);
+			if (v[i].mark && v[i].st.pgrp != w->pid)
+				(void)kill(v[i].st.pid, SIGKILL);
 	}
 	free(v);
 }
@@ -290,18 +250,18 @@ fbw_reap_strays(struct fb_strays *out)
 		found = 0;
 		/* Kill them all first, so that none forks after its siblings died. */
 		for (size_t i = 0; i < n; i++) {
-			if (v[i].ppid != self)
+			if (v[i].st.ppid != self)
 				continue;
 			found++;
-			if (v[i].state != 'Z' && v[i].state != 'X') {
-				(void)kill(v[i].pid, SIGKILL);
+			if (v[i].st.state != 'Z' && v[i].st.state != 'X') {
+				(void)kill(v[i].st.pid, SIGKILL);
 				out->running++;
 			}
 		}
 		for (size_t i = 0; i < n; i++) {
-			if (v[i].ppid != self || !reap(v[i].pid, &status))
+			if (v[i].st.ppid != self || !reap(v[i].st.pid, &status))
 				continue;
-			if ((v[i].state == 'Z' || v[i].state == 'X') && WIFSIGNALED(status))
+			if ((v[i].st.state == 'Z' || v[i].st.state == 'X') && WIFSIGNALED(status))
 				out->killed++;
 		}
 		free(v);

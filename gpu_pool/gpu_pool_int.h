@@ -110,7 +110,5 @@ void	gpool__grant(struct gpool *p, enum gpool_class cls);
 bool	gpool__valid(const struct gpool *p, enum gpool_class cls, int slot);
 /* The pause for the snapshot: null, or {reason, task, pid, since_ms}. */
 json_t	*gpool__llm_pause_json(const struct gpool *p);
-/* From /proc/<pid>/stat: start time (clock ticks since boot) and state letter. */
-int	gpool__proc_stat(pid_t pid, uint64_t *start, char *state);
 
 #endif /* KFORGE_GPU_POOL_INT_H */

@@ -288,13 +288,13 @@ int
 gpool_set_runner(struct gpool *p, enum gpool_class cls, int slot, pid_t runner)
 {
 	struct gpool__slot	*s;
-	uint64_t		 start = 0;
+	struct kb_proc_stat	 st = { .start = 0 };
 	int			 rc;
 
 	if (!gpool__valid(p, cls, slot) || runner < 0)
 		return -KB_EINVAL;
 	if (runner > 0)
-		(void)gpool__proc_stat(runner, &start, NULL);	/* before the lock: /proc I/O */
+		(void)kb_proc_stat(runner, &st);	/* before the lock: /proc I/O */
 	if ((rc = gpool__lock(p)) < 0)
 		return rc;
 	if (!owned(p, cls, slot, "set the runner of")) {
@@ -302,7 +302,7 @@ gpool_set_runner(struct gpool *p, enum gpool_class cls, int slot, pid_t runner)
 		return -KB_EINVAL;
 	}
 	s = &p->cls[cls].slot[slot];
-	s->runner_start = start;
+	s->runner_start = st.start;
 	s->runner = runner;
 	gpool__unlock(p);
 	return 0;

@@ -16,54 +16,19 @@
 
 #include "gpu_pool/gpu_pool_int.h"
 
-int
-gpool__proc_stat(pid_t pid, uint64_t *start, char *state)
-{
-	char			 path[64], buf[1024], *p, *end;
-	unsigned long long	 v = 0;
-	size_t			 n;
-	FILE			*fp;
-	int			 field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((fp = fopen(path, "re")) == NULL)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, fp);
-	fclose(fp);
-	buf[n] = '\0';
-	/* "pid (comm) S ppid ...": comm may hold spaces and parens; skip to the last ')'. */
-	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] == '\0')
-		return -1;
-	if (state != NULL)
-		*state = p[2];
-	p += 2;
-	for (field = 3; field < 22 && p != NULL; field++)
-		if ((p = strchr(p, ' ')) != NULL)
-			p++;
-	if (p == NULL)
-		return -1;
-	v = strtoull(p, &end, 10);
-	if (end == p)
-		return -1;
-	if (start != NULL)
-		*start = v;
-	return 0;
-}
-
 /* A runner still holds its GPU while it runs; a zombie holds nothing any more. */
 static bool
 runner_alive(const struct gpool__slot *s)
 {
-	uint64_t	start;
-	char		state;
+	struct kb_proc_stat	st;
 
 	if (kill(s->runner, 0) == -1 && errno == ESRCH)
 		return false;
-	if (gpool__proc_stat(s->runner, &start, &state) < 0)
+	if (kb_proc_stat(s->runner, &st) < 0)
 		return kill(s->runner, 0) == 0 || errno == EPERM;	/* no /proc: trust kill */
-	if (state == 'Z' || state == 'X')
+	if (st.state == 'Z' || st.state == 'X')
 		return false;
-	return s->runner_start == 0 || start == s->runner_start;	/* else: pid reused */
+	return s->runner_start == 0 || st.start == s->runner_start;	/* else: pid reused */
 }
 
 /* Runners lead their own process group (kb_spawn_run): take the whole group. */
