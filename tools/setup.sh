@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Installs what kforge needs on a Debian machine, and nothing that is already there:
-# a C toolchain, CMake, libyaml, jansson, libcurl, libcrypto, and a Python that imports
-# torch (Debian's python3-torch where no such Python exists; GPU hosts bring their own)
-# plus ninja, which torch.utils.cpp_extension builds with.
+# Installs what kforge needs on a Debian machine, and nothing that is already there: a C
+# toolchain, CMake, libyaml, jansson, libcurl, libcrypto, ninja, ccache, and a Python that
+# imports torch *and can build a torch extension* (torch's C++ headers and pybind11:
+# Debian's python3-torch ships neither, libtorch-dev and pybind11-dev do; GPU hosts bring
+# a pip torch that has its own). Says what it installed, then runs `kforge doctor` when
+# kforge is built, so a machine that cannot run kforge fails here, loudly.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 need=()
-have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 have_pc() { pkg-config --exists "$1" 2>/dev/null; }
 
-command -v cc >/dev/null && command -v c++ >/dev/null || need+=(build-essential)
+command -v cc >/dev/null && command -v c++ >/dev/null && command -v make >/dev/null \
+  || need+=(build-essential)
 command -v cmake >/dev/null || need+=(cmake)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 have_pc yaml-0.1 || need+=(libyaml-dev)
@@ -17,14 +20,29 @@ have_pc jansson || need+=(libjansson-dev)
 have_pc libcurl || need+=(libcurl4-openssl-dev)
 have_pc libcrypto || need+=(libssl-dev)
 command -v ninja >/dev/null || need+=(ninja-build)
+command -v ccache >/dev/null || need+=(ccache)
 command -v python3 >/dev/null || need+=(python3)
 
+# The runner's Python: the first that imports torch, as kforge itself probes.
 torch_python=""
 for py in "${KFORGE_PYTHON:-}" /usr/bin/python3 /usr/local/bin/python3 "$(command -v python3 || true)"; do
   [ -n "$py" ] && [ -x "$py" ] || continue
   if "$py" -c "import torch" >/dev/null 2>&1; then torch_python=$py; break; fi
 done
-[ -n "$torch_python" ] || need+=(python3-torch python3-dev)
+if [ -z "$torch_python" ]; then
+  need+=(python3-torch libtorch-dev pybind11-dev python3-dev)
+else
+  # torch imports; can it build an extension? (headers, pybind11, Python.h)
+  "$torch_python" - <<'PY' >/dev/null 2>&1 || need+=(libtorch-dev pybind11-dev python3-dev)
+import os, sysconfig
+from torch.utils.cpp_extension import include_paths
+assert any(os.path.exists(os.path.join(p, "torch", "extension.h")) for p in include_paths())
+# pip's torch bundles pybind11's headers; Debian's relies on pybind11-dev's /usr/include
+assert any(os.path.exists(os.path.join(p, "pybind11", "pybind11.h"))
+           for p in include_paths() + ["/usr/include", sysconfig.get_paths()["include"]])
+assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))
+PY
+fi
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
@@ -33,6 +51,7 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -q >/dev/null
   $sudo apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+  echo "setup: installed ${need[*]}"
 else
   echo "setup: everything is installed (Python with torch: $torch_python)"
 fi
