@@ -155,7 +155,9 @@ int	fb_contain_build_use(const char *build_dir, int *lock_fd);
 
 /* The E part of the refinement prompt (paper App. D.3): compiler/execution output for a
  * failed turn, "Your kernel execution timed out" for timeouts, the wall-clock time when
- * correct. Truncated to cfg->refinement.feedback_max_chars. Caller frees. */
+ * correct. Within cfg->refinement.feedback_max_chars bytes of valid UTF-8: output that
+ * does not fit keeps its first error line with the lines around it, then its tail, with
+ * a marker where text was cut. Caller frees. */
 char	*fb_exec_feedback(const struct kb_config *cfg, const struct fb_outcome *o);
 /* The P part: a short table from a profile result (NULL when there is nothing). */
 char	*fb_profile_feedback(const struct kb_config *cfg, json_t *profile);

@@ -41,7 +41,10 @@ RESULT_FD = 3
 STATUSES = ("ok", "compile_error", "no_model_new", "shape_mismatch", "value_mismatch",
             "runtime_error", "cuda_error", "timeout", "crashed")
 TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
-COMPILER_OUTPUT_CAP = 8192
+# Compiler output keeps its head (where gcc and nvcc put the first error, after ninja's
+# command lines) and its tail (the Python exception); the driver picks from both.
+COMPILER_OUTPUT_HEAD = 12288
+COMPILER_OUTPUT_TAIL = 4096
 EXCEPTION_CAP = 4096
 TRACEBACK_CAP = 4096
 PROFILE_TOP = 15
@@ -68,6 +71,16 @@ def tail(text, cap):
     if len(text) <= cap:
         return text
     return "[... %d characters truncated ...]\n" % (len(text) - cap) + text[-cap:]
+
+
+def head_tail(text, head, tail_cap):
+    """text with its middle cut out when it is longer than head + tail_cap characters."""
+    if text is None:
+        return ""
+    if len(text) <= head + tail_cap:
+        return text
+    return "%s\n[... %d characters truncated ...]\n%s" % (
+        text[:head], len(text) - head - tail_cap, text[-tail_cap:])
 
 
 def first_line(text, cap=300):
@@ -108,8 +121,16 @@ class Outcome(Exception):
         self.flags = list(flags)
 
 
+def exception_text(exc):
+    return "%s: %s" % (type(exc).__name__, exc)
+
+
 def describe_exception(exc):
-    return tail("%s: %s" % (type(exc).__name__, exc), EXCEPTION_CAP)
+    return tail(exception_text(exc), EXCEPTION_CAP)
+
+
+def compiler_output(text):
+    return head_tail(text, COMPILER_OUTPUT_HEAD, COMPILER_OUTPUT_TAIL)
 
 
 def is_cuda_error(exc):
@@ -394,10 +415,12 @@ class Runner:
         self.details["compile_s"] = round(time.monotonic() - t0, 3)
         captured = tee.text()
         if exc is not None:
-            text = describe_exception(exc)
+            # Whole, not describe_exception's tail: a failed build's exception holds the
+            # compiler's output, first error first.
+            text = exception_text(exc)
             if captured.strip() and captured.strip() not in text:
                 text = captured + "\n" + text
-            self.details["compiler_output"] = tail(text, COMPILER_OUTPUT_CAP)
+            self.details["compiler_output"] = compiler_output(text)
             if self.mode == "precompile" and self.device_kind == "cuda" and \
                     any(m in str(exc) for m in CUDA_UNAVAILABLE_MARKERS):
                 # The module needs a GPU at import time; the execute step will tell.
@@ -411,7 +434,7 @@ class Runner:
             else:
                 msg = "Candidate module failed to load: " + msg
             raise Outcome("compile_error", msg, exc)
-        self.details["compiler_output"] = tail(captured, COMPILER_OUTPUT_CAP)
+        self.details["compiler_output"] = compiler_output(captured)
         self.compiled = True
         self.check_patched()
         model_new = getattr(cand, "ModelNew", None)

@@ -2,8 +2,11 @@
  * text.c: the E and P parts of the refinement prompt (paper App. D.3), from a result in
  * the runner's shape. E is a fixed head saying what happened plus a body of raw output
  * (compiler output, traceback, per-trial differences, the runner's log); when the whole
- * exceeds refinement.feedback_max_chars the body keeps its tail, where compilers and
- * Python put the error that matters.
+ * exceeds refinement.feedback_max_chars the body keeps its first error with the lines
+ * around it (gcc, nvcc and the linker put the error that caused the rest first; what
+ * follows is often pages of notes and a Python traceback) and then its tail (where
+ * Python puts its exception), with a marker wherever text was cut. A body without an
+ * error line keeps its tail.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,23 @@
 #define FB_DEFAULT_MAX_CHARS	4000
 #define FB_KERNEL_NAME_MAX	100
 #define FB_PROFILE_LABEL_MAX	64	/* the profile's source and device names */
+/* A cut body gives at most this share of its room to the first error's excerpt, the
+ * rest to its tail. */
+#define FB_FIRST_ERROR_SHARE_NUM 2
+#define FB_FIRST_ERROR_SHARE_DEN 3
+#define FB_CONTEXT_LINES_MAX	8	/* "In file included from" etc. kept before an error */
+
+/* What marks the line of an error: gcc, clang and nvcc print "error:" ("fatal error:",
+ * "main.cu(12): error: ..."), the linker "undefined reference to", Python "...Error:". */
+static const char *const error_markers[] = {
+	"error:", "Error:", "undefined reference to",
+};
+/* What marks the lines gcc prints just before an error to say where it is: the chain of
+ * includes, the function or template instantiation it is in. */
+static const char *const context_markers[] = {
+	"In file included from ", "                 from ", ": In ", "required from ",
+	"required by ",
+};
 
 static const char *
 str_at(json_t *obj, const char *key)
@@ -68,26 +88,136 @@ max_chars(const struct kb_config *cfg)
 	       (size_t)cfg->refinement.feedback_max_chars : FB_DEFAULT_MAX_CHARS;
 }
 
-/* head + body within cap characters; the body loses its beginning first. */
+/* The marker put where text was cut; its length is at most marker_max(all). */
+static void
+put_marker(struct kb_buf *b, size_t dropped)
+{
+	if (b->len > 0 && b->p[b->len - 1] != '\n')
+		kb_buf_printf(b, "\n");
+	kb_buf_printf(b, "[... %zu characters truncated ...]\n", dropped);
+}
+
+static size_t
+marker_max(size_t all)
+{
+	return (size_t)snprintf(NULL, 0, "\n[... %zu characters truncated ...]\n", all);
+}
+
+static size_t
+line_end(const char *s, size_t n, size_t at)
+{
+	const char	*nl = memchr(s + at, '\n', n - at);
+
+	return nl != NULL ? (size_t)(nl - s) + 1 : n;
+}
+
+static size_t
+line_start(const char *s, size_t at)
+{
+	while (at > 0 && s[at - 1] != '\n')
+		at--;
+	return at;
+}
+
+static bool
+line_has(const char *s, size_t from, size_t to, const char *const *marks, size_t nmarks)
+{
+	for (size_t i = 0; i < nmarks; i++)
+		if (memmem(s + from, to - from, marks[i], strlen(marks[i])) != NULL)
+			return true;
+	return false;
+}
+
+/* [*from, *to) is the first line of s that holds an error marker. */
+static bool
+first_error_line(const char *s, size_t n, size_t *from, size_t *to)
+{
+	for (size_t a = 0, b; a < n; a = b) {
+		b = line_end(s, n, a);
+		if (line_has(s, a, b, error_markers,
+			     sizeof(error_markers) / sizeof(error_markers[0]))) {
+			*from = a;
+			*to = b;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Where the excerpt of the error line [from, to) starts: back over the lines that say
+ * where it is, as long as the excerpt stays within room. */
+static size_t
+context_start(const char *s, size_t from, size_t to, size_t room)
+{
+	size_t	start = from;
+
+	for (int i = 0; i < FB_CONTEXT_LINES_MAX && start > 0; i++) {
+		size_t	prev = line_start(s, start - 1);
+
+		if (to - prev > room ||
+		    !line_has(s, prev, start, context_markers,
+			      sizeof(context_markers) / sizeof(context_markers[0])))
+			break;
+		start = prev;
+	}
+	return start;
+}
+
+/* Appends the last keep bytes of body[0, n), not starting inside a UTF-8 sequence,
+ * after a marker saying how much before them was dropped (counting from `from`). */
+static void
+put_tail(struct kb_buf *b, const char *body, size_t from, size_t n, size_t keep)
+{
+	while (keep > 0 && ((unsigned char)body[n - keep] & 0xc0) == 0x80)
+		keep--;
+	put_marker(b, n - keep - from);
+	kb_buf_append(b, body + n - keep, keep);
+}
+
+/* head + body within cap bytes. A body that does not fit keeps its first error line
+ * with its context and the lines after it, up to FB_FIRST_ERROR_SHARE of the room, then
+ * its tail; without an error line, only its tail. Every cut is marked and falls between
+ * UTF-8 sequences. */
 static char *
 compose(const char *head, const char *body, size_t cap)
 {
-	size_t	hlen = strlen(head), blen = strlen(body), keep;
-	char	marker[96];
+	struct kb_buf	 b = KB_BUF_INIT(0);
+	size_t		 hlen = strlen(head), blen = strlen(body), room, mmax, share;
+	size_t		 err_from, err_to, from, to, lead, tail_room;
 
 	if (hlen + blen <= cap)
 		return kb_asprintf("%s%s", head, body);
 	if (hlen >= cap)
 		return kb_asprintf("%.*s", (int)utf8_prefix(head, cap), head);
-	snprintf(marker, sizeof(marker), "[... %zu characters truncated ...]\n", blen);
-	if (cap - hlen <= strlen(marker))
+	room = cap - hlen;
+	mmax = marker_max(blen);
+	if (room <= mmax)
 		return kb_asprintf("%s", head);	/* no room to say what was cut */
-	keep = cap - hlen - strlen(marker);
-	/* Don't start inside a UTF-8 sequence. */
-	while (keep > 0 && ((unsigned char)body[blen - keep] & 0xc0) == 0x80)
-		keep--;
-	snprintf(marker, sizeof(marker), "[... %zu characters truncated ...]\n", blen - keep);
-	return kb_asprintf("%s%s%s", head, marker, body + blen - keep);
+	kb_buf_append(&b, head, hlen);
+	if (room < 4 * mmax || !first_error_line(body, blen, &err_from, &err_to))
+		goto tail_only;
+	share = (room - 2 * mmax) / FB_FIRST_ERROR_SHARE_DEN * FB_FIRST_ERROR_SHARE_NUM;
+	from = context_start(body, err_from, err_to, share);
+	if (err_to - from > share) {
+		/* The error line alone is longer than its share: its beginning. */
+		to = from + utf8_prefix(body + from, share);
+	} else {
+		to = err_to;
+		while (to < blen && line_end(body, blen, to) - from <= share)
+			to = line_end(body, blen, to);
+	}
+	lead = from > 0 ? mmax : 0;
+	tail_room = room - lead - (to - from) - mmax;
+	if (blen - to <= tail_room)
+		goto tail_only;	/* the tail reaches the excerpt: one cut before both */
+	if (from > 0)
+		put_marker(&b, from);
+	kb_buf_append(&b, body + from, to - from);
+	put_tail(&b, body, to, blen, tail_room);
+	return kb_buf_steal(&b);
+tail_only:
+	put_tail(&b, body, 0, blen, room - mmax);
+	return kb_buf_steal(&b);
 }
 
 static void

@@ -198,6 +198,16 @@ def main():
           "syntax error: compile_error")
     check("SyntaxError" in co and "cand_syntax_error.py" in co, "syntax error: reported")
 
+    # long build output: the runner cuts its middle, keeping the first error and the end
+    r, _, _, _ = e.run("precompile", candidate="cand_long_build_error.py")
+    co = r.get("details", {}).get("compiler_output", "")
+    check(r.get("status") == "compile_error", "long build error: compile_error")
+    check(co.startswith("RuntimeError: Error building extension 'kforge_long'") and
+          "# long_build_first_error" in co and co.endswith("ninja: build stopped: subcommand failed."),
+          "long build error: head, first error and tail kept: %r...%r" % (co[:80], co[-80:]))
+    check("characters truncated ...]" in co and len(co) < 16384 + 100,
+          "long build error: the middle cut out, %d characters kept" % len(co))
+
     r, _, _, _ = e.run("precompile", candidate="cand_missing.py")
     check(r.get("status") == "compile_error", "missing candidate file: compile_error")
 

@@ -1,7 +1,9 @@
 /*
  * feedback_text.c: fb_exec_feedback and fb_profile_feedback on hand-made results — the
- * App. D.3 wording per status, and truncation to refinement.feedback_max_chars keeping
- * the tail of long compiler output. No Python needed.
+ * App. D.3 wording per status, and truncation to refinement.feedback_max_chars: long
+ * g++ and nvcc output (written here, in the shape those compilers and torch's build
+ * print) keeps its first error with its context and its tail, every cut marked and
+ * between UTF-8 sequences, at every cap. No Python needed.
  */
 #include "feedback_testutil.h"
 
@@ -68,6 +70,195 @@ test_truncation(struct kb_config *cfg)
 	cfg->refinement.feedback_max_chars = 4000;
 	fb_outcome_clear(&o);
 	kb_buf_clear(&out);
+}
+
+/* ---------------------------------------------------- first errors kept */
+
+#define SRC	"/runs/demo/build/3f9a/kforge_t2/main.cpp"
+#define MAX_ERROR "error: no matching function for call to \xe2\x80\x98max(const float&, double)\xe2\x80\x99"
+
+/* What a load_inline build of a C++ candidate prints when it fails, as the runner
+ * passes it on: ninja's command lines, warnings, the one error with gcc's context and
+ * source excerpt, pages of candidate notes, ninja's summary, then the Python exception.
+ * gcc's quotes are U+2018/U+2019 (three bytes each) in a UTF-8 locale. */
+static void
+gcc_output(struct kb_buf *b)
+{
+	const char *cmd = "c++ -MMD -MF main.o.d -DTORCH_EXTENSION_NAME=kforge_t2 "
+		"-DTORCH_API_INCLUDE_EXTENSION_H -isystem /usr/lib/python3/dist-packages/torch/include "
+		"-isystem /usr/lib/python3/dist-packages/torch/include/torch/csrc/api/include "
+		"-isystem /usr/include/python3.11 -D_GLIBCXX_USE_CXX11_ABI=1 -fPIC -std=c++17 -O3 "
+		"-c " SRC " -o main.o";
+
+	kb_buf_printf(b, "[1/2] %s\nFAILED: main.o\n%s\n", cmd, cmd);
+	for (int i = 0; i < 30; i++)
+		kb_buf_printf(b, SRC ":%d:13: warning: unused variable \xe2\x80\x98tmp%d\xe2\x80\x99 "
+			      "[-Wunused-variable]\n   %d |         float tmp%d = 0;\n      |"
+			      "             ^~~~\n", 40 + i, i, 40 + i, i);
+	kb_buf_printf(b, "In file included from /usr/include/c++/12/algorithm:60,\n"
+		      "                 from /usr/lib/python3/dist-packages/torch/include/c10/"
+		      "util/SmallVector.h:31,\n"
+		      "                 from " SRC ":1:\n"
+		      SRC ": In function \xe2\x80\x98" "at::Tensor relu_fwd(at::Tensor)\xe2\x80\x99:\n"
+		      SRC ":14:34: " MAX_ERROR "\n"
+		      "   14 |         out[i] = std::max(in[i], 0.0);\n"
+		      "      |                  ~~~~~~~~^~~~~~~~~~~~\n");
+	for (int i = 0; i < 40; i++)
+		kb_buf_printf(b, "/usr/include/c++/12/bits/stl_algobase.h:%d:5: note: candidate: "
+			      "\xe2\x80\x98template<class _Tp> constexpr const _Tp& std::max(const "
+			      "_Tp&, const _Tp&)\xe2\x80\x99\n  %d |     max(const _Tp& __a, const _Tp& "
+			      "__b)\n      |     ^~~\n/usr/include/c++/12/bits/stl_algobase.h:%d:5: "
+			      "note:   template argument deduction/substitution failed:\n", 254 + i,
+			      254 + i, 254 + i);
+	kb_buf_printf(b, "ninja: build stopped: subcommand failed.\n\nTraceback (most recent call "
+		      "last):\n  File \"/usr/lib/python3/dist-packages/torch/utils/cpp_extension.py\", "
+		      "line 1900, in _run_ninja_build\n    subprocess.run(\nsubprocess."
+		      "CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.\n"
+		      "RuntimeError: Error building extension 'kforge_t2'");
+}
+
+/* nvcc's shape: "file(line): error: ..." with its excerpt, then notes and remarks. */
+static void
+nvcc_output(struct kb_buf *b)
+{
+	for (int i = 0; i < 25; i++)
+		kb_buf_printf(b, "/runs/demo/build/77aa/kforge_t3/cuda.cu(%d): warning #177-D: "
+			      "variable \"unused%d\" was declared but never referenced\n"
+			      "      int unused%d = 0;\n          ^\n\n", 20 + i, i, i);
+	kb_buf_printf(b, "/runs/demo/build/77aa/kforge_t3/cuda.cu(61): error: identifier "
+		      "\"blockDimx\" is undefined\n      int i = blockIdx.x * blockDimx + "
+		      "threadIdx.x;\n                           ^\n\n");
+	for (int i = 0; i < 25; i++)
+		kb_buf_printf(b, "/runs/demo/build/77aa/kforge_t3/cuda.cu(%d): remark: "
+			      "\xc2\xabloop %d not unrolled\xc2\xbb: trip count unknown\n\n", 70 + i, i);
+	kb_buf_printf(b, "1 error detected in the compilation of \"/runs/demo/build/77aa/"
+		      "kforge_t3/cuda.cu\".\nninja: build stopped: subcommand failed.\n");
+}
+
+/* Reassembles text (after the head) from its kept pieces and the counts its markers
+ * give, and checks that it is exactly body: nothing kept was changed and every dropped
+ * byte was counted. Returns how many markers there were, -1 when it does not match. */
+static int
+markers_account_for(const char *text, const char *body)
+{
+	static const char open[] = "[... ", close[] = " characters truncated ...]\n";
+	size_t		  pos = 0, blen = strlen(body);
+	int		  markers = 0;
+
+	for (;;) {
+		const char	*m = strstr(text, open), *end;
+		size_t		 seg = m != NULL ? (size_t)(m - text) : strlen(text);
+		char		*num_end;
+		unsigned long	 dropped;
+
+		/* A piece cut inside a line gets a newline before its marker. */
+		if (pos + seg > blen || memcmp(body + pos, text, seg) != 0) {
+			if (m == NULL || seg == 0 || text[seg - 1] != '\n' ||
+			    memcmp(body + pos, text, seg - 1) != 0)
+				return -1;
+			seg--;
+		}
+		pos += seg;
+		if (m == NULL)
+			return pos == blen ? markers : -1;
+		dropped = strtoul(m + strlen(open), &num_end, 10);
+		if (strncmp(num_end, close, strlen(close)) != 0 || dropped == 0)
+			return -1;
+		end = num_end + strlen(close);
+		pos += dropped;
+		markers++;
+		text = end;
+	}
+}
+
+static bool
+valid_utf8(const char *s)
+{
+	json_t	*j = json_string(s);
+
+	json_decref(j);
+	return j != NULL;
+}
+
+/* body as a failed compile's output through fb_exec_feedback at caps from 100 to beyond
+ * its length (each up to 1000, then every 7th, which still cuts at every offset of a
+ * three-byte sequence): within the cap, valid UTF-8, and every cut accounted for; from
+ * cap min_cap on, with the error line whole. */
+static void
+sweep_caps(struct kb_config *cfg, const char *body, const char *error_line, size_t min_cap)
+{
+	static const char	 head[] = "Compilation failed:\n";
+	struct fb_outcome	 o;
+	int			 bad = 0;
+
+	o = outcome(FB_ST_COMPILE_ERROR, "{\"status\": \"compile_error\", \"mode\": \"precompile\","
+		    " \"details\": {\"message\": \"Compilation failed\"}}");
+	json_object_set_new(json_object_get(o.result, "details"), "compiler_output",
+			    json_string(body));
+	for (size_t cap = 100; cap <= strlen(body) + 100 && bad < 5;
+	     cap += cap < 1000 ? 1 : 7) {
+		char	*text;
+		bool	 ok;
+
+		cfg->refinement.feedback_max_chars = (long)cap;
+		text = fb_exec_feedback(cfg, &o);
+		ok = strlen(text) <= cap && valid_utf8(text) &&
+		     strncmp(text, head, strlen(head)) == 0 &&
+		     markers_account_for(text + strlen(head), body) >= 0 &&
+		     (cap < min_cap || strstr(text, error_line) != NULL);
+		CHECKM(ok, "cap %zu: %zu bytes, utf8 %d, error line %s:\n%s", cap, strlen(text),
+		       valid_utf8(text), strstr(text, error_line) ? "kept" : "lost", text);
+		bad += !ok;
+		free(text);
+	}
+	cfg->refinement.feedback_max_chars = 4000;
+	fb_outcome_clear(&o);
+}
+
+static void
+test_first_error(struct kb_config *cfg)
+{
+	struct kb_buf		 gcc = KB_BUF_INIT(0), nvcc = KB_BUF_INIT(0), huge = KB_BUF_INIT(0);
+	struct fb_outcome	 o;
+	char			*text;
+
+	gcc_output(&gcc);
+	nvcc_output(&nvcc);
+	CHECK(gcc.len > 12000 && nvcc.len > 6000);
+	/* The default cap, as in the demo that lost the error. */
+	o = outcome(FB_ST_COMPILE_ERROR, "{\"status\": \"compile_error\", \"mode\": \"precompile\","
+		    " \"details\": {\"message\": \"Compilation failed\"}}");
+	json_object_set_new(json_object_get(o.result, "details"), "compiler_output",
+			    json_string(gcc.p));
+	text = fb_exec_feedback(cfg, &o);
+	if (getenv("KB_TEST_VERBOSE") != NULL)
+		printf("%s\n", text);
+	CHECK(strlen(text) <= 4000 && strlen(text) > 3900);
+	CHECK(strstr(text, SRC ":14:34: " MAX_ERROR "\n") != NULL);
+	/* the context gcc gives before it and the source excerpt after it */
+	CHECK(strstr(text, "In file included from /usr/include/c++/12/algorithm:60,\n") != NULL);
+	CHECK(strstr(text, ": In function \xe2\x80\x98" "at::Tensor relu_fwd") != NULL);
+	CHECK(strstr(text, "   14 |         out[i] = std::max(in[i], 0.0);\n") != NULL);
+	/* the tail too, after a marker; the warnings before the error are what went */
+	CHECK(strstr(text, "RuntimeError: Error building extension 'kforge_t2'") != NULL);
+	CHECK(strstr(text, "tmp3\xe2\x80\x99") == NULL);
+	CHECK(markers_account_for(text + strlen("Compilation failed:\n"), gcc.p) == 2);
+	free(text);
+	fb_outcome_clear(&o);
+
+	sweep_caps(cfg, gcc.p, MAX_ERROR, 400);
+	sweep_caps(cfg, nvcc.p, "cuda.cu(61): error: identifier \"blockDimx\" is undefined", 400);
+
+	/* One error line longer than the room (a candidate's printout, say), multibyte
+	 * throughout: its beginning, cut between sequences. */
+	kb_buf_printf(&huge, "note: building\nkernel.cpp:1:1: error: ");
+	for (int i = 0; i < 3000; i++)
+		kb_buf_printf(&huge, "\xe4\xb8\xad");
+	kb_buf_printf(&huge, "\nninja: build stopped: subcommand failed.\n");
+	sweep_caps(cfg, huge.p, "kernel.cpp:1:1: error: ", 200);
+	kb_buf_clear(&gcc);
+	kb_buf_clear(&nvcc);
+	kb_buf_clear(&huge);
 }
 
 static void
@@ -177,6 +368,7 @@ main(void)
 
 	fbt_config(&cfg, "cpu");
 	test_truncation(&cfg);
+	test_first_error(&cfg);
 	test_wording(&cfg);
 	test_profile(&cfg);
 	kb_config_clear(&cfg);
