@@ -260,6 +260,10 @@ struct kb_config {
 		struct kb_id_range ids[KB_MAX_RANGES];	/* empty = all */
 		int	 nids;
 		int	 samples;
+		/* Where dir, levels and ids were set, as the config loader's messages
+		 * name it ("x.yaml:3:12", "--set problems.ids=7", "x.yaml" for a
+		 * default), for the task list's errors; NULL in a hand-made config. */
+		char	*dir_at, *levels_at, *ids_at;
 	} problems;
 	struct {
 		char	*provider;		/* openai | replay */

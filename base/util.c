@@ -371,7 +371,8 @@ void
 kb_config_clear(struct kb_config *c)
 {
 	char **strings[] = {
-		&c->name, &c->problems.dir, &c->llm.provider, &c->llm.base_url, &c->llm.model,
+		&c->name, &c->problems.dir, &c->problems.dir_at, &c->problems.levels_at,
+		&c->problems.ids_at, &c->llm.provider, &c->llm.base_url, &c->llm.model,
 		&c->llm.api_key_env, &c->llm.replay_dir, &c->refinement.prompt,
 		&c->refinement.prompts_dir, &c->eval.device, &c->eval.precision,
 		&c->eval.arch_list, &c->runner.python, &c->runner.user,

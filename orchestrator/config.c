@@ -156,6 +156,17 @@ struct cfg_ctx {
 typedef int (*cfg_set_fn)(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n);
 typedef void (*cfg_emit_fn)(const struct kb_config *c, const struct cfg_key *k, FILE *fp);
 
+/* Where a message is about: "--set ARG", "FILE:LINE:COL", or "FILE" alone. */
+static int
+loc_text(const struct cfg_ctx *x, const struct cfg_loc *loc, char *buf, size_t len)
+{
+	if (loc != NULL && loc->set_arg != NULL)
+		return snprintf(buf, len, "--set %s", loc->set_arg);
+	if (loc != NULL && loc->line > 0)
+		return snprintf(buf, len, "%s:%lu:%lu", x->name, loc->line, loc->col);
+	return snprintf(buf, len, "%s", x->name);
+}
+
 /* One message line; control characters (from keys, values or the file name) become
  * '?' so the message stays one line. */
 static int
@@ -167,12 +178,9 @@ cfg_verr(struct cfg_ctx *x, const struct cfg_loc *loc, const char *path, const c
 
 	if (x->errlen == 0)
 		return -KB_ECONFIG;
-	if (loc != NULL && loc->set_arg != NULL)
-		m = snprintf(x->err, x->errlen, "--set %s: ", loc->set_arg);
-	else if (loc != NULL && loc->line > 0)
-		m = snprintf(x->err, x->errlen, "%s:%lu:%lu: ", x->name, loc->line, loc->col);
-	else
-		m = snprintf(x->err, x->errlen, "%s: ", x->name);
+	m = loc_text(x, loc, x->err, x->errlen);
+	if (m >= 0 && (size_t)m < x->errlen)
+		m += snprintf(x->err + m, x->errlen - (size_t)m, ": ");
 	if (m > 0)
 		n = (size_t)m < x->errlen ? (size_t)m : x->errlen - 1;
 	if (path != NULL && path[0] != '\0' && n < x->errlen) {
@@ -1262,6 +1270,23 @@ walk_mapping(struct cfg_ctx *x, yaml_node_t *map, const char *prefix)
 
 /* ---------------------------------------------------------------- loading */
 
+/* The line and column (1-based, columns in characters as libyaml counts them) of byte
+ * offset off of text. */
+static void
+text_position(const char *text, size_t off, struct cfg_loc *loc)
+{
+	loc->line = 1;
+	loc->col = 1;
+	for (size_t i = 0; i < off; i++) {
+		if (text[i] == '\n' || (text[i] == '\r' && (i + 1 >= off || text[i + 1] != '\n'))) {
+			loc->line++;
+			loc->col = 1;
+		} else if (((unsigned char)text[i] & 0xc0) != 0x80 && text[i] != '\r') {
+			loc->col++;
+		}
+	}
+}
+
 /* Reads one YAML document from text. No root node (empty text) is not an error here.
  * libyaml's scanner costs O(flow nesting) per token, so text with more '[' and '{' than
  * any config needs is refused before it is parsed. */
@@ -1272,7 +1297,9 @@ parse_doc(struct cfg_ctx *x, const char *text, size_t len, yaml_document_t *doc,
 	yaml_parser_t	 p;
 	yaml_document_t	 extra;
 	struct cfg_loc	 loc = *where;
-	size_t		 openers = 0;
+	size_t		 openers = 0, off;
+	char		 byte[32] = "";
+	bool		 utf8;
 	int		 rc = 0;
 
 	if (len > ORCH_CONFIG_MAX_BYTES)
@@ -1310,8 +1337,29 @@ syntax:
 		rc = loc_err(x, &loc, x->path, "out of memory");
 		rc = -KB_ENOMEM;
 	} else if (p.error == YAML_READER_ERROR) {
-		rc = loc_err(x, &loc, x->path, "%sinvalid YAML: %s at byte %zu", what,
-			     p.problem ? p.problem : "unreadable input", p.problem_offset);
+		/* libyaml gives the reader's errors a byte offset only */
+		off = p.problem_offset < len ? p.problem_offset : len;
+		utf8 = p.problem != NULL && (strstr(p.problem, "UTF-") != NULL ||
+					     strstr(p.problem, "Unicode") != NULL);
+		if (utf8 && strstr(p.problem, "trailing") != NULL) {
+			/* at the bad continuation: name the sequence's first byte */
+			while (off > 0 && ((unsigned char)text[off - 1] & 0xc0) == 0x80)
+				off--;
+			if (off > 0 && (unsigned char)text[off - 1] >= 0xc0)
+				off--;
+		}
+		if (off < len)
+			snprintf(byte, sizeof(byte), "byte 0x%02x at ",
+				 (unsigned)(unsigned char)text[off]);
+		if (loc.set_arg == NULL)
+			text_position(text, off, &loc);
+		if (utf8)
+			rc = loc_err(x, &loc, x->path, "%snot valid UTF-8: %soffset %zu (%s)%s",
+				     what, byte, off, p.problem,
+				     loc.set_arg == NULL ? "; save the file as UTF-8" : "");
+		else
+			rc = loc_err(x, &loc, x->path, "%sinvalid YAML: %s (%soffset %zu)", what,
+				     p.problem != NULL ? p.problem : "unreadable input", byte, off);
 	} else {
 		if (loc.set_arg == NULL) {
 			loc.line = (unsigned long)p.problem_mark.line + 1;
@@ -1447,6 +1495,35 @@ finish(struct cfg_ctx *x)
 	return 0;
 }
 
+/* Keeps where the keys the task list checks against the disk were set, so that its
+ * messages name the place as the loader's own do. */
+static void
+keep_origins(struct cfg_ctx *x)
+{
+	static const struct {
+		const char	*path;
+		size_t		 off;
+	} kept[] = {
+		{ "problems.dir", offsetof(struct kb_config, problems.dir_at) },
+		{ "problems.levels", offsetof(struct kb_config, problems.levels_at) },
+		{ "problems.ids", offsetof(struct kb_config, problems.ids_at) },
+	};
+
+	for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++) {
+		char			**slot = (char **)((char *)x->c + kept[k].off);
+		int			  i = 0, n;
+		const struct cfg_loc	 *loc;
+
+		while (i < NKEYS && strcmp(schema[i].path, kept[k].path) != 0)
+			i++;
+		loc = i < NKEYS && x->seen[i] ? &x->where[i] : NULL;
+		n = loc_text(x, loc, NULL, 0);
+		free(*slot);
+		if ((*slot = malloc((size_t)n + 1)) != NULL)
+			loc_text(x, loc, *slot, (size_t)n + 1);
+	}
+}
+
 static int
 config_load(const char *text, size_t len, const char *name, const char *file_dir,
 	    const char *const *sets, int nsets, struct kb_config *out, char *err, size_t errlen)
@@ -1487,6 +1564,8 @@ config_load(const char *text, size_t len, const char *name, const char *file_dir
 		rc = apply_set(&x, sets[i]);
 	if (rc == 0)
 		rc = finish(&x);
+	if (rc == 0)
+		keep_origins(&x);
 	if (rc < 0) {
 		kb_config_clear(&c);
 		return rc;

@@ -22,8 +22,12 @@
  * On error returns -KB_ECONFIG and writes one line to err:
  *   "configs/x.yaml:3:5: llm.temprature: unknown key (did you mean 'temperature'?)"
  *   "configs/x.yaml:7:12: eval.perf_trials: expected an integer in 1..10000, got 'many'"
+ *   "configs/x.yaml:4:54: not valid UTF-8: byte 0xe9 at offset 125 (invalid trailing
+ *    UTF-8 octet); save the file as UTF-8"
  *   "configs/x.yaml: llm.model: required key is missing"
  *   "--set eval.device=gpu: eval.device: expected one of cpu, cuda, auto, got 'gpu'"
+ * The loaded config keeps where problems.dir, .levels and .ids were set, so that
+ * orch_tasks_list's messages name the same places.
  * eval.device "auto" is kept as is here; the caller resolves it before freezing. */
 int	orch_config_load(const char *path, const char *const *sets, int nsets,
 			 struct kb_config *out, char *err, size_t errlen);
@@ -39,7 +43,11 @@ int	orch_config_emit(const struct kb_config *c, FILE *fp);
 
 /* Lists the tasks of a config: every problem file level{N}/{id}_{Name}.py under
  * problems.dir whose level and id are selected, times problems.samples, sorted by
- * (level, id, sample). *out is malloc'd; caller frees. */
+ * (level, id, sample). *out is malloc'd; caller frees. On error returns -KB_ECONFIG
+ * (or -KB_ENOMEM) with one line in err that names the key it blames as the loader does:
+ *   "configs/x.yaml:2:14: problems.dir: cannot open '/kb': No such file or directory"
+ *   "--set problems.ids=900: problems.ids: no problem at levels [1] in '/kb' has an id
+ *    in 900 (the ids there run from 1 to 100)" */
 int	orch_tasks_list(const struct kb_config *c, struct kb_task **out, int *n, char *err,
 			size_t errlen);
 

@@ -18,6 +18,7 @@
 
 #define TASKS_MAX	100000	/* problems x samples; a kb_task is ~4.5 KiB */
 #define STEM_MAX	(sizeof(((struct kb_task *)0)->problem_name) - 1)
+#define LEVELS_LISTED_MAX 16	/* level directories named in a message */
 #define NAME_CHARS	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
 struct problem {
@@ -29,6 +30,9 @@ struct problem {
 struct problem_list {
 	struct problem	*v;
 	int		 n, alloc;
+	/* what the selected levels hold, whatever the ids: for saying why none matched */
+	int		 level_dirs, files;
+	long		 min_id, max_id;
 };
 
 static int __attribute__((format(printf, 3, 4)))
@@ -43,6 +47,43 @@ tasks_err(char *err, size_t errlen, const char *fmt, ...)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
 	return -KB_ECONFIG;
+}
+
+/* An error about a config key: "x.yaml:2:14: problems.dir: ...", named where the loader
+ * says the key was set (at is NULL in a hand-made config). */
+static int
+key_verr(char *err, size_t errlen, const char *at, const char *key, const char *fmt,
+	 va_list ap)
+{
+	char	msg[2048];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	return tasks_err(err, errlen, "%s%s%s: %s", at != NULL ? at : "", at != NULL ? ": " : "",
+			 key, msg);
+}
+
+static int __attribute__((format(printf, 5, 6)))
+key_err(char *err, size_t errlen, const char *at, const char *key, const char *fmt, ...)
+{
+	va_list	ap;
+	int	rc;
+
+	va_start(ap, fmt);
+	rc = key_verr(err, errlen, at, key, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int __attribute__((format(printf, 4, 5)))
+dir_err(const struct kb_config *c, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list	ap;
+	int	rc;
+
+	va_start(ap, fmt);
+	rc = key_verr(err, errlen, c->problems.dir_at, "problems.dir", fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 /* For {id}_{Name}.py, the length of the leading id; 0 when name is not a problem file. */
@@ -81,27 +122,29 @@ add_problem(const struct kb_config *c, int level, const char *dir, int dfd, cons
 	if (digits == 0)
 		return 0;
 	if (digits > 9)
-		return tasks_err(err, errlen, "problems.dir: '%s/%s': problem id has more than "
-				 "9 digits", dir, name);
+		return dir_err(c, err, errlen, "'%s/%s': problem id has more than 9 digits",
+			       dir, name);
 	id = strtol(name, NULL, 10);
+	if (l->files++ == 0 || id < l->min_id)
+		l->min_id = id;
+	if (id > l->max_id)
+		l->max_id = id;
 	if (!orch_config_id_selected(c, id))
 		return 0;
 	stemlen = strlen(name) - 3;
 	if (stemlen > STEM_MAX)
-		return tasks_err(err, errlen, "problems.dir: '%s/%s': problem name longer than "
-				 "%zu characters", dir, name, STEM_MAX);
+		return dir_err(c, err, errlen, "'%s/%s': problem name longer than %zu characters",
+			       dir, name, STEM_MAX);
 	if (strspn(name, NAME_CHARS) < stemlen)
-		return tasks_err(err, errlen, "problems.dir: '%s/%s': problem names may only "
-				 "hold A-Z a-z 0-9 . _ -", dir, name);
+		return dir_err(c, err, errlen, "'%s/%s': problem names may only hold "
+			       "A-Z a-z 0-9 . _ -", dir, name);
 	if (fstatat(dfd, name, &st, 0) == -1)
-		return tasks_err(err, errlen, "problems.dir: cannot stat '%s/%s': %s", dir, name,
-				 strerror(errno));
+		return dir_err(c, err, errlen, "cannot stat '%s/%s': %s", dir, name,
+			       strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return tasks_err(err, errlen, "problems.dir: '%s/%s': not a regular file", dir,
-				 name);
+		return dir_err(c, err, errlen, "'%s/%s': not a regular file", dir, name);
 	if (l->n == TASKS_MAX)
-		return tasks_err(err, errlen, "problems.dir: more than %d problems selected",
-				 TASKS_MAX);
+		return dir_err(c, err, errlen, "more than %d problems selected", TASKS_MAX);
 	if (l->n == l->alloc) {
 		int		 alloc = l->alloc ? 2 * l->alloc : 64;
 		struct problem	*v = realloc(l->v, (size_t)alloc * sizeof(*v));
@@ -132,19 +175,19 @@ scan_level(const struct kb_config *c, int level, struct problem_list *l, char *e
 
 	snprintf(sub, sizeof(sub), "level%d", level);
 	if (kb_path_join(dir, sizeof(dir), c->problems.dir, sub) < 0)
-		return tasks_err(err, errlen, "problems.dir: '%s': path too long", c->problems.dir);
+		return dir_err(c, err, errlen, "'%s': path too long", c->problems.dir);
 	if ((d = opendir(dir)) == NULL) {
 		if (errno == ENOENT)	/* a level this problem set does not have */
 			return 0;
-		return tasks_err(err, errlen, "problems.dir: cannot open '%s': %s", dir,
-				 strerror(errno));
+		return dir_err(c, err, errlen, "cannot open '%s': %s", dir, strerror(errno));
 	}
+	l->level_dirs++;
 	for (;;) {
 		errno = 0;
 		if ((de = readdir(d)) == NULL) {
 			if (errno != 0)
-				rc = tasks_err(err, errlen, "problems.dir: cannot read '%s': %s", dir,
-					       strerror(errno));
+				rc = dir_err(c, err, errlen, "cannot read '%s': %s", dir,
+					     strerror(errno));
 			break;
 		}
 		if ((rc = add_problem(c, level, dir, dirfd(d), de->d_name, l, err, errlen)) < 0)
@@ -175,9 +218,8 @@ make_tasks(const struct kb_config *c, const struct problem_list *l, struct kb_ta
 				 l->v[i].stem);
 
 		if (m < 0 || m >= PATH_MAX)
-			return tasks_err(err, errlen, "problems.dir: '%s/level%d/%s.py': "
-					 "path too long", c->problems.dir, l->v[i].level,
-					 l->v[i].stem);
+			return dir_err(c, err, errlen, "'%s/level%d/%s.py': path too long",
+				       c->problems.dir, l->v[i].level, l->v[i].stem);
 		pool += ((size_t)m + 1) * (size_t)samples;
 	}
 	if ((t = calloc(1, ntasks * sizeof(*t) + pool)) == NULL) {
@@ -211,20 +253,90 @@ make_tasks(const struct kb_config *c, const struct problem_list *l, struct kb_ta
 	return 0;
 }
 
+static int
+level_cmp(const void *a, const void *b)
+{
+	long	x = *(const long *)a, y = *(const long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* "level1/, level2/": the level directories problems.dir has ("" when none). */
+static void
+level_dirs_text(const struct kb_config *c, char *out, size_t len)
+{
+	long		 found[LEVELS_LISTED_MAX];
+	struct dirent	*de;
+	struct stat	 st;
+	size_t		 used = 0;
+	int		 n = 0;
+	DIR		*d;
+
+	out[0] = '\0';
+	if ((d = opendir(c->problems.dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL && n < LEVELS_LISTED_MAX) {
+		const char	*digits = de->d_name + strlen("level");
+		long		 level;
+
+		if (strncmp(de->d_name, "level", strlen("level")) != 0 ||
+		    kb_parse_int(digits, 0, 999999999, &level) < 0 ||
+		    strspn(digits, "0123456789") != strlen(digits) ||
+		    fstatat(dirfd(d), de->d_name, &st, 0) == -1 || !S_ISDIR(st.st_mode))
+			continue;
+		found[n++] = level;
+	}
+	closedir(d);
+	qsort(found, (size_t)n, sizeof(found[0]), level_cmp);
+	for (int i = 0; i < n && used < len; i++) {
+		int	m = snprintf(out + used, len - used, "%slevel%ld/", i ? ", " : "", found[i]);
+
+		used += m > 0 ? (size_t)m : 0;
+	}
+}
+
+/* Why nothing was selected, said of the key most likely wrong: problems.ids when the
+ * selected levels hold problems, problems.levels when problems.dir has other levels,
+ * else problems.dir. */
+static int
+none_selected(const struct kb_config *c, const struct problem_list *l, char *err,
+	      size_t errlen)
+{
+	char	levels[64], ids[KB_MAX_RANGES * 24 + 8], others[LEVELS_LISTED_MAX * 24];
+
+	orch_config_levels_text(c, levels, sizeof(levels));
+	if (l->files > 0) {
+		orch_config_ids_text(c, ids, sizeof(ids));
+		return key_err(err, errlen, c->problems.ids_at, "problems.ids", "no problem at "
+			       "levels %s in '%s' has an id in %s (the ids there run from %ld to "
+			       "%ld)", levels, c->problems.dir, ids, l->min_id, l->max_id);
+	}
+	if (l->level_dirs > 0)
+		return dir_err(c, err, errlen, "no problem files ({id}_{Name}.py) in '%s' at "
+			       "levels %s", c->problems.dir, levels);
+	level_dirs_text(c, others, sizeof(others));
+	if (others[0] != '\0')
+		return key_err(err, errlen, c->problems.levels_at, "problems.levels", "'%s' has "
+			       "no directory for levels %s (it has %s)", c->problems.dir, levels,
+			       others);
+	return dir_err(c, err, errlen, "'%s' has no level directories (level1/, level2/, ...): "
+		       "name the root of a KernelBench-format problem set (KernelBench/"
+		       "KernelBench in a KernelBench checkout)", c->problems.dir);
+}
+
 int
 orch_tasks_list(const struct kb_config *c, struct kb_task **out, int *n, char *err,
 		size_t errlen)
 {
-	struct problem_list	 l = { NULL, 0, 0 };
-	char			 levels[64], ids[KB_MAX_RANGES * 24 + 8];
+	struct problem_list	 l = { 0 };
 	DIR			*root;
 	int			 rc = 0;
 
 	*out = NULL;
 	*n = 0;
 	if ((root = opendir(c->problems.dir)) == NULL)
-		return tasks_err(err, errlen, "problems.dir: cannot open '%s': %s", c->problems.dir,
-				 strerror(errno));
+		return dir_err(c, err, errlen, "cannot open '%s': %s", c->problems.dir,
+			       strerror(errno));
 	closedir(root);
 	for (int i = 0; i < c->problems.nlevels && rc == 0; i++)
 		rc = scan_level(c, c->problems.levels[i], &l, err, errlen);
@@ -234,16 +346,13 @@ orch_tasks_list(const struct kb_config *c, struct kb_task **out, int *n, char *e
 		qsort(l.v, (size_t)l.n, sizeof(*l.v), problem_cmp);
 	for (int i = 1; i < l.n; i++)
 		if (l.v[i].level == l.v[i - 1].level && l.v[i].id == l.v[i - 1].id) {
-			rc = tasks_err(err, errlen, "problems.dir: two problems with id %ld in "
-				       "'%s/level%d': '%s.py' and '%s.py'", l.v[i].id,
-				       c->problems.dir, l.v[i].level, l.v[i - 1].stem, l.v[i].stem);
+			rc = dir_err(c, err, errlen, "two problems with id %ld in '%s/level%d': "
+				     "'%s.py' and '%s.py'", l.v[i].id, c->problems.dir,
+				     l.v[i].level, l.v[i - 1].stem, l.v[i].stem);
 			goto out;
 		}
 	if (l.n == 0) {
-		orch_config_levels_text(c, levels, sizeof(levels));
-		orch_config_ids_text(c, ids, sizeof(ids));
-		rc = tasks_err(err, errlen, "no problem matches levels %s and ids %s in '%s'",
-			       levels, ids, c->problems.dir);
+		rc = none_selected(c, &l, err, errlen);
 		goto out;
 	}
 	if ((rc = make_tasks(c, &l, out, err, errlen)) == 0)

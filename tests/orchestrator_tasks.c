@@ -2,7 +2,8 @@
  * orchestrator_tasks.c: orch_tasks_list against a scratch problem tree:
  *   level1/1_A.py level1/2_B.py level1/10_Ten.py level2/1_C.py
  * plus files that are not problems (README.md, __init__.py, 1_x.txt, 7_.py, x_1.py).
- * Configs are built with the real loader, so the two are tested together.
+ * Configs are built with the real loader, so the two are tested together: an error
+ * names where the key it blames was set (file:line:column, or the --set argument).
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,6 +18,9 @@
 #include "orchestrator_testutil.h"
 
 static char	root[PATH_MAX / 2];
+
+/* Where config() puts problems.dir: name "t", line 2, the opening quote at column 17. */
+#define DIR_AT	"t:2:17: "
 
 static void
 touch(const char *rel)
@@ -125,6 +129,47 @@ expect(const char *const *sets, const char *want)
 	}
 }
 
+/* The messages from a config file name file:line:column of the key they blame; a
+ * directory with no level directories at all blames problems.dir. */
+static void
+test_positions_from_file(void)
+{
+	struct kb_config	 c;
+	struct kb_task		*t = NULL;
+	char			 cfg[PATH_MAX], err[1024], want[PATH_MAX * 2];
+	int			 n = 0;
+	FILE			*fp;
+
+	snprintf(cfg, sizeof(cfg), "%s/exp.yaml", root);
+	if ((fp = fopen(cfg, "w")) == NULL) {
+		fprintf(stderr, "cannot create %s: %s\n", cfg, strerror(errno));
+		failures++;
+		return;
+	}
+	fprintf(fp, "name: t\nproblems:\n  dir: %s\n  levels: [1]\n  ids: \"50-60\"\n"
+		"llm: {provider: replay, replay_dir: /r}\n", root);
+	fclose(fp);
+	if (orch_config_load(cfg, NULL, 0, &c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "config: %s\n", err);
+		failures++;
+		return;
+	}
+	CHECK(orch_tasks_list(&c, &t, &n, err, sizeof(err)) == -KB_ECONFIG);
+	snprintf(want, sizeof(want), "%s:5:8: problems.ids: no problem at levels [1] in '%s' has "
+		 "an id in 50-60 (the ids there run from 1 to 10)", cfg, root);
+	CHECK_STR(err, want);
+	/* levels from the file, now of a directory that has none */
+	free(c.problems.dir);
+	c.problems.dir = kb_asprintf("%s/level1", root);
+	CHECK(orch_tasks_list(&c, &t, &n, err, sizeof(err)) == -KB_ECONFIG);
+	snprintf(want, sizeof(want), "%s:3:8: problems.dir: '%s/level1' has no level directories "
+		 "(level1/, level2/, ...): name the root of a KernelBench-format problem set "
+		 "(KernelBench/KernelBench in a KernelBench checkout)", cfg, root);
+	CHECK_STR(err, want);
+	kb_config_clear(&c);
+	remove(cfg);
+}
+
 int
 main(void)
 {
@@ -165,18 +210,26 @@ main(void)
 	expect((const char *[]){ "problems.ids=\"10,2\"", "problems.levels=1", NULL },
 	       "L1_2_B_s0 L1_10_Ten_s0");
 
-	/* nothing selected */
-	snprintf(want, sizeof(want), "ERR: no problem matches levels [3] and ids all in '%s'",
-		 root);
+	/* nothing selected: blamed on the ids, the levels or the directory */
+	snprintf(want, sizeof(want), "ERR: --set problems.levels=3: problems.levels: '%s' has no "
+		 "directory for levels [3] (it has level1/, level2/)", root);
 	expect((const char *[]){ "problems.levels=3", NULL }, want);
-	snprintf(want, sizeof(want), "ERR: no problem matches levels [1, 2] and ids 3-9,50 in "
-		 "'%s'", root);
+	snprintf(want, sizeof(want), "ERR: --set problems.ids=\"3-9,50\": problems.ids: no "
+		 "problem at levels [1, 2] in '%s' has an id in 3-9,50 (the ids there run from 1 "
+		 "to 10)", root);
 	expect((const char *[]){ "problems.levels=[1,2]", "problems.ids=\"3-9,50\"", NULL },
 	       want);
+	snprintf(path, sizeof(path), "%s/level4", root);
+	mkdir(path, 0755);
+	snprintf(want, sizeof(want), "ERR: " DIR_AT "problems.dir: no problem files "
+		 "({id}_{Name}.py) in '%s' at levels [4]", root);
+	expect((const char *[]){ "problems.levels=4", NULL }, want);
+	rmdir(path);
+	test_positions_from_file();
 
 	/* duplicate ids in a level: an error only when the id is selected */
 	touch("level1/2_B2.py");
-	snprintf(want, sizeof(want), "ERR: problems.dir: two problems with id 2 in "
+	snprintf(want, sizeof(want), "ERR: " DIR_AT "problems.dir: two problems with id 2 in "
 		 "'%s/level1': '2_B.py' and '2_B2.py'", root);
 	expect(NULL, want);
 	expect((const char *[]){ "problems.ids=1", NULL }, "L1_1_A_s0 L2_1_C_s0");
@@ -184,7 +237,7 @@ main(void)
 
 	/* names the task ids cannot carry */
 	touch("level1/3_bad name.py");
-	snprintf(want, sizeof(want), "ERR: problems.dir: '%s/level1/3_bad name.py': problem "
+	snprintf(want, sizeof(want), "ERR: " DIR_AT "problems.dir: '%s/level1/3_bad name.py': problem "
 		 "names may only hold A-Z a-z 0-9 . _ -", root);
 	expect(NULL, want);
 	expect((const char *[]){ "problems.ids=1-2", NULL },
@@ -199,12 +252,12 @@ main(void)
 	rm(longname);
 	snprintf(longname + 9 + 126, sizeof(longname) - 9 - 126, ".py");	/* stem 128 */
 	touch(longname);
-	snprintf(want, sizeof(want), "ERR: problems.dir: '%s/%s': problem name longer than 127 "
+	snprintf(want, sizeof(want), "ERR: " DIR_AT "problems.dir: '%s/%s': problem name longer than 127 "
 		 "characters", root, longname);
 	expect((const char *[]){ "problems.ids=4", NULL }, want);
 	rm(longname);
 	touch("level1/12345678901_Big.py");
-	snprintf(want, sizeof(want), "ERR: problems.dir: '%s/level1/12345678901_Big.py': problem "
+	snprintf(want, sizeof(want), "ERR: " DIR_AT "problems.dir: '%s/level1/12345678901_Big.py': problem "
 		 "id has more than 9 digits", root);
 	expect(NULL, want);
 	rm("level1/12345678901_Big.py");
@@ -212,7 +265,7 @@ main(void)
 	/* a directory that looks like a problem; a symlink to a problem is one */
 	snprintf(path, sizeof(path), "%s/level2/5_Dir.py", root);
 	mkdir(path, 0755);
-	snprintf(want, sizeof(want), "ERR: problems.dir: '%s/level2/5_Dir.py': not a regular "
+	snprintf(want, sizeof(want), "ERR: " DIR_AT "problems.dir: '%s/level2/5_Dir.py': not a regular "
 		 "file", root);
 	expect(NULL, want);
 	rmdir(path);
@@ -231,8 +284,8 @@ main(void)
 
 		if (config(&c, path, NULL) == 0) {
 			CHECK(orch_tasks_list(&c, &t, &n, err, sizeof(err)) == -KB_ECONFIG);
-			snprintf(want, sizeof(want), "problems.dir: cannot open '%s': No such file "
-				 "or directory", path);
+			snprintf(want, sizeof(want), DIR_AT "problems.dir: cannot open '%s': No "
+				 "such file or directory", path);
 			CHECK_STR(err, want);
 			CHECK(t == NULL && n == 0);
 			kb_config_clear(&c);
@@ -240,8 +293,8 @@ main(void)
 		snprintf(path, sizeof(path), "%s/level1/1_A.py", root);
 		if (config(&c, path, NULL) == 0) {
 			CHECK(orch_tasks_list(&c, &t, &n, err, sizeof(err)) == -KB_ECONFIG);
-			snprintf(want, sizeof(want), "problems.dir: cannot open '%s': Not a directory",
-				 path);
+			snprintf(want, sizeof(want), DIR_AT "problems.dir: cannot open '%s': Not a "
+				 "directory", path);
 			CHECK_STR(err, want);
 			kb_config_clear(&c);
 		}
