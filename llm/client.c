@@ -8,44 +8,52 @@
 #include "llm/llm_int.h"
 
 int
+llm_check_config(const struct kb_config *cfg, char *err, size_t errlen)
+{
+	const char	*provider = cfg->llm.provider ? cfg->llm.provider : "";
+	struct stat	 st;
+
+	if (strcmp(provider, "openai") == 0)
+		return llm_openai_check(cfg, err, errlen);
+	if (strcmp(provider, "replay") == 0) {
+		if (cfg->llm.replay_dir == NULL || cfg->llm.replay_dir[0] == '\0') {
+			snprintf(err, errlen, "llm.replay_dir: required with provider replay");
+			return -KB_ECONFIG;
+		}
+		if (stat(cfg->llm.replay_dir, &st) == -1 || !S_ISDIR(st.st_mode)) {
+			snprintf(err, errlen, "llm.replay_dir: %s is not a directory",
+			    cfg->llm.replay_dir);
+			return -KB_ECONFIG;
+		}
+		return 0;
+	}
+	snprintf(err, errlen, "llm.provider: unknown provider '%s' (expected openai or replay)",
+	    provider);
+	return -KB_ECONFIG;
+}
+
+int
 llm_client_create(struct llm_client **out, const struct kb_config *cfg, char *err,
 		  size_t errlen)
 {
 	struct llm_client	*c;
-	const char		*provider = cfg->llm.provider ? cfg->llm.provider : "";
-	struct stat		 st;
 	int			 rc;
 
 	*out = NULL;
+	if ((rc = llm_check_config(cfg, err, errlen)) < 0)
+		return rc;
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return -KB_ENOMEM;
 	c->max_response_bytes = cfg->llm.max_response_bytes > 0 ?
 	    (size_t)cfg->llm.max_response_bytes : KB_BUF_DEFAULT_CAP;
 	c->device = kb_strdup(cfg->eval.device ? cfg->eval.device : "cuda");
-
-	if (strcmp(provider, "openai") == 0) {
+	if (strcmp(cfg->llm.provider, "openai") == 0) {
 		c->provider = LLM_PROVIDER_OPENAI;
 		if ((rc = llm_openai_init(c, cfg, err, errlen)) < 0)
 			goto out_free;
-	} else if (strcmp(provider, "replay") == 0) {
-		c->provider = LLM_PROVIDER_REPLAY;
-		if (cfg->llm.replay_dir == NULL || cfg->llm.replay_dir[0] == '\0') {
-			snprintf(err, errlen, "llm.replay_dir: required with provider replay");
-			rc = -KB_ECONFIG;
-			goto out_free;
-		}
-		if (stat(cfg->llm.replay_dir, &st) == -1 || !S_ISDIR(st.st_mode)) {
-			snprintf(err, errlen, "llm.replay_dir: %s is not a directory",
-			    cfg->llm.replay_dir);
-			rc = -KB_ECONFIG;
-			goto out_free;
-		}
-		c->replay_dir = kb_strdup(cfg->llm.replay_dir);
 	} else {
-		snprintf(err, errlen, "llm.provider: unknown provider '%s' (expected openai or replay)",
-		    provider);
-		rc = -KB_ECONFIG;
-		goto out_free;
+		c->provider = LLM_PROVIDER_REPLAY;
+		c->replay_dir = kb_strdup(cfg->llm.replay_dir);
 	}
 	*out = c;
 	return 0;

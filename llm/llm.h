@@ -6,7 +6,7 @@
  * curl_global_init itself; never before fork) and destroys it before exit.
  * Ownership: functions borrow their inputs; strings in results belong to the caller
  * and are freed by llm_reply_clear() / free().
- * Processes: workers (complete); anyone (prompts, extraction).
+ * Processes: workers (complete); anyone (prompts, extraction, llm_check_config).
  * No file writes here: the worker persists what it gets.
  */
 #ifndef KFORGE_LLM_H
@@ -21,6 +21,11 @@
 
 struct llm_client;
 
+/* Fails (-KB_ECONFIG, one line in err) as llm_client_create would, without creating a
+ * client and without libcurl, so the supervisor may call it before it forks: the
+ * provider's keys, the API key variable of llm.api_key_env (set, not empty, no control
+ * character), the replay directory. */
+int	llm_check_config(const struct kb_config *cfg, char *err, size_t errlen);
 int	llm_client_create(struct llm_client **out, const struct kb_config *cfg,
 			  char *err, size_t errlen);
 void	llm_client_destroy(struct llm_client *c);

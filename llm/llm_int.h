@@ -28,6 +28,7 @@ struct llm_client {
 	char	*device;		/* cfg->eval.device, for replay lookup */
 };
 
+int	llm_openai_check(const struct kb_config *cfg, char *err, size_t errlen);
 int	llm_openai_init(struct llm_client *c, const struct kb_config *cfg, char *err,
 			size_t errlen);
 void	llm_openai_fini(struct llm_client *c);

@@ -59,15 +59,33 @@ struct xfer {
 	long			 retry_after_s;	/* -1: none */
 };
 
-int
-llm_openai_init(struct llm_client *c, const struct kb_config *cfg, char *err, size_t errlen)
+/* KFORGE_LLM_BACKOFF_SCALE (tests shorten the backoff with it), 1 when unset. */
+static int
+backoff_scale(double *out, char *err, size_t errlen)
 {
-	const char	*base = cfg->llm.base_url, *envname = cfg->llm.api_key_env;
-	const char	*key, *scale;
+	const char	*scale = getenv("KFORGE_LLM_BACKOFF_SCALE");
 	char		*end;
-	size_t		 n;
 
-	if (base == NULL || base[0] == '\0') {
+	*out = 1.0;
+	if (scale == NULL || scale[0] == '\0')
+		return 0;
+	errno = 0;
+	*out = strtod(scale, &end);
+	if (errno != 0 || *end != '\0' || !(*out >= 0)) {
+		snprintf(err, errlen, "KFORGE_LLM_BACKOFF_SCALE: expected a non-negative number, "
+			 "got '%s'", scale);
+		return -KB_ECONFIG;
+	}
+	return 0;
+}
+
+int
+llm_openai_check(const struct kb_config *cfg, char *err, size_t errlen)
+{
+	const char	*envname = cfg->llm.api_key_env, *key;
+	double		 scale;
+
+	if (cfg->llm.base_url == NULL || cfg->llm.base_url[0] == '\0') {
 		snprintf(err, errlen, "llm.base_url: required with provider openai");
 		return -KB_ECONFIG;
 	}
@@ -75,41 +93,47 @@ llm_openai_init(struct llm_client *c, const struct kb_config *cfg, char *err, si
 		snprintf(err, errlen, "llm.model: required with provider openai");
 		return -KB_ECONFIG;
 	}
+	if (backoff_scale(&scale, err, errlen) < 0)
+		return -KB_ECONFIG;
+	if (envname == NULL || envname[0] == '\0')
+		return 0;
+	key = getenv(envname);
+	if (key == NULL || key[0] == '\0') {
+		snprintf(err, errlen, "llm.api_key_env: environment variable %s is %s: export it "
+			 "with the endpoint's API key (or set llm.api_key_env: '' for an endpoint "
+			 "that needs none)", envname, key == NULL ? "not set" : "empty");
+		return -KB_ECONFIG;
+	}
+	for (const char *p = key; *p != '\0'; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			snprintf(err, errlen, "llm.api_key_env: the key in %s contains a control "
+				 "character", envname);
+			return -KB_ECONFIG;
+		}
+	}
+	return 0;
+}
+
+/* cfg has passed llm_openai_check. */
+int
+llm_openai_init(struct llm_client *c, const struct kb_config *cfg, char *err, size_t errlen)
+{
+	const char	*base = cfg->llm.base_url, *envname = cfg->llm.api_key_env;
+	size_t		 n;
+
 	n = strlen(base);
 	while (n > 0 && base[n - 1] == '/')
 		n--;
 	c->endpoint = kb_asprintf("%.*s/chat/completions", (int)n, base);
-	if (envname != NULL && envname[0] != '\0') {
-		key = getenv(envname);
-		if (key == NULL || key[0] == '\0') {
-			snprintf(err, errlen, "llm.api_key_env: environment variable %s is %s",
-			    envname, key == NULL ? "not set" : "empty");
-			return -KB_ECONFIG;
-		}
-		for (const char *p = key; *p != '\0'; p++) {
-			if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-				snprintf(err, errlen, "llm.api_key_env: the key in %s contains a "
-				    "control character", envname);
-				return -KB_ECONFIG;
-			}
-		}
-		c->auth_header = kb_asprintf("Authorization: Bearer %s", key);
-	}
+	if (envname != NULL && envname[0] != '\0')
+		c->auth_header = kb_asprintf("Authorization: Bearer %s", getenv(envname));
 	c->model = kb_strdup(cfg->llm.model);
 	c->temperature = cfg->llm.temperature;
 	c->max_tokens = cfg->llm.max_tokens;
 	c->timeout_s = cfg->llm.timeout_s > 0 ? cfg->llm.timeout_s : 600;
 	c->retries = cfg->llm.retries > 0 ? cfg->llm.retries : 0;
-	c->backoff_scale = 1.0;
-	if ((scale = getenv("KFORGE_LLM_BACKOFF_SCALE")) != NULL && scale[0] != '\0') {
-		errno = 0;
-		c->backoff_scale = strtod(scale, &end);
-		if (errno != 0 || *end != '\0' || !(c->backoff_scale >= 0)) {
-			snprintf(err, errlen, "KFORGE_LLM_BACKOFF_SCALE: expected a non-negative "
-			    "number, got '%s'", scale);
-			return -KB_ECONFIG;
-		}
-	}
+	if (backoff_scale(&c->backoff_scale, err, errlen) < 0)
+		return -KB_ECONFIG;
 	c->rng = (unsigned int)getpid() ^ (unsigned int)kb_now_ms();
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		snprintf(err, errlen, "llm: curl_global_init failed");

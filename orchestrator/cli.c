@@ -31,6 +31,9 @@ static const struct command commands[] = {
 	  "config key by its dotted path (recorded in the frozen config). --detach runs the\n"
 	  "supervisor in the background (pid in DIR/supervisor.pid, log in\n"
 	  "DIR/supervisor.log). SIGINT/SIGTERM stop gracefully; 'kforge resume' continues.\n"
+	  "What can be checked first (the config and problems, the API key variable,\n"
+	  "runner.python, runner.user) is checked before the run directory is created:\n"
+	  "such a failure exits 2 and leaves nothing behind.\n"
 	  "If the LLM endpoint refuses the credentials (HTTP 401/403), generation pauses for\n"
 	  "the whole run: no task fails, the work under way finishes, and kforge exits 75;\n"
 	  "fix the key, then 'kforge resume DIR'." },

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "feedback/feedback.h"
+#include "llm/llm.h"
 #include "orchestrator/orch_int.h"
 
 #define KFORGE_VERSION "0.1.0"
@@ -264,6 +265,26 @@ orch_run_update(const struct orch_run *run, json_t *fields)
 	return rc;
 }
 
+/* What the supervisor checks before its first worker, as far as it can be checked
+ * without the run directory (the quick ones first): the LLM client can be created (its
+ * API key variable is set), runner.user exists, that directory's existing parents,
+ * problems.dir and the runner are reachable for that user, a Python imports torch as the
+ * runner will. A run that would stop there stops before it creates anything, so the
+ * same command can simply be run again. */
+static int
+check_before_creating(const struct kb_config *cfg, const char *dir, char *err, size_t errlen)
+{
+	char	python[PATH_MAX];
+	int	rc;
+
+	if ((rc = llm_check_config(cfg, err, errlen)) < 0 ||
+	    (rc = fb_contain_setup(cfg, err, errlen)) < 0 ||
+	    (rc = fb_contain_check_run(cfg, dir, err, errlen)) < 0 ||
+	    (rc = fb_find_python(cfg, python, sizeof(python), err, errlen)) < 0)
+		return rc;
+	return 0;
+}
+
 int
 orch_run_create(struct orch_run *run, const char *config_path, const char *run_dir,
 		const char *const *sets, int nsets, char *err, size_t errlen)
@@ -294,6 +315,8 @@ orch_run_create(struct orch_run *run, const char *config_path, const char *run_d
 		rc = -KB_ECONFIG;
 		goto out;
 	}
+	if ((rc = check_before_creating(&run->cfg, run->dir, err, errlen)) < 0)
+		goto out;
 	snprintf(path, sizeof(path), "%s/tasks", run->dir);
 	if ((rc = kb_mkdir_p(path, 0755)) < 0) {
 		snprintf(err, errlen, "cannot create '%s': %s", path, strerror(errno));

@@ -20,6 +20,7 @@
 #include "feedback/feedback.h"
 #include "fsm/fsm.h"
 #include "gpu_pool/gpu_pool.h"
+#include "llm/llm.h"
 #include "orchestrator/orch_int.h"
 
 enum slot_state { TASK_PENDING, TASK_RUNNING, TASK_FINISHED, TASK_GAVE_UP };
@@ -589,10 +590,8 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}
-	if (strcmp(run->cfg.llm.provider, "openai") == 0 && run->cfg.llm.api_key_env[0] != '\0' &&
-	    getenv(run->cfg.llm.api_key_env) == NULL) {
-		fprintf(stderr, "kforge: llm.api_key_env names %s, which is not set in the "
-			"environment\n", run->cfg.llm.api_key_env);
+	if (llm_check_config(&run->cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}
 	s.lock_fd = lock_fd;

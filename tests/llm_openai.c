@@ -127,11 +127,34 @@ test_auth_header(void)
 	CHECK(json_is_string(auth) && strcmp(json_string_value(auth), "Bearer sk-test-1234") == 0);
 	json_decref(reqs);
 
+	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), 0);
+
+	/* The check before a run says what creating the client would. */
 	unsetenv("KB_TEST_LLM_KEY");
+	err[0] = '\0';
+	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), -KB_ECONFIG);
+	CHECK_HAS(err, "llm.api_key_env: environment variable KB_TEST_LLM_KEY is not set");
+	CHECK(strchr(err, '\n') == NULL);
 	err[0] = '\0';
 	CHECK_RC(llm_client_create(&c, &cfg, err, sizeof(err)), -KB_ECONFIG);
 	CHECK(c == NULL);
-	CHECK_HAS(err, "KB_TEST_LLM_KEY");
+	CHECK_HAS(err, "KB_TEST_LLM_KEY is not set");
+	setenv("KB_TEST_LLM_KEY", "", 1);
+	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), -KB_ECONFIG);
+	CHECK_HAS(err, "KB_TEST_LLM_KEY is empty");
+	setenv("KB_TEST_LLM_KEY", "sk-\r\nX-Injected: 1", 1);
+	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), -KB_ECONFIG);
+	CHECK_HAS(err, "the key in KB_TEST_LLM_KEY contains a control character");
+	CHECK_RC(llm_client_create(&c, &cfg, err, sizeof(err)), -KB_ECONFIG);
+	CHECK(c == NULL);
+	unsetenv("KB_TEST_LLM_KEY");
+	/* the backoff knob is checked with the rest */
+	tu_set(&cfg.llm.api_key_env, "");
+	setenv("KFORGE_LLM_BACKOFF_SCALE", "fast", 1);
+	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), -KB_ECONFIG);
+	CHECK_HAS(err, "KFORGE_LLM_BACKOFF_SCALE");
+	setenv("KFORGE_LLM_BACKOFF_SCALE", "0.01", 1);
+	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), 0);
 	kb_config_clear(&cfg);
 }
 
@@ -374,9 +397,19 @@ test_bad_config(void)
 	tu_config(&cfg, "openai", "");
 	CHECK_RC(llm_client_create(&c, &cfg, err, sizeof(err)), -KB_ECONFIG);
 	CHECK_HAS(err, "llm.base_url");
+	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), -KB_ECONFIG);
+	CHECK_HAS(err, "llm.base_url");
 	tu_set(&cfg.llm.provider, "carrier-pigeon");
 	CHECK_RC(llm_client_create(&c, &cfg, err, sizeof(err)), -KB_ECONFIG);
 	CHECK_HAS(err, "carrier-pigeon");
+	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), -KB_ECONFIG);
+	CHECK_HAS(err, "carrier-pigeon");
+	tu_set(&cfg.llm.provider, "replay");
+	tu_set(&cfg.llm.replay_dir, "/nonexistent/replies");
+	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), -KB_ECONFIG);
+	CHECK_HAS(err, "llm.replay_dir: /nonexistent/replies is not a directory");
+	tu_set(&cfg.llm.replay_dir, "/");
+	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), 0);
 	kb_config_clear(&cfg);
 }
 

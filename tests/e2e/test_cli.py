@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The command line as a script sees it: --help everywhere, usage errors, a bad config
-refused with file:line:column before anything starts, --set recorded in the frozen
-config, an existing run directory refused, and `kforge eval --json` on a real kernel
-(correct, and wrong) with the documented keys."""
+refused with file:line:column before anything starts, a missing problems directory, an
+unset API-key variable and a bad runner.python each refused with one line before the run
+directory is created (so the same command then simply runs), --set recorded in the
+frozen config, an existing run directory refused, and `kforge eval --json` on a real
+kernel (correct, and wrong) with the documented keys."""
 import json
 import os
 import re
@@ -34,7 +36,7 @@ check(re.fullmatch(r"kforge: .*bad\.yaml:6:3: llm\.temprature: unknown key \(did
       "one line naming file:line:column and the key, got %r" % p.stderr)
 check(not os.path.exists(run_dir), "nothing may be created for a bad config")
 
-# --set is validated, applied and frozen; the run directory is never reused.
+# Everything that can fail is checked before the run directory is created.
 replies = os.path.join(work, "replies", "L1_1_ReLU")
 os.makedirs(replies)
 for k in (1, 2):
@@ -42,6 +44,40 @@ for k in (1, 2):
         f.write("No code this time.\n")
 good = write_config(os.path.join(work, "good.yaml"), "name: cli\nproblems: {dir: %s}\nllm: {provider: replay, replay_dir: %s}\nrunner: {python: %s}\n"
                     % (problems, os.path.join(work, "replies"), py))
+p = kforge("run", good, "--run-dir", run_dir, "--set", "problems.dir=%s/nowhere" % work, check_rc=False)
+check(p.returncode == 2 and p.stderr == "kforge: --set problems.dir=%s/nowhere: problems.dir: cannot open '%s/nowhere': "
+      "No such file or directory\n" % (work, work), "a missing problems directory, named where it was set: %r" % p.stderr)
+check(not os.path.exists(run_dir), "a missing problems directory left %s behind" % run_dir)
+
+mock_dir = os.path.join(work, "mock")
+os.makedirs(mock_dir)
+mock = MockLLM(mock_dir, {"rules": [], "default": {"content": "No code this time."}})
+try:
+    keyed = write_config(os.path.join(work, "keyed.yaml"),
+                         "name: cli-key\nproblems: {dir: %s}\nllm: {provider: openai, base_url: \"%s\", model: mock-model, "
+                         "api_key_env: KFORGE_CLI_TEST_KEY}\nrefinement: {turns: 1}\neval: {device: cpu}\nrunner: {python: %s}\n"
+                         % (problems, mock.base_url, py))
+    key_run = os.path.join(work, "run-key")
+    check("KFORGE_CLI_TEST_KEY" not in os.environ, "the key variable must start unset")
+    p = kforge("run", keyed, "--run-dir", key_run, check_rc=False)
+    check(p.returncode == 2 and re.fullmatch(r"kforge: llm\.api_key_env: environment variable KFORGE_CLI_TEST_KEY is not set[^\n]*\n",
+                                             p.stderr), "an unset key: one line naming the variable, got %d %r" % (p.returncode, p.stderr))
+    check(not os.path.exists(key_run), "an unset key left %s behind" % key_run)
+    check(mock.requests() == [], "a run refused for its key asked the model")
+    # the same command, with the key set: no "already holds a run"
+    kforge("run", keyed, "--run-dir", key_run, env={"KFORGE_CLI_TEST_KEY": "sk-cli-test"})
+    st = json.loads(kforge("status", key_run, "--json").stdout)
+    check([(t["state"], t["turn"]) for t in st["tasks"]] == [("DONE", 1)], "the keyed run: %s" % st["tasks"])
+    check(len(mock.requests()) == 1, "the keyed run made %d requests, want 1" % len(mock.requests()))
+finally:
+    mock.stop()
+
+p = kforge("run", good, "--run-dir", run_dir, "--set", "runner.python=/nonexistent/python3", check_rc=False)
+check(p.returncode == 2 and p.stderr.count("\n") == 1 and "runner.python=/nonexistent/python3: no Python there that imports torch" in p.stderr,
+      "a bad runner.python: one line naming it, got %d %r" % (p.returncode, p.stderr))
+check(not os.path.exists(run_dir), "a bad runner.python left %s behind" % run_dir)
+
+# --set is validated, applied and frozen; the run directory is never reused.
 p = kforge("run", good, "--run-dir", run_dir, "--set", "eval.device=gpu", check_rc=False)
 check(p.returncode == 2 and "--set eval.device=gpu: eval.device:" in p.stderr, "bad --set: %r" % p.stderr)
 kforge("run", good, "--run-dir", run_dir, "--set", "refinement.turns=2", "--set", "eval.device=cpu")
