@@ -14,6 +14,7 @@ struct command {
 	const char	*usage;
 	const char	*help;
 	int		(*view)(const char *dir, bool json);	/* for cmd_view */
+	void		(*more_help)(void);	/* help generated from the code's tables */
 };
 
 static int	cmd_run(int argc, char **argv);
@@ -59,7 +60,8 @@ static const struct command commands[] = {
 	  .usage = "eval --problem P.py --kernel K.py [--device cpu|cuda|auto] "
 		   "[--set key=value ...] [--json]",
 	  .help = "Evaluate one kernel against one KernelBench-format problem: precompile,\n"
-	  "reference timing, correctness trials and timing, as in a run's turn." },
+	  "reference timing, correctness trials and timing, as in a run's turn.",
+	  .more_help = orch_eval_help },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -78,6 +80,8 @@ static int
 print_help(void)
 {
 	printf("usage: kforge %s\n\n%s\n", current->usage, current->help);
+	if (current->more_help != NULL)
+		current->more_help();
 	return 0;
 }
 

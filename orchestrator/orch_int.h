@@ -49,7 +49,10 @@ int	orch_cmd_tail(const char *dir, const char *task, bool follow);
 int	orch_cmd_report(const char *dir, bool json);
 int	orch_cmd_stop(const char *dir, int timeout_s);
 
-/* eval.c */
+/* eval.c. orch_cmd_eval's return value is the verdict as an exit status (the table in
+ * eval.c); orch_eval_help prints that table and the evaluation's defaults, for
+ * `kforge eval --help`. */
+void	orch_eval_help(void);
 int	orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		      const char *const *sets, int nsets, bool json);
 
