@@ -33,6 +33,11 @@ int	orch_run_update(const struct orch_run *run, json_t *fields);
 pid_t	orch_run_supervisor_pid(const char *dir);
 
 /* supervisor.c */
+/* Lines of supervisor.log that `kforge tail` shows beside the transitions: views.c
+ * recognises what supervisor.c writes with these formats. */
+#define ORCH_LOG_SUP_START	"run %s in %s (python %s)"
+#define ORCH_LOG_WORKER_RESTART	"%s: worker %s; restarting it (death %d of %d)"
+
 struct orch_sup_opts {
 	bool	detach;
 };
