@@ -40,6 +40,7 @@ import traceback
 RESULT_FD = 3
 STATUSES = ("ok", "compile_error", "no_model_new", "shape_mismatch", "value_mismatch",
             "runtime_error", "cuda_error", "timeout", "crashed")
+# `kforge eval --help` quotes this line (orchestrator/eval.c): keep it one line of JSON.
 TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
 # Compiler output keeps its head (where gcc and nvcc put the first error, after ninja's
 # command lines) and its tail (the Python exception); the driver picks from both.

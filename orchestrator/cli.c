@@ -14,6 +14,7 @@ struct command {
 	const char	*usage;
 	const char	*help;
 	int		(*view)(const char *dir, bool json);	/* for cmd_view */
+	void		(*more_help)(void);	/* help generated from the code's tables */
 };
 
 static int	cmd_run(int argc, char **argv);
@@ -44,12 +45,16 @@ static const struct command commands[] = {
 	{ .name = "status", .run = cmd_view,
 	  .usage = "status DIR [--json]",
 	  .help = "Tasks with their state, turn, best speedup and last result; the GPU, compile and\n"
-	  "LLM slots (busy/total, waiting, utilisation); LLM requests and tokens.",
+	  "LLM slots (busy/total, waiting, utilisation); per stage, the time spent waiting for\n"
+	  "a slot and the time holding it (median, p90); LLM requests and tokens. A run with\n"
+	  "work left and no supervisor (stopped, paused, or interrupted: killed) is said to be\n"
+	  "so, with the 'kforge resume' that continues it.",
 	  .view = orch_cmd_status },
 	{ .name = "tail", .run = cmd_tail,
 	  .usage = "tail DIR [TASK] [-f]",
-	  .help = "Print the trajectory of one task (or all) a line per transition; -f follows\n"
-	  "live until the followed tasks finish." },
+	  .help = "Print the trajectory of one task (or all) a line per transition, in time order\n"
+	  "with the retries, the worker restarts and the resumes; -f follows live until the\n"
+	  "followed tasks finish." },
 	{ .name = "report", .run = cmd_view,
 	  .usage = "report DIR [--json]",
 	  .help = "Compile rate, correctness (fast_0), fast_p for p in 0.5, 1, 1.5, 2 per level and\n"
@@ -62,7 +67,8 @@ static const struct command commands[] = {
 	  .usage = "eval --problem P.py --kernel K.py [--device cpu|cuda|auto] "
 		   "[--set key=value ...] [--json]",
 	  .help = "Evaluate one kernel against one KernelBench-format problem: precompile,\n"
-	  "reference timing, correctness trials and timing, as in a run's turn." },
+	  "reference timing, correctness trials and timing, as in a run's turn.",
+	  .more_help = orch_eval_help },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -81,6 +87,8 @@ static int
 print_help(void)
 {
 	printf("usage: kforge %s\n\n%s\n", current->usage, current->help);
+	if (current->more_help != NULL)
+		current->more_help();
 	return 0;
 }
 

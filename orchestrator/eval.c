@@ -15,6 +15,128 @@ static const char eval_defaults[] =
 	"problems: {dir: .}\n"
 	"llm: {provider: replay, replay_dir: .}\n";
 
+/*
+ * The exit statuses of `kforge eval`, for scripts: one row per status, with the result
+ * statuses (feedback.h's closed set, plus "rejected" and "env_error" of the verdicts)
+ * that give it. orch_cmd_eval exits with them and `kforge eval --help` lists them.
+ */
+enum {
+	EVAL_EXIT_CORRECT = 0,
+	EVAL_EXIT_INCORRECT = 1,
+	EVAL_EXIT_USAGE = 2,
+	EVAL_EXIT_NOT_BUILT = 3,
+	EVAL_EXIT_FAILED = 4,
+	EVAL_EXIT_ENV = 5,
+};
+
+static const struct eval_exit {
+	int		 code;
+	const char	*meaning;
+	const char	*statuses;	/* space-separated; NULL: no result status */
+} eval_exits[] = {
+	{ EVAL_EXIT_CORRECT, "correct", "ok" },
+	{ EVAL_EXIT_INCORRECT, "incorrect: wrong output", "shape_mismatch value_mismatch" },
+	{ EVAL_EXIT_USAGE, "usage error: a bad option or --set, an unreadable file", NULL },
+	{ EVAL_EXIT_NOT_BUILT, "did not compile, or was rejected",
+	  "compile_error no_model_new rejected" },
+	{ EVAL_EXIT_FAILED, "failed when run: an exception, a crash or a timeout (and any "
+	  "status not listed)", "runtime_error cuda_error timeout crashed" },
+	{ EVAL_EXIT_ENV, "the environment failed, not the kernel: no Python with torch, no "
+	  "GPU, no compiler", "env_error" },
+};
+#define N_EVAL_EXITS (sizeof(eval_exits) / sizeof(eval_exits[0]))
+
+static bool
+word_in(const char *word, const char *list)
+{
+	size_t	n = strlen(word);
+
+	for (const char *p = list; p != NULL && (p = strstr(p, word)) != NULL; p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+static int
+eval_exit_code(const char *status, bool correct)
+{
+	if (correct)
+		return EVAL_EXIT_CORRECT;
+	for (size_t i = 0; i < N_EVAL_EXITS; i++)
+		if (word_in(status, eval_exits[i].statuses))
+			/* "ok" without correct: checked, and not found right */
+			return eval_exits[i].code == EVAL_EXIT_CORRECT ? EVAL_EXIT_INCORRECT :
+			       eval_exits[i].code;
+	return EVAL_EXIT_FAILED;
+}
+
+/* The runner's per-precision tolerances: its line "TOLERANCE = {...}", which it keeps
+ * one line of JSON-compatible text for this. NULL when it cannot be read. */
+static json_t *
+runner_tolerances(void)
+{
+	static const char	 key[] = "\nTOLERANCE = ";
+	char			 path[PATH_MAX], *text = NULL, *at;
+	json_t			*tol = NULL;
+
+	if (kb_path_join(path, sizeof(path), kb_home(), "feedback/kforge_runner.py") == 0 &&
+	    kb_read_file(path, 1 << 20, &text, NULL) == 0 && (at = strstr(text, key)) != NULL) {
+		at += sizeof(key) - 1;
+		tol = json_loadb(at, strcspn(at, "\n"), 0, NULL);
+		if (!json_is_object(tol)) {
+			json_decref(tol);
+			tol = NULL;
+		}
+	}
+	free(text);
+	return tol;
+}
+
+void
+orch_eval_help(void)
+{
+	struct kb_config	 cfg;
+	char			 err[512];
+	json_t			*tol = runner_tolerances(), *v;
+	const char		*prec;
+
+	printf("\nexit status:\n");
+	for (size_t i = 0; i < N_EVAL_EXITS; i++)
+		printf("  %d  %s\n%s%s%s", eval_exits[i].code, eval_exits[i].meaning,
+		       eval_exits[i].statuses ? "     status: " : "",
+		       eval_exits[i].statuses ?: "", eval_exits[i].statuses ? "\n" : "");
+	if (orch_config_load_string(eval_defaults, strlen(eval_defaults), "kforge eval", NULL,
+				    0, &cfg, err, sizeof(err)) < 0) {
+		printf("\n(the defaults cannot be shown: %s)\n", err);
+		json_decref(tol);
+		return;
+	}
+	printf("\ndefaults (--set eval.KEY=VALUE changes one):\n"
+	       "  eval.device %s, eval.precision %s\n"
+	       "  eval.correctness_trials %ld, inputs seeded from eval.seed %ld\n"
+	       "  eval.warmup %ld runs, then eval.perf_trials %ld timed trials (mean reported)\n"
+	       "  eval.timeout_s %ld per run, eval.compile_timeout_s %ld for the build\n",
+	       cfg.eval.device, cfg.eval.precision, cfg.eval.correctness_trials, cfg.eval.seed,
+	       cfg.eval.warmup, cfg.eval.perf_trials, cfg.eval.timeout_s,
+	       cfg.eval.compile_timeout_s);
+	printf("  eval.atol and eval.rtol: the precision's tolerance, ");
+	if (tol != NULL) {
+		bool first = true;
+
+		json_object_foreach(tol, prec, v) {
+			printf("%s%s %g", first ? "" : ", ", prec, json_number_value(v));
+			first = false;
+		}
+		printf("\n");
+	} else {
+		printf("TOLERANCE in feedback/kforge_runner.py\n");
+	}
+	printf("  timing: KernelBench's method, CUDA events with an L2 flush and the first "
+	       "trial\n  discarded on cuda, the host clock on cpu\n");
+	json_decref(tol);
+	kb_config_clear(&cfg);
+}
+
 int
 orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	      const char *const *sets, int nsets, bool as_json)
@@ -28,17 +150,17 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	json_t			*gpus = NULL, *out, *flags;
 	double			 ref_ms = -1, speedup = -1;
 	struct fb_outcome	*final;
-	int			 rc, code = 1;
+	int			 rc, code = EVAL_EXIT_ENV;
 
 	if (realpath(problem, prob) == NULL || realpath(kernel, kern) == NULL) {
 		fprintf(stderr, "kforge: cannot open '%s': %s\n",
 			realpath(problem, prob) == NULL ? problem : kernel, strerror(errno));
-		return 2;
+		return EVAL_EXIT_USAGE;
 	}
 	if (orch_config_load_string(eval_defaults, strlen(eval_defaults), "kforge eval", sets,
 				    nsets, &cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
-		return 2;
+		return EVAL_EXIT_USAGE;
 	}
 	if (device != NULL) {
 		free(cfg.eval.device);
@@ -128,7 +250,7 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		free(text);
 	}
 	json_decref(out);
-	code = 0;
+	code = eval_exit_code(fb_status_name(final->status), final->correct);
 	goto out_clean;
 out_fail:
 	fprintf(stderr, "kforge: evaluation failed: %s\n", kb_strerror(rc));

@@ -33,6 +33,11 @@ int	orch_run_update(const struct orch_run *run, json_t *fields);
 pid_t	orch_run_supervisor_pid(const char *dir);
 
 /* supervisor.c */
+/* Lines of supervisor.log that `kforge tail` shows beside the transitions: views.c
+ * recognises what supervisor.c writes with these formats. */
+#define ORCH_LOG_SUP_START	"run %s in %s (python %s)"
+#define ORCH_LOG_WORKER_RESTART	"%s: worker %s; restarting it (death %d of %d)"
+
 struct orch_sup_opts {
 	bool	detach;
 };
@@ -49,7 +54,10 @@ int	orch_cmd_tail(const char *dir, const char *task, bool follow);
 int	orch_cmd_report(const char *dir, bool json);
 int	orch_cmd_stop(const char *dir, int timeout_s);
 
-/* eval.c */
+/* eval.c. orch_cmd_eval's return value is the verdict as an exit status (the table in
+ * eval.c); orch_eval_help prints that table and the evaluation's defaults, for
+ * `kforge eval --help`. */
+void	orch_eval_help(void);
 int	orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		      const char *const *sets, int nsets, bool json);
 

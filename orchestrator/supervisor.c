@@ -259,8 +259,7 @@ worker_exited(struct sup *s, int i, int status)
 		return;
 	}
 	ts->not_before_ms = kb_mono_ms() + (1000LL << ts->deaths);
-	log_warnx("%s: worker %s; restarting it (death %d of %d)", id, ts->last_death,
-		  ts->deaths, ORCH_MAX_DEATHS);
+	log_warnx(ORCH_LOG_WORKER_RESTART, id, ts->last_death, ts->deaths, ORCH_MAX_DEATHS);
 }
 
 static int
@@ -506,6 +505,22 @@ create_pool(struct sup *s, char *err, size_t errlen)
 	return rc;
 }
 
+/* A run whose every task is DONE or FAILED asks the model nothing more: resuming it
+ * needs no API key. (A worker of an unfinished task opens its LLM client even in its
+ * last turn past GENERATE, so any unfinished task needs the key.) */
+static bool
+some_task_unfinished(const struct orch_run *run)
+{
+	for (int i = 0; i < run->ntasks; i++) {
+		struct fsm_summary sum;
+
+		if (fsm_summarize(run->dir, run->tasks[i].id, &sum) < 0 ||
+		    !fsm_state_terminal(sum.state))
+			return true;
+	}
+	return false;
+}
+
 /* Detaching: the caller returns once the daemon has its pid file. */
 static int
 daemonize(struct orch_run *run)
@@ -590,7 +605,8 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}
-	if (llm_check_config(&run->cfg, err, sizeof(err)) < 0) {
+	/* A finished run makes no request: resuming it needs no key (nor replay dir). */
+	if (some_task_unfinished(run) && llm_check_config(&run->cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}
@@ -650,7 +666,7 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 			   run->cfg.eval.device, "quarantined", "stop_reason", "llm_paused");
 	orch_run_update(run, fields);
 	json_decref(fields);
-	log_info("run %s in %s (python %s)", run->cfg.name, run->dir, python);
+	log_info(ORCH_LOG_SUP_START, run->cfg.name, run->dir, python);
 	fb_contain_report();
 
 	for (;;) {

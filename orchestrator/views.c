@@ -40,6 +40,172 @@ load_json_in(const char *dir, const char *name)
 
 /* --------------------------------------------------------------- status */
 
+/*
+ * Stage times: where each stage's time went, waiting for a slot apart from holding it.
+ * This is the one definition (tools/stage_times.py prints it from `kforge status --json`,
+ * key "stages"). It reads the lease record that lease_give (fsm/actions.c) writes into a
+ * step's data, {"lease": {"class", "slot", "wait_ms", "acquired_ms", "released_ms"}}:
+ *   wait = wait_ms, from asking for the slot to getting it;
+ *   hold = released_ms - acquired_ms, from getting the slot to giving it back.
+ * A step is a record that leaves the stage (its "from"; the "start" record is none). A
+ * step without a lease took no slot (a build found in the cache before asking, a static
+ * rejection, a saved reply reused): it counts in "steps" and "no_slot" and holds
+ * nothing, so it is left out of the wait and hold statistics rather than pulling them
+ * to zero. Statistics: median (the mean of the middle two for an even count), p90
+ * (nearest rank), max and total, in ms.
+ */
+static const enum fsm_state timed_stages[] = {
+	FSM_ST_GENERATE, FSM_ST_PRECOMPILE, FSM_ST_EXECUTE, FSM_ST_PROFILE,
+};
+#define N_TIMED_STAGES (sizeof(timed_stages) / sizeof(timed_stages[0]))
+
+#define STAGE_MS_MAX (INT64_C(1) << 40)
+
+struct stage_times {
+	int	 steps;		/* records leaving the stage */
+	int	 n, cap;	/* steps that held a slot: wait[i], hold[i] */
+	int64_t	*wait, *hold;
+};
+
+static int
+stage_times_add(const struct kb_tlog_rec *rec, void *arg)
+{
+	struct stage_times	*st = arg, *s;
+	enum fsm_state		 from;
+	json_t			*lease = json_object_get(rec->data, "lease");
+	json_t			*w = json_object_get(lease, "wait_ms");
+	json_t			*a = json_object_get(lease, "acquired_ms");
+	json_t			*r = json_object_get(lease, "released_ms");
+
+	if (fsm_state_parse(rec->from, &from) < 0 || strcmp(rec->event, "start") == 0)
+		return 0;
+	s = &st[from];
+	s->steps++;
+	/* A value no run can reach (over 2^40 ms, decades) is a damaged record: skipped, so
+	 * that no sum overflows. */
+	if (!json_is_integer(w) || !json_is_integer(a) || !json_is_integer(r) ||
+	    json_integer_value(w) < 0 || json_integer_value(w) > STAGE_MS_MAX ||
+	    json_integer_value(r) < json_integer_value(a) ||
+	    json_integer_value(a) < 0 ||
+	    json_integer_value(r) - json_integer_value(a) > STAGE_MS_MAX)
+		return 0;
+	if (s->n == s->cap) {
+		int	 cap = s->cap > 0 ? 2 * s->cap : 64;
+		int64_t	*nw = realloc(s->wait, (size_t)cap * sizeof(*nw)), *nh;
+
+		if (nw == NULL)
+			return -KB_ENOMEM;
+		s->wait = nw;
+		if ((nh = realloc(s->hold, (size_t)cap * sizeof(*nh))) == NULL)
+			return -KB_ENOMEM;
+		s->hold = nh;
+		s->cap = cap;
+	}
+	s->wait[s->n] = json_integer_value(w);
+	s->hold[s->n] = json_integer_value(r) - json_integer_value(a);
+	s->n++;
+	return 0;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t	x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* {"median", "p90", "max", "total"} of n values (sorted here), or null for none. */
+static json_t *
+ms_stats(int64_t *v, int n)
+{
+	int64_t	total = 0;
+
+	if (n == 0)
+		return json_null();
+	qsort(v, (size_t)n, sizeof(*v), cmp_i64);
+	for (int i = 0; i < n; i++)
+		total += v[i];
+	return json_pack("{s:f, s:I, s:I, s:I}", "median",
+			 n % 2 ? (double)v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0, "p90",
+			 (json_int_t)v[(9 * n + 9) / 10 - 1], "max", (json_int_t)v[n - 1], "total",
+			 (json_int_t)total);
+}
+
+/* The "stages" object of status --json: per timed stage with any step, its counts and
+ * the wait and hold statistics. */
+static json_t *
+stage_times_json(const struct orch_run *run)
+{
+	struct stage_times	 st[FSM_ST__N];
+	json_t			*out = json_object();
+	char			 path[PATH_MAX];
+
+	memset(st, 0, sizeof(st));
+	for (int i = 0; i < run->ntasks; i++) {
+		snprintf(path, sizeof(path), "%s/tasks/%s/trajectory.jsonl", run->dir,
+			 run->tasks[i].id);
+		kb_tlog_read(path, stage_times_add, st);
+	}
+	for (size_t k = 0; k < N_TIMED_STAGES; k++) {
+		struct stage_times *s = &st[timed_stages[k]];
+
+		if (s->steps > 0)
+			json_object_set_new(out, fsm_state_name(timed_stages[k]),
+				json_pack("{s:i, s:i, s:i, s:o, s:o}", "steps", s->steps,
+					  "held_slot", s->n, "no_slot", s->steps - s->n, "wait_ms",
+					  ms_stats(s->wait, s->n), "hold_ms",
+					  ms_stats(s->hold, s->n)));
+	}
+	for (int i = 0; i < FSM_ST__N; i++) {
+		free(st[i].wait);
+		free(st[i].hold);
+	}
+	return out;
+}
+
+static void
+print_ms(json_t *v)
+{
+	double	ms = json_number_value(v);
+
+	if (ms < 1000)
+		printf(" %8.0f ms", ms);
+	else
+		printf(" %9.1f s", ms / 1000);
+}
+
+static void
+print_stage_times(json_t *stages)
+{
+	if (json_object_size(stages) == 0)
+		return;
+	printf("stage times: waiting for a slot, then holding it (a step that took no slot,\n"
+	       "such as a cache hit, holds nothing and is left out of the times):\n");
+	printf("  %-10s %5s %5s %7s  %11s %11s  %11s %11s\n", "STAGE", "steps", "slot",
+	       "no slot", "wait median", "p90", "hold median", "p90");
+	for (size_t k = 0; k < N_TIMED_STAGES; k++) {
+		const char	*name = fsm_state_name(timed_stages[k]);
+		json_t		*s = json_object_get(stages, name);
+		json_t		*w = json_object_get(s, "wait_ms"), *h = json_object_get(s, "hold_ms");
+
+		if (s == NULL)
+			continue;
+		printf("  %-10s %5lld %5lld %7lld ", name,
+		       (long long)json_integer_value(json_object_get(s, "steps")),
+		       (long long)json_integer_value(json_object_get(s, "held_slot")),
+		       (long long)json_integer_value(json_object_get(s, "no_slot")));
+		if (json_is_object(w)) {
+			print_ms(json_object_get(w, "median"));
+			print_ms(json_object_get(w, "p90"));
+			printf(" ");
+			print_ms(json_object_get(h, "median"));
+			print_ms(json_object_get(h, "p90"));
+		}
+		printf("\n");
+	}
+}
+
 static void
 print_resource(const char *label, json_t *r)
 {
@@ -75,21 +241,42 @@ quarantined_gpus(json_t *info, json_t *pool)
 	return list;
 }
 
+/* What a run is doing now: "running" while a supervisor holds its lock, else what
+ * run.json recorded when the supervisor ended ("finished", "paused", "stopped", or
+ * "created" for one never started), except that a run.json still saying "running"
+ * without a live supervisor means the supervisor died without closing the run:
+ * "interrupted". */
+static const char *
+run_state(json_t *info, bool alive)
+{
+	const char	*recorded = json_string_value(json_object_get(info, "status"));
+
+	if (alive)
+		return "running";
+	if (recorded == NULL)
+		return "unknown";
+	return strcmp(recorded, "running") == 0 ? "interrupted" : recorded;
+}
+
 int
 orch_cmd_status(const char *dir, bool as_json)
 {
 	struct orch_run	 run;
-	json_t		*info, *pool, *tasks = json_array(), *out, *quarantined;
-	const char	*paused;
-	int		 counts[FSM_ST__N] = { 0 };
+	json_t		*info, *pool, *tasks = json_array(), *out, *quarantined, *stages;
+	const char	*paused, *state;
+	char		 resume[PATH_MAX + 32] = "";
+	int		 counts[FSM_ST__N] = { 0 }, unfinished;
 	long		 reqs = 0, ptok = 0, ctok = 0;
 	pid_t		 sup;
+	bool		 alive;
 
 	if (open_or_complain(&run, dir) < 0)
 		return 1;
 	info = load_json_in(run.dir, "run.json");
 	pool = load_json_in(run.dir, "pool.json");
 	sup = orch_run_supervisor_pid(run.dir);
+	alive = sup != 0;	/* -1: locked, its pid file unreadable */
+	state = run_state(info, alive);
 	quarantined = quarantined_gpus(info, pool);
 	/* run.json has it from the moment the supervisor saw it; pool.json as a fallback. */
 	paused = json_string_value(json_object_get(info, "llm_paused"));
@@ -110,15 +297,22 @@ orch_cmd_status(const char *dir, bool as_json)
 			s.best_speedup >= 0 ? json_real(s.best_speedup) : json_null(),
 			"last_status", s.last_status, "fail_reason", s.fail_reason));
 	}
+	unfinished = run.ntasks - counts[FSM_ST_DONE] - counts[FSM_ST_FAILED];
+	/* Whatever stopped it, a run with work left and no supervisor continues on resume. */
+	if (!alive && unfinished > 0)
+		snprintf(resume, sizeof(resume), "kforge resume %s", run.dir);
+	stages = stage_times_json(&run);
 	if (as_json) {
-		out = json_pack("{s:o, s:O?, s:O, s:{s:s?, s:b, s:i, s:s?}, s:{s:I, s:I, s:I}}",
+		out = json_pack("{s:o, s:O?, s:O, s:{s:s?, s:s, s:b, s:i, s:s?, s:s?}, "
+				"s:{s:I, s:I, s:I}, s:O}",
 				"tasks", tasks, "resources", pool, "quarantined", quarantined, "run",
 				"status", json_string_value(json_object_get(info, "status")),
-				"supervisor_alive", sup > 0, "supervisor_pid",
+				"state", state, "supervisor_alive", alive, "supervisor_pid",
 				sup > 0 ? (int)sup : 0, "stop_reason",
-				json_string_value(json_object_get(info, "stop_reason")), "llm",
+				json_string_value(json_object_get(info, "stop_reason")),
+				"resume_command", resume[0] ? resume : NULL, "llm",
 				"requests", (json_int_t)reqs, "prompt_tokens", (json_int_t)ptok,
-				"completion_tokens", (json_int_t)ctok);
+				"completion_tokens", (json_int_t)ctok, "stages", stages);
 		if (out == NULL) {
 			fprintf(stderr, "kforge: out of memory\n");
 			return 1;
@@ -134,12 +328,9 @@ orch_cmd_status(const char *dir, bool as_json)
 		size_t	 i;
 		json_t	*t;
 
-		printf("run %s: %s%s, %d tasks: %d done, %d failed, %d in progress\n",
-		       run.cfg.name, sup > 0 ? "running" :
-		       json_string_value(json_object_get(info, "status")) ?: "unknown",
-		       sup > 0 ? "" : " (no supervisor)", run.ntasks, counts[FSM_ST_DONE],
-		       counts[FSM_ST_FAILED],
-		       run.ntasks - counts[FSM_ST_DONE] - counts[FSM_ST_FAILED]);
+		printf("run %s: %s, %d tasks: %d done, %d failed, %d in progress\n",
+		       run.cfg.name, state, run.ntasks, counts[FSM_ST_DONE],
+		       counts[FSM_ST_FAILED], unfinished);
 		printf("%-32s %-11s %7s %8s  %s\n", "TASK", "STATE", "TURN", "BEST", "LAST");
 		json_array_foreach(tasks, i, t) {
 			char	best[32] = "-";
@@ -157,25 +348,33 @@ orch_cmd_status(const char *dir, bool as_json)
 			       json_string_value(json_object_get(t, "fail_reason")));
 		}
 		if (json_is_object(pool)) {
-			printf("resources%s:\n", sup > 0 ? "" : " (at the last update)");
+			printf("resources%s:\n", alive ? "" : " (at the last update)");
 			print_resource(strcmp(run.cfg.eval.device, "cpu") == 0 ? "cpu-exec" : "gpu",
 				       json_object_get(pool, "exec"));
 			print_resource("compile", json_object_get(pool, "compile"));
 			print_resource("llm", json_object_get(pool, "llm"));
 		}
+		print_stage_times(stages);
 		json_array_foreach(quarantined, i, t)
 			printf("GPU %lld quarantined: %s\n",
 			       (long long)json_integer_value(json_object_get(t, "device")),
 			       json_string_value(json_object_get(t, "reason")) ?: "no reason given");
-		if (sup > 0 && paused != NULL)	/* once stopped, stop_reason says it */
+		if (alive && paused != NULL)	/* once stopped, stop_reason says it */
 			printf("%s\n", paused);
-		if (sup <= 0 && json_is_string(json_object_get(info, "stop_reason")))
+		if (!alive && json_is_string(json_object_get(info, "stop_reason")))
 			printf("stopped: %s\n",
 			       json_string_value(json_object_get(info, "stop_reason")));
 		printf("llm: %ld requests, %ld prompt tokens, %ld completion tokens\n", reqs, ptok,
 		       ctok);
+		if (strcmp(state, "interrupted") == 0)
+			printf("interrupted: run.json says running, but no supervisor is alive (it "
+			       "was killed, or its machine restarted)\n");
+		if (resume[0])
+			printf("not running, %d task%s unfinished: '%s' continues %s\n", unfinished,
+			       unfinished == 1 ? "" : "s", resume, unfinished == 1 ? "it" : "them");
 		json_decref(tasks);
 	}
+	json_decref(stages);
 	json_decref(quarantined);
 	json_decref(info);
 	json_decref(pool);
@@ -185,20 +384,113 @@ orch_cmd_status(const char *dir, bool as_json)
 
 /* ----------------------------------------------------------------- tail */
 
+/*
+ * tail prints the transitions of the trajectories and, in time order among them, what
+ * the supervisor log says happened to the run from outside the tasks: each start of a
+ * supervisor after the first (a resume) and each worker it restarted. Retries inside a
+ * task are its "transient" transitions, shown with their failed attempts. With -f, what
+ * arrives in one polling round is sorted the same way before it is printed.
+ */
+
 struct tail_file {
 	char	 path[PATH_MAX];
 	off_t	 off;
 };
 
+/* supervisor.log as far as it has been read, and how many supervisors started in it. */
+struct sup_log {
+	char	 path[PATH_MAX];
+	off_t	 off;
+	int	 starts;
+	const char *const *tasks;	/* restarts of these tasks only (ntasks of them) */
+	int	 ntasks;
+};
+
+static bool
+sup_log_follows(const struct sup_log *sl, const char *task)
+{
+	for (int i = 0; i < sl->ntasks; i++)
+		if (strcmp(sl->tasks[i], task) == 0)
+			return true;
+	return false;
+}
+
+struct tail_line {
+	char	 ts[32];
+	long	 order;		/* arrival, to keep equal timestamps in their order */
+	char	*text;
+};
+
+struct tail_lines {
+	struct tail_line	*v;
+	size_t			 n, cap;
+	long			 next;
+};
+
 static void
-print_record(const struct kb_tlog_rec *r)
+lines_add(struct tail_lines *l, const char *ts, char *text)
+{
+	if (l->n == l->cap) {
+		size_t			 cap = l->cap > 0 ? 2 * l->cap : 256;
+		struct tail_line	*v = realloc(l->v, cap * sizeof(*v));
+
+		if (v == NULL) {
+			free(text);
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	snprintf(l->v[l->n].ts, sizeof(l->v[l->n].ts), "%s", ts);
+	l->v[l->n].order = l->next++;
+	l->v[l->n].text = text;
+	l->n++;
+}
+
+static int
+by_time(const void *a, const void *b)
+{
+	const struct tail_line	*x = a, *y = b;
+	int			 c = strcmp(x->ts, y->ts);
+
+	return c != 0 ? c : (x->order > y->order) - (x->order < y->order);
+}
+
+static void
+lines_flush(struct tail_lines *l)
+{
+	qsort(l->v, l->n, sizeof(*l->v), by_time);
+	for (size_t i = 0; i < l->n; i++) {
+		fputs(l->v[i].text, stdout);
+		free(l->v[i].text);
+	}
+	l->n = 0;
+	fflush(stdout);
+}
+
+/* "01:02:03.456" of an ISO-8601 timestamp (the whole of anything else). */
+static const char *
+clock_of(const char *ts)
+{
+	const char	*t = strchr(ts, 'T');
+
+	return t != NULL ? t + 1 : ts;
+}
+
+static char *
+format_record(const struct kb_tlog_rec *r)
 {
 	json_t		*d = r->data, *v;
-	const char	*clock = strchr(r->ts, 'T');
 	char		 extra[512] = "";
 	size_t		 n = 0;
 
 #define ADD(...) (n += (size_t)snprintf(extra + n, n < sizeof(extra) ? sizeof(extra) - n : 0, __VA_ARGS__))
+	if (strcmp(r->event, "transient") == 0) {
+		ADD("  retry");
+		if (json_is_integer(v = json_object_get(d, "attempts")) && json_integer_value(v) > 0)
+			ADD(" after %lld failed attempt%s", (long long)json_integer_value(v),
+			    json_integer_value(v) == 1 ? "" : "s");
+	}
 	if (json_is_string(v = json_object_get(d, "status")))
 		ADD("  %s", json_string_value(v));
 	if (json_is_number(v = json_object_get(d, "runtime_ms")))
@@ -218,31 +510,22 @@ print_record(const struct kb_tlog_rec *r)
 	if (json_is_string(v = json_object_get(d, "error")))
 		ADD("  %s", json_string_value(v));
 #undef ADD
-	printf("%.12s %-24s turn %-2d %-10s --%s--> %s%s\n", clock ? clock + 1 : r->ts, r->task,
-	       r->turn, r->from, r->event, r->to, extra);
+	return kb_asprintf("%.12s %-24s turn %-2d %-10s --%s--> %s%s\n", clock_of(r->ts), r->task,
+			   r->turn, r->from, r->event, r->to, extra);
 }
 
-static int
-tail_cb(const struct kb_tlog_rec *rec, void *arg)
-{
-	(void)arg;
-	print_record(rec);
-	return 0;
-}
-
-/* Prints the whole records that appeared after f->off. A line without its newline is
- * a write in progress: it is left for the next round. */
-static bool
-tail_new(struct tail_file *f, bool *terminal)
+/* Adds the whole records that appeared after f->off. A line without its newline is a
+ * write in progress: it is left for the next round. */
+static void
+tail_new(struct tail_file *f, struct tail_lines *out, bool *terminal)
 {
 	FILE	*fp = fopen(f->path, "r");
 	char	*line = NULL;
 	size_t	 cap = 0;
 	ssize_t	 n;
-	bool	 any = false;
 
 	if (fp == NULL)
-		return false;
+		return;
 	fseeko(fp, f->off, SEEK_SET);
 	while ((n = getline(&line, &cap, fp)) > 0 && line[n - 1] == '\n') {
 		struct kb_tlog_rec rec;
@@ -250,14 +533,121 @@ tail_new(struct tail_file *f, bool *terminal)
 		f->off += n;
 		if (kb_tlog_parse_line(line, (size_t)n - 1, &rec) < 0)
 			continue;
-		print_record(&rec);
+		lines_add(out, rec.ts, format_record(&rec));
 		*terminal = strcmp(rec.to, "DONE") == 0 || strcmp(rec.to, "FAILED") == 0;
 		kb_tlog_rec_clear(&rec);
-		any = true;
 	}
 	free(line);
 	fclose(fp);
-	return any;
+}
+
+/*
+ * Whether msg is a line written with the printf format fmt, whose conversions are %s
+ * (any text, at least one character) and %d (digits). The literal pieces are found
+ * leftmost, the last at the very end, so it is linear in the line. *first, when not
+ * NULL, receives the text of the first conversion.
+ */
+static bool
+log_line_is(const char *msg, const char *fmt, char *first, size_t firstlen)
+{
+	const char	*m = msg, *end = msg + strlen(msg), *conv = NULL;
+	bool		 captured = false;
+
+	for (;;) {
+		const char	*pct = strchr(fmt, '%');
+		size_t		 lit = pct != NULL ? (size_t)(pct - fmt) : strlen(fmt);
+		const char	*at;
+
+		/* fmt[0..lit) must come next: right here after no conversion, else somewhere
+		 * after at least one character, or at the very end for the last piece. */
+		if (conv == NULL)
+			at = strncmp(m, fmt, lit) == 0 ? m : NULL;
+		else if (pct == NULL)
+			at = (size_t)(end - m) >= lit + 1 && strncmp(end - lit, fmt, lit) == 0 ?
+			     end - lit : NULL;
+		else if (m >= end)
+			at = NULL;
+		else
+			at = lit == 0 ? m + 1 : memmem(m + 1, (size_t)(end - m - 1), fmt, lit);
+		if (at == NULL)
+			return false;
+		if (conv != NULL) {
+			if (conv[1] == 'd')
+				for (const char *c = m; c < at; c++)
+					if (*c < '0' || *c > '9')
+						return false;
+			if (!captured && first != NULL)
+				snprintf(first, firstlen, "%.*s", (int)(at - m), m);
+			captured = true;
+		}
+		m = at + lit;
+		if (pct == NULL)
+			return m == end;
+		if (pct[1] != 's' && pct[1] != 'd')
+			return false;
+		conv = pct;
+		fmt = pct + 2;
+	}
+}
+
+/* One line of supervisor.log: "TS [sup] [warning: ]MESSAGE". A resume (a supervisor
+ * start after the first) or a restart of a followed task becomes a tail line. */
+static void
+sup_log_line(struct sup_log *sl, char *line, struct tail_lines *out)
+{
+	static const char	 sup_tag[] = " [sup] ", warn_tag[] = "warning: ";
+	char			*sp = strchr(line, ' '), *msg, task[256];
+	char			 ts[32];
+
+	if (sp == NULL || (size_t)(sp - line) >= sizeof(ts) || strncmp(sp, sup_tag,
+	    sizeof(sup_tag) - 1) != 0)
+		return;
+	snprintf(ts, sizeof(ts), "%.*s", (int)(sp - line), line);
+	msg = sp + sizeof(sup_tag) - 1;
+	if (strncmp(msg, warn_tag, sizeof(warn_tag) - 1) == 0)
+		msg += sizeof(warn_tag) - 1;
+	if (log_line_is(msg, ORCH_LOG_SUP_START, NULL, 0)) {
+		if (++sl->starts > 1)
+			lines_add(out, ts, kb_asprintf("%.12s %-24s resumed: supervisor start %d of "
+				"this run\n", clock_of(ts), "(run)", sl->starts));
+	} else if (log_line_is(msg, ORCH_LOG_WORKER_RESTART, task, sizeof(task)) &&
+		   sup_log_follows(sl, task)) {
+		lines_add(out, ts, kb_asprintf("%.12s %-24s restart: %s\n", clock_of(ts), task,
+					       msg + strlen(task) + 2));
+	}
+}
+
+/* Adds what supervisor.log gained since the last call: whole lines only; one longer
+ * than any the log writes is skipped. */
+static void
+sup_log_new(struct sup_log *sl, struct tail_lines *out)
+{
+	FILE	*fp = fopen(sl->path, "r");
+	char	 line[8192];
+
+	if (fp == NULL)
+		return;
+	fseeko(fp, sl->off, SEEK_SET);
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		size_t	n = strlen(line);
+
+		if (line[n - 1] != '\n') {
+			int c;
+
+			if (feof(fp))
+				break;	/* a line being written: next round */
+			while ((c = fgetc(fp)) != EOF && c != '\n')
+				n++;
+			if (c == EOF)
+				break;
+			sl->off += (off_t)n + 1;
+			continue;
+		}
+		sl->off += (off_t)n;
+		line[n - 1] = '\0';
+		sup_log_line(sl, line, out);
+	}
+	fclose(fp);
 }
 
 int
@@ -265,57 +655,64 @@ orch_cmd_tail(const char *dir, const char *task, bool follow)
 {
 	struct orch_run		 run;
 	struct tail_file	*files;
+	struct tail_lines	 lines = { 0 };
+	struct sup_log		 sl = { 0 };
+	const char		**ids;
 	bool			*done;
-	int			 nfiles = 0, found = 0;
+	int			 nfiles = 0;
 
 	if (open_or_complain(&run, dir) < 0)
 		return 1;
 	files = calloc((size_t)run.ntasks + 1, sizeof(*files));
 	done = calloc((size_t)run.ntasks + 1, sizeof(*done));
+	ids = calloc((size_t)run.ntasks + 1, sizeof(*ids));
 	for (int i = 0; i < run.ntasks; i++) {
 		if (task != NULL && strcmp(task, run.tasks[i].id) != 0 &&
 		    strcmp(task, run.tasks[i].problem_key) != 0)
 			continue;
+		ids[nfiles] = run.tasks[i].id;
 		snprintf(files[nfiles].path, sizeof(files[nfiles].path),
 			 "%s/tasks/%s/trajectory.jsonl", run.dir, run.tasks[i].id);
 		nfiles++;
-		found++;
 	}
-	if (found == 0) {
+	if (nfiles == 0) {
 		fprintf(stderr, "kforge: no task '%s' in %s (see 'kforge status %s')\n", task,
 			run.dir, run.dir);
 		orch_run_clear(&run);
 		free(files);
 		free(done);
+		free(ids);
 		return 1;
 	}
-	if (!follow) {
-		for (int i = 0; i < nfiles; i++)
-			kb_tlog_read(files[i].path, tail_cb, NULL);
-	} else {
-		for (;;) {
-			bool all = true;
+	sl.tasks = ids;
+	sl.ntasks = nfiles;
+	snprintf(sl.path, sizeof(sl.path), "%s/supervisor.log", run.dir);
+	for (;;) {
+		bool all = true;
 
-			for (int i = 0; i < nfiles; i++) {
-				tail_new(&files[i], &done[i]);
-				all = all && done[i];
-			}
-			fflush(stdout);
-			/* Follow until every followed task is finished, or the run is not going
-			 * anywhere (no supervisor) and nothing more arrives. */
-			if (all || orch_run_supervisor_pid(run.dir) == 0) {
-				if (!all)
-					fprintf(stderr, "kforge: no supervisor is running on %s\n",
-						run.dir);
-				break;
-			}
-			struct timespec ts = { 0, 200 * 1000000L };
-			nanosleep(&ts, NULL);
+		for (int i = 0; i < nfiles; i++) {
+			tail_new(&files[i], &lines, &done[i]);
+			all = all && done[i];
 		}
+		sup_log_new(&sl, &lines);
+		lines_flush(&lines);
+		if (!follow)
+			break;
+		/* Follow until every followed task is finished, or the run is not going
+		 * anywhere (no supervisor) and nothing more arrives. */
+		if (all || orch_run_supervisor_pid(run.dir) == 0) {
+			if (!all)
+				fprintf(stderr, "kforge: no supervisor is running on %s\n", run.dir);
+			break;
+		}
+		struct timespec ts = { 0, 200 * 1000000L };
+		nanosleep(&ts, NULL);
 	}
+	free(lines.v);
 	orch_run_clear(&run);
 	free(files);
 	free(done);
+	free(ids);
 	return 0;
 }
 

@@ -1,37 +1,89 @@
 #!/usr/bin/env python3
-"""stage_times.py RUN_DIR: wall time of each stage (GENERATE, PRECOMPILE, EXECUTE,
-PROFILE, FEEDBACK) per task and turn, from the trajectory timestamps, with the median
-of each stage. A stage's time runs from the record that entered it to the record that
-left it, so it includes waiting for its slot."""
+"""stage_times.py RUN_DIR: where each stage's time went.
+
+First the wall time of each stage (GENERATE, PRECOMPILE, EXECUTE, PROFILE, FEEDBACK) per
+task and turn, from the trajectory timestamps, with per-stage medians: a stage's wall
+time runs from the record that entered it to the record that left it, so it includes
+the time spent waiting for a slot (an LLM request, a compile slot, a GPU or CPU
+execution slot).
+
+Then, for the stages that take a slot, that wall time split into waiting for the slot
+and holding it (median and p90 of each), as `kforge status DIR --json` reports it under
+"stages". That split is defined once, in orchestrator/views.c (stage_times_json): it is
+read from the lease record of each step, and a step that took no slot (a cache hit)
+holds nothing and is counted apart. This tool prints it and does not recompute it.
+
+The kforge binary: $KFORGE_BIN, else build/kforge beside this checkout, else kforge on
+PATH. Standard library only.
+"""
 import datetime
 import glob
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+
+STAGES = ("GENERATE", "PRECOMPILE", "EXECUTE", "PROFILE", "FEEDBACK")
 
 
 def ms(ts):
     return datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp() * 1000.0
 
 
-def main(run_dir):
+def kforge_bin():
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "kforge")
+    for b in (os.environ.get("KFORGE_BIN"), here, shutil.which("kforge")):
+        if b and os.access(b, os.X_OK):
+            return b
+    sys.exit("stage_times.py: no kforge binary (set KFORGE_BIN, or build into build/)")
+
+
+def wall_times(run_dir):
     per_stage = {}
     for path in sorted(glob.glob(os.path.join(run_dir, "tasks", "*", "trajectory.jsonl"))):
-        recs = [json.loads(line) for line in open(path) if line.endswith("\n")]
+        with open(path) as f:
+            recs = [json.loads(line) for line in f if line.endswith("\n")]
         for prev, cur in zip(recs, recs[1:]):
             if cur["from"] != prev["to"]:
                 continue
             d = ms(cur["ts"]) - ms(prev["ts"])
             per_stage.setdefault(cur["from"], []).append(d)
-            print("%-28s turn %-2d %-10s %9.1f ms  -> %s %s" % (cur["task"], cur["turn"], cur["from"],
-                  d, cur["event"], cur["data"].get("status", "")))
+            print("%-28s turn %-2d %-10s %9.1f ms  -> %s %s" % (
+                cur["task"], cur["turn"], cur["from"], d, cur["event"], cur["data"].get("status", "")))
     print()
-    for stage in ("GENERATE", "PRECOMPILE", "EXECUTE", "PROFILE", "FEEDBACK"):
+    print("wall time per stage (waiting included):")
+    for stage in STAGES:
         v = per_stage.get(stage)
         if v:
-            print("%-10s n=%-3d median %9.1f ms  min %9.1f  max %9.1f" % (stage, len(v), statistics.median(v),
-                  min(v), max(v)))
+            print("  %-10s n=%-4d median %10.1f ms  min %10.1f  max %10.1f" % (
+                stage, len(v), statistics.median(v), min(v), max(v)))
+
+
+def slot_times(run_dir):
+    p = subprocess.run([kforge_bin(), "status", run_dir, "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("stage_times.py: kforge status failed: %s" % p.stderr.strip())
+    stages = json.loads(p.stdout).get("stages", {})
+    print()
+    print("waiting for a slot vs holding it (kforge status; a step without a slot, "
+          "such as a cache hit, holds nothing):")
+    print("  %-10s %6s %6s %8s  %13s %13s  %13s %13s" % (
+        "STAGE", "steps", "slot", "no slot", "wait median", "wait p90", "hold median", "hold p90"))
+    for stage in STAGES:
+        s = stages.get(stage)
+        if not s:
+            continue
+        w, h = s["wait_ms"], s["hold_ms"]
+        cells = ["%10.1f ms" % x for x in (w["median"], w["p90"], h["median"], h["p90"])] if w else ["-"] * 4
+        print("  %-10s %6d %6d %8d  %13s %13s  %13s %13s" % (
+            stage, s["steps"], s["held_slot"], s["no_slot"], *cells))
+
+
+def main(run_dir):
+    wall_times(run_dir)
+    slot_times(run_dir)
 
 
 if __name__ == "__main__":

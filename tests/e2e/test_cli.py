@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """The command line as a script sees it: --help everywhere, usage errors, a bad config
+"""The command line as a script sees it: --help everywhere, usage errors, a bad config
 refused with file:line:column before anything starts, a missing problems directory, an
 unset API-key variable and a bad runner.python each refused with one line before the run
 directory is created (so the same command then simply runs), --set recorded in the
 frozen config, an existing run directory refused, and `kforge eval --json` on a real
-kernel (correct, and wrong) with the documented keys."""
+kernel (correct, and wrong) with the documented keys; eval's exit statuses (0 correct, 1
+wrong, 3 not compiled, 4 failed when run, 5 no Python with torch) and its --help, which
+lists them with every runner status and the evaluation's defaults as the config and the
+runner define them."""
 import json
 import os
 import re
@@ -99,10 +103,13 @@ def kernel_from(reply_name, path):
 
 prob = os.path.join(problems, "level1", "1_ReLU.py")
 env = {"KFORGE_PYTHON": py}
-for name, want_correct, want_status in (("relu_3.md", True, "ok"), ("relu_2.md", False, "value_mismatch")):
+for name, want_correct, want_status, want_rc in (("relu_3.md", True, "ok", 0),
+                                                 ("relu_2.md", False, "value_mismatch", 1)):
     k = kernel_from(name, os.path.join(work, name + ".py"))
-    out = json.loads(kforge("eval", "--problem", prob, "--kernel", k, "--device", "cpu", "--json",
-                            "--set", "eval.perf_trials=5", env=env, timeout=900).stdout)
+    p = kforge("eval", "--problem", prob, "--kernel", k, "--device", "cpu", "--json",
+               "--set", "eval.perf_trials=5", env=env, timeout=900, check_rc=False)
+    check(p.returncode == want_rc, "eval %s exited %d, want %d: %s" % (name, p.returncode, want_rc, p.stderr[-2000:]))
+    out = json.loads(p.stdout)
     for key in ("status", "correct", "flags", "runtime_ms", "ref_runtime_ms", "speedup"):
         check(key in out, "eval --json lacks %s" % key)
     check(out["status"] == want_status and out["correct"] is want_correct, "%s: %s" % (name, out["status"]))
@@ -111,4 +118,50 @@ for name, want_correct, want_status in (("relu_3.md", True, "ok"), ("relu_2.md",
               abs(out["speedup"] - out["ref_runtime_ms"] / out["runtime_ms"]) < 1e-9, "eval timings")
     else:
         check(out["speedup"] is None, "a wrong kernel has no speedup")
+
+# Failures without a C++ build: a module that does not load is a compile error (3), a
+# forward that raises a runtime error (4), a Python without torch the environment (5).
+data = os.path.join(HOME, "tests", "data", "feedback")
+add = os.path.join(data, "problem_add.py")
+for cand, want_status, want_rc in (("cand_syntax_error.py", "compile_error", 3),
+                                   ("cand_raise.py", "runtime_error", 4)):
+    p = kforge("eval", "--problem", add, "--kernel", os.path.join(data, cand), "--device", "cpu",
+               "--json", env=env, timeout=900, check_rc=False)
+    check(p.returncode == want_rc and json.loads(p.stdout)["status"] == want_status,
+          "eval %s: exit %d, %r; want %d, %s" % (cand, p.returncode, p.stdout[-500:], want_rc, want_status))
+no_torch = os.path.join(work, "python-without-torch")
+with open(no_torch, "w") as f:
+    f.write("#!/bin/sh\nexit 1\n")
+os.chmod(no_torch, 0o755)
+p = kforge("eval", "--problem", add, "--kernel", os.path.join(data, "cand_raise.py"), "--device", "cpu",
+           env={"KFORGE_PYTHON": no_torch}, check_rc=False)
+check(p.returncode == 5 and "Python" in p.stderr, "eval without torch: exit %d, %r" % (p.returncode, p.stderr))
+p = kforge("eval", "--problem", add, "--kernel", os.path.join(work, "missing.py"), check_rc=False)
+check(p.returncode == 2 and "missing.py" in p.stderr, "eval of a missing file: exit %d, %r" % (p.returncode, p.stderr))
+
+# eval --help: each exit status, every status the runner can report under one of them,
+# and the defaults as orchestrator/config.c and the runner's TOLERANCE define them.
+helptext = kforge("eval", "--help").stdout
+rows = dict(re.findall(r"^  (\d)  .*\n     status: (.*)$", helptext, re.M))
+check(sorted(rows) == ["0", "1", "3", "4", "5"] and re.search(r"^  2  usage error", helptext, re.M),
+      "eval --help exit statuses:\n" + helptext)
+listed = " ".join(rows.values()).split()
+sys.path.insert(0, os.path.join(HOME, "feedback"))
+import kforge_runner  # noqa: E402  (standard library at import time)
+check(all(st in listed for st in kforge_runner.STATUSES) and "env_error" in rows["5"],
+      "eval --help leaves out a runner status: %s vs %s" % (listed, kforge_runner.STATUSES))
+check("compile_error" in rows["3"] and "value_mismatch" in rows["1"] and "timeout" in rows["4"],
+      "eval --help maps statuses to the wrong exit codes:\n" + helptext)
+tol_line = [l for l in helptext.splitlines() if "eval.atol and eval.rtol" in l]
+check(len(tol_line) == 1 and all(re.search(r"\b%s %g\b" % (prec, v), tol_line[0]) for prec, v in
+                                 kforge_runner.TOLERANCE.items()),
+      "eval --help lacks the runner's tolerances %s:\n%s" % (kforge_runner.TOLERANCE, helptext))
+# the defaults, as the frozen config of the run above has them (nothing set there but
+# refinement.turns and eval.device)
+eval_section = re.search(r"^eval:\n((?:  .*\n)*)", frozen, re.M).group(1)
+for key in ("correctness_trials", "perf_trials", "warmup", "seed", "timeout_s", "compile_timeout_s", "precision"):
+    m = re.search(r"^  %s: (\S+)$" % key, eval_section, re.M)
+    check(m is not None, "the frozen config lacks eval.%s:\n%s" % (key, frozen))
+    check(re.search(r"eval\.%s %s\b" % (key, re.escape(m.group(1))), helptext),
+          "eval --help lacks eval.%s %s:\n%s" % (key, m.group(1), helptext))
 print("ok: cli")

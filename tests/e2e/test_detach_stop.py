@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """--detach, status, tail -f, stop and resume: a detached supervisor writes its pid file
 and log, `kforge status` sees it running, `kforge tail -f` follows the trajectories live,
-`kforge stop` ends it gracefully (run.json says stopped, no task is lost), and a
-resume finishes every task with no request repeated."""
+`kforge stop` ends it gracefully (run.json says stopped, no task is lost, status says
+that resume continues it), and a resume finishes every task with no request repeated."""
 import json
 import os
 import subprocess
@@ -54,6 +54,11 @@ check("stopping" in log, "the log does not record the stop")
 st = json.loads(kforge("status", run_dir, "--json").stdout)
 check(not st["run"]["supervisor_alive"], "status still sees a supervisor")
 check(any(t["state"] != "DONE" for t in st["tasks"]), "everything finished before the stop")
+check(st["run"]["state"] == "stopped" and st["run"]["resume_command"] == "kforge resume " + run_dir,
+      "status --json of a stopped run: %s" % st["run"])
+text = kforge("status", run_dir).stdout
+check("run detach: stopped" in text and "'kforge resume %s' continues" % run_dir in text,
+      "status of a stopped run does not say how to continue it:\n" + text)
 
 kforge("resume", run_dir, timeout=600)
 out, _ = tail.communicate(timeout=60)

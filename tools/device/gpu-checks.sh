@@ -23,8 +23,8 @@ if [ -n "$demo" ]; then
   build-gpu/kforge report "$demo" | tee "$out/demo-report.txt"
   build-gpu/kforge report "$demo" --json > "$out/demo-report.json"
   build-gpu/kforge status "$demo" > "$out/demo-status.txt"
-  python3 tools/stage_times.py "$demo" > "$out/demo-stages.txt"
-  tail -8 "$out/demo-stages.txt"
+  KFORGE_BIN=build-gpu/kforge python3 tools/stage_times.py "$demo" > "$out/demo-stages.txt"
+  tail -16 "$out/demo-stages.txt"
   tar czf "$out/demo-run.tgz" --exclude=build -C "$(dirname "$demo")" run
 fi
 echo "total: $(( $(date +%s) - start )) s"
