@@ -5,7 +5,8 @@ Through a pseudo-terminal (everything the child writes, read until it exits): th
 redraws in place (cursor-up and erase escapes, more than once), shows the tasks by state,
 turns, slots, LLM use and best speedups, every log line (the supervisor's and the
 workers') comes out whole above it, and the run ends with the final summary, whose
-numbers are the run's own `kforge status --json`. With standard output a pipe: plain
+numbers are the run's own `kforge status --json`; a run stopped with SIGINT (twice, the
+model never answering) ends with a "stopped" summary. With standard output a pipe: plain
 one-line summaries (the first at once) and the same final summary, no escape sequence,
 the log lines on stderr only. `--quiet`: nothing on standard output. A resume of a
 finished run prints its final summary too.
@@ -19,6 +20,7 @@ import json
 import os
 import re
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -50,9 +52,10 @@ workers: 2
 env = dict(os.environ, TERM="xterm")
 
 
-def run_in_pty(args, timeout=1500):
+def run_in_pty(args, timeout=1500, on_output=None):
     """Runs kforge with stdin, stdout and stderr on a pseudo-terminal of 40x160 and
-    returns (exit status, everything it wrote)."""
+    returns (exit status, everything it wrote). on_output(text so far, process) is
+    called after each read."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
     proc = subprocess.Popen([BIN] + args, stdin=slave, stdout=slave, stderr=slave, env=env,
@@ -60,23 +63,33 @@ def run_in_pty(args, timeout=1500):
     os.close(slave)
     out = bytearray()
     deadline = time.time() + timeout
-    while True:
-        check(time.time() < deadline, "kforge %s did not end in %d s" % (" ".join(args), timeout))
-        ready, _, _ = select.select([master], [], [], 1.0)
-        if not ready:
-            # Linux answers EIO once no process holds the terminal; a child that kept it
-            # (it must not) would make the run look endless, so an exited kforge with
-            # nothing more to say ends the read too.
-            if proc.poll() is not None:
-                break
-            continue
+
+    def read_some(wait_s):
+        """Appends what the terminal has within wait_s; False once there is no more to
+        come (Linux answers EIO when no process holds the terminal)."""
+        if not select.select([master], [], [], wait_s)[0]:
+            return None
         try:
             data = os.read(master, 65536)
         except OSError:
+            return False
+        out.extend(data)
+        return len(data) > 0
+
+    while True:
+        check(time.time() < deadline, "kforge %s did not end in %d s" % (" ".join(args), timeout))
+        got = read_some(1.0)
+        if got is False:
             break
-        if not data:
+        if got and on_output is not None:
+            on_output(out.decode("utf-8", "replace"), proc)
+        if got is None and proc.poll() is not None:
+            # It has exited, so all it wrote is in the terminal's buffer: take that and
+            # stop, even if a process it left behind (none should) still holds the
+            # terminal.
+            while read_some(0):
+                pass
             break
-        out += data
     os.close(master)
     return proc.wait(), out.decode("utf-8", "replace").replace("\r\n", "\n")
 
@@ -95,11 +108,12 @@ def check_final(text, run_dir, outcome="finished"):
     turns_total = sum(t["turns"] for t in tasks)
     speedups = sorted((t["best_speedup"] for t in tasks if t["best_speedup"] is not None), reverse=True)
     llm = st["llm"]
-    check(done == len(tasks), "not every task is DONE: %s" % [t["state"] for t in tasks])
+    check(outcome != "finished" or done == len(tasks), "not every task is DONE: %s" % [t["state"] for t in tasks])
     m = re.search(r"kforge run progress (\w+) in (\S+)\n((?:  .*\n)+)$", text)
     check(m is not None, "no final summary at the end of:\n%s" % text[-3000:])
     check(m.group(1) == outcome, "the run %s, want %s" % (m.group(1), outcome))
-    want = ["  tasks       %d: %d done, %d failed, 0 unfinished" % (len(tasks), done, failed),
+    want = ["  tasks       %d: %d done, %d failed, %d unfinished" % (len(tasks), done, failed,
+                                                              len(tasks) - done - failed),
             "  turns       %d/%d" % (turns_done, turns_total),
             "  llm         %d requests, %d tokens (%d prompt + %d completion)" % (
                 llm["requests"], llm["prompt_tokens"] + llm["completion_tokens"],
@@ -131,7 +145,7 @@ def check_layout(out):
                   all(line.startswith("  ") for line in rest[1:]),
                   "piece %d is not log lines then a block of %d lines: %r" % (i, ups[i], text[-1500:]))
         else:
-            check(rest and rest[0].startswith("kforge run progress finished in ") and
+            check(rest and re.match(r"kforge run progress (finished|stopped|paused) in ", rest[0]) and
                   all(line.startswith("  ") for line in rest[1:]),
                   "the last piece is not log lines then the final summary: %r" % text[-1500:])
 
@@ -163,6 +177,33 @@ try:
 
 finally:
     mock.stop()
+
+# ------------------------------------------------- a terminal, stopped with ^C
+# The model never answers in time; once the block shows both requests in flight, SIGINT
+# (twice: the second abandons the requests) stops the run, and the summary says so.
+os.makedirs(os.path.join(work, "slow"))
+slow = MockLLM(os.path.join(work, "slow"), {"default": {"content": "late", "delay_s": 600}})
+signals = []
+
+
+def interrupt(text, proc):
+    if (len(signals) == 0 and "llm         2 in flight" in text) or \
+            (len(signals) == 1 and "[sup] stopping: " in text):
+        signals.append(text.count("\n"))
+        os.killpg(proc.pid, signal.SIGINT)
+
+
+try:
+    run_stop = os.path.join(work, "run-stop")
+    rc, out = run_in_pty(["run", config, "--run-dir", run_stop, "--set", "llm.base_url=" + slow.base_url,
+                          "--set", "llm.timeout_s=900"], on_output=interrupt)
+finally:
+    slow.stop()
+check(rc == 0 and len(signals) == 2, "the interrupted run exited %d after %d SIGINTs:\n%s" % (rc, len(signals), out[-3000:]))
+check_layout(out)
+check_final(out, run_stop, "stopped")
+check("  tasks       2: 0 done, 0 failed, 2 unfinished\n  turns       0/4\n" in out,
+      "the stopped run's summary: %r" % out[-600:])
 
 # Replies without code for the runs below: no build, the same display.
 replies = os.path.join(work, "replies", "L1_1_ReLU")
