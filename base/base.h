@@ -68,6 +68,12 @@ enum kb_log_level { KB_LOG_DEBUG, KB_LOG_INFO, KB_LOG_WARN };
 void	kb_log_init(const char *prefix, int fd);
 void	kb_log_set_level(enum kb_log_level level);
 void	kb_log_tee(int fd);	/* also write every line to fd (-1: stop) */
+/* Hands each whole line (newline included) to fn instead of writing it to the log's fd,
+ * so that whoever else draws on that terminal (the foreground progress display) can
+ * make room for it; the tee is written as before. NULL: back to plain writes.
+ * kb_log_init clears it, so a forked worker never calls its parent's writer. */
+typedef void (*kb_log_writer_fn)(const char *line, size_t n, void *arg);
+void	kb_log_set_writer(kb_log_writer_fn fn, void *arg);
 void	log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

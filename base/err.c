@@ -57,12 +57,23 @@ static char	log_prefix[192] = "kforge";
 static int	log_fd = 2;
 static int	log_tee_fd = -1;
 static enum kb_log_level log_level = KB_LOG_INFO;
+static kb_log_writer_fn log_writer;
+static void	*log_writer_arg;
 
 void
 kb_log_init(const char *prefix, int fd)
 {
 	snprintf(log_prefix, sizeof(log_prefix), "%s", prefix);
 	log_fd = fd;
+	log_writer = NULL;
+	log_writer_arg = NULL;
+}
+
+void
+kb_log_set_writer(kb_log_writer_fn fn, void *arg)
+{
+	log_writer = fn;
+	log_writer_arg = arg;
 }
 
 void
@@ -101,7 +112,9 @@ log_emit(enum kb_log_level level, const char *tag, const char *fmt, va_list ap,
 			n = (size_t)(n + m) >= sizeof(line) - 2 ? (int)sizeof(line) - 2 : n + m;
 	}
 	line[n++] = '\n';
-	if (write(log_fd, line, (size_t)n) < 0) {
+	if (log_writer != NULL)
+		log_writer(line, (size_t)n, log_writer_arg);
+	else if (write(log_fd, line, (size_t)n) < 0) {
 		/* nowhere left to report it */
 	}
 	if (log_tee_fd >= 0 && write(log_tee_fd, line, (size_t)n) < 0) {

@@ -69,6 +69,14 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 }
 
 int
+fsm_log_path(const char *run_dir, const char *task_id, char *out, size_t outlen)
+{
+	int	n = snprintf(out, outlen, "%s/tasks/%s/trajectory.jsonl", run_dir, task_id);
+
+	return n < 0 || (size_t)n >= outlen ? -KB_ETOOBIG : 0;
+}
+
+int
 fsm_summarize(const char *run_dir, const char *task_id, struct fsm_summary *out)
 {
 	char	path[PATH_MAX];
@@ -77,8 +85,7 @@ fsm_summarize(const char *run_dir, const char *task_id, struct fsm_summary *out)
 	memset(out, 0, sizeof(*out));
 	out->state = FSM_ST_GENERATE;
 	out->best_speedup = -1;
-	if (snprintf(path, sizeof(path), "%s/tasks/%s/trajectory.jsonl", run_dir, task_id) >=
-	    (int)sizeof(path))
+	if (fsm_log_path(run_dir, task_id, path, sizeof(path)) < 0)
 		return -KB_ETOOBIG;
 	rc = kb_tlog_read(path, summarize_record, out);
 	if (rc == -KB_ENOENT)

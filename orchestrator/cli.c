@@ -7,6 +7,17 @@
 #include "orchestrator/orch_int.h"
 
 #define MAX_SETS 128
+#define STR_(x)	#x
+#define STR(x)	STR_(x)
+
+/* What run and resume say of the progress display. */
+#define PROGRESS_HELP \
+	"\nIn a terminal a progress display redraws in place: tasks by state, turns, builds\n" \
+	"and executions busy and waiting, LLM requests and tokens, best speedups, elapsed\n" \
+	"time and an estimate of what is left; the log lines (stderr) appear above it.\n" \
+	"When standard output is not a terminal, a one-line summary is printed at once and\n" \
+	"then every --progress-interval SECONDS (default " STR(ORCH_PROGRESS_INTERVAL_S) "). Either way a final summary\n" \
+	"ends the run. --quiet prints none of it, nor does --detach (no terminal)."
 
 struct command {
 	const char	*name;
@@ -26,7 +37,8 @@ static int	cmd_eval(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ .name = "run", .run = cmd_run,
-	  .usage = "run CONFIG [--run-dir DIR] [--set key=value ...] [--detach]",
+	  .usage = "run CONFIG [--run-dir DIR] [--set key=value ...] [--detach] [--quiet]\n"
+		   "         [--progress-interval SECONDS]",
 	  .help = "Start an experiment from a YAML config. The run directory (default runs/<name>)\n"
 	  "receives the frozen config and every task's trajectory. --set overrides any\n"
 	  "config key by its dotted path (recorded in the frozen config). --detach runs the\n"
@@ -37,11 +49,11 @@ static const struct command commands[] = {
 	  "such a failure exits 2 and leaves nothing behind.\n"
 	  "If the LLM endpoint refuses the credentials (HTTP 401/403), generation pauses for\n"
 	  "the whole run: no task fails, the work under way finishes, and kforge exits 75;\n"
-	  "fix the key, then 'kforge resume DIR'." },
+	  "fix the key, then 'kforge resume DIR'.\n" PROGRESS_HELP },
 	{ .name = "resume", .run = cmd_resume,
-	  .usage = "resume DIR [--detach]",
+	  .usage = "resume DIR [--detach] [--quiet] [--progress-interval SECONDS]",
 	  .help = "Continue an interrupted run. Finished tasks are not redone, saved LLM replies are\n"
-	  "never requested again, and each task re-enters the step it was in." },
+	  "never requested again, and each task re-enters the step it was in.\n" PROGRESS_HELP },
 	{ .name = "status", .run = cmd_view,
 	  .usage = "status DIR [--json]",
 	  .help = "Tasks with their state, turn, best speedup and last result; the GPU, compile and\n"
@@ -116,8 +128,8 @@ parse(int argc, char **argv, const char *shortopts, const struct option *longopt
 
 struct run_opts {
 	const char	*run_dir, *sets[MAX_SETS], *device, *problem, *kernel;
-	int		 nsets, timeout;
-	bool		 detach, json, follow;
+	int		 nsets, timeout, progress_interval;
+	bool		 detach, json, follow, quiet;
 };
 
 static int
@@ -129,6 +141,13 @@ on_opt(int c, const char *arg, void *st)
 	switch (c) {
 	case 'd': o->run_dir = arg; break;
 	case 'D': o->detach = true; break;
+	case 'q': o->quiet = true; break;
+	case 'i':
+		if (kb_parse_int(arg, 1, 86400, &v) < 0)
+			return usage_error("--progress-interval wants seconds (1 to 86400), got '%s'",
+					   arg);
+		o->progress_interval = (int)v;
+		break;
 	case 'j': o->json = true; break;
 	case 'f': o->follow = true; break;
 	case 'v': o->device = arg; break;
@@ -155,6 +174,8 @@ static const struct option all_longopts[] = {
 	{ "run-dir", required_argument, NULL, 'd' },
 	{ "set", required_argument, NULL, 's' },
 	{ "detach", no_argument, NULL, 'D' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "progress-interval", required_argument, NULL, 'i' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "follow", no_argument, NULL, 'f' },
 	{ "device", required_argument, NULL, 'v' },
@@ -198,7 +219,7 @@ cmd_run(int argc, char **argv)
 	char			err[1024], **rest;
 	int			nrest, rc;
 
-	PARSE_OR_RETURN("dsD");
+	PARSE_OR_RETURN("dsDqi");
 	if (nrest != 1)
 		return usage_error("wants exactly one CONFIG%s", nrest > 1 ? " (extra arguments)" : "");
 	if (orch_run_create(&run, rest[0], o.run_dir, o.sets, o.nsets, err, sizeof(err)) < 0) {
@@ -206,6 +227,8 @@ cmd_run(int argc, char **argv)
 		return 2;
 	}
 	sopts.detach = o.detach;
+	sopts.quiet = o.quiet;
+	sopts.progress_interval_s = o.progress_interval;
 	rc = orch_supervise(&run, &sopts);
 	orch_run_clear(&run);
 	return rc;
@@ -220,7 +243,7 @@ cmd_resume(int argc, char **argv)
 	char			err[1024], **rest;
 	int			nrest, rc;
 
-	PARSE_OR_RETURN("D");
+	PARSE_OR_RETURN("Dqi");
 	if (nrest != 1)
 		return usage_error("wants exactly one run directory%s", "");
 	if (orch_run_open(&run, rest[0], err, sizeof(err)) < 0) {
@@ -233,6 +256,8 @@ cmd_resume(int argc, char **argv)
 		return 1;
 	}
 	sopts.detach = o.detach;
+	sopts.quiet = o.quiet;
+	sopts.progress_interval_s = o.progress_interval;
 	rc = orch_supervise(&run, &sopts);
 	orch_run_clear(&run);
 	return rc;

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "base/base.h"
+#include "fsm/fsm.h"
 #include "orchestrator/orchestrator.h"
 
 #define ORCH_MAX_RUN_DIR 1024	/* keeps every path under the run directory in PATH_MAX */
@@ -40,6 +41,8 @@ pid_t	orch_run_supervisor_pid(const char *dir);
 
 struct orch_sup_opts {
 	bool	detach;
+	bool	quiet;			/* no progress display or summary lines */
+	int	progress_interval_s;	/* summary lines when stdout is not a terminal */
 };
 /* The run stopped because the LLM endpoint refused the credentials (401/403): nothing
  * failed; fix the key and resume. EX_TEMPFAIL of sysexits.h: "try again later". */
@@ -47,6 +50,72 @@ struct orch_sup_opts {
 /* 0: finished, or stopped on request; 1: could not start or had to stop (halt);
  * ORCH_EXIT_LLM_PAUSED. */
 int	orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts);
+
+/* progress.c: what a foreground run shows while it works (kforge run and resume).
+ * On a terminal, a block redrawn in place about once a second, with the log lines
+ * (stderr) printed above it: the supervisor's own through the logger's writer hook,
+ * the workers' through a pipe the supervisor reads. Else a one-line summary every
+ * interval, the first at once. Either way a final summary at the end. Task states come
+ * from fsm_summarize, as status has them, redone only for the logs whose size or mtime
+ * changed since the last look; the slots from the pool snapshot the supervisor
+ * publishes. Every function accepts NULL (the display is off) and does nothing. */
+#define ORCH_PROGRESS_INTERVAL_S	30	/* default of --progress-interval */
+#define ORCH_PROGRESS_TOP		3	/* best speedups shown */
+
+enum orch_progress_mode {
+	ORCH_PROGRESS_OFF,	/* --quiet, --detach */
+	ORCH_PROGRESS_LINES,	/* stdout is not a terminal */
+	ORCH_PROGRESS_TERMINAL,
+};
+
+/* One look at a run, as the display shows it. */
+struct orch_progress_stats {
+	const char	*run_name;
+	int		 ntasks;
+	int		 in_state[FSM_ST__N];	/* DONE and FAILED: all such; others: with a worker */
+	int		 pending;		/* neither finished nor with a worker */
+	long		 turns_done, turns_total;
+	int		 build_busy, build_total, build_waiting;	/* the pool's compile class */
+	int		 exec_busy, exec_total, exec_waiting;	/* its exec class */
+	int		 llm_busy, llm_waiting;
+	long		 llm_done, prompt_tokens, completion_tokens;
+	int		 ncorrect;		/* tasks with a correct kernel */
+	struct {
+		const char	*task;
+		double		 speedup;
+	}		 best[ORCH_PROGRESS_TOP];	/* best correct speedups, fastest first */
+	int		 nbest;
+	int64_t		 elapsed_ms;
+	int64_t		 eta_ms;		/* < 0: cannot be estimated yet */
+};
+
+enum orch_progress_mode orch_progress_mode_for(bool quiet, bool detach);
+/* NULL for ORCH_PROGRESS_OFF. run is borrowed until orch_progress_finish. */
+struct orch_progress *orch_progress_start(const struct orch_run *run,
+					  enum orch_progress_mode mode, int interval_s);
+/* Whether task i has a worker (the supervisor says so at launch and at reaping). */
+void	orch_progress_worker(struct orch_progress *p, int i, bool has_worker);
+/* In a freshly forked worker: closes what the worker must not hold and returns the fd
+ * its log lines go to (the pipe to the supervisor on a terminal, else fallback). */
+int	orch_progress_worker_log_fd(struct orch_progress *p, int fallback);
+/* The fd to poll for the workers' log lines (-1: none), and reading them. */
+int	orch_progress_log_poll_fd(const struct orch_progress *p);
+void	orch_progress_read_logs(struct orch_progress *p);
+/* About once a second, with the pool snapshot the supervisor publishes (borrowed). */
+void	orch_progress_update(struct orch_progress *p, json_t *pool);
+/* Clears the display, prints the final summary ("finished", "stopped", "paused") and
+ * frees p. */
+void	orch_progress_finish(struct orch_progress *p, const char *outcome);
+
+/* The pure parts, for tests. render writes the block (one line per part, each cut to
+ * width - 1 columns when width > 0) or, with block false, the one summary line. */
+void	orch_progress_render(const struct orch_progress_stats *st, bool block, int width,
+			     struct kb_buf *out);
+void	orch_progress_render_final(const struct orch_progress_stats *st, const char *outcome,
+				   struct kb_buf *out);
+void	orch_fmt_duration(int64_t ms, char *out, size_t len);	/* "12s", "3m05s", "1h02m" */
+/* What is left at the rate of the turns done so far: -1 until one turn is done. */
+int64_t	orch_eta_ms(long turns_done, long turns_left, int64_t elapsed_ms);
 
 /* views.c */
 int	orch_cmd_status(const char *dir, bool json);

@@ -3,7 +3,9 @@
  * reclaimed, abnormal deaths restarted with backoff (the worker resumes from its log),
  * and a task that keeps dying is marked FAILED. SIGTERM/SIGINT stop gracefully; a
  * second one hurries the workers, a third kills them. GPUs the workers quarantine are
- * reported in run.json; once none is left the run stops as if asked to. */
+ * reported in run.json; once none is left the run stops as if asked to. In the
+ * foreground it feeds the progress display (progress.c) its pool snapshot and, on a
+ * terminal, the workers' log lines, which then come to it through a pipe. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -50,6 +52,7 @@ struct sup {
 	bool			 llm_paused;	/* announced; the run stops when the workers have */
 	char			 halt[ORCH_MAX_RUN_DIR + 256];	/* why the run cannot go on, or "" */
 	bool			 disk_full;	/* a worker found no space; said once */
+	struct orch_progress	*progress;	/* the foreground display, or NULL */
 };
 
 /* Space held back under the run directory while the supervisor runs, given back when a
@@ -146,7 +149,7 @@ fork_worker(struct sup *s, int i)
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 || getppid() != s->self)
 		_exit(KB_EXIT_TEMPFAIL);
 	snprintf(prefix, sizeof(prefix), "task %s", s->run->tasks[i].id);
-	kb_log_init(prefix, s->log_fd);
+	kb_log_init(prefix, orch_progress_worker_log_fd(s->progress, s->log_fd));
 	kb_crashpoint_task(s->run->tasks[i].id);
 	ctx.cfg = &s->run->cfg;
 	ctx.task = &s->run->tasks[i];
@@ -180,6 +183,7 @@ launch_ready(struct sup *s)
 		ts->state = TASK_RUNNING;
 		ts->pid = pid;
 		s->running++;
+		orch_progress_worker(s->progress, i, true);
 	}
 }
 
@@ -216,6 +220,7 @@ worker_exited(struct sup *s, int i, int status)
 
 	ts->pid = 0;
 	s->running--;
+	orch_progress_worker(s->progress, i, false);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == KB_EXIT_DONE) {
 		ts->state = TASK_FINISHED;
 		return;
@@ -360,6 +365,7 @@ publish_pool(struct sup *s)
 						       "max", (json_int_t)s->run->cfg.workers));
 	snprintf(path, sizeof(path), "%s/pool.json", s->run->dir);
 	kb_write_atomic_json(path, snap);
+	orch_progress_update(s->progress, snap);
 	json_decref(snap);
 }
 
@@ -571,6 +577,7 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	json_t		*fields;
 	int64_t		 last_publish = 0;
 	bool		 all_done;
+	const char	*outcome;
 
 	memset(&s, 0, sizeof(s));
 	s.run = run;
@@ -644,6 +651,16 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		log_warn("signalfd");
 		return 1;
 	}
+	{
+		/* Output that goes away (kforge run ... | head) must not end the run: a write
+		 * then fails with EPIPE, and the progress display stops. Blocked apart from
+		 * the signalfd's set, which the workers get back unblocked. */
+		sigset_t pipe_mask;
+
+		sigemptyset(&pipe_mask);
+		sigaddset(&pipe_mask, SIGPIPE);
+		sigprocmask(SIG_BLOCK, &pipe_mask, NULL);
+	}
 	/* Runners orphaned by a dying worker come back to us to be reaped and reclaimed. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (create_pool(&s, err, sizeof(err)) < 0) {
@@ -668,9 +685,12 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	json_decref(fields);
 	log_info(ORCH_LOG_SUP_START, run->cfg.name, run->dir, python);
 	fb_contain_report();
+	s.progress = orch_progress_start(run, orch_progress_mode_for(opts->quiet, opts->detach),
+					 opts->progress_interval_s);
 
 	for (;;) {
-		struct pollfd	pfd = { s.sfd, POLLIN, 0 };
+		struct pollfd	pfd[2] = { { s.sfd, POLLIN, 0 },
+					   { orch_progress_log_poll_fd(s.progress), POLLIN, 0 } };
 
 		if (s.stop_signals == 0 && s.halt[0] == '\0')
 			launch_ready(&s);
@@ -684,19 +704,20 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 			publish_pool(&s);
 			last_publish = kb_mono_ms();
 		}
-		if (poll(&pfd, 1, 250) == -1 && errno != EINTR) {
+		if (poll(pfd, 2, 250) == -1 && errno != EINTR) {
 			log_warn("poll");
 			break;
 		}
+		orch_progress_read_logs(s.progress);
 		drain_signals(&s);
 		watch_llm_pause(&s);
 		reap_all(&s);
 		watch_quarantine(&s);
 	}
 	publish_pool(&s);
+	outcome = all_done ? "finished" : s.llm_paused ? "paused" : "stopped";
 	kb_iso8601(kb_now_ms(), ts);
-	fields = json_pack("{s:s, s:s, s:I}", "status", all_done ? "finished" :
-			   s.llm_paused ? "paused" : "stopped",
+	fields = json_pack("{s:s, s:s, s:I}", "status", outcome,
 			   "stopped", ts, "wall_ms", (json_int_t)(kb_mono_ms() - s.started_ms));
 	if (!all_done && s.halt[0] != '\0')
 		json_object_set_new(fields, "stop_reason", json_string(s.halt));
@@ -722,6 +743,9 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		log_info("stopped; 'kforge resume %s' continues", run->dir);
 		rc = 0;
 	}
+	/* The last thing the run prints, under its closing log line. */
+	orch_progress_finish(s.progress, outcome);
+	s.progress = NULL;
 	snprintf(path, sizeof(path), "%s/supervisor.pid", run->dir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/%s", run->dir, SUP_RESERVE);

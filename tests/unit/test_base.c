@@ -1,7 +1,9 @@
 /* test_base.c: base pieces — error table, bounded buffers, atomic writes, and the
  * trajectory log (append, replay, a torn tail dropped and truncated, corrupt records,
- * a seq gap, the read-only reader, dropped bytes kept aside) and the crash-point hook. */
+ * a seq gap, the read-only reader, dropped bytes kept aside), the crash-point hook and
+ * the log's writer hook. */
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +269,61 @@ test_crashpoint(const char *dir)
 	CHECKM(getpid() == self, "unarmed point");
 }
 
+struct captured {
+	char	text[512];
+	int	lines;
+};
+
+static void
+capture_line(const char *line, size_t n, void *arg)
+{
+	struct captured	*c = arg;
+	size_t		 have = strlen(c->text);
+
+	snprintf(c->text + have, sizeof(c->text) - have, "%.*s", (int)n, line);
+	c->lines++;
+}
+
+/* The writer hook gets each whole line and replaces the plain write; kb_log_init (what
+ * a forked worker calls) drops it, and the tee still gets every line. */
+static void
+test_log_writer(const char *dir)
+{
+	struct captured	 c = { "", 0 };
+	char		 path[PATH_MAX], *text = NULL;
+	size_t		 len;
+	int		 tee, out;
+
+	snprintf(path, sizeof(path), "%s/tee.log", dir);
+	tee = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	snprintf(path, sizeof(path), "%s/out.log", dir);
+	out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(tee >= 0 && out >= 0);
+	kb_log_init("hooked", out);
+	kb_log_tee(tee);
+	kb_log_set_writer(capture_line, &c);
+	log_info("first %d", 1);
+	log_warnx("second");
+	CHECKM(c.lines == 2, "writer got %d lines", c.lines);
+	CHECKM(strstr(c.text, "[hooked] first 1\n") != NULL &&
+	       strstr(c.text, "[hooked] warning: second\n") != NULL, "writer got: %s", c.text);
+	kb_log_init("plain", out);
+	log_info("third");
+	CHECKM(c.lines == 2, "kb_log_init left the writer in place");
+	kb_log_tee(-1);
+	close(tee);
+	close(out);
+	snprintf(path, sizeof(path), "%s/out.log", dir);
+	CHECK(kb_read_file(path, 4096, &text, &len) == 0 && strstr(text, "[plain] third\n") != NULL &&
+	      strstr(text, "first") == NULL);
+	free(text);
+	snprintf(path, sizeof(path), "%s/tee.log", dir);
+	CHECK(kb_read_file(path, 4096, &text, &len) == 0 && strstr(text, "first 1") != NULL &&
+	      strstr(text, "second") != NULL && strstr(text, "third") != NULL);
+	free(text);
+	kb_log_init("test", 2);
+}
+
 int
 main(void)
 {
@@ -280,6 +337,7 @@ main(void)
 	test_files(tmpl);
 	test_tlog(tmpl);
 	test_crashpoint(tmpl);
+	test_log_writer(tmpl);
 	if (failures == 0)
 		printf("ok\n");
 	return failures == 0 ? 0 : 1;
