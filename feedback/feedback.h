@@ -71,9 +71,19 @@ int		 fb_status_parse(const char *s, enum fb_status *out);	/* -KB_EINVAL */
 
 /* Finds the Python that runs the runner: cfg->runner.python, then $KFORGE_PYTHON,
  * then python3 on a short list of places; the first that imports torch wins. The
- * answer is cached per process. -KB_ENOPYTHON with a message naming what was tried. */
+ * answer is cached per process. -KB_ENOPYTHON with a message naming what was tried;
+ * out then holds the explicitly named Python (resolved on PATH), else "". */
 int	fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
 		       size_t errlen);
+
+/* Runs `python -c code args...` the way a runner runs (its allow-listed environment, its
+ * user and network namespace, cwd "/", every GPU hidden unless cuda), for facts about the
+ * runner's Python that are no runner step (kforge doctor). At most 8 args (NULL-ended,
+ * may be NULL). The snippet's fd 3 (capped at 1 MiB) is in r->result. 0 when it ran,
+ * whatever its end, as kb_spawn_run; clear r with kb_spawn_result_clear. */
+int	fb_python_snippet(const struct kb_config *cfg, const char *python, const char *code,
+			  const char *const *args, bool cuda, int timeout_ms,
+			  struct kb_spawn_result *r);
 
 struct fb_request {
 	enum fb_mode	 mode;
@@ -133,6 +143,11 @@ int	fb_result_parse(const char *text, size_t n, struct fb_outcome *o, char *why,
  * was decided ("network: not isolated (reason)" is a warning). fb_run applies it. */
 int	fb_contain_setup(const struct kb_config *cfg, char *err, size_t errlen);
 void	fb_contain_report(void);
+/* What fb_contain_setup decided, as fb_contain_report logs it: the network ("isolated (a
+ * network namespace of its own)", "not isolated (reason)") and the runner's user ("runs
+ * as nobody (uid 65534, gid 65534)", "runs as this process's user (reason)"). Returns
+ * whether the network is isolated. Call after a successful fb_contain_setup. */
+bool	fb_contain_describe(char *net, size_t netlen, char *user, size_t userlen);
 void	fb_contain_apply(struct kb_spawn_opts *o);
 const char *fb_contain_user(void);	/* the runner's user name; NULL: not switched */
 /* -KB_ECONFIG, with a message, when the runner's user cannot reach path (or read it). */

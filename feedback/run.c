@@ -174,18 +174,23 @@ static pthread_mutex_t	py_lock = PTHREAD_MUTEX_INITIALIZER;
 static char		py_cached[PATH_MAX];
 static char		py_cached_key[PATH_MAX];
 
-static bool
-imports_torch(const struct kb_config *cfg, const char *py)
-{
-	const char		*argv[] = { py, "-c", "import torch", NULL };
-	struct kb_spawn_opts	 o = { 0 };
-	struct kb_spawn_result	 r;
-	struct fb_env		 env;
-	bool			 ok;
+#define FB_SNIPPET_ARGS	8
 
-	if (access(py, X_OK) != 0)
-		return false;
-	env_build(&env, cfg, NULL, "", false);
+int
+fb_python_snippet(const struct kb_config *cfg, const char *python, const char *code,
+		  const char *const *args, bool cuda, int timeout_ms, struct kb_spawn_result *r)
+{
+	const char		*argv[FB_SNIPPET_ARGS + 4] = { python, "-c", code };
+	struct kb_spawn_opts	 o = { 0 };
+	struct fb_env		 env;
+	int			 rc;
+
+	for (int i = 0; args != NULL && args[i] != NULL; i++) {
+		if (i >= FB_SNIPPET_ARGS)
+			return -KB_EINVAL;
+		argv[3 + i] = args[i];
+	}
+	env_build(&env, cfg, NULL, cuda ? NULL : "", false);
 	o.argv = argv;
 	o.envp = (const char *const *)env.v;
 	/* Contained as the runner will be: torch must import as that user, in that netns. */
@@ -194,12 +199,27 @@ imports_torch(const struct kb_config *cfg, const char *py)
 		o.cwd = "/";
 	}
 	o.out_cap = 64 << 10;
-	o.timeout_ms = FB_PROBE_TIMEOUT_MS;
-	ok = kb_spawn_run(&o, &r) == 0 && r.end == KB_END_EXITED && r.exit_code == 0;
+	o.want_result = true;
+	o.result_cap = 1 << 20;
+	o.timeout_ms = timeout_ms > 0 ? timeout_ms : FB_PROBE_TIMEOUT_MS;
+	rc = kb_spawn_run(&o, r);
+	env_clear(&env);
+	return rc;
+}
+
+static bool
+imports_torch(const struct kb_config *cfg, const char *py)
+{
+	struct kb_spawn_result	 r = { 0 };
+	bool			 ok;
+
+	if (access(py, X_OK) != 0)
+		return false;
+	ok = fb_python_snippet(cfg, py, "import torch", NULL, false, 0, &r) == 0 &&
+	     r.end == KB_END_EXITED && r.exit_code == 0;
 	if (!ok)
 		log_debug("%s cannot import torch: %.200s", py, r.out.p != NULL ? r.out.p : "");
 	kb_spawn_result_clear(&r);
-	env_clear(&env);
 	return ok;
 }
 
@@ -208,30 +228,17 @@ imports_torch(const struct kb_config *cfg, const char *py)
 static void
 resolve_on_path(const char *name, char *out, size_t outlen)
 {
-	const char	*path = getenv("PATH");
-	char		 dir[PATH_MAX];
+	char	abs[PATH_MAX];
 
-	snprintf(out, outlen, "%s", name);
 	if (strchr(name, '/') != NULL) {
+		snprintf(out, outlen, "%s", name);
 		/* Relative to our cwd, not the runner's (it starts in work_dir). */
-		if (name[0] != '/' && realpath(name, dir) != NULL)
-			snprintf(out, outlen, "%s", dir);
+		if (name[0] != '/' && realpath(name, abs) != NULL)
+			snprintf(out, outlen, "%s", abs);
 		return;
 	}
-	if (path == NULL)
-		return;
-	for (const char *p = path; *p != '\0';) {
-		size_t n = strcspn(p, ":");
-
-		if (n > 0 && n < sizeof(dir) && p[0] == '/') {
-			memcpy(dir, p, n);
-			dir[n] = '\0';
-			if (kb_path_join(out, outlen, dir, name) == 0 && access(out, X_OK) == 0)
-				return;
-		}
-		p += n + (p[n] == ':');
-	}
-	snprintf(out, outlen, "%s", name);
+	if (kb_which(name, out, outlen) < 0)
+		snprintf(out, outlen, "%s", name);
 }
 
 static void
@@ -249,6 +256,8 @@ fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
 	char		 cand[PATH_MAX];
 	int		 rc = -KB_ENOPYTHON;
 
+	if (outlen > 0)
+		out[0] = '\0';
 	if (cfg != NULL && cfg->runner.python != NULL && cfg->runner.python[0] != '\0') {
 		explicit_py = cfg->runner.python;
 		source = "runner.python";
@@ -268,6 +277,7 @@ fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
 			goto found;
 		snprintf(err, errlen, "%s=%s: no Python there that imports torch; set runner.python "
 			 "or KFORGE_PYTHON to one that does", source, explicit_py);
+		snprintf(out, outlen, "%s", cand);
 		goto out_unlock;
 	}
 	{
