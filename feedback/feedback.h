@@ -43,6 +43,7 @@
 #ifndef KFORGE_FEEDBACK_H
 #define KFORGE_FEEDBACK_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -167,6 +168,29 @@ void	fb_contain_build_end(const char *build_dir, int lock_fd);
  * the directory briefly closed. *lock_fd is -1 when there is nothing to hold; release
  * with fb_contain_build_end(NULL, fd). */
 int	fb_contain_build_use(const char *build_dir, int *lock_fd);
+
+/* A known-good tiny kernel for a device, built and run by the runner's "selftest" mode
+ * exactly as candidates are built (torch.utils.cpp_extension.load_inline: a C++ op for
+ * "cpu", a CUDA kernel for "cuda"). It proves the environment can build and run
+ * candidates; a pass is cached per environment (python, torch, compiler, device,
+ * arch list, runner source), so the second call costs nothing. */
+struct fb_selftest {
+	bool	ok;
+	bool	cached;			/* a pass for this environment was reused */
+	double	build_s, run_s;		/* < 0: not reached */
+	char	python[PATH_MAX];	/* the Python that ran it ("" if none found) */
+	char	torch[64];		/* torch.__version__, "" when not importable */
+	char	stage[32];		/* where it failed: "python", "torch", "headers",
+					 * "pybind11", "compiler", "ninja", "build", "run",
+					 * "cuda"; "" when ok */
+	char	message[512];		/* what failed, one line */
+	char	fix[512];		/* what to do about it, one line */
+};
+/* device: "cpu" or "cuda". use_cache false forces a fresh build (doctor --fresh).
+ * Returns 0 with *out filled, pass or fail; < 0 only when nothing could be run
+ * (-KB_ENOMEM ...). */
+int	fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
+		    struct fb_selftest *out);
 
 /* The E part of the refinement prompt (paper App. D.3): compiler/execution output for a
  * failed turn, "Your kernel execution timed out" for timeouts, the wall-clock time when

@@ -63,4 +63,9 @@ int	orch_cmd_stop(const char *dir, int timeout_s);
 int	orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		      const char *const *sets, int nsets, bool json);
 
+/* doctor.c: checks every prerequisite of a run on device (cpu, cuda, auto, or NULL: the
+ * config's eval.device); config may be NULL (the defaults). 0 when the device can work,
+ * 1 when it cannot, 2 for a config that does not load. fresh rebuilds the self-test. */
+int	orch_cmd_doctor(const char *config, const char *device, bool json, bool fresh);
+
 #endif
