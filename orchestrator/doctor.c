@@ -526,8 +526,9 @@ check_network(struct doctor *d, const struct check *c)
 	bool	isolated = fb_contain_describe(net, sizeof(net), user, sizeof(user));
 
 	emit(d, c, NULL, isolated || !d->cfg.runner.isolate_network, NULL, NULL,
-	     "run kforge as root, or allow unprivileged user namespaces "
-	     "(sysctl kernel.unprivileged_userns_clone=1); runs go on without", "runners: %s", net);
+	     "let kforge make network namespaces (root with CAP_SYS_ADMIN, or unprivileged user "
+	     "namespaces: sysctl kernel.unprivileged_userns_clone=1); runs go on without",
+	     "runners: %s", net);
 }
 
 static void
