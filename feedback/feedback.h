@@ -51,9 +51,12 @@
 
 #include "base/base.h"
 
-enum fb_mode { FB_PRECOMPILE, FB_EXECUTE, FB_PROFILE, FB_BASELINE, FB_PROBE };
+enum fb_mode { FB_PRECOMPILE, FB_EXECUTE, FB_PROFILE, FB_BASELINE, FB_PROBE, FB_SELFTEST };
 
-/* The closed set of result statuses (DESIGN.md §5). */
+/* The closed set of result statuses (DESIGN.md §5). env_error: a failure the candidate
+ * cannot cause (torch not importable, torch's headers, pybind11, the compiler or ninja
+ * missing for its build, the reference failing on its own); details.stage and
+ * details.fix say which prerequisite and what to do. Never cached, fed back or scored. */
 #define FB_STATUSES(X)            \
 	X(OK, "ok")                \
 	X(COMPILE_ERROR, "compile_error") \
@@ -63,7 +66,8 @@ enum fb_mode { FB_PRECOMPILE, FB_EXECUTE, FB_PROFILE, FB_BASELINE, FB_PROBE };
 	X(RUNTIME_ERROR, "runtime_error") \
 	X(CUDA_ERROR, "cuda_error") \
 	X(TIMEOUT, "timeout")      \
-	X(CRASHED, "crashed")
+	X(CRASHED, "crashed")      \
+	X(ENV_ERROR, "env_error")
 #define FB_ENUM_(name, str) FB_ST_##name,
 enum fb_status { FB_STATUSES(FB_ENUM_) FB__NSTATUS };
 #undef FB_ENUM_
@@ -71,7 +75,10 @@ const char	*fb_status_name(enum fb_status st);
 int		 fb_status_parse(const char *s, enum fb_status *out);	/* -KB_EINVAL */
 
 /* Finds the Python that runs the runner: cfg->runner.python, then $KFORGE_PYTHON,
- * then python3 on a short list of places; the first that imports torch wins. The
+ * then python3 on a short list of places, where the first that imports torch wins. An
+ * explicit choice (runner.python or $KFORGE_PYTHON) is taken as given when it is an
+ * executable, never replaced by another Python: if it cannot import torch, the runner
+ * (and fb_selftest, stage "torch") reports that as an environment error naming it. The
  * answer is cached per process. -KB_ENOPYTHON with a message naming what was tried;
  * out then holds the explicitly named Python (resolved on PATH), else "". */
 int	fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
@@ -93,6 +100,7 @@ struct fb_request {
 	const char	*build_dir;		/* TORCH_EXTENSIONS_DIR for this candidate */
 	const char	*work_dir;		/* runner cwd (scratch, per task) */
 	int		 device_index;		/* CUDA ordinal; -1 for CPU */
+	const char	*device;		/* "cpu" | "cuda"; NULL: cfg->eval.device */
 	int		 timeout_s;		/* 0: the config's per-mode deadline */
 	/* execute: also time the reference in the same process (speedup, and the
 	 * excessive-speedup flag, from one process's measurements). */
@@ -112,6 +120,39 @@ struct fb_outcome {
 	char		*log;		/* captured runner stdout+stderr (capped) */
 	int64_t		 wall_ms;
 };
+
+/* A known-good tiny kernel for a device, built and run by the runner's "selftest" mode
+ * exactly as candidates are built (torch.utils.cpp_extension.load_inline: a C++ op for
+ * "cpu", a CUDA kernel for "cuda"). It proves the environment can build and run
+ * candidates; a pass is cached per environment (python, torch, compiler, device,
+ * arch list, runner source), so the second call costs nothing. */
+struct fb_selftest {
+	bool	ok;
+	bool	cached;			/* a pass for this environment was reused */
+	double	build_s, run_s;		/* < 0: not reached */
+	char	python[PATH_MAX];	/* the Python that ran it ("" if none found) */
+	char	torch[64];		/* torch.__version__, "" when not importable */
+	char	stage[32];		/* where it failed: "python", "torch", "headers",
+					 * "pybind11", "compiler", "ninja", "build", "run",
+					 * "cuda"; "" when ok */
+	char	message[512];		/* what failed, one line */
+	char	fix[512];		/* what to do about it, one line */
+};
+/* device: "cpu" or "cuda". use_cache false forces a fresh build (doctor --fresh).
+ * Returns 0 with *out filled, pass or fail; < 0 only when nothing could be run
+ * (-KB_ENOMEM ...). cfg may be NULL (the defaults: no runner.python, runner.user
+ * nobody, an isolated network). The pass records live in $XDG_CACHE_HOME/kforge/selftest
+ * (else ~/.cache/kforge/selftest); the build itself in a fresh directory under /tmp that
+ * the runner's user can reach, removed afterwards. Processes: the supervisor (before
+ * forking workers), kforge doctor, a worker confirming an env_error. */
+int	fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
+		    struct fb_selftest *out);
+/* The one-line remedy for a stage the runner cannot report itself ("python", "torch",
+ * "build", "run"; anything else gets the one for "build"). */
+const char *fb_env_fix(const char *stage);
+/* Forgets the cached passes, so that the next fb_selftest builds afresh (a run stopped
+ * by an env_error: resume must find the environment fixed, not remember it working). */
+void	fb_selftest_forget(void);
 
 /* Runs one runner step. Returns 0 whenever there is an outcome (a failed compile or a
  * crash is an outcome); negative only when nothing could be run (-KB_ENOPYTHON,
@@ -168,29 +209,6 @@ void	fb_contain_build_end(const char *build_dir, int lock_fd);
  * the directory briefly closed. *lock_fd is -1 when there is nothing to hold; release
  * with fb_contain_build_end(NULL, fd). */
 int	fb_contain_build_use(const char *build_dir, int *lock_fd);
-
-/* A known-good tiny kernel for a device, built and run by the runner's "selftest" mode
- * exactly as candidates are built (torch.utils.cpp_extension.load_inline: a C++ op for
- * "cpu", a CUDA kernel for "cuda"). It proves the environment can build and run
- * candidates; a pass is cached per environment (python, torch, compiler, device,
- * arch list, runner source), so the second call costs nothing. */
-struct fb_selftest {
-	bool	ok;
-	bool	cached;			/* a pass for this environment was reused */
-	double	build_s, run_s;		/* < 0: not reached */
-	char	python[PATH_MAX];	/* the Python that ran it ("" if none found) */
-	char	torch[64];		/* torch.__version__, "" when not importable */
-	char	stage[32];		/* where it failed: "python", "torch", "headers",
-					 * "pybind11", "compiler", "ninja", "build", "run",
-					 * "cuda"; "" when ok */
-	char	message[512];		/* what failed, one line */
-	char	fix[512];		/* what to do about it, one line */
-};
-/* device: "cpu" or "cuda". use_cache false forces a fresh build (doctor --fresh).
- * Returns 0 with *out filled, pass or fail; < 0 only when nothing could be run
- * (-KB_ENOMEM ...). */
-int	fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
-		    struct fb_selftest *out);
 
 /* The E part of the refinement prompt (paper App. D.3): compiler/execution output for a
  * failed turn, "Your kernel execution timed out" for timeouts, the wall-clock time when

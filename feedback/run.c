@@ -32,7 +32,7 @@ extern char **environ;
 
 static const char *const mode_names[] = {
 	[FB_PRECOMPILE] = "precompile", [FB_EXECUTE] = "execute", [FB_PROFILE] = "profile",
-	[FB_BASELINE] = "baseline", [FB_PROBE] = "probe",
+	[FB_BASELINE] = "baseline", [FB_PROBE] = "probe", [FB_SELFTEST] = "selftest",
 };
 
 #define FB_NAME_(name, str) [FB_ST_##name] = str,
@@ -272,11 +272,13 @@ fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
 		goto out_unlock;
 	}
 	if (explicit_py != NULL) {
+		/* Taken as given: whether it imports torch is the runner's to say (env_error,
+		 * naming this Python), never a reason to fall back on another one. */
 		resolve_on_path(explicit_py, cand, sizeof(cand));
-		if (imports_torch(cfg, cand))
+		if (access(cand, X_OK) == 0)
 			goto found;
-		snprintf(err, errlen, "%s=%s: no Python there that imports torch; set runner.python "
-			 "or KFORGE_PYTHON to one that does", source, explicit_py);
+		snprintf(err, errlen, "%s=%s: no executable Python there; set runner.python or "
+			 "KFORGE_PYTHON to one that imports torch", source, explicit_py);
 		snprintf(out, outlen, "%s", cand);
 		goto out_unlock;
 	}
@@ -326,16 +328,18 @@ out_unlock:
 /* ------------------------------------------------------------ request */
 
 static bool
-on_cuda(const struct kb_config *cfg)
+on_cuda(const struct kb_config *cfg, const struct fb_request *req)
 {
-	return cfg->eval.device != NULL && strcmp(cfg->eval.device, "cuda") == 0;
+	const char	*device = req != NULL && req->device != NULL ? req->device : cfg->eval.device;
+
+	return device != NULL && strcmp(device, "cuda") == 0;
 }
 
 static json_t *
 build_request(const struct kb_config *cfg, const struct fb_request *req)
 {
 	const char	*precision = cfg->eval.precision != NULL ? cfg->eval.precision : "fp32";
-	bool		 cuda = on_cuda(cfg);
+	bool		 cuda = on_cuda(cfg, req);
 	json_t		*r;
 
 	r = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o,"
@@ -684,7 +688,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 
 	memset(out, 0, sizeof(*out));
 	out->runtime_ms = out->ref_runtime_ms = out->speedup = -1;
-	if ((unsigned)req->mode > FB_PROBE)
+	if ((unsigned)req->mode > FB_SELFTEST)
 		return -KB_EINVAL;
 	if ((rc = fb_contain_setup(cfg, err, sizeof(err))) < 0) {
 		log_warnx("%s", err);
@@ -704,13 +708,15 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		return -KB_ENOMEM;
 
 	/* Precompile and every CPU step see no GPU; a GPU step sees exactly its own. */
-	if (req->mode == FB_PRECOMPILE || !on_cuda(cfg)) {
+	if (req->mode == FB_PRECOMPILE || !on_cuda(cfg, req)) {
 		cuda_visible = "";
 	} else if (req->device_index >= 0) {
 		snprintf(visible, sizeof(visible), "%d", req->device_index);
 		cuda_visible = visible;
 	}
-	env_build(&env, cfg, req->build_dir, cuda_visible, req->mode == FB_PRECOMPILE);
+	/* A selftest builds as a precompile does (it stands for one). */
+	env_build(&env, cfg, req->build_dir, cuda_visible,
+		  req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST);
 	if (fb_contain_user() != NULL) {
 		/* Ours (root's) would be unwritable; caches that want a HOME get the scratch. */
 		env_set(&env, "HOME", req->work_dir != NULL ? req->work_dir : "/");
@@ -742,7 +748,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		log_warnx("cannot give the runner's user %s: %s", req->work_dir, kb_strerror(rc));
 		goto out;
 	}
-	if (req->mode == FB_PRECOMPILE &&
+	if ((req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST) &&
 	    (rc = fb_contain_build_begin(req->build_dir, &build_lock)) < 0) {
 		fb_contain_build_end(NULL, build_lock);
 		goto out;
@@ -758,7 +764,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 
 	rc = kb_spawn_run(&o, &r);
 	fbw_reap_strays(&strays);
-	if (req->mode == FB_PRECOMPILE)
+	if (req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST)
 		fb_contain_build_end(req->build_dir, build_lock);
 	else
 		fb_contain_build_end(NULL, build_lock);
