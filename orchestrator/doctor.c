@@ -204,11 +204,17 @@ check_compiler(struct doctor *d, const struct check *c)
 	emit(d, c, NULL, true, version, path, NULL, "%s (%s)", version, path);
 }
 
+/* The Python a run would use, and why that one: named (runner.python, $KFORGE_PYTHON) is
+ * taken as given, so one that cannot import torch fails here, by name. */
 static void
 check_python(struct doctor *d, const struct check *c)
 {
-	const char *fix = "set runner.python or KFORGE_PYTHON to a Python that imports torch, "
-			  "or run tools/setup.sh (it installs Debian's python3-torch)";
+	const char	*fix = "set runner.python or KFORGE_PYTHON to a Python that imports torch, "
+			       "or run tools/setup.sh (it installs Debian's python3-torch)";
+	const char	*named = d->cfg.runner.python != NULL && d->cfg.runner.python[0] != '\0' ?
+				 "runner.python" : getenv("KFORGE_PYTHON") != NULL &&
+				 getenv("KFORGE_PYTHON")[0] != '\0' ? "KFORGE_PYTHON" : NULL;
+	char		 how[64];
 
 	if (d->python_err[0] != '\0') {
 		/* fb_find_python's message is "problem; what to do": the two go apart. */
@@ -221,9 +227,16 @@ check_python(struct doctor *d, const struct check *c)
 		emit(d, c, NULL, false, NULL, d->python, fix, "%s", d->python_err);
 		return;
 	}
+	snprintf(how, sizeof(how), "%s%s", named != NULL ? "named by " : "the first found that "
+		 "imports torch", named != NULL ? named : "");
+	if (d->probe != NULL && probe_str(d, "torch_error") != NULL) {
+		emit(d, c, NULL, false, probe_str(d, "version"), d->python, fix,
+		     "%s (%s) cannot import torch", d->python, how);
+		return;
+	}
 	emit(d, c, NULL, true, probe_str(d, "version"), d->python, NULL,
-	     "%s (Python %s), imports torch as %s", d->python,
-	     probe_str(d, "version") != NULL ? probe_str(d, "version") : "?",
+	     "%s (Python %s, %s), imports torch as %s", d->python,
+	     probe_str(d, "version") != NULL ? probe_str(d, "version") : "?", how,
 	     fb_contain_user() != NULL ? fb_contain_user() : "this user");
 }
 
@@ -328,10 +341,6 @@ check_ninja(struct doctor *d, const struct check *c)
 	emit(d, c, NULL, true, version, path, NULL, "%s (%s)", version, path);
 }
 
-/* TODO(env merge): fb_selftest comes with branch env (feedback/selftest.c); until it is
- * merged the symbol is weak and the extension items say that they were not checked. */
-#pragma weak fb_selftest
-
 static void
 check_selftest(struct doctor *d, const struct check *c)
 {
@@ -342,11 +351,6 @@ check_selftest(struct doctor *d, const struct check *c)
 	if (strcmp(device, "cuda") == 0 && d->ngpus == 0) {
 		emit(d, c, NULL, false, NULL, NULL, "see the driver and gpu lines",
 		     "not checked: no GPU to run it on");
-		return;
-	}
-	if (fb_selftest == NULL) {
-		emit(d, c, NULL, false, NULL, NULL, "build kforge with feedback/selftest.c",
-		     "not checked: this kforge has no self-test");
 		return;
 	}
 	if ((rc = fb_selftest(&d->cfg, device, !d->fresh, &st)) < 0) {
@@ -366,7 +370,7 @@ check_selftest(struct doctor *d, const struct check *c)
 		     "--fresh builds it again)", device);
 	else
 		emit(d, c, NULL, true, st.torch, st.python, NULL,
-		     "a tiny %s extension builds in %.1f s and runs in %.1f s", device,
+		     "a tiny %s extension builds in %.1f s and runs in %.2f s", device,
 		     st.build_s, st.run_s);
 }
 
@@ -618,7 +622,7 @@ probe_python(struct doctor *d)
 	if (fb_find_python(&d->cfg, d->python, sizeof(d->python), d->python_err,
 			   sizeof(d->python_err)) == 0)
 		d->python_err[0] = '\0';
-	if (d->python[0] == '\0') {
+	if (d->python[0] == '\0' || access(d->python, X_OK) != 0) {
 		snprintf(d->probe_err, sizeof(d->probe_err), "no Python to ask (see the python "
 			 "line)");
 		return;
