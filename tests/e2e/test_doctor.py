@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """kforge doctor as a new user meets it: on this machine every item of the cpu device has
 its line and doctor exits 0; --json lists the same items, and its ok fields agree with the
-exit status; with KFORGE_PYTHON pointing at a Python that cannot import torch (a bare
-venv) doctor names that Python and torch, and exits 1; --device cuda without a GPU names
+exit status (and the tiny extension, built with --fresh, is not built again); with
+KFORGE_PYTHON pointing at a Python that cannot import torch (a bare venv) doctor names
+that Python and torch, and exits 1; --device cuda without a GPU names
 the missing driver and GPU and exits 1 (on a GPU host it lists each GPU instead); a bad
 config is refused with file:line:column.
 
@@ -83,8 +84,9 @@ p = kforge("doctor", "--help")
 check(p.stdout.startswith("usage: kforge doctor"), "doctor --help: %r" % p.stdout[:80])
 check("kforge doctor" in kforge("--help").stdout, "the overview does not list doctor")
 
-# This machine, device cpu: every item has its line, each required one ok, exit 0.
-p = doctor("--device", "cpu")
+# This machine, device cpu: every item has its line, each required one ok, exit 0. --fresh
+# builds the tiny extension even where a pass is remembered.
+p = doctor("--device", "cpu", "--fresh")
 lines = item_lines(p)
 check(p.returncode == 0, "doctor --device cpu on this machine:\n" + show(p))
 check(list(lines) == CPU_ITEMS, "doctor --device cpu items %s, want %s" % (list(lines), CPU_ITEMS))
@@ -95,8 +97,8 @@ check(re.search(r"\d+\.\d+", lines["torch"][1]), "the torch line has no version:
 check(re.search(r"^/\S+python\S* \(Python \d", lines["python"][1]), "python line: %s" % (lines["python"],))
 check(lines["torch-headers"][1].endswith("torch/extension.h"), "torch-headers: %s" % (lines["torch-headers"],))
 check(lines["pybind11"][1].endswith("pybind11/pybind11.h"), "pybind11: %s" % (lines["pybind11"],))
-check(re.search(r"builds in \d+\.\d s and runs|passed before", lines["cpu-extension"][1]),
-      "cpu-extension: %s" % (lines["cpu-extension"],))
+check(re.search(r"builds in \d+\.\d s and runs in \d+\.\d+ s$", lines["cpu-extension"][1]),
+      "cpu-extension with --fresh: %s" % (lines["cpu-extension"],))
 check(re.search(r"GiB free", lines["disk"][1]), "disk: %s" % (lines["disk"],))
 check("can run kforge" in p.stdout.splitlines()[-1], "no verdict line:\n" + show(p))
 
@@ -105,6 +107,8 @@ items = check_json(p, CPU_ITEMS)
 check(p.returncode == 0 and list(items) == CPU_ITEMS, "doctor --json: %s" % list(items))
 check(items["python"]["path"] and os.path.isabs(items["python"]["path"]), "python path: %s" % items["python"])
 check(items["torch"]["version"], "torch version: %s" % items["torch"])
+check("passed before" in items["cpu-extension"]["detail"],
+      "the second doctor must reuse the pass: %s" % items["cpu-extension"])
 
 # A Python that cannot import torch, named by KFORGE_PYTHON: doctor says which and why.
 venv = os.path.join(work, "bare-venv")
