@@ -56,8 +56,11 @@ static const char probe_py[] =
 	"    r['pybind11'] = find('pybind11/pybind11.h',\n"
 	"                         paths + [inc, '/usr/local/include', '/usr/include'])\n"
 	"    if sys.argv[1] == 'cuda':\n"
-	"        r['cuda_available'] = torch.cuda.is_available()\n"
-	"        r['cuda_devices'] = torch.cuda.device_count() if r['cuda_available'] else 0\n"
+	"        try:\n"
+	"            r['cuda_available'] = torch.cuda.is_available()\n"
+	"            r['cuda_devices'] = torch.cuda.device_count() if r['cuda_available'] else 0\n"
+	"        except Exception as e:\n"
+	"            r['cuda_error'] = ('%s: %s' % (type(e).__name__, e)).splitlines()[0][:300]\n"
 	"        arch = {'aarch64': 'sbsa'}.get(platform.machine(), platform.machine())\n"
 	"        dirs = [os.path.join(ext.CUDA_HOME, d) for d in ('extras/CUPTI/lib64',\n"
 	"                'targets/%s-linux/lib' % arch, 'lib64', 'lib')] if ext.CUDA_HOME else []\n"
@@ -277,8 +280,9 @@ check_torch_cuda(struct doctor *d, const struct check *c)
 	else if (!json_is_true(avail))
 		emit(d, c, NULL, false, probe_str(d, "torch_cuda"), NULL,
 		     "check the driver and gpu lines; a torch built for a newer CUDA than the "
-		     "driver supports sees no GPU", "torch (CUDA %s) sees no GPU",
-		     probe_str(d, "torch_cuda"));
+		     "driver supports sees no GPU", "torch (CUDA %s) sees no GPU%s%s",
+		     probe_str(d, "torch_cuda"), probe_str(d, "cuda_error") != NULL ? ": " : "",
+		     probe_str(d, "cuda_error") != NULL ? probe_str(d, "cuda_error") : "");
 	else
 		emit(d, c, NULL, true, probe_str(d, "torch_cuda"), NULL, NULL,
 		     "torch (CUDA %s) sees %d GPU(s)", probe_str(d, "torch_cuda"),
