@@ -358,7 +358,7 @@ check_selftest(struct doctor *d, const struct check *c)
 		return;
 	}
 	if ((rc = fb_selftest(&d->cfg, device, !d->fresh, &st)) < 0) {
-		emit(d, c, NULL, false, NULL, NULL, "see the lines above",
+		emit(d, c, NULL, false, NULL, NULL, "fix the failed lines above, then run kforge doctor again",
 		     "the self-test could not run: %s", kb_strerror(rc));
 		return;
 	}
