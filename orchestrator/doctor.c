@@ -72,8 +72,8 @@ static const char probe_py[] =
 	"            pass\n"
 	"        r['cupti_searched'] = dirs\n"
 	"        r['cupti'] = next((os.path.join(d, f) for d in dirs if os.path.isdir(d)\n"
-	"                           for f in sorted(os.listdir(d)) if f.startswith('libcupti.so')),\n"
-	"                          None)\n"
+	"                           for f in sorted(os.listdir(d))\n"
+	"                           if f.startswith('libcupti.so')), None)\n"
 	"os.write(3, json.dumps(r).encode())\n";
 
 struct doctor {
@@ -300,7 +300,8 @@ check_header(struct doctor *d, const struct check *c)
 		  "install libtorch-dev (Debian's python3-torch ships no headers; tools/setup.sh "
 		  "installs it), or use a pip torch, which bundles them" },
 		{ "pybind11", "pybind11", "pybind11/pybind11.h",
-		  "install pybind11-dev (tools/setup.sh does), or use a pip torch, which bundles it" },
+		  "install pybind11-dev (tools/setup.sh does), or use a pip torch, which "
+		  "bundles it" },
 		{ "python-headers", "python_h", "Python.h",
 		  "install python3-dev for that Python (tools/setup.sh does)" },
 	};
@@ -358,7 +359,8 @@ check_selftest(struct doctor *d, const struct check *c)
 		return;
 	}
 	if ((rc = fb_selftest(&d->cfg, device, !d->fresh, &st)) < 0) {
-		emit(d, c, NULL, false, NULL, NULL, "fix the failed lines above, then run kforge doctor again",
+		emit(d, c, NULL, false, NULL, NULL,
+		     "fix the failed lines above, then run kforge doctor again",
 		     "the self-test could not run: %s", kb_strerror(rc));
 		return;
 	}
@@ -393,7 +395,8 @@ check_nvcc(struct doctor *d, const struct check *c)
 		path[0] = '\0';
 	if (path[0] == '\0' || access(path, X_OK) != 0) {
 		emit(d, c, NULL, false, NULL, path, fix, "%s", path[0] != '\0' ?
-		     "not found where torch looks (CUDA_HOME)" : "no CUDA_HOME and no nvcc on PATH");
+		     "not found where torch looks (CUDA_HOME)" :
+		     "no CUDA_HOME and no nvcc on PATH");
 		return;
 	}
 	if (version_line(path, "release", version, sizeof(version)) < 0) {
@@ -455,8 +458,8 @@ check_gpus(struct doctor *d, const struct check *c)
 			*name++ = '\0';
 			*mem++ = '\0';
 			snprintf(item, sizeof(item), "gpu %s", line);
-			emit(d, c, item, true, NULL, NULL, NULL, "%s, %s MiB", name + strspn(name, " "),
-			     mem + strspn(mem, " "));
+			emit(d, c, item, true, NULL, NULL, NULL, "%s, %s MiB",
+			     name + strspn(name, " "), mem + strspn(mem, " "));
 			shown++;
 		}
 		kb_spawn_result_clear(&r);
