@@ -151,12 +151,16 @@ need_torch(struct doctor *d, const struct check *c)
 	return false;
 }
 
-/* The first line of `prog --version` (or the line holding want), trimmed. */
+/* The first line of `prog --version` (or the line holding want), trimmed. The PATH is
+ * ours, which the runner's is too: a compiler driver finds its parts as in a build. */
 static int
 version_line(const char *prog, const char *want, char *out, size_t outlen)
 {
+	const char		*path = getenv("PATH");
+	char			*path_var = kb_asprintf("PATH=%s", path != NULL ? path :
+							"/usr/local/bin:/usr/bin:/bin");
 	const char		*argv[] = { prog, "--version", NULL };
-	const char		*envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", NULL };
+	const char		*envp[] = { path_var, "LANG=C", NULL };
 	struct kb_spawn_opts	 o = { 0 };
 	struct kb_spawn_result	 r = { 0 };
 	const char		*line;
@@ -180,6 +184,7 @@ version_line(const char *prog, const char *want, char *out, size_t outlen)
 		rc = 0;
 	}
 	kb_spawn_result_clear(&r);
+	free(path_var);
 	return rc;
 }
 
@@ -574,14 +579,15 @@ check_disk(struct doctor *d, const struct check *c)
 
 	if (getcwd(cwd, sizeof(cwd)) == NULL ||
 	    kb_path_join(dir, sizeof(dir), cwd, ORCH_RUNS_DIR) < 0) {
-		emit(d, c, NULL, false, NULL, NULL, NULL, "cannot tell the working directory: %s",
-		     strerror(errno));
+		emit(d, c, NULL, false, NULL, NULL, "run kforge from a directory that exists",
+		     "cannot tell the working directory: %s", strerror(errno));
 		return;
 	}
 	while (access(dir, F_OK) != 0 && (slash = strrchr(dir, '/')) != NULL && slash != dir)
 		*slash = '\0';
 	if (statvfs(dir, &sv) == -1) {
-		emit(d, c, NULL, false, NULL, dir, NULL, "statvfs %s: %s", dir, strerror(errno));
+		emit(d, c, NULL, false, NULL, dir, "give runs another place (--run-dir)",
+		     "statvfs %s: %s", dir, strerror(errno));
 		return;
 	}
 	gib = (double)sv.f_bavail * (double)sv.f_frsize / (1024.0 * 1024 * 1024);
