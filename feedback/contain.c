@@ -98,10 +98,9 @@ fb_contain_describe(char *net, size_t netlen, char *user, size_t userlen)
 		snprintf(net, netlen, "isolated (%s)", cn.netns == KB_NETNS_NEW ?
 			 "a network namespace of its own" : "a user and network namespace");
 	if (cn.drop)
-		snprintf(user, userlen, "runs as %s (uid %d, gid %d)", cn.user, (int)cn.uid,
-			 (int)cn.gid);
+		snprintf(user, userlen, "%s (uid %d, gid %d)", cn.user, (int)cn.uid, (int)cn.gid);
 	else
-		snprintf(user, userlen, "runs as this process's user (%s)", cn.user_why);
+		snprintf(user, userlen, "this process's user (%s)", cn.user_why);
 	return cn.netns != KB_NETNS_SHARED;
 }
 
@@ -114,7 +113,7 @@ fb_contain_report(void)
 		log_info("network: %s", net);
 	else
 		log_warnx("network: %s", net);
-	log_info("user: runners %s", user);
+	log_info("user: runners run as %s", user);
 }
 
 void

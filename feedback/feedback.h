@@ -186,8 +186,8 @@ int	fb_result_parse(const char *text, size_t n, struct fb_outcome *o, char *why,
 int	fb_contain_setup(const struct kb_config *cfg, char *err, size_t errlen);
 void	fb_contain_report(void);
 /* What fb_contain_setup decided, as fb_contain_report logs it: the network ("isolated (a
- * network namespace of its own)", "not isolated (reason)") and the runner's user ("runs
- * as nobody (uid 65534, gid 65534)", "runs as this process's user (reason)"). Returns
+ * network namespace of its own)", "not isolated (reason)") and whom runners run as
+ * ("nobody (uid 65534, gid 65534)", "this process's user (reason)"). Returns
  * whether the network is isolated. Call after a successful fb_contain_setup. */
 bool	fb_contain_describe(char *net, size_t netlen, char *user, size_t userlen);
 void	fb_contain_apply(struct kb_spawn_opts *o);

@@ -566,7 +566,7 @@ check_user(struct doctor *d, const struct check *c)
 		return;
 	}
 	(void)fb_contain_describe(net, sizeof(net), user, sizeof(user));
-	emit(d, c, NULL, true, fb_contain_user(), NULL, NULL, "runner %s", user);
+	emit(d, c, NULL, true, fb_contain_user(), NULL, NULL, "runners run as %s", user);
 }
 
 /* Free space where runs go: the nearest directory that exists on the way to runs/. */
