@@ -27,8 +27,11 @@ CUDA_ITEMS = COMMON + ["torch-cuda", "nvcc", "driver", "gpu", "cuda-extension", 
 LINE = re.compile(r"^(ok|FAIL|warn) +(\S+(?: \d+)?) +(.*)$")
 
 work = scratch("e2e-doctor")
-# The user's own choice of Python must not leak in: doctor chooses as a run would.
+# The user's own choice of Python must not leak in: doctor chooses as a run would. The
+# self-test's pass records are this test's own: another test that makes kforge forget
+# them (an env_error run) may run beside it.
 base_env = {k: v for k, v in os.environ.items() if k != "KFORGE_PYTHON"}
+base_env["XDG_CACHE_HOME"] = os.path.join(work, "cache")
 
 
 def doctor(*args, env=None):
