@@ -150,6 +150,9 @@ bool	kb_file_exists(const char *path);
  * child's failure that mentions ENOSPC is the disk's fault only when this is true. */
 bool	kb_fs_nearly_full(const char *path);
 int	kb_path_join(char *out, size_t outlen, const char *a, const char *b);	/* -KB_ETOOBIG */
+/* The executable that a search of $PATH finds for a bare name, as execvp would (kb_spawn_run
+ * does no search). 0 with its path in out, or -KB_ENOENT. */
+int	kb_which(const char *name, char *out, size_t outlen);
 
 /* --------------------------------------------------------- trajectory log */
 

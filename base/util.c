@@ -359,6 +359,26 @@ kb_path_join(char *out, size_t outlen, const char *a, const char *b)
 	return n < 0 || (size_t)n >= outlen ? -KB_ETOOBIG : 0;
 }
 
+int
+kb_which(const char *name, char *out, size_t outlen)
+{
+	const char	*path = getenv("PATH");
+	char		 dir[PATH_MAX];
+
+	for (const char *p = path != NULL ? path : ""; *p != '\0';) {
+		size_t n = strcspn(p, ":");
+
+		if (n > 0 && n < sizeof(dir) && p[0] == '/') {
+			memcpy(dir, p, n);
+			dir[n] = '\0';
+			if (kb_path_join(out, outlen, dir, name) == 0 && access(out, X_OK) == 0)
+				return 0;
+		}
+		p += n + (p[n] == ':');
+	}
+	return -KB_ENOENT;
+}
+
 const char *
 kb_home(void)
 {

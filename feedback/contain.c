@@ -89,19 +89,31 @@ out:
 	return rc;
 }
 
+bool
+fb_contain_describe(char *net, size_t netlen, char *user, size_t userlen)
+{
+	if (cn.netns == KB_NETNS_SHARED)
+		snprintf(net, netlen, "not isolated (%s)", cn.net_why);
+	else
+		snprintf(net, netlen, "isolated (%s)", cn.netns == KB_NETNS_NEW ?
+			 "a network namespace of its own" : "a user and network namespace");
+	if (cn.drop)
+		snprintf(user, userlen, "%s (uid %d, gid %d)", cn.user, (int)cn.uid, (int)cn.gid);
+	else
+		snprintf(user, userlen, "this process's user (%s)", cn.user_why);
+	return cn.netns != KB_NETNS_SHARED;
+}
+
 void
 fb_contain_report(void)
 {
-	if (cn.netns == KB_NETNS_SHARED)
-		log_warnx("network: not isolated (%s)", cn.net_why);
+	char	net[384], user[256];
+
+	if (fb_contain_describe(net, sizeof(net), user, sizeof(user)))
+		log_info("network: %s", net);
 	else
-		log_info("network: isolated (%s)", cn.netns == KB_NETNS_NEW ?
-			 "a network namespace of its own" : "a user and network namespace");
-	if (cn.drop)
-		log_info("user: runners run as %s (uid %d, gid %d)", cn.user, (int)cn.uid,
-			 (int)cn.gid);
-	else
-		log_info("user: runners run as this process's user (%s)", cn.user_why);
+		log_warnx("network: %s", net);
+	log_info("user: runners run as %s", user);
 }
 
 void

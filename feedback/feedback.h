@@ -43,6 +43,7 @@
 #ifndef KFORGE_FEEDBACK_H
 #define KFORGE_FEEDBACK_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -50,9 +51,12 @@
 
 #include "base/base.h"
 
-enum fb_mode { FB_PRECOMPILE, FB_EXECUTE, FB_PROFILE, FB_BASELINE, FB_PROBE };
+enum fb_mode { FB_PRECOMPILE, FB_EXECUTE, FB_PROFILE, FB_BASELINE, FB_PROBE, FB_SELFTEST };
 
-/* The closed set of result statuses (DESIGN.md §5). */
+/* The closed set of result statuses (DESIGN.md §5). env_error: a failure the candidate
+ * cannot cause (torch not importable, torch's headers, pybind11, the compiler or ninja
+ * missing for its build, the reference failing on its own); details.stage and
+ * details.fix say which prerequisite and what to do. Never cached, fed back or scored. */
 #define FB_STATUSES(X)            \
 	X(OK, "ok")                \
 	X(COMPILE_ERROR, "compile_error") \
@@ -62,7 +66,8 @@ enum fb_mode { FB_PRECOMPILE, FB_EXECUTE, FB_PROFILE, FB_BASELINE, FB_PROBE };
 	X(RUNTIME_ERROR, "runtime_error") \
 	X(CUDA_ERROR, "cuda_error") \
 	X(TIMEOUT, "timeout")      \
-	X(CRASHED, "crashed")
+	X(CRASHED, "crashed")      \
+	X(ENV_ERROR, "env_error")
 #define FB_ENUM_(name, str) FB_ST_##name,
 enum fb_status { FB_STATUSES(FB_ENUM_) FB__NSTATUS };
 #undef FB_ENUM_
@@ -70,10 +75,23 @@ const char	*fb_status_name(enum fb_status st);
 int		 fb_status_parse(const char *s, enum fb_status *out);	/* -KB_EINVAL */
 
 /* Finds the Python that runs the runner: cfg->runner.python, then $KFORGE_PYTHON,
- * then python3 on a short list of places; the first that imports torch wins. The
- * answer is cached per process. -KB_ENOPYTHON with a message naming what was tried. */
+ * then python3 on a short list of places, where the first that imports torch wins. An
+ * explicit choice (runner.python or $KFORGE_PYTHON) is taken as given when it is an
+ * executable, never replaced by another Python: if it cannot import torch, the runner
+ * (and fb_selftest, stage "torch") reports that as an environment error naming it. The
+ * answer is cached per process. -KB_ENOPYTHON with a message naming what was tried;
+ * out then holds the explicitly named Python (resolved on PATH), else "". */
 int	fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
 		       size_t errlen);
+
+/* Runs `python -c code args...` the way a runner runs (its allow-listed environment, its
+ * user and network namespace, cwd "/", every GPU hidden unless cuda), for facts about the
+ * runner's Python that are no runner step (kforge doctor). At most 8 args (NULL-ended,
+ * may be NULL). The snippet's fd 3 (capped at 1 MiB) is in r->result. 0 when it ran,
+ * whatever its end, as kb_spawn_run; clear r with kb_spawn_result_clear. */
+int	fb_python_snippet(const struct kb_config *cfg, const char *python, const char *code,
+			  const char *const *args, bool cuda, int timeout_ms,
+			  struct kb_spawn_result *r);
 
 struct fb_request {
 	enum fb_mode	 mode;
@@ -82,6 +100,7 @@ struct fb_request {
 	const char	*build_dir;		/* TORCH_EXTENSIONS_DIR for this candidate */
 	const char	*work_dir;		/* runner cwd (scratch, per task) */
 	int		 device_index;		/* CUDA ordinal; -1 for CPU */
+	const char	*device;		/* "cpu" | "cuda"; NULL: cfg->eval.device */
 	int		 timeout_s;		/* 0: the config's per-mode deadline */
 	/* execute: also time the reference in the same process (speedup, and the
 	 * excessive-speedup flag, from one process's measurements). */
@@ -101,6 +120,39 @@ struct fb_outcome {
 	char		*log;		/* captured runner stdout+stderr (capped) */
 	int64_t		 wall_ms;
 };
+
+/* A known-good tiny kernel for a device, built and run by the runner's "selftest" mode
+ * exactly as candidates are built (torch.utils.cpp_extension.load_inline: a C++ op for
+ * "cpu", a CUDA kernel for "cuda"). It proves the environment can build and run
+ * candidates; a pass is cached per environment (python, torch, compiler, device,
+ * arch list, runner source), so the second call costs nothing. */
+struct fb_selftest {
+	bool	ok;
+	bool	cached;			/* a pass for this environment was reused */
+	double	build_s, run_s;		/* < 0: not reached */
+	char	python[PATH_MAX];	/* the Python that ran it ("" if none found) */
+	char	torch[64];		/* torch.__version__, "" when not importable */
+	char	stage[32];		/* where it failed: "python", "torch", "headers",
+					 * "pybind11", "compiler", "ninja", "build", "run",
+					 * "cuda"; "" when ok */
+	char	message[512];		/* what failed, one line */
+	char	fix[512];		/* what to do about it, one line */
+};
+/* device: "cpu" or "cuda". use_cache false forces a fresh build (doctor --fresh).
+ * Returns 0 with *out filled, pass or fail; < 0 only when nothing could be run
+ * (-KB_ENOMEM ...). cfg may be NULL (the defaults: no runner.python, runner.user
+ * nobody, an isolated network). The pass records live in $XDG_CACHE_HOME/kforge/selftest
+ * (else ~/.cache/kforge/selftest); the build itself in a fresh directory under /tmp that
+ * the runner's user can reach, removed afterwards. Processes: the supervisor (before
+ * forking workers), kforge doctor, a worker confirming an env_error. */
+int	fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
+		    struct fb_selftest *out);
+/* The one-line remedy for a stage the runner cannot report itself ("python", "torch",
+ * "build", "run"; anything else gets the one for "build"). */
+const char *fb_env_fix(const char *stage);
+/* Forgets the cached passes, so that the next fb_selftest builds afresh (a run stopped
+ * by an env_error: resume must find the environment fixed, not remember it working). */
+void	fb_selftest_forget(void);
 
 /* Runs one runner step. Returns 0 whenever there is an outcome (a failed compile or a
  * crash is an outcome); negative only when nothing could be run (-KB_ENOPYTHON,
@@ -133,6 +185,11 @@ int	fb_result_parse(const char *text, size_t n, struct fb_outcome *o, char *why,
  * was decided ("network: not isolated (reason)" is a warning). fb_run applies it. */
 int	fb_contain_setup(const struct kb_config *cfg, char *err, size_t errlen);
 void	fb_contain_report(void);
+/* What fb_contain_setup decided, as fb_contain_report logs it: the network ("isolated (a
+ * network namespace of its own)", "not isolated (reason)") and whom runners run as
+ * ("nobody (uid 65534, gid 65534)", "this process's user (reason)"). Returns
+ * whether the network is isolated. Call after a successful fb_contain_setup. */
+bool	fb_contain_describe(char *net, size_t netlen, char *user, size_t userlen);
 void	fb_contain_apply(struct kb_spawn_opts *o);
 const char *fb_contain_user(void);	/* the runner's user name; NULL: not switched */
 /* -KB_ECONFIG, with a message, when the runner's user cannot reach path (or read it). */

@@ -9,6 +9,16 @@ free-form logs that the parent captures. Modes:
   profile     the candidate under torch.profiler, top kernels by total time
   baseline    time the reference alone (eager, optionally torch.compile)
   probe       import torch and, on cuda, run a tiny kernel (GPU health)
+  selftest    check the build prerequisites (torch, its C++ headers, pybind11, the
+              compiler, ninja; nvcc and a GPU on cuda), then build a known-good tiny
+              extension with load_inline exactly as candidates are built (a C++ op on cpu,
+              a __global__ kernel on cuda) and run it; details.build_s and run_s time it
+
+A failure the candidate cannot cause (torch not importable; a build that failed for want
+of torch's headers, pybind11, the compiler or ninja, confirmed by probing those
+prerequisites independently of the candidate's code) has the status env_error, with
+details.stage (torch, headers, pybind11, compiler, ninja, cuda, build, run) and
+details.fix, a one-line remedy.
 
 Evaluation follows KernelBench's eval_kernel_against_ref (seeded trials, per-precision
 tolerances, CUDA-event timing with warm-up, L2 flush and a discarded first trial) and closes
@@ -39,7 +49,7 @@ import traceback
 
 RESULT_FD = 3
 STATUSES = ("ok", "compile_error", "no_model_new", "shape_mismatch", "value_mismatch",
-            "runtime_error", "cuda_error", "timeout", "crashed")
+            "runtime_error", "cuda_error", "timeout", "crashed", "env_error")
 # `kforge eval --help` quotes this line (orchestrator/eval.c): keep it one line of JSON.
 TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
 # Compiler output keeps its head (where gcc and nvcc put the first error, after ninja's
@@ -59,6 +69,34 @@ CUDA_UNAVAILABLE_MARKERS = ("no CUDA GPUs are available", "Found no NVIDIA drive
                             "CUDA driver initialization failed", "No CUDA GPUs",
                             "Torch not compiled with CUDA enabled",
                             "CUDA_VISIBLE_DEVICES")
+# Texts in a failed load_inline build that can mean a missing prerequisite rather than a
+# fault of the code. Seen alone they prove nothing (a candidate may print them, or include
+# a header of its own that is missing): env_probe() must confirm the prerequisite is gone.
+ENV_BUILD_MARKERS = ("torch/extension.h: No such file", "Python.h: No such file",
+                     "pybind11/", "Ninja is required", ": not found", "command not found",
+                     "['which',", "No such file or directory: 'c++'", "nvcc")
+ENV_PROBE_TIMEOUT_S = 120
+# The one-line remedies for a missing prerequisite, per stage. Debian's python3-torch
+# ships without its C++ headers (libtorch-dev) and without pybind11 (pybind11-dev).
+ENV_FIXES = {
+    "torch": "install PyTorch for this Python (Debian: apt-get install python3-torch) or "
+             "run tools/setup.sh; or set runner.python / KFORGE_PYTHON to a Python that "
+             "imports torch",
+    "headers": {"debian": "apt-get install libtorch-dev python3-dev (Debian's python3-torch "
+                          "has no C++ headers), or run tools/setup.sh",
+                "other": "reinstall torch with its C++ headers (pip install --force-reinstall "
+                         "torch) and install this Python's development headers"},
+    "pybind11": {"debian": "apt-get install pybind11-dev, or run tools/setup.sh",
+                 "other": "pip install pybind11 (or reinstall torch, whose wheel carries it)"},
+    "compiler": "apt-get install g++ (or set CXX to a C++ compiler), or run tools/setup.sh",
+    "ninja": "apt-get install ninja-build (or pip install ninja), or run tools/setup.sh",
+    "cuda": "check the NVIDIA driver (nvidia-smi), that torch is a CUDA build "
+            "(torch.version.cuda) and that the CUDA toolkit's nvcc is on PATH or in CUDA_HOME",
+    "build": "the known-good extension does not build here: read the compiler output in "
+             "the runner log ('kforge doctor --fresh' shows it)",
+    "run": "the known-good extension built but did not compute its result: check the "
+           "torch installation ('kforge doctor --fresh')",
+}
 
 
 def log(msg):
@@ -114,12 +152,88 @@ def sanitize(obj):
 class Outcome(Exception):
     """Ends the evaluation with a status (raised from deep inside the steps)."""
 
-    def __init__(self, status, message, exc=None, flags=()):
+    def __init__(self, status, message, exc=None, flags=(), env=None):
         Exception.__init__(self, message)
         self.status = status
         self.message = message
         self.exc = exc
         self.flags = list(flags)
+        self.env = env      # (stage, fix) of an env_error
+
+
+def debian_torch(torch):
+    return (getattr(torch, "__file__", None) or "").startswith("/usr/lib/python3/dist-packages/")
+
+
+def env_fix(stage, torch=None):
+    fix = ENV_FIXES.get(stage, ENV_FIXES["build"])
+    if isinstance(fix, dict):
+        fix = fix["debian" if torch is not None and debian_torch(torch) else "other"]
+    return fix
+
+
+def env_error(stage, message, torch=None, exc=None):
+    return Outcome("env_error", message, exc, env=(stage, env_fix(stage, torch)))
+
+
+HAS_INCLUDE_PROBE = "".join(
+    "#if !__has_include(<%s>)\n#error kforge-missing %s\n#endif\n" % (h, h)
+    for h in ("Python.h", "torch/extension.h", "pybind11/pybind11.h"))
+
+
+def env_probe(torch, cuda):
+    """The build prerequisites of load_inline, checked without building anything and
+    without the candidate's code: ninja, the compiler torch will call, torch's C++ headers,
+    Python.h and pybind11 on the include paths torch passes (the compiler's own
+    __has_include), and on cuda the toolkit. Returns None, or the Outcome to raise."""
+    import shutil
+    import subprocess
+    import sysconfig
+    try:
+        from torch.utils import cpp_extension
+    except Exception as e:
+        return env_error("torch", "torch.utils.cpp_extension does not import: %s"
+                         % first_line(e), torch, e)
+    if not cpp_extension.is_ninja_available():
+        return env_error("ninja", "ninja is not installed ('ninja --version' fails); "
+                         "load_inline builds with it", torch)
+    cxx = os.environ.get("CXX", "c++")
+    if shutil.which(cxx) is None:
+        return env_error("compiler", "the C++ compiler '%s' is not on PATH" % cxx, torch)
+    includes = list(cpp_extension.include_paths(cuda))
+    py_include = sysconfig.get_path("include", scheme="posix_prefix")
+    if py_include:
+        includes.append(py_include)
+    argv = [cxx, "-fsyntax-only", "-x", "c++", "-"]
+    for inc in includes:
+        argv += ["-isystem", inc]
+    try:
+        p = subprocess.run(argv, input=HAS_INCLUDE_PROBE, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True,
+                           timeout=ENV_PROBE_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError) as e:
+        return env_error("compiler", "the C++ compiler '%s' does not run: %s"
+                         % (cxx, first_line(e)), torch, e)
+    missing = [line.split("kforge-missing ", 1)[1].strip() for line in p.stdout.splitlines()
+               if "kforge-missing " in line]
+    if "torch/extension.h" in missing or "Python.h" in missing:
+        return env_error("headers", "%s not found on torch's include paths (%s)"
+                         % (" and ".join(h for h in missing if h != "pybind11/pybind11.h"),
+                            ", ".join(includes)), torch)
+    if missing:
+        return env_error("pybind11", "pybind11/pybind11.h not found on torch's include "
+                         "paths (%s)" % ", ".join(includes), torch)
+    if p.returncode != 0:
+        return env_error("compiler", "the C++ compiler '%s' fails on an empty program: %s"
+                         % (cxx, first_line(p.stdout)), torch)
+    if cuda:
+        if cpp_extension.CUDA_HOME is None:
+            return env_error("cuda", "no CUDA toolkit: nvcc is not on PATH and CUDA_HOME is "
+                             "unset", torch)
+        nvcc = os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc")
+        if not os.access(nvcc, os.X_OK):
+            return env_error("cuda", "no nvcc at %s" % nvcc, torch)
+    return None
 
 
 def exception_text(exc):
@@ -267,6 +381,8 @@ class Runner:
         except Outcome as o:
             for f in o.flags:
                 self.flag(f)
+            if o.env is not None:
+                self.details["stage"], self.details["fix"] = o.env
             if o.exc is not None and is_out_of_memory(o.exc):
                 self.flag("out_of_memory")
             if o.exc is not None:
@@ -284,7 +400,8 @@ class Runner:
         self.write_result(status, message)
 
     def dispatch(self):
-        if self.mode not in ("precompile", "execute", "profile", "baseline", "probe"):
+        if self.mode not in ("precompile", "execute", "profile", "baseline", "probe",
+                             "selftest"):
             raise Outcome("runtime_error", "unknown mode %r" % self.mode)
         if self.precision not in TOLERANCE:
             raise Outcome("runtime_error", "unknown precision %r" % self.precision)
@@ -301,7 +418,8 @@ class Runner:
         try:
             import torch
         except BaseException as e:
-            raise Outcome("runtime_error", "cannot import torch: %s" % first_line(e), e)
+            raise env_error("torch", "%s cannot import torch: %s"
+                            % (sys.executable, first_line(e)), None, e)
         self.torch = torch
         # Bound before any candidate code runs, so a candidate that patches torch or
         # time does not patch the judge.
@@ -309,6 +427,7 @@ class Runner:
         self.tensor_equal = torch.equal
         self.perf_counter = time.perf_counter
         self.env["torch"] = torch.__version__
+        self.env["torch_file"] = getattr(torch, "__file__", None)
         self.env["cuda"] = torch.version.cuda
         if self.device_kind == "cuda" and self.mode != "precompile":
             try:
@@ -324,6 +443,8 @@ class Runner:
                 if uuid is not None:
                     self.env["device_uuid"] = "GPU-%s" % uuid
             except Exception as e:
+                if self.mode == "selftest":
+                    raise env_error("cuda", "CUDA unavailable: %s" % first_line(e), torch, e)
                 raise Outcome("cuda_error", "CUDA unavailable: %s" % first_line(e), e)
             self.device = torch.device("cuda:0")
             self.synchronize = torch.cuda.synchronize
@@ -429,6 +550,9 @@ class Runner:
                 return None
             if is_cuda_error(exc) and self.mode != "precompile":
                 raise Outcome("cuda_error", "candidate import failed: %s" % first_line(exc), exc)
+            env = self.build_env_failure(exc)
+            if env is not None:
+                raise env
             msg = first_line(exc)
             if "Error building extension" in str(exc):
                 msg = "Compilation failed: " + msg
@@ -444,6 +568,25 @@ class Runner:
         if not callable(model_new):
             raise Outcome("no_model_new", "ModelNew in the candidate is not a class")
         return model_new
+
+    def build_env_failure(self, exc):
+        """The Outcome for a build that failed for want of a prerequisite, or None. Both
+        must hold: the failure is torch's own (load_inline's build or its compiler check),
+        its text names a missing prerequisite, and env_probe(), which runs none of the
+        candidate's code, finds that prerequisite missing. A candidate's own compile error
+        (or text it printed) therefore stays a compile_error."""
+        text = str(exc)
+        raised_by_torch = isinstance(exc, (RuntimeError, OSError)) or \
+            type(exc).__name__ == "CalledProcessError"
+        if not raised_by_torch or not any(m in text for m in ENV_BUILD_MARKERS):
+            return None
+        probe = env_probe(self.torch, self.device_kind == "cuda")
+        if probe is None:
+            return None
+        probe.message = "%s (the candidate's build failed: %s)" % (probe.message,
+                                                                    first_line(exc, 200))
+        probe.exc = exc
+        return probe
 
     def check_patched(self):
         """Undo a candidate's rebinding of the functions the check and the timing rely on."""
@@ -789,6 +932,52 @@ class Runner:
             raise Outcome("cuda_error", "GPU probe failed: %s" % first_line(e), e)
         return "ok", "probe ok (%s)" % self.env["device_name"]
 
+    def mode_selftest(self):
+        torch = self.torch
+        cuda = self.device_kind == "cuda"
+        probe = env_probe(torch, cuda)
+        if probe is not None:
+            raise probe
+        from torch.utils.cpp_extension import load_inline
+        t0 = time.monotonic()
+        exc = None
+        with FdTee() as tee:
+            try:
+                if cuda:
+                    ext = load_inline(name="kforge_selftest_cuda", cpp_sources=[SELFTEST_CUDA_DECL],
+                                      cuda_sources=[SELFTEST_CUDA], functions=["add_one"])
+                else:
+                    ext = load_inline(name="kforge_selftest_cpu", cpp_sources=[SELFTEST_CPP],
+                                      functions=["add_one"])
+            except BaseException as e:
+                exc = e
+        self.details["build_s"] = round(time.monotonic() - t0, 3)
+        if exc is not None:
+            self.details["compiler_output"] = tail(tee.text() + "\n" + describe_exception(exc),
+                                                   COMPILER_OUTPUT_CAP)
+            probe = env_probe(torch, cuda)
+            if probe is not None:
+                raise probe
+            raise env_error("build", "the known-good %s extension failed to build: %s"
+                            % (self.device_kind, first_line(exc)), torch, exc)
+        self.compiled = True
+        t0 = time.monotonic()
+        try:
+            x = torch.arange(4096, dtype=torch.float32, device=self.device)
+            y = ext.add_one(x)
+            self.synchronize()
+            ok = bool(torch.equal(y.cpu(), x.cpu() + 1))
+        except Exception as e:
+            raise env_error("run", "the known-good %s extension failed to run: %s"
+                            % (self.device_kind, first_line(e)), torch, e)
+        self.details["run_s"] = round(time.monotonic() - t0, 3)
+        if not ok:
+            raise env_error("run", "the known-good %s extension computed a wrong result"
+                            % self.device_kind, torch)
+        self.correct = True
+        return "ok", "built in %.1f s, ran in %.3f s" % (self.details["build_s"],
+                                                         self.details["run_s"])
+
     def mode_precompile(self):
         model_new = self.load_candidate()
         if model_new is None:
@@ -893,6 +1082,35 @@ class Runner:
                         "total_ms": total, "kernels": rows[:PROFILE_TOP],
                         "kernel_count": len(rows), "source": "torch.profiler"}
         return "ok", "profiled %d iterations, %d kernels" % (iters, len(rows))
+
+
+# The selftest's known-good extensions: y = x + 1, elementwise.
+SELFTEST_CPP = """
+torch::Tensor add_one(torch::Tensor x) {
+    auto c = x.contiguous();
+    auto y = torch::empty_like(c);
+    const float *in = c.data_ptr<float>();
+    float *out = y.data_ptr<float>();
+    for (int64_t i = 0; i < c.numel(); i++)
+        out[i] = in[i] + 1.0f;
+    return y;
+}
+"""
+SELFTEST_CUDA_DECL = "torch::Tensor add_one(torch::Tensor x);"
+SELFTEST_CUDA = """
+__global__ void add_one_kernel(const float *in, float *out, int64_t n) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = in[i] + 1.0f;
+}
+torch::Tensor add_one(torch::Tensor x) {
+    auto c = x.contiguous();
+    auto y = torch::empty_like(c);
+    int64_t n = c.numel();
+    add_one_kernel<<<(unsigned)((n + 255) / 256), 256>>>(c.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+"""
 
 
 class WriteIfChanged(io.StringIO):

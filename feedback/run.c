@@ -32,7 +32,7 @@ extern char **environ;
 
 static const char *const mode_names[] = {
 	[FB_PRECOMPILE] = "precompile", [FB_EXECUTE] = "execute", [FB_PROFILE] = "profile",
-	[FB_BASELINE] = "baseline", [FB_PROBE] = "probe",
+	[FB_BASELINE] = "baseline", [FB_PROBE] = "probe", [FB_SELFTEST] = "selftest",
 };
 
 #define FB_NAME_(name, str) [FB_ST_##name] = str,
@@ -174,18 +174,23 @@ static pthread_mutex_t	py_lock = PTHREAD_MUTEX_INITIALIZER;
 static char		py_cached[PATH_MAX];
 static char		py_cached_key[PATH_MAX];
 
-static bool
-imports_torch(const struct kb_config *cfg, const char *py)
-{
-	const char		*argv[] = { py, "-c", "import torch", NULL };
-	struct kb_spawn_opts	 o = { 0 };
-	struct kb_spawn_result	 r;
-	struct fb_env		 env;
-	bool			 ok;
+#define FB_SNIPPET_ARGS	8
 
-	if (access(py, X_OK) != 0)
-		return false;
-	env_build(&env, cfg, NULL, "", false);
+int
+fb_python_snippet(const struct kb_config *cfg, const char *python, const char *code,
+		  const char *const *args, bool cuda, int timeout_ms, struct kb_spawn_result *r)
+{
+	const char		*argv[FB_SNIPPET_ARGS + 4] = { python, "-c", code };
+	struct kb_spawn_opts	 o = { 0 };
+	struct fb_env		 env;
+	int			 rc;
+
+	for (int i = 0; args != NULL && args[i] != NULL; i++) {
+		if (i >= FB_SNIPPET_ARGS)
+			return -KB_EINVAL;
+		argv[3 + i] = args[i];
+	}
+	env_build(&env, cfg, NULL, cuda ? NULL : "", false);
 	o.argv = argv;
 	o.envp = (const char *const *)env.v;
 	/* Contained as the runner will be: torch must import as that user, in that netns. */
@@ -194,12 +199,27 @@ imports_torch(const struct kb_config *cfg, const char *py)
 		o.cwd = "/";
 	}
 	o.out_cap = 64 << 10;
-	o.timeout_ms = FB_PROBE_TIMEOUT_MS;
-	ok = kb_spawn_run(&o, &r) == 0 && r.end == KB_END_EXITED && r.exit_code == 0;
+	o.want_result = true;
+	o.result_cap = 1 << 20;
+	o.timeout_ms = timeout_ms > 0 ? timeout_ms : FB_PROBE_TIMEOUT_MS;
+	rc = kb_spawn_run(&o, r);
+	env_clear(&env);
+	return rc;
+}
+
+static bool
+imports_torch(const struct kb_config *cfg, const char *py)
+{
+	struct kb_spawn_result	 r = { 0 };
+	bool			 ok;
+
+	if (access(py, X_OK) != 0)
+		return false;
+	ok = fb_python_snippet(cfg, py, "import torch", NULL, false, 0, &r) == 0 &&
+	     r.end == KB_END_EXITED && r.exit_code == 0;
 	if (!ok)
 		log_debug("%s cannot import torch: %.200s", py, r.out.p != NULL ? r.out.p : "");
 	kb_spawn_result_clear(&r);
-	env_clear(&env);
 	return ok;
 }
 
@@ -208,30 +228,17 @@ imports_torch(const struct kb_config *cfg, const char *py)
 static void
 resolve_on_path(const char *name, char *out, size_t outlen)
 {
-	const char	*path = getenv("PATH");
-	char		 dir[PATH_MAX];
+	char	abs[PATH_MAX];
 
-	snprintf(out, outlen, "%s", name);
 	if (strchr(name, '/') != NULL) {
+		snprintf(out, outlen, "%s", name);
 		/* Relative to our cwd, not the runner's (it starts in work_dir). */
-		if (name[0] != '/' && realpath(name, dir) != NULL)
-			snprintf(out, outlen, "%s", dir);
+		if (name[0] != '/' && realpath(name, abs) != NULL)
+			snprintf(out, outlen, "%s", abs);
 		return;
 	}
-	if (path == NULL)
-		return;
-	for (const char *p = path; *p != '\0';) {
-		size_t n = strcspn(p, ":");
-
-		if (n > 0 && n < sizeof(dir) && p[0] == '/') {
-			memcpy(dir, p, n);
-			dir[n] = '\0';
-			if (kb_path_join(out, outlen, dir, name) == 0 && access(out, X_OK) == 0)
-				return;
-		}
-		p += n + (p[n] == ':');
-	}
-	snprintf(out, outlen, "%s", name);
+	if (kb_which(name, out, outlen) < 0)
+		snprintf(out, outlen, "%s", name);
 }
 
 static void
@@ -249,6 +256,8 @@ fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
 	char		 cand[PATH_MAX];
 	int		 rc = -KB_ENOPYTHON;
 
+	if (outlen > 0)
+		out[0] = '\0';
 	if (cfg != NULL && cfg->runner.python != NULL && cfg->runner.python[0] != '\0') {
 		explicit_py = cfg->runner.python;
 		source = "runner.python";
@@ -263,11 +272,14 @@ fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
 		goto out_unlock;
 	}
 	if (explicit_py != NULL) {
+		/* Taken as given: whether it imports torch is the runner's to say (env_error,
+		 * naming this Python), never a reason to fall back on another one. */
 		resolve_on_path(explicit_py, cand, sizeof(cand));
-		if (imports_torch(cfg, cand))
+		if (access(cand, X_OK) == 0)
 			goto found;
-		snprintf(err, errlen, "%s=%s: no Python there that imports torch; set runner.python "
-			 "or KFORGE_PYTHON to one that does", source, explicit_py);
+		snprintf(err, errlen, "%s=%s: no executable Python there; set runner.python or "
+			 "KFORGE_PYTHON to one that imports torch", source, explicit_py);
+		snprintf(out, outlen, "%s", cand);
 		goto out_unlock;
 	}
 	{
@@ -316,16 +328,18 @@ out_unlock:
 /* ------------------------------------------------------------ request */
 
 static bool
-on_cuda(const struct kb_config *cfg)
+on_cuda(const struct kb_config *cfg, const struct fb_request *req)
 {
-	return cfg->eval.device != NULL && strcmp(cfg->eval.device, "cuda") == 0;
+	const char	*device = req != NULL && req->device != NULL ? req->device : cfg->eval.device;
+
+	return device != NULL && strcmp(device, "cuda") == 0;
 }
 
 static json_t *
 build_request(const struct kb_config *cfg, const struct fb_request *req)
 {
 	const char	*precision = cfg->eval.precision != NULL ? cfg->eval.precision : "fp32";
-	bool		 cuda = on_cuda(cfg);
+	bool		 cuda = on_cuda(cfg, req);
 	json_t		*r;
 
 	r = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o,"
@@ -674,7 +688,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 
 	memset(out, 0, sizeof(*out));
 	out->runtime_ms = out->ref_runtime_ms = out->speedup = -1;
-	if ((unsigned)req->mode > FB_PROBE)
+	if ((unsigned)req->mode > FB_SELFTEST)
 		return -KB_EINVAL;
 	if ((rc = fb_contain_setup(cfg, err, sizeof(err))) < 0) {
 		log_warnx("%s", err);
@@ -694,13 +708,15 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		return -KB_ENOMEM;
 
 	/* Precompile and every CPU step see no GPU; a GPU step sees exactly its own. */
-	if (req->mode == FB_PRECOMPILE || !on_cuda(cfg)) {
+	if (req->mode == FB_PRECOMPILE || !on_cuda(cfg, req)) {
 		cuda_visible = "";
 	} else if (req->device_index >= 0) {
 		snprintf(visible, sizeof(visible), "%d", req->device_index);
 		cuda_visible = visible;
 	}
-	env_build(&env, cfg, req->build_dir, cuda_visible, req->mode == FB_PRECOMPILE);
+	/* A selftest builds as a precompile does (it stands for one). */
+	env_build(&env, cfg, req->build_dir, cuda_visible,
+		  req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST);
 	if (fb_contain_user() != NULL) {
 		/* Ours (root's) would be unwritable; caches that want a HOME get the scratch. */
 		env_set(&env, "HOME", req->work_dir != NULL ? req->work_dir : "/");
@@ -732,7 +748,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		log_warnx("cannot give the runner's user %s: %s", req->work_dir, kb_strerror(rc));
 		goto out;
 	}
-	if (req->mode == FB_PRECOMPILE &&
+	if ((req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST) &&
 	    (rc = fb_contain_build_begin(req->build_dir, &build_lock)) < 0) {
 		fb_contain_build_end(NULL, build_lock);
 		goto out;
@@ -748,7 +764,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 
 	rc = kb_spawn_run(&o, &r);
 	fbw_reap_strays(&strays);
-	if (req->mode == FB_PRECOMPILE)
+	if (req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST)
 		fb_contain_build_end(req->build_dir, build_lock);
 	else
 		fb_contain_build_end(NULL, build_lock);

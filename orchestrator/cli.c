@@ -34,6 +34,7 @@ static int	cmd_view(int argc, char **argv);
 static int	cmd_tail(int argc, char **argv);
 static int	cmd_stop(int argc, char **argv);
 static int	cmd_eval(int argc, char **argv);
+static int	cmd_doctor(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ .name = "run", .run = cmd_run,
@@ -81,6 +82,18 @@ static const struct command commands[] = {
 	  .help = "Evaluate one kernel against one KernelBench-format problem: precompile,\n"
 	  "reference timing, correctness trials and timing, as in a run's turn.",
 	  .more_help = orch_eval_help },
+	{ .name = "doctor", .run = cmd_doctor,
+	  .usage = "doctor [CONFIG] [--device cpu|cuda|auto] [--json] [--fresh]",
+	  .help = "Check every prerequisite of a run, one line per item: the C toolchain, the\n"
+	  "runner's Python and torch (as a run chooses them), torch's C++ headers, pybind11,\n"
+	  "ninja, a tiny C++ extension built and run as candidates are (cached per\n"
+	  "environment; --fresh builds it again); for cuda also nvcc, the NVIDIA driver and\n"
+	  "each GPU, a tiny CUDA extension, CUPTI and whether performance counters are\n"
+	  "permitted; the runner's network namespace and user; free space where runs go.\n"
+	  "CONFIG supplies runner.python, runner.user, runner.isolate_network and\n"
+	  "eval.device (default: the defaults, device auto). Each missing item names its\n"
+	  "fix. Exits 0 when the device can run kforge, 1 when it cannot. --json prints the\n"
+	  "items as a JSON array of {item, ok, required, detail, version, path, fix}." },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -129,7 +142,7 @@ parse(int argc, char **argv, const char *shortopts, const struct option *longopt
 struct run_opts {
 	const char	*run_dir, *sets[MAX_SETS], *device, *problem, *kernel;
 	int		 nsets, timeout, progress_interval;
-	bool		 detach, json, follow, quiet;
+	bool		 detach, json, follow, quiet, fresh;
 };
 
 static int
@@ -150,6 +163,7 @@ on_opt(int c, const char *arg, void *st)
 		break;
 	case 'j': o->json = true; break;
 	case 'f': o->follow = true; break;
+	case 'F': o->fresh = true; break;
 	case 'v': o->device = arg; break;
 	case 'p': o->problem = arg; break;
 	case 'k': o->kernel = arg; break;
@@ -182,6 +196,7 @@ static const struct option all_longopts[] = {
 	{ "problem", required_argument, NULL, 'p' },
 	{ "kernel", required_argument, NULL, 'k' },
 	{ "timeout", required_argument, NULL, 't' },
+	{ "fresh", no_argument, NULL, 'F' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -304,6 +319,13 @@ cmd_stop(int argc, char **argv)
 	return orch_cmd_stop(rest[0], o.timeout);
 }
 
+static bool
+device_ok(const char *device)
+{
+	return device == NULL || strcmp(device, "cpu") == 0 || strcmp(device, "cuda") == 0 ||
+	       strcmp(device, "auto") == 0;
+}
+
 static int
 cmd_eval(int argc, char **argv)
 {
@@ -316,10 +338,24 @@ cmd_eval(int argc, char **argv)
 		return usage_error("needs --problem and --kernel%s", "");
 	if (nrest != 0)
 		return usage_error("unexpected argument '%s'", rest[0]);
-	if (o.device != NULL && strcmp(o.device, "cpu") != 0 && strcmp(o.device, "cuda") != 0 &&
-	    strcmp(o.device, "auto") != 0)
+	if (!device_ok(o.device))
 		return usage_error("--device is cpu, cuda or auto, not '%s'", o.device);
 	return orch_cmd_eval(o.problem, o.kernel, o.device, o.sets, o.nsets, o.json);
+}
+
+static int
+cmd_doctor(int argc, char **argv)
+{
+	struct run_opts	o = { 0 };
+	char		**rest;
+	int		nrest;
+
+	PARSE_OR_RETURN("vjF");
+	if (nrest > 1)
+		return usage_error("wants at most one CONFIG, got '%s' too", rest[1]);
+	if (!device_ok(o.device))
+		return usage_error("--device is cpu, cuda or auto, not '%s'", o.device);
+	return orch_cmd_doctor(nrest == 1 ? rest[0] : NULL, o.device, o.json, o.fresh);
 }
 
 static void

@@ -26,8 +26,18 @@ int	orch_run_create(struct orch_run *run, const char *config_path, const char *r
 			const char *const *sets, int nsets, char *err, size_t errlen);
 int	orch_run_open(struct orch_run *run, const char *dir, char *err, size_t errlen);
 void	orch_run_clear(struct orch_run *run);
+/* Where a run goes without --run-dir: ORCH_RUNS_DIR/<name>, relative to the cwd. */
+#define ORCH_RUNS_DIR "runs"
 /* Resolves eval.device auto and lists the devices: fills gpus.json in the run dir. */
 int	orch_resolve_devices(struct kb_config *cfg, json_t **gpus, char *err, size_t errlen);
+/* The GPUs by nvidia-smi (index and name), else by /dev/nvidiaN: a JSON array, empty
+ * when none. */
+json_t	*orch_detect_gpus(void);
+/* Runs the first nvidia-smi that answers `--query-gpu=QUERY --format=csv,noheader,nounits`;
+ * 0 with its lines in r->out (clear r) and its path in path (may be NULL), or -KB_ENOENT
+ * when none answered. */
+int	orch_nvidia_smi(const char *query, struct kb_spawn_result *r, char *path,
+			size_t pathlen);
 /* Updates run.json's fields from obj (merged), atomically. */
 int	orch_run_update(const struct orch_run *run, json_t *fields);
 /* pid of the live supervisor of dir, or 0. */
@@ -129,5 +139,10 @@ int	orch_cmd_stop(const char *dir, int timeout_s);
 void	orch_eval_help(void);
 int	orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		      const char *const *sets, int nsets, bool json);
+
+/* doctor.c: checks every prerequisite of a run on device (cpu, cuda, auto, or NULL: the
+ * config's eval.device); config may be NULL (the defaults). 0 when the device can work,
+ * 1 when it cannot, 2 for a config that does not load. fresh rebuilds the self-test. */
+int	orch_cmd_doctor(const char *config, const char *device, bool json, bool fresh);
 
 #endif

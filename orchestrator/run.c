@@ -43,19 +43,18 @@ static const char *const nvidia_smi_paths[] = {
 	"/usr/lib/wsl/lib/nvidia-smi",
 };
 
-/* GPUs by nvidia-smi (index and name), else by /dev/nvidiaN; empty when none. */
-static json_t *
-detect_gpus(void)
+int
+orch_nvidia_smi(const char *query, struct kb_spawn_result *r, char *path, size_t pathlen)
 {
-	json_t	*list = json_array();
+	char	arg[256];
 
+	if (snprintf(arg, sizeof(arg), "--query-gpu=%s", query) >= (int)sizeof(arg))
+		return -KB_ETOOBIG;
 	for (size_t i = 0; i < sizeof(nvidia_smi_paths) / sizeof(nvidia_smi_paths[0]); i++) {
-		const char *argv[] = { nvidia_smi_paths[i], "--query-gpu=index,name",
-				       "--format=csv,noheader", NULL };
+		const char *argv[] = { nvidia_smi_paths[i], arg, "--format=csv,noheader,nounits",
+				       NULL };
 		const char *envp[] = { "PATH=/usr/bin:/bin", "LANG=C", NULL };
 		struct kb_spawn_opts	o = { 0 };
-		struct kb_spawn_result	r = { 0 };
-		char			*line, *save = NULL;
 
 		if (access(nvidia_smi_paths[i], X_OK) != 0)
 			continue;
@@ -63,23 +62,39 @@ detect_gpus(void)
 		o.envp = envp;
 		o.timeout_ms = 30000;
 		o.out_cap = 65536;
-		if (kb_spawn_run(&o, &r) == 0 && r.end == KB_END_EXITED && r.exit_code == 0 &&
-		    r.out.p != NULL) {
-			for (line = strtok_r(r.out.p, "\n", &save); line != NULL;
-			     line = strtok_r(NULL, "\n", &save)) {
-				char	*comma = strchr(line, ',');
-				long	 idx;
+		if (path != NULL)
+			snprintf(path, pathlen, "%s", nvidia_smi_paths[i]);
+		if (kb_spawn_run(&o, r) == 0 && r->end == KB_END_EXITED && r->exit_code == 0 &&
+		    r->out.p != NULL)
+			return 0;
+		kb_spawn_result_clear(r);
+	}
+	return -KB_ENOENT;
+}
 
-				if (comma == NULL)
-					continue;
-				*comma = '\0';
-				if (kb_parse_int(line, 0, KB_MAX_DEVICES - 1, &idx) < 0)
-					continue;
-				while (*++comma == ' ')
-					;
-				json_array_append_new(list, json_pack("{s:I, s:s}", "index",
-								      (json_int_t)idx, "name", comma));
-			}
+/* GPUs by nvidia-smi (index and name), else by /dev/nvidiaN; empty when none. */
+json_t *
+orch_detect_gpus(void)
+{
+	json_t			*list = json_array();
+	struct kb_spawn_result	 r = { 0 };
+	char			*line, *save = NULL;
+
+	if (orch_nvidia_smi("index,name", &r, NULL, 0) == 0) {
+		for (line = strtok_r(r.out.p, "\n", &save); line != NULL;
+		     line = strtok_r(NULL, "\n", &save)) {
+			char	*comma = strchr(line, ',');
+			long	 idx;
+
+			if (comma == NULL)
+				continue;
+			*comma = '\0';
+			if (kb_parse_int(line, 0, KB_MAX_DEVICES - 1, &idx) < 0)
+				continue;
+			while (*++comma == ' ')
+				;
+			json_array_append_new(list, json_pack("{s:I, s:s}", "index",
+							      (json_int_t)idx, "name", comma));
 		}
 		kb_spawn_result_clear(&r);
 		if (json_array_size(list) > 0)
@@ -107,7 +122,7 @@ orch_resolve_devices(struct kb_config *cfg, json_t **gpus, char *err, size_t err
 				  "name", "cpu");
 		return 0;
 	}
-	found = detect_gpus();
+	found = orch_detect_gpus();
 	if (json_array_size(found) == 0) {
 		json_decref(found);
 		if (strcmp(cfg->eval.device, "auto") == 0) {
@@ -301,7 +316,7 @@ orch_run_create(struct orch_run *run, const char *config_path, const char *run_d
 	if ((rc = orch_tasks_list(&run->cfg, &run->tasks, &run->ntasks, err, errlen)) < 0)
 		goto out;
 	if (run_dir == NULL)
-		snprintf(path, sizeof(path), "runs/%s", run->cfg.name);
+		snprintf(path, sizeof(path), "%s/%s", ORCH_RUNS_DIR, run->cfg.name);
 	else
 		snprintf(path, sizeof(path), "%s", run_dir);
 	if ((rc = absolute_dir(path, run->dir, sizeof(run->dir))) < 0) {

@@ -16,6 +16,8 @@ set(kb_e2e_tests
   "e2e_test_views|test_views|e2e|2400"
   # the progress display: through a pseudo-terminal, in a pipe, --quiet
   "e2e_test_progress|test_progress|e2e|1800"
+  # kforge doctor: every prerequisite named, a Python without torch and a GPU-less cuda refused
+  "e2e_test_doctor|test_doctor|e2e|900"
   # scheduling limits, FIFO and GPU quarantine, from the trajectories' lease records
   "e2e_test_scheduling|test_scheduling|e2e|600"
   "e2e_test_quarantine|test_quarantine|e2e|600"

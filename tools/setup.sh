@@ -3,8 +3,10 @@
 # toolchain, CMake, libyaml, jansson, libcurl, libcrypto, ninja, ccache, and a Python that
 # imports torch *and can build a torch extension* (torch's C++ headers and pybind11:
 # Debian's python3-torch ships neither, libtorch-dev and pybind11-dev do; GPU hosts bring
-# a pip torch that has its own). Says what it installed, then runs `kforge doctor` when
-# kforge is built, so a machine that cannot run kforge fails here, loudly.
+# a pip torch that has its own), and what the tests use (python3, python3-venv). Says what
+# it installed, builds kforge (tools/build.sh, given this script's arguments, so that the
+# build after it is a no-op) and ends with `kforge doctor`, so that a machine that cannot
+# run kforge fails here, loudly, naming the fix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +24,9 @@ have_pc libcrypto || need+=(libssl-dev)
 command -v ninja >/dev/null || need+=(ninja-build)
 command -v ccache >/dev/null || need+=(ccache)
 command -v python3 >/dev/null || need+=(python3)
+# The tests make a bare venv (a Python without torch) with Debian's python3.
+[ ! -x /usr/bin/python3 ] || /usr/bin/python3 -c "import ensurepip" >/dev/null 2>&1 \
+  || need+=(python3-venv)
 
 # The runner's Python: the first that imports torch, as kforge itself probes.
 torch_python=""
@@ -55,3 +60,6 @@ if [ ${#need[@]} -gt 0 ]; then
 else
   echo "setup: everything is installed (Python with torch: $torch_python)"
 fi
+
+tools/build.sh "$@"
+"${KFORGE_BUILD_DIR:-build}/kforge" doctor

@@ -3,7 +3,7 @@
 # tests again under ASan+UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/setup.sh
+tools/setup.sh -DKB_WERROR=ON
 tools/build.sh -DKB_WERROR=ON
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
 KFORGE_BUILD_DIR=build-asan tools/build.sh -DKB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug

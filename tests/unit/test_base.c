@@ -1,7 +1,7 @@
 /* test_base.c: base pieces — error table, bounded buffers, atomic writes, and the
  * trajectory log (append, replay, a torn tail dropped and truncated, corrupt records,
  * a seq gap, the read-only reader, dropped bytes kept aside), the crash-point hook and
- * the log's writer hook. */
+ * the log's writer hook and the PATH search. */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -324,6 +324,34 @@ test_log_writer(const char *dir)
 	kb_log_init("test", 2);
 }
 
+/* PATH is searched in order, skipping entries that are not absolute and files that are
+ * not executable; a name found nowhere is -KB_ENOENT. */
+static void
+test_which(const char *dir)
+{
+	char	bin1[512], bin2[512], tool[600], path[2048], found[600];
+	char	*saved = kb_strdup(getenv("PATH"));
+	int	fd;
+
+	snprintf(bin1, sizeof(bin1), "%s/bin1", dir);
+	snprintf(bin2, sizeof(bin2), "%s/bin2", dir);
+	CHECK(kb_mkdir_p(bin1, 0755) == 0 && kb_mkdir_p(bin2, 0755) == 0);
+	snprintf(tool, sizeof(tool), "%s/kbtool", bin1);	/* not executable */
+	CHECK((fd = open(tool, O_WRONLY | O_CREAT, 0644)) >= 0 && close(fd) == 0);
+	snprintf(tool, sizeof(tool), "%s/kbtool", bin2);
+	CHECK((fd = open(tool, O_WRONLY | O_CREAT, 0755)) >= 0 && close(fd) == 0);
+	snprintf(path, sizeof(path), "relative:%s::%s", bin1, bin2);
+	setenv("PATH", path, 1);
+	CHECKM(kb_which("kbtool", found, sizeof(found)) == 0 && strcmp(found, tool) == 0,
+	       "kb_which found '%s', want the executable %s", found, tool);
+	CHECKM(kb_which("kbtool-missing", found, sizeof(found)) == -KB_ENOENT, "missing tool");
+	unsetenv("PATH");
+	CHECKM(kb_which("kbtool", found, sizeof(found)) == -KB_ENOENT, "no PATH");
+	if (saved != NULL)
+		setenv("PATH", saved, 1);
+	free(saved);
+}
+
 int
 main(void)
 {
@@ -338,6 +366,7 @@ main(void)
 	test_tlog(tmpl);
 	test_crashpoint(tmpl);
 	test_log_writer(tmpl);
+	test_which(tmpl);
 	if (failures == 0)
 		printf("ok\n");
 	return failures == 0 ? 0 : 1;

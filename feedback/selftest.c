@@ -1,0 +1,434 @@
+/*
+ * selftest.c: proof that this machine can build and run candidates before any is asked
+ * for (DESIGN.md §5, env_error). The runner's "selftest" mode checks the prerequisites
+ * and builds a known-good tiny extension exactly as a candidate's precompile is built
+ * (fb_run, the same environment, containment and deadline rules); this file chooses the
+ * Python, gives the build a directory the runner's user can reach, turns the result into
+ * a struct fb_selftest, and remembers a pass per environment so that the next run (or
+ * resume) pays nothing for it.
+ *
+ * The pass record is keyed by what the outcome depends on and can be checked without
+ * starting anything: the Python (as given, so a venv is not its base interpreter), the
+ * compiler and ninja found on PATH, the device and arch list, the runner's user, and the
+ * runner's source. Torch itself is checked when a record is read: its __init__.py and
+ * torch/extension.h must still be the files the pass saw.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "feedback/feedback_int.h"
+
+#define ST_TIMEOUT_EXTRA_S	120	/* the run after the build, and torch's start-up */
+#define ST_DEFAULT_BUILD_S	300	/* eval.compile_timeout_s unset (cfg NULL) */
+#define ST_RECORD_CAP		(64u << 10)
+#define ST_TMP_TEMPLATE		"/tmp/kforge-selftest-XXXXXX"
+
+/* The C side's own remedies, for what the runner cannot report itself. */
+static const struct {
+	const char	*stage;
+	const char	*fix;
+} c_fixes[] = {
+	{ "python", "set runner.python (or KFORGE_PYTHON) to a Python that imports torch, or "
+		    "run tools/setup.sh; on resume: kforge resume DIR --set runner.python=PATH" },
+	{ "torch", "install PyTorch (Debian: apt-get install python3-torch) or run "
+		   "tools/setup.sh, or set runner.python / KFORGE_PYTHON to a Python that "
+		   "imports torch" },
+	{ "build", "the runner ended abnormally while building the known-good extension; "
+		   "check memory and eval.compile_timeout_s, then 'kforge doctor --fresh'" },
+	{ "run", "the runner ended abnormally while running the known-good extension; "
+		 "'kforge doctor --fresh' shows its output" },
+};
+
+const char *
+fb_env_fix(const char *stage)
+{
+	for (size_t i = 0; i < sizeof(c_fixes) / sizeof(c_fixes[0]); i++)
+		if (strcmp(c_fixes[i].stage, stage) == 0)
+			return c_fixes[i].fix;
+	return c_fixes[2].fix;
+}
+
+static void
+fail(struct fb_selftest *out, const char *stage, const char *message, const char *fix)
+{
+	out->ok = false;
+	snprintf(out->stage, sizeof(out->stage), "%s", stage);
+	snprintf(out->message, sizeof(out->message), "%s", message);
+	snprintf(out->fix, sizeof(out->fix), "%s", fix != NULL && fix[0] != '\0' ? fix :
+		 fb_env_fix(stage));
+	/* One line each, whatever the runner sent. */
+	for (char *p = out->message; *p != '\0'; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	for (char *p = out->fix; *p != '\0'; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+}
+
+/* ------------------------------------------------------------ the key */
+
+/* An executable found on PATH as the runner will find it, by what it is: its real path,
+ * size and modification time ("" when absent). */
+static void
+identify_tool(struct kb_buf *key, const char *name)
+{
+	const char	*path = getenv("PATH");
+	char		 dir[PATH_MAX], cand[PATH_MAX], real[PATH_MAX];
+	struct stat	 st;
+
+	for (const char *p = path != NULL ? path : "/usr/bin:/bin"; *p != '\0';) {
+		size_t n = strcspn(p, ":");
+
+		if (n > 0 && n < sizeof(dir)) {
+			memcpy(dir, p, n);
+			dir[n] = '\0';
+			if (kb_path_join(cand, sizeof(cand), dir, name) == 0 &&
+			    access(cand, X_OK) == 0 && realpath(cand, real) != NULL &&
+			    stat(real, &st) == 0) {
+				kb_buf_printf(key, "%s=%s %lld %lld\n", name, real,
+					      (long long)st.st_size, (long long)st.st_mtime);
+				return;
+			}
+		}
+		p += n + (p[n] == ':');
+	}
+	kb_buf_printf(key, "%s=\n", name);
+}
+
+static const char *
+arch_list(const struct kb_config *cfg)
+{
+	const char *a = cfg->eval.arch_list != NULL && cfg->eval.arch_list[0] != '\0' ?
+			cfg->eval.arch_list : getenv("TORCH_CUDA_ARCH_LIST");
+
+	return a != NULL ? a : "";
+}
+
+static int
+record_key(const struct kb_config *cfg, const char *device, const char *python, char sha[65])
+{
+	struct kb_buf	 key = KB_BUF_INIT(1u << 20);
+	char		 runner[PATH_MAX], *src = NULL;
+	size_t		 len = 0;
+	struct stat	 st;
+	int		 rc;
+
+	if ((rc = kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py")) < 0 ||
+	    (rc = kb_read_file(runner, 4u << 20, &src, &len)) < 0)
+		return rc;
+	kb_buf_printf(&key, "python=%s", python);
+	if (stat(python, &st) == 0)
+		kb_buf_printf(&key, " %lld %lld", (long long)st.st_size, (long long)st.st_mtime);
+	kb_buf_printf(&key, "\ndevice=%s\narch=%s\nuser=%s\n", device, arch_list(cfg),
+		      fb_contain_user() != NULL ? fb_contain_user() : "");
+	identify_tool(&key, "c++");
+	identify_tool(&key, "ninja");
+	if (strcmp(device, "cuda") == 0)
+		identify_tool(&key, "nvcc");
+	kb_buf_append(&key, src, len);
+	kb_sha256_hex(key.p, key.len, sha);
+	kb_buf_clear(&key);
+	free(src);
+	return 0;
+}
+
+/* ------------------------------------------------------------ the records */
+
+static int
+cache_dir(char *out, size_t n)
+{
+	const char	*xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+
+	if (xdg != NULL && xdg[0] == '/')
+		return snprintf(out, n, "%s/kforge/selftest", xdg) < (int)n ? 0 : -KB_ETOOBIG;
+	if (home != NULL && home[0] == '/')
+		return snprintf(out, n, "%s/.cache/kforge/selftest", home) < (int)n ? 0 :
+		       -KB_ETOOBIG;
+	return -KB_ENOENT;
+}
+
+static int
+record_path(const char *sha, char *out, size_t n)
+{
+	char	dir[PATH_MAX];
+	int	rc;
+
+	if ((rc = cache_dir(dir, sizeof(dir))) < 0)
+		return rc;
+	return snprintf(out, n, "%s/%.32s.json", dir, sha) < (int)n ? 0 : -KB_ETOOBIG;
+}
+
+/* What a file is, for a record to notice it changed ("" when it is gone). */
+static void
+witness(const char *path, char *out, size_t n)
+{
+	struct stat	st;
+
+	if (path == NULL || stat(path, &st) != 0)
+		snprintf(out, n, "%s", "");
+	else
+		snprintf(out, n, "%lld %lld", (long long)st.st_size, (long long)st.st_mtime);
+}
+
+/* torch/__init__.py -> torch/include/torch/extension.h */
+static void
+torch_header(const char *torch_file, char *out, size_t n)
+{
+	const char	*slash = torch_file != NULL ? strrchr(torch_file, '/') : NULL;
+
+	if (slash == NULL) {
+		snprintf(out, n, "%s", "");
+		return;
+	}
+	snprintf(out, n, "%.*s/include/torch/extension.h", (int)(slash - torch_file), torch_file);
+}
+
+static bool
+record_still_true(json_t *rec)
+{
+	const char	*torch_file = json_string_value(json_object_get(rec, "torch_file"));
+	char		 now[64], header[PATH_MAX];
+
+	if (!json_is_true(json_object_get(rec, "ok")) || torch_file == NULL)
+		return false;
+	witness(torch_file, now, sizeof(now));
+	if (now[0] == '\0' || strcmp(now, json_string_value(json_object_get(rec, "torch_file_id")) ?: "") != 0)
+		return false;
+	torch_header(torch_file, header, sizeof(header));
+	witness(header, now, sizeof(now));
+	return strcmp(now, json_string_value(json_object_get(rec, "header_id")) ?: "-") == 0;
+}
+
+static bool
+load_record(const char *sha, struct fb_selftest *out)
+{
+	char	 path[PATH_MAX], *text = NULL;
+	json_t	*rec;
+	bool	 ok;
+
+	if (record_path(sha, path, sizeof(path)) < 0 ||
+	    kb_read_file(path, ST_RECORD_CAP, &text, NULL) < 0)
+		return false;
+	rec = json_loads(text, 0, NULL);
+	free(text);
+	if ((ok = rec != NULL && record_still_true(rec))) {
+		out->ok = out->cached = true;
+		out->build_s = json_number_value(json_object_get(rec, "build_s"));
+		out->run_s = json_number_value(json_object_get(rec, "run_s"));
+		snprintf(out->torch, sizeof(out->torch), "%s",
+			 json_string_value(json_object_get(rec, "torch")) ?: "");
+	}
+	json_decref(rec);
+	return ok;
+}
+
+static void
+save_record(const char *sha, const char *device, const struct fb_selftest *st,
+	    const char *torch_file)
+{
+	char	 path[PATH_MAX], dir[PATH_MAX], id[64], header[PATH_MAX], header_id[64], ts[32];
+	json_t	*rec;
+
+	if (record_path(sha, path, sizeof(path)) < 0 || cache_dir(dir, sizeof(dir)) < 0 ||
+	    kb_mkdir_p(dir, 0755) < 0)
+		return;
+	witness(torch_file, id, sizeof(id));
+	torch_header(torch_file, header, sizeof(header));
+	witness(header, header_id, sizeof(header_id));
+	kb_iso8601(kb_now_ms(), ts);
+	rec = json_pack("{s:b, s:s, s:s, s:s, s:f, s:f, s:s, s:s, s:s, s:s}", "ok", 1,
+			"python", st->python, "device", device, "torch", st->torch, "build_s",
+			st->build_s, "run_s", st->run_s, "torch_file", torch_file, "torch_file_id",
+			id, "header_id", header_id, "created", ts);
+	if (rec == NULL || kb_write_atomic_json(path, rec) < 0)
+		log_debug("cannot record the selftest's pass in %s", path);
+	json_decref(rec);
+}
+
+static int
+forget_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	size_t	n = strlen(path);
+
+	(void)st;
+	if (type == FTW_F && ftw->level == 1 && n > 5 && strcmp(path + n - 5, ".json") == 0)
+		(void)unlink(path);
+	return 0;
+}
+
+void
+fb_selftest_forget(void)
+{
+	char	dir[PATH_MAX];
+
+	if (cache_dir(dir, sizeof(dir)) == 0)
+		(void)nftw(dir, forget_one, 4, FTW_PHYS);
+}
+
+/* ------------------------------------------------------------ the build */
+
+static int
+remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (type == FTW_DP)
+		(void)rmdir(path);
+	else
+		(void)unlink(path);
+	return 0;
+}
+
+/* A fresh directory for the build and the runner's scratch, made by us (mkdtemp: ours,
+ * 0700, never an existing one), then opened to the runner's user: it must reach them
+ * even when our HOME or the run directory is closed to it. */
+static int
+make_dirs(char *top, size_t n, char *build, char *work, size_t m)
+{
+	int	rc;
+
+	snprintf(top, n, "%s", ST_TMP_TEMPLATE);
+	if (mkdtemp(top) == NULL)
+		return -kb_errno_to_err(errno);
+	if (chmod(top, 0755) == -1) {
+		rc = -kb_errno_to_err(errno);
+		goto out_rm;
+	}
+	if (snprintf(build, m, "%s/build", top) >= (int)m ||
+	    snprintf(work, m, "%s/work", top) >= (int)m) {
+		rc = -KB_ETOOBIG;
+		goto out_rm;
+	}
+	if ((rc = kb_mkdir_p(build, 0755)) < 0 || (rc = kb_mkdir_p(work, 0755)) < 0)
+		goto out_rm;
+	return 0;
+out_rm:
+	(void)nftw(top, remove_one, 8, FTW_DEPTH | FTW_PHYS);
+	return rc;
+}
+
+static double
+seconds(json_t *details, const char *key)
+{
+	json_t	*v = json_object_get(details, key);
+
+	return json_is_number(v) ? json_number_value(v) : -1;
+}
+
+static int
+first_gpu(const struct kb_config *cfg)
+{
+	return !cfg->gpus.all && cfg->gpus.ndevices > 0 ? cfg->gpus.devices[0] : 0;
+}
+
+/* Turns the runner's answer into *out. */
+static void
+read_outcome(const struct fb_outcome *o, const char *device, struct fb_selftest *out,
+	     const char **torch_file)
+{
+	json_t		*details = json_object_get(o->result, "details");
+	json_t		*env = json_object_get(o->result, "env");
+	const char	*msg = json_string_value(json_object_get(details, "message"));
+	const char	*stage = json_string_value(json_object_get(details, "stage"));
+	char		 text[512];
+
+	snprintf(out->torch, sizeof(out->torch), "%s",
+		 json_string_value(json_object_get(env, "torch")) ?: "");
+	*torch_file = json_string_value(json_object_get(env, "torch_file"));
+	out->build_s = seconds(details, "build_s");
+	out->run_s = seconds(details, "run_s");
+	if (o->status == FB_ST_OK && o->correct) {
+		out->ok = true;
+		return;
+	}
+	if (o->status == FB_ST_ENV_ERROR && stage != NULL) {
+		fail(out, stage, msg != NULL ? msg : "the environment check failed",
+		     json_string_value(json_object_get(details, "fix")));
+		return;
+	}
+	/* Ended without saying why (a signal, the deadline) or with another status. */
+	snprintf(text, sizeof(text), "the %s selftest ended with %s: %s", device,
+		 fb_status_name(o->status), msg != NULL ? msg : "no message");
+	fail(out, out->build_s < 0 ? "build" : "run", text, NULL);
+}
+
+int
+fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
+	    struct fb_selftest *out)
+{
+	static char		 nobody[] = "nobody";
+	static const struct kb_config defaults = {
+		.runner = { .user = nobody, .isolate_network = true },
+	};
+	struct fb_request	 req;
+	struct fb_outcome	 o = { 0 };
+	char			 err[1024], sha[65], top[PATH_MAX], build[PATH_MAX], work[PATH_MAX];
+	const char		*explicit_py, *torch_file = NULL;
+	bool			 cuda;
+	long			 build_s;
+	int			 rc;
+
+	memset(out, 0, sizeof(*out));
+	out->build_s = out->run_s = -1;
+	if (device == NULL || (strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0))
+		return -KB_EINVAL;
+	if (cfg == NULL)
+		cfg = &defaults;
+	cuda = strcmp(device, "cuda") == 0;
+	if ((rc = fb_contain_setup(cfg, err, sizeof(err))) < 0) {
+		snprintf(out->message, sizeof(out->message), "%s", err);
+		return rc;
+	}
+	if (fb_find_python(cfg, out->python, sizeof(out->python), err, sizeof(err)) < 0) {
+		explicit_py = cfg->runner.python != NULL && cfg->runner.python[0] != '\0' ?
+			      cfg->runner.python : getenv("KFORGE_PYTHON");
+		out->python[0] = '\0';
+		fail(out, explicit_py != NULL && explicit_py[0] != '\0' ? "python" : "torch", err,
+		     NULL);
+		return 0;
+	}
+	if ((rc = record_key(cfg, device, out->python, sha)) < 0) {
+		snprintf(out->message, sizeof(out->message), "cannot read the runner: %s",
+			 kb_strerror(rc));
+		return rc;
+	}
+	if (use_cache && load_record(sha, out))
+		return 0;
+	if ((rc = make_dirs(top, sizeof(top), build, work, sizeof(build))) < 0) {
+		snprintf(out->message, sizeof(out->message), "cannot make a build directory under "
+			 "/tmp: %s", kb_strerror(rc));
+		return rc;
+	}
+	memset(&req, 0, sizeof(req));
+	req.mode = FB_SELFTEST;
+	req.device = device;
+	req.build_dir = build;
+	req.work_dir = work;
+	req.device_index = cuda ? first_gpu(cfg) : -1;
+	build_s = cfg->eval.compile_timeout_s > 0 ? cfg->eval.compile_timeout_s : ST_DEFAULT_BUILD_S;
+	req.timeout_s = (int)(build_s + ST_TIMEOUT_EXTRA_S);
+	rc = fb_run(cfg, &req, &o);
+	if (rc == 0) {
+		read_outcome(&o, device, out, &torch_file);
+		if (out->ok)
+			save_record(sha, device, out, torch_file);
+	} else if (rc == -KB_EEXEC) {
+		snprintf(err, sizeof(err), "cannot start %s for the runner", out->python);
+		fail(out, "python", err, NULL);
+		rc = 0;
+	} else if (rc == -KB_ENOPYTHON) {
+		fail(out, "python", "no Python for the runner", NULL);
+		rc = 0;
+	} else {
+		snprintf(out->message, sizeof(out->message), "the selftest could not run: %s",
+			 kb_strerror(rc));
+	}
+	fb_outcome_clear(&o);
+	(void)nftw(top, remove_one, 8, FTW_DEPTH | FTW_PHYS);
+	return rc;
+}

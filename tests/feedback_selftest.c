@@ -1,0 +1,207 @@
+/*
+ * feedback_selftest.c: fb_selftest with the real runner on the CPU — a fresh build
+ * passes and reports its times and torch, the second call reuses the pass without
+ * starting anything, use_cache false builds afresh, fb_selftest_forget drops the
+ * records, and broken
+ * environments name their stage: a bare venv (no torch) says "torch" and names that
+ * Python, a missing runner.python says "python", a PATH without a C++ compiler says
+ * "compiler". The pass records live under a scratch XDG_CACHE_HOME. Skips (77) without
+ * a Python that imports torch.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "feedback_testutil.h"
+
+static char	scratch[2048];
+
+static int
+count_records(const char *dir)
+{
+	DIR		*d = opendir(dir);
+	struct dirent	*e;
+	int		 n = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL)
+		n += strstr(e->d_name, ".json") != NULL;
+	closedir(d);
+	return n;
+}
+
+/* A venv without torch (and without pip): /usr/bin/python3 -m venv --without-pip. */
+static bool
+make_bare_venv(const char *dir)
+{
+	const char		*argv[] = { "/usr/bin/python3", "-m", "venv", "--without-pip", dir,
+					    NULL };
+	const char		*envp[] = { "PATH=/usr/bin:/bin", NULL };
+	struct kb_spawn_opts	 o = { 0 };
+	struct kb_spawn_result	 r;
+	bool			 ok;
+
+	o.argv = argv;
+	o.envp = envp;
+	o.timeout_ms = 120000;
+	ok = kb_spawn_run(&o, &r) == 0 && r.end == KB_END_EXITED && r.exit_code == 0;
+	if (!ok)
+		fprintf(stderr, "venv: %s\n", r.out.p != NULL ? r.out.p : "");
+	kb_spawn_result_clear(&r);
+	return ok;
+}
+
+static void
+print(const char *what, const struct fb_selftest *st)
+{
+	fprintf(stderr, "%s: ok %d cached %d build %.1f s run %.3f s python '%s' torch '%s' "
+		"stage '%s' message '%s' fix '%s'\n", what, st->ok, st->cached, st->build_s,
+		st->run_s, st->python, st->torch, st->stage, st->message, st->fix);
+}
+
+static void
+test_pass_and_cache(struct kb_config *cfg, const char *records)
+{
+	struct fb_selftest	st;
+
+	CHECK(fb_selftest(cfg, "cpu", true, &st) == 0);
+	print("fresh", &st);
+	CHECK(st.ok && !st.cached);
+	CHECK(st.build_s > 0 && st.run_s >= 0);
+	CHECK(st.torch[0] != '\0' && st.python[0] == '/');
+	CHECK(st.stage[0] == '\0' && st.message[0] == '\0');
+	CHECK(count_records(records) == 1);
+
+	CHECK(fb_selftest(cfg, "cpu", true, &st) == 0);
+	print("again", &st);
+	CHECK(st.ok && st.cached && st.torch[0] != '\0' && st.build_s > 0);
+}
+
+/* use_cache false builds afresh even where a pass is recorded for the environment: a
+ * PATH whose c++ and ninja are the same files (the same key) but without `which`, which
+ * torch's compiler check calls, so the fresh build fails at once where the recorded pass
+ * is still reused. Then fb_selftest_forget drops the records. */
+static void
+test_fresh_and_forget(struct kb_config *cfg, const char *records)
+{
+	struct fb_selftest	st;
+	char			bin[2100], link[2200], *saved = kb_strdup(getenv("PATH"));
+
+	snprintf(bin, sizeof(bin), "%s/bin-without-which", scratch);
+	kb_mkdir_p(bin, 0755);
+	snprintf(link, sizeof(link), "%s/c++", bin);
+	CHECK(symlink("/usr/bin/c++", link) == 0);
+	snprintf(link, sizeof(link), "%s/ninja", bin);
+	CHECK(symlink("/usr/bin/ninja", link) == 0);
+	setenv("PATH", bin, 1);
+	CHECK(fb_selftest(cfg, "cpu", true, &st) == 0);
+	print("same key, cached", &st);
+	CHECK(st.ok && st.cached);
+	CHECK(fb_selftest(cfg, "cpu", false, &st) == 0);
+	print("same key, fresh", &st);
+	CHECK(!st.ok && !st.cached && strcmp(st.stage, "build") == 0);
+	CHECK(strstr(st.message, "which") != NULL);
+	setenv("PATH", saved, 1);
+	free(saved);
+	CHECK(count_records(records) == 1);	/* a failure does not undo a pass */
+	fb_selftest_forget();
+	CHECK(count_records(records) == 0);
+}
+
+static void
+test_bare_venv(struct kb_config *cfg)
+{
+	struct fb_selftest	st;
+	char			venv[2100], py[2200];
+
+	snprintf(venv, sizeof(venv), "%s/venv", scratch);
+	if (!make_bare_venv(venv)) {
+		CHECK(!"python3 -m venv failed");
+		return;
+	}
+	snprintf(py, sizeof(py), "%s/bin/python", venv);
+	free(cfg->runner.python);
+	cfg->runner.python = kb_strdup(py);
+	CHECK(fb_selftest(cfg, "cpu", true, &st) == 0);
+	print("bare venv", &st);
+	CHECK(!st.ok && !st.cached);
+	CHECK(strcmp(st.stage, "torch") == 0);
+	CHECK(strcmp(st.python, py) == 0);		/* no fallback to another Python */
+	CHECK(strstr(st.message, py) != NULL && strstr(st.message, "torch") != NULL);
+	CHECK(strstr(st.fix, "runner.python") != NULL);
+	CHECK(st.torch[0] == '\0' && st.build_s < 0);
+	CHECK(strchr(st.message, '\n') == NULL && strchr(st.fix, '\n') == NULL);
+}
+
+static void
+test_missing_python(struct kb_config *cfg)
+{
+	struct fb_selftest	st;
+
+	free(cfg->runner.python);
+	cfg->runner.python = kb_strdup("/nonexistent/python3");
+	CHECK(fb_selftest(cfg, "cpu", true, &st) == 0);
+	print("missing python", &st);
+	CHECK(!st.ok && strcmp(st.stage, "python") == 0);
+	CHECK(strstr(st.message, "/nonexistent/python3") != NULL && st.fix[0] != '\0');
+}
+
+/* The runner's PATH is ours: one with ninja but no C++ compiler. */
+static void
+test_no_compiler(struct kb_config *cfg, const char *python)
+{
+	struct fb_selftest	st;
+	char			bin[2100], link[2200], *saved = kb_strdup(getenv("PATH"));
+
+	snprintf(bin, sizeof(bin), "%s/bin-without-cxx", scratch);
+	kb_mkdir_p(bin, 0755);
+	snprintf(link, sizeof(link), "%s/ninja", bin);
+	CHECK(symlink("/usr/bin/ninja", link) == 0 || access("/usr/bin/ninja", X_OK) != 0);
+	free(cfg->runner.python);
+	cfg->runner.python = kb_strdup(python);
+	setenv("PATH", bin, 1);
+	CHECK(fb_selftest(cfg, "cpu", true, &st) == 0);
+	setenv("PATH", saved, 1);
+	free(saved);
+	print("no compiler", &st);
+	CHECK(!st.ok && strcmp(st.stage, "compiler") == 0);
+	CHECK(strstr(st.message, "c++") != NULL && strstr(st.fix, "g++") != NULL);
+}
+
+int
+main(void)
+{
+	struct kb_config	cfg;
+	struct fb_selftest	st;
+	char			py[4096], err[1024], cache[2100], records[2200];
+
+	fbt_config(&cfg, "cpu");
+	if (fb_find_python(&cfg, py, sizeof(py), err, sizeof(err)) < 0) {
+		fprintf(stderr, "SKIP: %s\n", err);
+		return 77;
+	}
+	CHECK(fb_selftest(&cfg, "gpu", true, &st) == -KB_EINVAL);
+	fbt_scratch(scratch, sizeof(scratch), "feedback_selftest");
+	/* The runner's user (nobody, when root) must reach the venv made here. */
+	chmod(scratch, 0755);
+	snprintf(cache, sizeof(cache), "%s/cache", scratch);
+	snprintf(records, sizeof(records), "%s/kforge/selftest", cache);
+	setenv("XDG_CACHE_HOME", cache, 1);
+
+	test_pass_and_cache(&cfg, records);
+	test_fresh_and_forget(&cfg, records);
+	test_bare_venv(&cfg);
+	test_missing_python(&cfg);
+	test_no_compiler(&cfg, py);
+	/* Only passes are recorded. */
+	CHECK(count_records(records) == 0);
+
+	kb_config_clear(&cfg);
+	if (failures > 0) {
+		fprintf(stderr, "%d check(s) failed; scratch kept in %s\n", failures, scratch);
+		return 1;
+	}
+	fbt_rmtree(scratch);
+	return 0;
+}
