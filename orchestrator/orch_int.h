@@ -24,6 +24,12 @@ struct orch_run {
 int	orch_run_create(struct orch_run *run, const char *config_path, const char *run_dir,
 			const char *const *sets, int nsets, char *err, size_t errlen);
 int	orch_run_open(struct orch_run *run, const char *dir, char *err, size_t errlen);
+/* `kforge resume DIR --set key=value`: changes to an open run's frozen config, limited to
+ * the keys that describe the machine rather than the experiment (runner.python), applied
+ * and written back to config.yaml so that later resumes keep them. -KB_ECONFIG with a
+ * message for any other key or a bad value. */
+int	orch_run_override(struct orch_run *run, const char *const *sets, int nsets, char *err,
+			  size_t errlen);
 void	orch_run_clear(struct orch_run *run);
 /* Resolves eval.device auto and lists the devices: fills gpus.json in the run dir. */
 int	orch_resolve_devices(struct kb_config *cfg, json_t **gpus, char *err, size_t errlen);
@@ -39,8 +45,13 @@ struct orch_sup_opts {
 /* The run stopped because the LLM endpoint refused the credentials (401/403): nothing
  * failed; fix the key and resume. EX_TEMPFAIL of sysexits.h: "try again later". */
 #define ORCH_EXIT_LLM_PAUSED 75
+/* The machine cannot build or run candidates (the selftest before any model request
+ * failed, or a turn met an env_error): nothing failed and no turn was spent; fix what
+ * the message names and resume. EX_UNAVAILABLE of sysexits.h: "a support program or
+ * file does not exist". */
+#define ORCH_EXIT_ENV 69
 /* 0: finished, or stopped on request; 1: could not start or had to stop (halt);
- * ORCH_EXIT_LLM_PAUSED. */
+ * ORCH_EXIT_LLM_PAUSED; ORCH_EXIT_ENV. */
 int	orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts);
 
 /* views.c */
