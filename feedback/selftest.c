@@ -365,6 +365,7 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 	static const struct kb_config defaults = {
 		.runner = { .user = nobody, .isolate_network = true },
 	};
+	struct kb_config	 limits;
 	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
 	char			 err[1024], sha[65], top[PATH_MAX], build[PATH_MAX], work[PATH_MAX];
@@ -379,6 +380,14 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 		return -KB_EINVAL;
 	if (cfg == NULL)
 		cfg = &defaults;
+	/* The machine is on trial, not the experiment's limits: a runner.rlimit_* or memory
+	 * cap too tight for a build shows in the candidates' own results. */
+	limits = *cfg;
+	limits.runner.rlimit_cpu_s = 0;
+	limits.runner.rlimit_fsize_mb = 0;
+	limits.runner.rlimit_nofile = 0;
+	limits.runner.max_host_memory_mb = 0;
+	cfg = &limits;
 	cuda = strcmp(device, "cuda") == 0;
 	if ((rc = fb_contain_setup(cfg, err, sizeof(err))) < 0) {
 		snprintf(out->message, sizeof(out->message), "%s", err);

@@ -89,6 +89,62 @@ not_the_tasks_fault(int rc)
 	return rc == -KB_ESTOPPED || rc == -KB_ENOSPC;
 }
 
+/* A failure the candidate cannot cause (DESIGN.md §5, env_error): the step is logged with
+ * the event env_error and what failed (stage, message, fix), the runner's result kept as
+ * env_error.json beside the turn (never compile.json or result.json: it is neither cached
+ * as a build nor fed back nor scored), and the run is paused (kind env), so no task asks
+ * the model or starts a runner until the machine is fixed. The worker stops once this is
+ * logged; resume re-enters the same step, and the turn is never spent. */
+static int
+env_failure(struct task_run *t, json_t *result, const char *stage, const char *message,
+	    const char *fix)
+{
+	char	*why;
+	int	 rc = 0;
+
+	stage = stage != NULL && stage[0] != '\0' ? stage : "build";
+	message = message != NULL && message[0] != '\0' ? message : "no message";
+	fix = fix != NULL && fix[0] != '\0' ? fix : fb_env_fix(stage);
+	if (result != NULL)
+		rc = put_json(t, "env_error", "env_error.json", result);
+	if (rc == -KB_ENOSPC)
+		return rc;
+	json_object_set_new(t->data, "status", json_string(fb_status_name(FB_ST_ENV_ERROR)));
+	json_object_set_new(t->data, "stage", json_string(stage));
+	json_object_set_new(t->data, "message", json_string(message));
+	json_object_set_new(t->data, "fix", json_string(fix));
+	why = kb_asprintf("%s (%s, %s turn %d); fix: %s", message, stage, t->task->id, t->turn,
+			  fix);
+	if (gpool_pause(t->ctx->pool, GPOOL_PAUSE_ENV, t->task->id, why) < 0)
+		log_warnx("cannot pause the run: %s", why);
+	free(why);
+	log_warnx("turn %d: %s: environment error (%s): %s", t->turn,
+		  fsm_state_name(t->state), stage, message);
+	return FSM_EV_env_error;
+}
+
+/* The same from a runner's env_error result (details.stage, message, fix). */
+static int
+env_failure_from(struct task_run *t, json_t *result)
+{
+	json_t	*d = json_object_get(result, "details");
+
+	return env_failure(t, result, json_string_value(json_object_get(d, "stage")),
+			   json_string_value(json_object_get(d, "message")),
+			   json_string_value(json_object_get(d, "fix")));
+}
+
+/* fb_run could not find the runner's Python (it was there when the run started). */
+static int
+env_failure_python(struct task_run *t, int rc)
+{
+	char	*msg = kb_asprintf("the runner cannot be started: %s", kb_strerror(rc));
+
+	rc = env_failure(t, NULL, "python", msg, NULL);
+	free(msg);
+	return rc;
+}
+
 /* A runner that failed because the run's disk is full (a compiler or torch reporting
  * ENOSPC while the filesystem is in fact full) produced no result about the kernel: it
  * must be neither cached nor fed back. A kernel merely printing the words does not stop
@@ -113,11 +169,18 @@ runner_hit_full_disk(const struct task_run *t, const struct fb_outcome *o)
 	return true;
 }
 
-/* Waiting for an LLM slot also ends when generation is paused run-wide. */
+/* Waiting for an LLM slot also ends when the run is paused (either kind); waiting for
+ * a compile or execution slot, when the environment paused it. */
 static bool
 llm_wait_should_stop(void *pool)
 {
-	return fsm_should_stop(NULL) || gpool_llm_paused(pool, NULL, 0);
+	return fsm_should_stop(NULL) || gpool_paused(pool, NULL, 0) != GPOOL_PAUSE_NONE;
+}
+
+static bool
+runner_wait_should_stop(void *pool)
+{
+	return fsm_should_stop(NULL) || gpool_paused(pool, NULL, 0) == GPOOL_PAUSE_ENV;
 }
 
 static int
@@ -127,8 +190,8 @@ lease_take(struct task_run *t, struct lease *l)
 
 	l->asked_ms = kb_now_ms();
 	rc = gpool_acquire(l->pool, l->cls, t->task->id, -1,
-			   l->cls == GPOOL_LLM ? llm_wait_should_stop : fsm_should_stop, l->pool,
-			   &l->slot);
+			   l->cls == GPOOL_LLM ? llm_wait_should_stop : runner_wait_should_stop,
+			   l->pool, &l->slot);
 	l->got_ms = kb_now_ms();
 	return rc;
 }
@@ -188,7 +251,7 @@ static int
 pause_generation(struct task_run *t, const char *err)
 {
 	char	*why = kb_asprintf("%s refused the credentials (%s)", t->cfg->llm.base_url, err);
-	int	 rc = gpool_llm_pause(t->ctx->pool, t->task->id, why);
+	int	 rc = gpool_pause(t->ctx->pool, GPOOL_PAUSE_LLM_AUTH, t->task->id, why);
 
 	free(why);
 	if (rc >= 0)
@@ -214,7 +277,8 @@ call_model(struct task_run *t, const char *prompt, char **content)
 	req.should_stop = fsm_should_abort;
 	if ((rc = lease_take(t, &lease)) < 0)
 		return rc;
-	if (gpool_llm_paused(t->ctx->pool, NULL, 0)) {	/* paused while we took the slot */
+	/* Paused while we took the slot. */
+	if (gpool_paused(t->ctx->pool, NULL, 0) != GPOOL_PAUSE_NONE) {
 		lease_give(t, &lease);
 		return -KB_ESTOPPED;
 	}
@@ -285,7 +349,7 @@ fsm_act_generate(struct task_run *t)
 		json_object_set_new(t->data, "reused_response", json_true());
 	} else {
 		/* Paused run-wide: stop here unlogged, as on a stop request. */
-		if (gpool_llm_paused(t->ctx->pool, NULL, 0))
+		if (gpool_paused(t->ctx->pool, NULL, 0) != GPOOL_PAUSE_NONE)
 			return -KB_ESTOPPED;
 		if ((rc = build_prompt(t, &prompt, err, sizeof(err))) < 0) {
 			snprintf(t->fail_reason, sizeof(t->fail_reason), "prompt: %s", err);
@@ -435,6 +499,8 @@ fsm_act_precompile(struct task_run *t)
 		    kb_write_atomic_json(cache, o.result) == -KB_ENOSPC)
 			rc = -KB_ENOSPC;
 		lease_give(t, &lease);
+		if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC)
+			return env_failure_python(t, rc);
 		if (rc < 0) {
 			fb_outcome_clear(&o);
 			if (not_the_tasks_fault(rc))
@@ -450,6 +516,13 @@ fsm_act_precompile(struct task_run *t)
 		if (rc == -KB_ENOSPC) {
 			json_decref(result);
 			return rc;
+		}
+		if (json_is_string(json_object_get(result, "status")) &&
+		    strcmp(json_string_value(json_object_get(result, "status")),
+			   fb_status_name(FB_ST_ENV_ERROR)) == 0) {
+			ev = env_failure_from(t, result);
+			json_decref(result);
+			return ev;
 		}
 	}
 have_result:
@@ -530,14 +603,18 @@ baseline_ms(struct task_run *t, struct lease *lease, int device, double *ms, jso
 		runner_request(t, FB_BASELINE, NULL, lease, &req);
 		req.work_dir = work;
 		if ((rc = fb_run(t->cfg, &req, &o)) == 0) {
-			b = json_pack("{s:s, s:s, s:O?, s:O?, s:O?, s:s}", "problem",
+			json_t *d = json_object_get(o.result, "details");
+
+			b = json_pack("{s:s, s:s, s:O?, s:O?, s:O?, s:s, s:O?, s:O?, s:O?}", "problem",
 				      t->task->problem_key, "device_name", name, "eager",
 				      json_object_get(json_object_get(o.result, "timing"), "reference"),
 				      "compile",
 				      json_object_get(json_object_get(o.result, "timing"),
 						      "reference_compile"),
 				      "env", json_object_get(o.result, "env"), "status",
-				      fb_status_name(o.status));
+				      fb_status_name(o.status), "message",
+				      json_object_get(d, "message"), "stage",
+				      json_object_get(d, "stage"), "fix", json_object_get(d, "fix"));
 			if (o.status == FB_ST_OK)
 				rc = kb_write_atomic_json(path, b);
 		}
@@ -650,6 +727,38 @@ rerun_elsewhere(const struct task_run *t)
 	    json_integer_value(json_object_get(t->data, "gpus_left")) > 0;
 }
 
+/* The reference failed its baseline alone, in a process of its own with no candidate
+ * code: nothing the model wrote can cause that, so it is an environment error (the
+ * baseline runner's own env_error keeps its stage and fix). */
+static int
+reference_failure(struct task_run *t, json_t *base)
+{
+	const char	*st = json_string_value(json_object_get(base, "status"));
+	json_t		*result = json_pack("{s:s, s:O}", "status", fb_status_name(FB_ST_ENV_ERROR),
+					    "baseline", base);
+	char		*msg, *fix;
+	int		 ev;
+
+	if (st != NULL && strcmp(st, fb_status_name(FB_ST_ENV_ERROR)) == 0 &&
+	    json_is_string(json_object_get(base, "stage"))) {
+		ev = env_failure(t, result, json_string_value(json_object_get(base, "stage")),
+				 json_string_value(json_object_get(base, "message")),
+				 json_string_value(json_object_get(base, "fix")));
+		json_decref(result);
+		return ev;
+	}
+	msg = kb_asprintf("the reference problem itself fails on this device (%s: %s)",
+			  st != NULL ? st : "no status",
+			  json_string_value(json_object_get(base, "message")) ?: "no message");
+	fix = kb_asprintf("check the problem %s: it fails without any candidate; then 'kforge "
+			  "resume %s'", t->task->problem_path, t->ctx->run_dir);
+	ev = env_failure(t, result, "reference", msg, fix);
+	json_decref(result);
+	free(msg);
+	free(fix);
+	return ev;
+}
+
 int
 fsm_act_execute(struct task_run *t)
 {
@@ -707,6 +816,11 @@ fsm_act_execute(struct task_run *t)
 	}
 	if (rc == 0 && runner_hit_full_disk(t, &o))
 		rc = -KB_ENOSPC;
+	if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC) {
+		json_decref(base);
+		fb_outcome_clear(&o);
+		return env_failure_python(t, rc);
+	}
 	if (rc < 0) {
 		json_decref(base);
 		fb_outcome_clear(&o);
@@ -715,17 +829,20 @@ fsm_act_execute(struct task_run *t)
 		snprintf(t->fail_reason, sizeof(t->fail_reason), "execute: %s", kb_strerror(rc));
 		return FSM_EV_fatal;
 	}
-	result = json_incref(o.result);
 	if (json_is_string(json_object_get(base, "status")) &&
 	    strcmp(json_string_value(json_object_get(base, "status")), "ok") != 0) {
-		snprintf(t->fail_reason, sizeof(t->fail_reason),
-			 "the reference itself fails on this device (%s)",
-			 json_string_value(json_object_get(base, "status")));
-		json_decref(result);
+		ev = reference_failure(t, base);
 		json_decref(base);
 		fb_outcome_clear(&o);
-		return FSM_EV_fatal;
+		return ev;
 	}
+	if (o.status == FB_ST_ENV_ERROR) {
+		ev = env_failure_from(t, o.result);
+		json_decref(base);
+		fb_outcome_clear(&o);
+		return ev;
+	}
+	result = json_incref(o.result);
 	if (o.correct && o.runtime_ms > 0 && ref_ms > 0) {
 		speedup = ref_ms / o.runtime_ms;
 		if (speedup > EXCESSIVE_SPEEDUP) {
@@ -780,9 +897,16 @@ fsm_act_profile(struct task_run *t)
 	if (rc == 0 && runner_faulted(o.status))
 		rc = check_gpu_health(t, &lease, req.device_index, o.status);
 	lease_give(t, &lease);
+	if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC)
+		return env_failure_python(t, rc);
 	if (rc < 0) {
 		fb_outcome_clear(&o);
 		return not_the_tasks_fault(rc) ? rc : FSM_EV_profiled;
+	}
+	if (o.status == FB_ST_ENV_ERROR) {
+		rc = env_failure_from(t, o.result);
+		fb_outcome_clear(&o);
+		return rc;
 	}
 	rc = put_json(t, "profile", "profile.json", o.result);
 	text = fb_profile_feedback(t->cfg, json_object_get(o.result, "profile"));

@@ -41,7 +41,8 @@
 	X(timeout)      \
 	X(profiled)     \
 	X(next_turn)    \
-	X(budget_spent)
+	X(budget_spent) \
+	X(env_error)
 
 #define FSM_ENUM_ST_(n) FSM_ST_##n,
 #define FSM_ENUM_EV_(n) FSM_EV_##n,
@@ -81,6 +82,10 @@ struct fsm_summary {
 	int		 nbest;
 	char		 last_status[32];	/* runner status of the latest evaluated turn */
 	char		 fail_reason[256];
+	int		 env_errors;	/* env_error records: steps the environment failed
+					 * (never scored; each is redone on resume) */
+	char		 env_error[256];	/* "stage: message" while the task's last
+						 * record is one, else "" */
 	int64_t		 last_seq;
 	long		 llm_requests, prompt_tokens, completion_tokens;
 };

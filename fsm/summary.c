@@ -31,6 +31,13 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	s->last_seq = rec->seq;
 	if (strcmp(rec->event, "next_turn") == 0)
 		s->turn = rec->turn + 1;
+	s->env_error[0] = '\0';
+	if (strcmp(rec->event, "env_error") == 0) {
+		s->env_errors++;
+		snprintf(s->env_error, sizeof(s->env_error), "%s: %s",
+			 json_string_value(json_object_get(d, "stage")) ?: "environment",
+			 json_string_value(json_object_get(d, "message")) ?: "no message");
+	}
 	if (to == FSM_ST_FAILED && json_is_string(json_object_get(d, "reason")))
 		snprintf(s->fail_reason, sizeof(s->fail_reason), "%s",
 			 json_string_value(json_object_get(d, "reason")));

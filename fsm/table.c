@@ -31,16 +31,21 @@ static const struct fsm_rule rules[FSM_ST__N][FSM_EV__N] = {
 	R(PRECOMPILE, timeout, FEEDBACK),
 	R(PRECOMPILE, transient, PRECOMPILE),
 	R(PRECOMPILE, fatal, FAILED),
+	/* The environment failed, not the candidate (DESIGN.md §5): the run pauses and the
+	 * step is redone on resume, so the event stays in its state and spends nothing. */
+	R(PRECOMPILE, env_error, PRECOMPILE),
 
 	[FSM_ST_EXECUTE][FSM_EV_correct] = { FSM_ST_PROFILE, FSM_ST_FEEDBACK },
 	R(EXECUTE, incorrect, FEEDBACK),
 	R(EXECUTE, timeout, FEEDBACK),
 	R(EXECUTE, transient, EXECUTE),
 	R(EXECUTE, fatal, FAILED),
+	R(EXECUTE, env_error, EXECUTE),
 
 	R(PROFILE, profiled, FEEDBACK),
 	R(PROFILE, transient, PROFILE),
 	R(PROFILE, fatal, FAILED),
+	R(PROFILE, env_error, PROFILE),
 
 	R(FEEDBACK, next_turn, GENERATE),
 	R(FEEDBACK, budget_spent, DONE),

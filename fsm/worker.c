@@ -238,6 +238,9 @@ step(struct task_run *t)
 	}
 	log_debug("turn %d: %s --%s--> %s", t->turn, fsm_state_name(t->state),
 		  fsm_event_name((enum fsm_event)ev), fsm_state_name(next));
+	/* The run is paused for the environment: stop here, logged; resume redoes the step. */
+	if (ev == FSM_EV_env_error)
+		rc = -KB_ESTOPPED;
 	t->transients = ev == FSM_EV_transient ? t->transients + 1 : 0;
 	if (ev == FSM_EV_next_turn)
 		t->turn++;
@@ -286,6 +289,11 @@ fsm_task_main(const struct fsm_ctx *ctx)
 	while (!fsm_state_terminal(t.state)) {
 		if (fsm_should_stop(NULL))
 			goto out;
+		/* Paused for the environment by another task: no step can do anything useful. */
+		if (gpool_paused(ctx->pool, NULL, 0) == GPOOL_PAUSE_ENV) {
+			rc = -KB_ESTOPPED;
+			goto out;
+		}
 		if ((rc = step(&t)) < 0)
 			goto out;
 	}

@@ -71,18 +71,25 @@ int	gpool_reclaim(struct gpool *p, pid_t dead);
  * two workers quarantining the last two GPUs at once, exactly one sees 0). */
 int	gpool_quarantine(struct gpool *p, int slot, const char *reason);
 
-/* LLM generation paused run-wide (pause.c): the endpoint refused the credentials, so
- * every other request would be refused too. The first worker to see a 401/403 calls
- * gpool_llm_pause (1: this call paused; 0: it already was, the first reason stands);
- * workers check gpool_llm_paused before asking the model and stop at their GENERATE;
- * the supervisor announces the reason once and stops the run when the work in flight
- * is done. Never cleared: a resumed run has a new pool. gpool_llm_paused is lock-free
- * (cheap to poll) and copies the reason into reason[n] when reason is not NULL. */
-int	gpool_llm_pause(struct gpool *p, const char *task, const char *reason);
-bool	gpool_llm_paused(struct gpool *p, char *reason, size_t n);
+/* The run-wide pause (pause.c), with its kind: trouble that is no task's fault and that
+ * every other task would meet too. LLM_AUTH: the endpoint refused the credentials;
+ * workers stop at their next GENERATE (work past generation finishes). ENV: the machine
+ * cannot build or run candidates; workers stop at their next step. The first worker to
+ * see it calls gpool_pause (1: this call paused, or made an llm_auth pause an env one;
+ * 0: it already was, as severely, and the first reason stands); workers poll
+ * gpool_paused; the supervisor announces it once and stops the run when the work in
+ * flight is done. Never cleared: a resumed run has a new pool. gpool_paused is
+ * lock-free (cheap to poll) unless asked for the reason, copied into reason[n].
+ * Kinds are ordered by severity. */
+enum gpool_pause_kind { GPOOL_PAUSE_NONE, GPOOL_PAUSE_LLM_AUTH, GPOOL_PAUSE_ENV };
+int	gpool_pause(struct gpool *p, enum gpool_pause_kind kind, const char *task,
+		    const char *reason);
+enum gpool_pause_kind gpool_paused(struct gpool *p, char *reason, size_t n);
+const char *gpool_pause_kind_name(enum gpool_pause_kind kind);	/* "llm_auth", "env" */
 
 /* Counters for status: used/total and waiters per class, busy milliseconds since
- * creation, and "llm_paused" (null, or {reason, task, pid, since_ms}). Returned object
+ * creation, "paused" (null, or {kind, reason, task, pid, since_ms}) and "llm_paused"
+ * (the same when its kind is llm_auth, else null). Returned object
  * belongs to the caller. */
 json_t	*gpool_snapshot_json(struct gpool *p);
 

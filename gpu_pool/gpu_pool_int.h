@@ -71,10 +71,10 @@ struct gpool__waiter {
 	sem_t		 wake;		/* posted once by the grant */
 };
 
-/* Run-wide "LLM generation paused" (pause.c). paused is the commit flag: the other
- * fields are written under the lock before it is set and never change after. */
+/* The run-wide pause (pause.c). paused is its kind (enum gpool_pause_kind) and the
+ * commit flag: the other fields are written under the lock before it is set. */
 #define GPOOL__PAUSE_LEN	512
-struct gpool__llm_pause {
+struct gpool__pause {
 	int32_t		 paused;
 	pid_t		 by;
 	int64_t		 since_ms;	/* CLOCK_REALTIME */
@@ -89,7 +89,7 @@ struct gpool {
 	pthread_mutex_t	 mu;		/* PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST */
 	struct gpool__class cls[GPOOL__NCLASS];
 	struct gpool__waiter waiter[GPOOL__MAX_WAITERS];
-	struct gpool__llm_pause llm_pause;	/* pause.c */
+	struct gpool__pause pause;	/* pause.c */
 };
 
 /* Test-only: called at chosen points so a fault-injection test can make a process stop
@@ -108,7 +108,8 @@ void	gpool__slot_free(struct gpool *p, enum gpool_class cls, int i);
 /* Under the lock: hands free units of the class to its waiters, oldest first. */
 void	gpool__grant(struct gpool *p, enum gpool_class cls);
 bool	gpool__valid(const struct gpool *p, enum gpool_class cls, int slot);
-/* The pause for the snapshot: null, or {reason, task, pid, since_ms}. */
-json_t	*gpool__llm_pause_json(const struct gpool *p);
+/* The pause for the snapshot (under the lock): null, or {kind, reason, task, pid,
+ * since_ms}. */
+json_t	*gpool__pause_json(const struct gpool *p);
 
 #endif /* KFORGE_GPU_POOL_INT_H */

@@ -262,7 +262,12 @@ gpool_snapshot_json(struct gpool *p)
 		for (c = 0; c < GPOOL__NCLASS; c++)
 			json_object_set_new(o, gpool__class_names[c], class_json(p, c, kb_mono_ms()));
 		json_object_set_new(o, "since_ms", json_integer(p->created_ms));
-		json_object_set_new(o, "llm_paused", gpool__llm_pause_json(p));
+		json_t *pause = gpool__pause_json(p);
+
+		/* "llm_paused": the same for an llm_auth pause, as readers of that key expect. */
+		json_object_set_new(o, "llm_paused", p->pause.paused == GPOOL_PAUSE_LLM_AUTH ?
+				    json_incref(pause) : json_null());
+		json_object_set_new(o, "paused", pause);
 	}
 	gpool__unlock(p);
 	return o;

@@ -50,11 +50,20 @@ static const struct command commands[] = {
 	  "such a failure exits 2 and leaves nothing behind.\n"
 	  "If the LLM endpoint refuses the credentials (HTTP 401/403), generation pauses for\n"
 	  "the whole run: no task fails, the work under way finishes, and kforge exits 75;\n"
-	  "fix the key, then 'kforge resume DIR'.\n" PROGRESS_HELP },
+	  "fix the key, then 'kforge resume DIR'. Before any model request, a tiny extension\n"
+	  "is built and run as candidates are (cached per environment); if that fails, or a\n"
+	  "later step fails for a reason no candidate can cause (torch not importable, torch's\n"
+	  "headers, pybind11, the compiler or ninja missing, the reference itself failing),\n"
+	  "nothing is scored or fed back, the run pauses, and kforge exits 69 naming the fix;\n"
+	  "then 'kforge resume DIR'.\n" PROGRESS_HELP },
 	{ .name = "resume", .run = cmd_resume,
-	  .usage = "resume DIR [--detach] [--quiet] [--progress-interval SECONDS]",
+	  .usage = "resume DIR [--set runner.python=PATH] [--detach] [--quiet] "
+		   "[--progress-interval SECONDS]",
 	  .help = "Continue an interrupted run. Finished tasks are not redone, saved LLM replies are\n"
-	  "never requested again, and each task re-enters the step it was in.\n" PROGRESS_HELP },
+	  "never requested again, and each task re-enters the step it was in. --set changes\n"
+	  "what describes the machine rather than the experiment (runner.python), recorded\n"
+	  "in the run's config.yaml; $KFORGE_PYTHON applies only where runner.python is ''.\n"
+	  PROGRESS_HELP },
 	{ .name = "status", .run = cmd_view,
 	  .usage = "status DIR [--json]",
 	  .help = "Tasks with their state, turn, best speedup and last result; the GPU, compile and\n"
@@ -258,11 +267,17 @@ cmd_resume(int argc, char **argv)
 	char			err[1024], **rest;
 	int			nrest, rc;
 
-	PARSE_OR_RETURN("Dqi");
+	PARSE_OR_RETURN("sDqi");
 	if (nrest != 1)
 		return usage_error("wants exactly one run directory%s", "");
 	if (orch_run_open(&run, rest[0], err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
+		return 2;
+	}
+	if (o.nsets > 0 && orch_run_supervisor_pid(run.dir) == 0 &&
+	    orch_run_override(&run, o.sets, o.nsets, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		orch_run_clear(&run);
 		return 2;
 	}
 	if (orch_run_supervisor_pid(run.dir) != 0) {

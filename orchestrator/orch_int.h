@@ -25,6 +25,12 @@ struct orch_run {
 int	orch_run_create(struct orch_run *run, const char *config_path, const char *run_dir,
 			const char *const *sets, int nsets, char *err, size_t errlen);
 int	orch_run_open(struct orch_run *run, const char *dir, char *err, size_t errlen);
+/* `kforge resume DIR --set key=value`: changes to an open run's frozen config, limited to
+ * the keys that describe the machine rather than the experiment (runner.python), applied
+ * and written back to config.yaml so that later resumes keep them. -KB_ECONFIG with a
+ * message for any other key or a bad value. */
+int	orch_run_override(struct orch_run *run, const char *const *sets, int nsets, char *err,
+			  size_t errlen);
 void	orch_run_clear(struct orch_run *run);
 /* Where a run goes without --run-dir: ORCH_RUNS_DIR/<name>, relative to the cwd. */
 #define ORCH_RUNS_DIR "runs"
@@ -57,8 +63,13 @@ struct orch_sup_opts {
 /* The run stopped because the LLM endpoint refused the credentials (401/403): nothing
  * failed; fix the key and resume. EX_TEMPFAIL of sysexits.h: "try again later". */
 #define ORCH_EXIT_LLM_PAUSED 75
+/* The machine cannot build or run candidates (the selftest before any model request
+ * failed, or a turn met an env_error): nothing failed and no turn was spent; fix what
+ * the message names and resume. EX_UNAVAILABLE of sysexits.h: "a support program or
+ * file does not exist". */
+#define ORCH_EXIT_ENV 69
 /* 0: finished, or stopped on request; 1: could not start or had to stop (halt);
- * ORCH_EXIT_LLM_PAUSED. */
+ * ORCH_EXIT_LLM_PAUSED; ORCH_EXIT_ENV. */
 int	orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts);
 
 /* progress.c: what a foreground run shows while it works (kforge run and resume).

@@ -387,6 +387,44 @@ orch_run_open(struct orch_run *run, const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
+/* What `resume --set` may change: where the machine's software is, never what the
+ * experiment measures. */
+static const char *const resume_settable[] = { "runner.python" };
+
+int
+orch_run_override(struct orch_run *run, const char *const *sets, int nsets, char *err,
+		  size_t errlen)
+{
+	struct kb_config	 cfg;
+	char			 path[PATH_MAX];
+	int			 rc;
+
+	for (int i = 0; i < nsets; i++) {
+		size_t	klen = strcspn(sets[i], "=");
+		bool	allowed = false;
+
+		for (size_t k = 0; k < sizeof(resume_settable) / sizeof(resume_settable[0]); k++)
+			allowed = allowed || (strlen(resume_settable[k]) == klen &&
+					      strncmp(sets[i], resume_settable[k], klen) == 0);
+		if (!allowed) {
+			snprintf(err, errlen, "--set %s: resume changes only %s (the rest of the "
+				 "frozen config is the experiment)", sets[i], resume_settable[0]);
+			return -KB_ECONFIG;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/config.yaml", run->dir);
+	if ((rc = orch_config_load(path, sets, nsets, &cfg, err, errlen)) < 0)
+		return rc;
+	if ((rc = write_config(run->dir, &cfg)) < 0) {
+		snprintf(err, errlen, "cannot write %s: %s", path, kb_strerror(rc));
+		kb_config_clear(&cfg);
+		return rc;
+	}
+	kb_config_clear(&run->cfg);
+	run->cfg = cfg;
+	return 0;
+}
+
 void
 orch_run_clear(struct orch_run *run)
 {

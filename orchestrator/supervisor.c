@@ -49,7 +49,7 @@ struct sup {
 	int			 log_fd;
 	int			 lock_fd;	/* supervisor.lock: held only by the supervisor */
 	json_t			*quarantined;	/* as last written to run.json */
-	bool			 llm_paused;	/* announced; the run stops when the workers have */
+	enum gpool_pause_kind	 paused;	/* announced; the run stops when the workers have */
 	char			 halt[ORCH_MAX_RUN_DIR + 256];	/* why the run cannot go on, or "" */
 	bool			 disk_full;	/* a worker found no space; said once */
 	struct orch_progress	*progress;	/* the foreground display, or NULL */
@@ -237,7 +237,8 @@ worker_exited(struct sup *s, int i, int status)
 	}
 	/* Stopped on request, for want of a GPU, or at a GENERATE while LLM generation is
 	 * paused (which watch_llm_pause may not have seen yet): resume continues it. */
-	if (s->stop_signals > 0 || s->halt[0] != '\0' || gpool_llm_paused(s->pool, NULL, 0))
+	if (s->stop_signals > 0 || s->halt[0] != '\0' ||
+	    gpool_paused(s->pool, NULL, 0) != GPOOL_PAUSE_NONE)
 		return;
 	if (WIFSIGNALED(status))
 		snprintf(ts->last_death, sizeof(ts->last_death), "killed by signal %d (%s)",
@@ -435,22 +436,54 @@ watch_quarantine(struct sup *s)
 	}
 }
 
-/* A worker found the endpoint refusing the credentials and paused generation in the
- * pool. Said once, here, naming the endpoint and status and what to do. No worker is
+/* A worker met an environment error (an env_error turn step, logged): the machine cannot
+ * build or run candidates. Said once, with what failed and the fix; no worker is started
+ * after it, none is signalled, each stops at its next step; then the run stops with
+ * ORCH_EXIT_ENV. The selftest's remembered passes are forgotten, so that resume checks
+ * the machine afresh before any model request. */
+static void
+announce_env_pause(struct sup *s, const char *reason, enum gpool_pause_kind before)
+{
+	json_t	*fields;
+
+	fb_selftest_forget();
+	/* It replaces the reason an llm_auth pause gave, not another halt's. */
+	if (s->halt[0] == '\0' || before == GPOOL_PAUSE_LLM_AUTH)
+		snprintf(s->halt, sizeof(s->halt), "environment error: %s; then 'kforge resume "
+			 "%s'", reason, s->run->dir);
+	log_warnx("paused for the whole run: environment error: %s. No task is failed and no "
+		  "turn is spent: the steps under way finish, then the run stops. To continue: "
+		  "fix it, then 'kforge resume %s'", reason, s->run->dir);
+	fields = json_pack("{s:s}", "env_error", s->halt);
+	if (orch_run_update(s->run, fields) < 0)
+		log_warnx("cannot record the pause in run.json");
+	json_decref(fields);
+}
+
+/* The run-wide pause (gpool_paused), announced once per kind: an env pause may follow
+ * (and replace) an llm_auth one. A worker found the endpoint refusing the credentials:
+ * said once, here, naming the endpoint and status and what to do. No worker is
  * started after it and none is signalled: each finishes what it has past generation
  * (compile, execute) and stops unlogged at its next GENERATE, so no task fails or
  * spends a turn; then the run stops with ORCH_EXIT_LLM_PAUSED. Called before reaping,
  * so the workers that stopped for it are not counted as deaths. */
 static void
-watch_llm_pause(struct sup *s)
+watch_pause(struct sup *s)
 {
-	const char	*env = s->run->cfg.llm.api_key_env;
-	char		 reason[600], todo[300];
-	json_t		*fields;
+	const char		*env = s->run->cfg.llm.api_key_env;
+	char			 reason[600], todo[300];
+	enum gpool_pause_kind	 kind;
+	json_t			*fields;
 
-	if (s->llm_paused || !gpool_llm_paused(s->pool, reason, sizeof(reason)))
+	if ((kind = gpool_paused(s->pool, NULL, 0)) == s->paused)
 		return;
-	s->llm_paused = true;
+	kind = gpool_paused(s->pool, reason, sizeof(reason));
+	if (kind == GPOOL_PAUSE_ENV) {
+		announce_env_pause(s, reason, s->paused);
+		s->paused = kind;
+		return;
+	}
+	s->paused = kind;
 	if (env != NULL && env[0] != '\0')
 		snprintf(todo, sizeof(todo), "fix the key in $%s (llm.api_key_env), then "
 			 "'kforge resume %s'", env, s->run->dir);
@@ -466,6 +499,64 @@ watch_llm_pause(struct sup *s)
 	if (orch_run_update(s->run, fields) < 0)
 		log_warnx("cannot record the pause in run.json");
 	json_decref(fields);
+}
+
+/* The selftest (fb_selftest) for the run's device: a known-good tiny kernel built and
+ * run as candidates are, cached per environment. On failure nothing is asked of the
+ * model and nothing is logged as a turn: run.json records the stop, one line says what
+ * failed and the fix, and the status is ORCH_EXIT_ENV; the run directory stays, so
+ * 'kforge resume DIR' continues once the machine is fixed. */
+static int
+check_environment(struct orch_run *run, struct fb_selftest *st)
+{
+	const char	*device = run->cfg.eval.device;
+	char		 line[2048], ts[32];
+	json_t		*fields;
+	int		 rc;
+
+	memset(st, 0, sizeof(*st));
+	for (int i = 0; i < run->ntasks; i++) {
+		struct fsm_summary sum;
+
+		if (fsm_summarize(run->dir, run->tasks[i].id, &sum) < 0 ||
+		    !fsm_state_terminal(sum.state))
+			goto check;
+	}
+	/* Every task is finished: nothing will be built, nothing to prove. */
+	(void)fb_find_python(&run->cfg, st->python, sizeof(st->python), line, sizeof(line));
+	st->ok = true;
+	return 0;
+check:
+	log_info("checking that this machine can build and run a %s candidate (a tiny "
+		 "extension; cached after the first pass)", device);
+	if ((rc = fb_selftest(&run->cfg, device, true, st)) < 0) {
+		log_warnx("cannot check the environment: %s", st->message[0] ? st->message :
+			  kb_strerror(rc));
+		return 1;
+	}
+	if (st->ok) {
+		if (st->cached)
+			log_info("environment: %s, torch %s (a pass recorded earlier)", st->python,
+				 st->torch);
+		else
+			log_info("environment: %s, torch %s; the tiny extension built in %.1f s "
+				 "and ran in %.3f s", st->python, st->torch, st->build_s, st->run_s);
+		return 0;
+	}
+	snprintf(line, sizeof(line), "environment error (%s): %s; fix: %s; then 'kforge resume "
+		 "%s'%s", st->stage, st->message, st->fix, run->dir,
+		 strcmp(st->stage, "python") == 0 || strcmp(st->stage, "torch") == 0 ?
+		 " (resume takes --set runner.python=PATH)" : "");
+	log_warnx("%s", line);
+	kb_iso8601(kb_now_ms(), ts);
+	fields = json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}}", "status",
+			   "paused", "stopped", ts, "stop_reason", line, "env_error", line, "python",
+			   st->python, "selftest", "stage", st->stage, "message", st->message,
+			   "fix", st->fix, "python", st->python, "torch", st->torch);
+	if (fields == NULL || orch_run_update(run, fields) < 0)
+		log_warnx("cannot record the stop in run.json");
+	json_decref(fields);
+	return ORCH_EXIT_ENV;
 }
 
 static int
@@ -571,6 +662,7 @@ int
 orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 {
 	struct sup	 s;
+	struct fb_selftest selftest;
 	sigset_t	 mask;
 	char		 path[PATH_MAX], err[512], pidtext[32], ts[32], python[PATH_MAX];
 	int		 lock_fd, ready_fd = -1, rc = 0, log_file;
@@ -608,10 +700,6 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}
-	if (fb_find_python(&run->cfg, python, sizeof(python), err, sizeof(err)) < 0) {
-		fprintf(stderr, "kforge: %s\n", err);
-		return 1;
-	}
 	/* A finished run makes no request: resuming it needs no key (nor replay dir). */
 	if (some_task_unfinished(run) && llm_check_config(&run->cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
@@ -623,6 +711,17 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		fprintf(stderr, "kforge: cannot open %s: %s\n", path, strerror(errno));
 		return 1;
 	}
+	/* Before any model request, and before detaching so that the caller hears it. */
+	kb_log_init("sup", 2);
+	kb_log_tee(log_file);
+	if ((rc = check_environment(run, &selftest)) != 0) {
+		kb_log_tee(-1);
+		close(log_file);
+		close(lock_fd);
+		return rc;
+	}
+	kb_log_tee(-1);
+	snprintf(python, sizeof(python), "%s", selftest.python);
 	if (opts->detach && (ready_fd = daemonize(run)) < 0) {
 		fprintf(stderr, "kforge: cannot detach: %s\n", strerror(errno));
 		return 1;
@@ -678,9 +777,11 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	kb_iso8601(kb_now_ms(), ts);
 	/* A new pool has every GPU back: what an earlier supervisor quarantined is history. */
 	s.quarantined = json_array();
-	fields = json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:n, s:n}", "status", "running", "pid",
-			   (int)s.self, "started", ts, "python", python, "device",
-			   run->cfg.eval.device, "quarantined", "stop_reason", "llm_paused");
+	fields = json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:n, s:n, s:n, s:{s:s, s:b, s:f}}",
+			   "status", "running", "pid", (int)s.self, "started", ts, "python",
+			   python, "device", run->cfg.eval.device, "quarantined", "stop_reason",
+			   "llm_paused", "env_error", "selftest", "torch", selftest.torch,
+			   "cached", selftest.cached, "build_s", selftest.build_s);
 	orch_run_update(run, fields);
 	json_decref(fields);
 	log_info(ORCH_LOG_SUP_START, run->cfg.name, run->dir, python);
@@ -710,12 +811,12 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		}
 		orch_progress_read_logs(s.progress);
 		drain_signals(&s);
-		watch_llm_pause(&s);
+		watch_pause(&s);
 		reap_all(&s);
 		watch_quarantine(&s);
 	}
 	publish_pool(&s);
-	outcome = all_done ? "finished" : s.llm_paused ? "paused" : "stopped";
+	outcome = all_done ? "finished" : s.paused != GPOOL_PAUSE_NONE ? "paused" : "stopped";
 	kb_iso8601(kb_now_ms(), ts);
 	fields = json_pack("{s:s, s:s, s:I}", "status", outcome,
 			   "stopped", ts, "wall_ms", (json_int_t)(kb_mono_ms() - s.started_ms));
@@ -726,7 +827,11 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	if (all_done) {
 		log_info("all %d tasks finished; 'kforge report %s' for the results", run->ntasks,
 			 run->dir);
-	} else if (s.llm_paused) {
+	} else if (s.paused == GPOOL_PAUSE_ENV) {
+		/* The reason was said once already; this closes the run, on stderr too. */
+		log_warnx("stopped: %s", s.halt);
+		rc = ORCH_EXIT_ENV;
+	} else if (s.paused == GPOOL_PAUSE_LLM_AUTH) {
 		/* The reason was said once already; this only closes the run. */
 		log_warnx("stopped with LLM generation paused; 'kforge resume %s' continues every "
 			  "task where it stopped", run->dir);

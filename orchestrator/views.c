@@ -263,7 +263,7 @@ orch_cmd_status(const char *dir, bool as_json)
 {
 	struct orch_run	 run;
 	json_t		*info, *pool, *tasks = json_array(), *out, *quarantined, *stages;
-	const char	*paused, *state;
+	const char	*paused, *llm_paused, *env_paused, *state;
 	char		 resume[PATH_MAX + 32] = "";
 	int		 counts[FSM_ST__N] = { 0 }, unfinished;
 	long		 reqs = 0, ptok = 0, ctok = 0;
@@ -279,10 +279,13 @@ orch_cmd_status(const char *dir, bool as_json)
 	state = run_state(info, alive);
 	quarantined = quarantined_gpus(info, pool);
 	/* run.json has it from the moment the supervisor saw it; pool.json as a fallback. */
-	paused = json_string_value(json_object_get(info, "llm_paused"));
-	if (paused == NULL)
-		paused = json_string_value(json_object_get(json_object_get(pool, "llm_paused"),
-							   "reason"));
+	llm_paused = json_string_value(json_object_get(info, "llm_paused"));
+	if (llm_paused == NULL)
+		llm_paused = json_string_value(json_object_get(json_object_get(pool, "llm_paused"),
+							       "reason"));
+	env_paused = json_string_value(json_object_get(info, "env_error"));
+	paused = env_paused != NULL ? env_paused : llm_paused != NULL ? llm_paused :
+		 json_string_value(json_object_get(json_object_get(pool, "paused"), "reason"));
 	for (int i = 0; i < run.ntasks; i++) {
 		struct fsm_summary s;
 
@@ -291,11 +294,12 @@ orch_cmd_status(const char *dir, bool as_json)
 		reqs += s.llm_requests;
 		ptok += s.prompt_tokens;
 		ctok += s.completion_tokens;
-		json_array_append_new(tasks, json_pack("{s:s, s:s, s:i, s:i, s:o, s:s, s:s}",
+		json_array_append_new(tasks, json_pack("{s:s, s:s, s:i, s:i, s:o, s:s, s:s, s:s}",
 			"id", run.tasks[i].id, "state", fsm_state_name(s.state), "turn", s.turn,
 			"turns", (int)run.cfg.refinement.turns, "best_speedup",
 			s.best_speedup >= 0 ? json_real(s.best_speedup) : json_null(),
-			"last_status", s.last_status, "fail_reason", s.fail_reason));
+			"last_status", s.last_status, "fail_reason", s.fail_reason,
+			"env_error", s.env_error));
 	}
 	unfinished = run.ntasks - counts[FSM_ST_DONE] - counts[FSM_ST_FAILED];
 	/* Whatever stopped it, a run with work left and no supervisor continues on resume. */
@@ -320,7 +324,9 @@ orch_cmd_status(const char *dir, bool as_json)
 		if (!json_is_object(json_object_get(out, "resources")))
 			json_object_set_new(out, "resources", json_object());
 		json_object_set_new(json_object_get(out, "run"), "llm_paused",
-				    paused != NULL ? json_string(paused) : json_null());
+				    llm_paused != NULL ? json_string(llm_paused) : json_null());
+		json_object_set_new(json_object_get(out, "run"), "env_error",
+				    env_paused != NULL ? json_string(env_paused) : json_null());
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(out);
@@ -333,16 +339,18 @@ orch_cmd_status(const char *dir, bool as_json)
 		       counts[FSM_ST_FAILED], unfinished);
 		printf("%-32s %-11s %7s %8s  %s\n", "TASK", "STATE", "TURN", "BEST", "LAST");
 		json_array_foreach(tasks, i, t) {
-			char	best[32] = "-";
-			json_t	*b = json_object_get(t, "best_speedup");
+			char		 best[32] = "-";
+			json_t		*b = json_object_get(t, "best_speedup");
+			const char	*env = json_string_value(json_object_get(t, "env_error"));
 
 			if (json_is_number(b))
 				snprintf(best, sizeof(best), "%.2fx", json_number_value(b));
-			printf("%-32s %-11s %3lld/%-3lld %8s  %s%s%s\n",
+			printf("%-32s %-11s %3lld/%-3lld %8s  %s%s%s%s%s%s\n",
 			       json_string_value(json_object_get(t, "id")),
 			       json_string_value(json_object_get(t, "state")),
 			       (long long)json_integer_value(json_object_get(t, "turn")),
 			       (long long)run.cfg.refinement.turns, best,
+			       *env ? "paused on env_error — " : "", env, *env ? "; " : "",
 			       json_string_value(json_object_get(t, "last_status")),
 			       *json_string_value(json_object_get(t, "fail_reason")) ? " — " : "",
 			       json_string_value(json_object_get(t, "fail_reason")));
@@ -808,7 +816,7 @@ orch_cmd_report(const char *dir, bool as_json)
 	struct orch_run	 run;
 	struct tally	 all, lv[KB_MAX_LEVELS + 1];
 	bool		 seen[KB_MAX_LEVELS + 1] = { false };
-	int		 nturns;
+	int		 nturns, env_errors = 0;	/* never in the rates */
 	json_t		*failed;	/* [{id, reason}]: a FAILED task says why */
 
 	if (open_or_complain(&run, dir) < 0)
@@ -825,6 +833,7 @@ orch_cmd_report(const char *dir, bool as_json)
 		if (l < 0 || l > KB_MAX_LEVELS)
 			l = 0;
 		fsm_summarize(run.dir, run.tasks[i].id, &s);
+		env_errors += s.env_errors;
 		tally_add(&all, &s);
 		tally_add(&lv[l], &s);
 		seen[l] = true;
@@ -842,9 +851,10 @@ orch_cmd_report(const char *dir, bool as_json)
 			snprintf(key, sizeof(key), "%d", l);
 			json_object_set_new(levels, key, tally_json(&lv[l]));
 		}
-		out = json_pack("{s:s, s:s, s:i, s:o, s:o, s:O}", "run", run.cfg.name, "device",
-				run.cfg.eval.device, "turns", nturns, "overall", tally_json(&all),
-				"levels", levels, "failed", failed);
+		out = json_pack("{s:s, s:s, s:i, s:o, s:o, s:O, s:i}", "run", run.cfg.name,
+				"device", run.cfg.eval.device, "turns", nturns, "overall",
+				tally_json(&all), "levels", levels, "failed", failed, "env_errors",
+				env_errors);
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(out);
@@ -875,6 +885,9 @@ orch_cmd_report(const char *dir, bool as_json)
 				printf("  %s %lld", key, (long long)json_integer_value(v));
 		}
 		printf("\n");
+		if (env_errors > 0)
+			printf("\nenvironment errors: %d step(s) failed for a reason no candidate "
+			       "can cause; not scored, each redone on resume\n", env_errors);
 		if (json_array_size(failed) > 0) {
 			size_t	 i;
 			json_t	*f;

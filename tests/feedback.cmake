@@ -8,6 +8,9 @@ kb_add_test(feedback_run SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_run.c LIBS k
             LABELS unit TIMEOUT 600)
 kb_add_test(feedback_selftest SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_selftest.c LIBS kb_fb
             LABELS unit TIMEOUT 900)
+kb_add_script_test(feedback_env
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_env.py
+                   LABELS unit TIMEOUT 900)
 kb_add_script_test(feedback_runner
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_runner.py
                    LABELS unit TIMEOUT 600)

@@ -33,6 +33,10 @@ static const struct {
 	{ FSM_ST_PROFILE, FSM_EV_profiled, FSM_ST_FEEDBACK, FSM_ST_FEEDBACK },
 	{ FSM_ST_PROFILE, FSM_EV_transient, FSM_ST_PROFILE, FSM_ST_PROFILE },
 	{ FSM_ST_PROFILE, FSM_EV_fatal, FSM_ST_FAILED, FSM_ST_FAILED },
+	/* An environment failure stays in its step: resume redoes it, no turn is spent. */
+	{ FSM_ST_PRECOMPILE, FSM_EV_env_error, FSM_ST_PRECOMPILE, FSM_ST_PRECOMPILE },
+	{ FSM_ST_EXECUTE, FSM_EV_env_error, FSM_ST_EXECUTE, FSM_ST_EXECUTE },
+	{ FSM_ST_PROFILE, FSM_EV_env_error, FSM_ST_PROFILE, FSM_ST_PROFILE },
 	{ FSM_ST_FEEDBACK, FSM_EV_next_turn, FSM_ST_GENERATE, FSM_ST_GENERATE },
 	{ FSM_ST_FEEDBACK, FSM_EV_budget_spent, FSM_ST_DONE, FSM_ST_DONE },
 	{ FSM_ST_FEEDBACK, FSM_EV_fatal, FSM_ST_FAILED, FSM_ST_FAILED },
