@@ -35,7 +35,8 @@
  *            (eval.arch_list, else ours), CUDA_VISIBLE_DEVICES ("" for precompile and cpu,
  *            else the device index), PYTHONUNBUFFERED=1, PYTHONDONTWRITEBYTECODE=1,
  *            MAX_JOBS=1 (precompile). Nothing else, and never llm.api_key_env. When
- *            the runner runs as runner.user, HOME is its scratch dir and USER that user.
+ *            the runner runs as runner.user, HOME is its scratch dir, USER that user,
+ *            and TMPDIR its scratch dir too unless ours is a sticky one open to all.
  *
  * Ownership: functions borrow their inputs; results belong to the caller
  * (fb_outcome_clear). Processes: workers and `kforge eval`.

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
@@ -166,6 +167,20 @@ env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_dir,
 		env_set(e, "MAX_JOBS", "1");
 	else if (cfg != NULL && cfg->eval.device != NULL && strcmp(cfg->eval.device, "cpu") == 0)
 		cpu_threads(e, cfg);
+}
+
+/* Whether dir (a TMPDIR; unset is /tmp) is one every user may write in: sticky,
+ * writable by all and within the runner's user's reach. */
+static bool
+tmpdir_shared(const char *dir)
+{
+	struct stat	st;
+	char		why[256];
+
+	if (dir == NULL || dir[0] == '\0')
+		return true;
+	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 01777) == 01777 &&
+	       fb_contain_check_reach(dir, false, why, sizeof(why)) == 0;
 }
 
 /* ------------------------------------------------------------ python */
@@ -741,6 +756,9 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		/* Ours (root's) would be unwritable; caches that want a HOME get the scratch. */
 		env_set(&env, "HOME", req->work_dir != NULL ? req->work_dir : "/");
 		env_set(&env, "USER", fb_contain_user());
+		/* The compilers' temporary files too, unless our TMPDIR is a shared one. */
+		if (!tmpdir_shared(getenv("TMPDIR")))
+			env_set(&env, "TMPDIR", req->work_dir != NULL ? req->work_dir : "/tmp");
 	}
 
 	deadline = deadline_s(cfg, req);

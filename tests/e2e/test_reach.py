@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """As root with containment on (runner.user: the default, nobody), a run whose problems,
-run directory and even kforge's own files (KFORGE_HOME: the runner script, the prompts)
-sit under a 0700 directory made by mktemp -d (as a container's /root would, or a
+run directory, TMPDIR and even kforge's own files (KFORGE_HOME: the runner script, the
+prompts) sit under a 0700 directory made by mktemp -d (as a container's /root would, or a
 benchmark's temporary directory) works: the runner's user can reach none of them, so
-kforge gives it a staging directory of its own with read-only copies of what it reads,
-and touches nothing of the user's.
+kforge gives it a staging directory of its own with read-only copies of what it reads
+(and its scratch as TMPDIR), and touches nothing of the user's.
 
 Part 1: one task, one turn, a real C++ load_inline build. The turn compiled and ran
 (status ok), the runners worked in a staging directory (supervisor.log, run.json) that is
@@ -51,7 +51,10 @@ home = os.path.join(closed, "checkout")
 os.makedirs(os.path.join(home, "feedback"))
 shutil.copy(os.path.join(HOME, "feedback", "kforge_runner.py"), os.path.join(home, "feedback"))
 shutil.copytree(os.path.join(HOME, "llm", "prompts"), os.path.join(home, "llm", "prompts"))
-ENV = {"KFORGE_HOME": home}
+# A TMPDIR of root's alone, as some hosts set it: the runner's compiler cannot use it.
+tmpdir = os.path.join(closed, "tmp")
+os.mkdir(tmpdir, 0o700)
+ENV = {"KFORGE_HOME": home, "TMPDIR": tmpdir}
 
 PLAIN = '''import torch
 import torch.nn as nn
