@@ -321,8 +321,11 @@ fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
 		}
 		p += n + (p[n] == ':');
 	}
-	snprintf(err, errlen, "no Python that imports torch (tried: %s); set runner.python or "
-		 "KFORGE_PYTHON", tried.p != NULL ? tried.p : "nothing");
+	/* Imported as the runner will: torch installed for root alone (pip --user) is not. */
+	snprintf(err, errlen, "no Python that imports torch%s%s (tried: %s); set runner.python or "
+		 "KFORGE_PYTHON", fb_contain_user() != NULL ? " as runner.user " : "",
+		 fb_contain_user() != NULL ? fb_contain_user() : "",
+		 tried.p != NULL ? tried.p : "nothing");
 	goto out_unlock;
 found:
 	snprintf(py_cached, sizeof(py_cached), "%s", cand);

@@ -5,7 +5,8 @@
  * read-only copies of what the runner reads; a recorded staging directory reused only
  * while it is still the one made for this run (not through a link, not someone else's,
  * not another run's, nowhere else) and never removed when it is not; a stale one removed
- * when the run directory became reachable. Exits 77 when not root (no user switch).
+ * when the run directory became reachable; a Python out of reach named as such. Exits 77
+ * when not root (no user switch).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -232,6 +233,28 @@ test_umask(void)
 	CHECK(access(stage, F_OK) == -1);
 }
 
+/* A Python out of the runner's reach cannot be copied: the message says so, and how. */
+static void
+test_python_out_of_reach(void)
+{
+	struct kb_config	c;
+	char			dir[2100], link[2200], py[4096], err[1024];
+
+	snprintf(dir, sizeof(dir), "%s/venv", scratch);
+	CHECK(mkdir(dir, 0700) == 0);
+	snprintf(link, sizeof(link), "%s/python3", dir);
+	CHECK(symlink("/usr/bin/python3", link) == 0);
+	fbt_config(&c, "cpu");
+	free(c.runner.python);
+	c.runner.python = kb_strdup(link);
+	c.runner.user = kb_strdup("nobody");
+	CHECK(fb_find_python(&c, py, sizeof(py), err, sizeof(err)) == -KB_ENOPYTHON);
+	CHECKM(strstr(err, link) != NULL && strstr(err, "runner.user nobody cannot reach") != NULL &&
+	       strstr(err, "(mode 0700, owner 0)") != NULL && strstr(err, "runner.user: ''") != NULL,
+	       "message: %s", err);
+	kb_config_clear(&c);
+}
+
 int
 main(void)
 {
@@ -255,6 +278,7 @@ main(void)
 	test_reachable();
 	test_closed();
 	test_umask();
+	test_python_out_of_reach();
 
 	kb_config_clear(&cfg);
 	if (failures > 0) {
