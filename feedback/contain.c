@@ -14,6 +14,8 @@
  *            the driver seals the build: everything root-owned and not writable by others,
  *            directories sticky and world-writable so that a later execute can still
  *            take torch's lock file but can neither change nor delete what was built.
+ *            Where those directories are, and how the runner reads a problem or a
+ *            candidate it cannot reach in place, is stage.c's.
  *
  * fb_contain_setup decides all this once, in the supervisor before any worker is forked
  * (the workers inherit it); fb_run calls it lazily for `kforge eval` and tests.
@@ -31,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "feedback/feedback.h"
+#include "feedback/feedback_int.h"
 
 #define FB_SEAL_DIR_MODE	01777	/* sticky: only a file's owner may remove it */
 #define FB_TREE_FDS		32
@@ -114,6 +116,7 @@ fb_contain_report(void)
 	else
 		log_warnx("network: %s", net);
 	log_info("user: runners run as %s", user);
+	fb_stage_report();
 }
 
 void
@@ -146,7 +149,7 @@ runner_may(const struct stat *st, unsigned bits)
 }
 
 int
-fb_contain_check_reach(const char *path, bool read, char *err, size_t errlen)
+fb_contain_check_reach(const char *path, bool read, char *why, size_t whylen)
 {
 	char		 prefix[PATH_MAX];
 	struct stat	 st;
@@ -170,25 +173,10 @@ fb_contain_check_reach(const char *path, bool read, char *err, size_t errlen)
 	}
 	return 0;
 denied:
-	snprintf(err, errlen, "runner.user %s cannot %s %s (mode %04o, owner %d): make it "
-		 "reachable for that user, or set runner.user: '' to run the runner as root",
-		 cn.user, strcmp(prefix, path) == 0 && read ? "read" : "reach", prefix,
+	snprintf(why, whylen, "runner.user %s cannot %s %s (mode %04o, owner %d)", cn.user,
+		 strcmp(prefix, path) == 0 && read ? "read" : "reach", prefix,
 		 (unsigned)(st.st_mode & 07777), (int)st.st_uid);
 	return -KB_ECONFIG;
-}
-
-int
-fb_contain_check_run(const struct kb_config *cfg, const char *run_dir, char *err, size_t errlen)
-{
-	char	runner[PATH_MAX];
-	int	rc;
-
-	if ((rc = fb_contain_check_reach(run_dir, true, err, errlen)) < 0 ||
-	    (rc = fb_contain_check_reach(cfg->problems.dir, true, err, errlen)) < 0)
-		return rc;
-	if (kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py") < 0)
-		return 0;
-	return fb_contain_check_reach(runner, true, err, errlen);
 }
 
 /* ------------------------------------------------------------ directories */

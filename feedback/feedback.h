@@ -35,7 +35,8 @@
  *            (eval.arch_list, else ours), CUDA_VISIBLE_DEVICES ("" for precompile and cpu,
  *            else the device index), PYTHONUNBUFFERED=1, PYTHONDONTWRITEBYTECODE=1,
  *            MAX_JOBS=1 (precompile). Nothing else, and never llm.api_key_env. When
- *            the runner runs as runner.user, HOME is its scratch dir and USER that user.
+ *            the runner runs as runner.user, HOME is its scratch dir, USER that user,
+ *            and TMPDIR its scratch dir too unless ours is a sticky one open to all.
  *
  * Ownership: functions borrow their inputs; results belong to the caller
  * (fb_outcome_clear). Processes: workers and `kforge eval`.
@@ -192,11 +193,10 @@ void	fb_contain_report(void);
 bool	fb_contain_describe(char *net, size_t netlen, char *user, size_t userlen);
 void	fb_contain_apply(struct kb_spawn_opts *o);
 const char *fb_contain_user(void);	/* the runner's user name; NULL: not switched */
-/* -KB_ECONFIG, with a message, when the runner's user cannot reach path (or read it). */
-int	fb_contain_check_reach(const char *path, bool read, char *err, size_t errlen);
-/* The same for what a run's runners need: the run dir, problems.dir and the runner. */
-int	fb_contain_check_run(const struct kb_config *cfg, const char *run_dir, char *err,
-			     size_t errlen);
+/* 0 when the runner's user can reach path (search every directory down to it) and, with
+ * read, read it; else -KB_ECONFIG and why: "runner.user nobody cannot reach /root (mode
+ * 0700, owner 0)", for the caller to say what needed it and what to do. */
+int	fb_contain_check_reach(const char *path, bool read, char *why, size_t whylen);
 /* A scratch directory the runner may write (chowned to its user). */
 int	fb_contain_runner_dir(const char *path);
 /* Around a precompile: the build is handed to the runner's user, then sealed (root-owned,
@@ -209,6 +209,35 @@ void	fb_contain_build_end(const char *build_dir, int lock_fd);
  * the directory briefly closed. *lock_fd is -1 when there is nothing to hold; release
  * with fb_contain_build_end(NULL, fd). */
 int	fb_contain_build_use(const char *build_dir, int *lock_fd);
+
+/* Where a run's runners read and write (stage.c has the whole story). When the runner
+ * runs as runner.user and that user cannot reach the run directory (a 0700 directory
+ * above it, or kforge's umask), the runners work in a staging directory kforge owns,
+ * /var/tmp/kforge-stage-XXXXXX (else /tmp/...), and the run directory keeps the record;
+ * otherwise they work in the run directory, as ever. Below either: build/<key>,
+ * tasks/<id>/work and inputs/ (read-only copies of what the runner cannot read where it
+ * is). Nothing of the user's is chmod'ed.
+ *
+ * fb_stage_open decides once per process, after fb_contain_setup, in the supervisor
+ * before workers are forked (or in `kforge eval`). previous: the staging directory the
+ * run used before (run.json), reused only when it is still the one made for this run,
+ * else a fresh one is made (a reboot may have cleaned it). -KB_ECONFIG with a message
+ * when the run directory is out of reach and no staging directory can be made. Without
+ * fb_stage_open every path is the run directory's (tests). */
+int	fb_stage_open(const char *run_dir, const char *previous, char *err, size_t errlen);
+const char *fb_stage_dir(void);	/* the staging directory; NULL: the run directory */
+/* <root>/build/<key> and <root>/tasks/<id>/work for a run directory (not created). */
+int	fb_stage_build_dir(const char *run_dir, const char *key, char *out, size_t n);
+int	fb_stage_work_dir(const char *run_dir, const char *task_id, char *out, size_t n);
+/* mkdir -p whose new directories below the root are 0755 whatever the umask. */
+int	fb_stage_mkdir(const char *path);
+/* The path by which the runner reads path: path itself when its user can, else a
+ * root-owned read-only copy under <root>/inputs/ (named by content). fb_run uses it for
+ * the problem, the candidate and the runner script. */
+int	fb_stage_input(const char *path, char *out, size_t n);
+/* End of the process's use: remove (true: the run finished) or keep (for a resume) the
+ * staging directory; the run directory is never removed. */
+int	fb_stage_close(bool remove);
 
 /* The E part of the refinement prompt (paper App. D.3): compiler/execution output for a
  * failed turn, "Your kernel execution timed out" for timeouts, the wall-clock time when

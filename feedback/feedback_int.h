@@ -31,4 +31,8 @@ struct fb_strays {
 };
 void	fbw_reap_strays(struct fb_strays *out);
 
+/* stage.c: logs where the runners work when it is not the run directory (called by
+ * fb_contain_report). */
+void	fb_stage_report(void);
+
 #endif /* KFORGE_FEEDBACK_INT_H */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
@@ -168,6 +169,20 @@ env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_dir,
 		cpu_threads(e, cfg);
 }
 
+/* Whether dir (a TMPDIR; unset is /tmp) is one every user may write in: sticky,
+ * writable by all and within the runner's user's reach. */
+static bool
+tmpdir_shared(const char *dir)
+{
+	struct stat	st;
+	char		why[256];
+
+	if (dir == NULL || dir[0] == '\0')
+		return true;
+	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 01777) == 01777 &&
+	       fb_contain_check_reach(dir, false, why, sizeof(why)) == 0;
+}
+
 /* ------------------------------------------------------------ python */
 
 static pthread_mutex_t	py_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -253,7 +268,7 @@ fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
 {
 	struct kb_buf	 tried = KB_BUF_INIT(8192);
 	const char	*explicit_py = NULL, *source = NULL, *path;
-	char		 cand[PATH_MAX];
+	char		 cand[PATH_MAX], why[512];
 	int		 rc = -KB_ENOPYTHON;
 
 	if (outlen > 0)
@@ -277,8 +292,15 @@ fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
 		resolve_on_path(explicit_py, cand, sizeof(cand));
 		if (access(cand, X_OK) == 0)
 			goto found;
-		snprintf(err, errlen, "%s=%s: no executable Python there; set runner.python or "
-			 "KFORGE_PYTHON to one that imports torch", source, explicit_py);
+		/* kforge copies what the runner reads, but not an interpreter and its packages. */
+		if (access(cand, X_OK) == 0 &&
+		    fb_contain_check_reach(cand, true, why, sizeof(why)) < 0)
+			snprintf(err, errlen, "%s=%s: %s, which runs the runner there; use a Python "
+				 "that user can reach, make that directory reachable for it, or set "
+				 "runner.user: '' to run the runner as root", source, explicit_py, why);
+		else
+			snprintf(err, errlen, "%s=%s: no executable Python there; set runner.python "
+				 "or KFORGE_PYTHON to one that imports torch", source, explicit_py);
 		snprintf(out, outlen, "%s", cand);
 		goto out_unlock;
 	}
@@ -311,8 +333,11 @@ fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
 		}
 		p += n + (p[n] == ':');
 	}
-	snprintf(err, errlen, "no Python that imports torch (tried: %s); set runner.python or "
-		 "KFORGE_PYTHON", tried.p != NULL ? tried.p : "nothing");
+	/* Imported as the runner will: torch installed for root alone (pip --user) is not. */
+	snprintf(err, errlen, "no Python that imports torch%s%s (tried: %s); set runner.python or "
+		 "KFORGE_PYTHON", fb_contain_user() != NULL ? " as runner.user " : "",
+		 fb_contain_user() != NULL ? fb_contain_user() : "",
+		 tried.p != NULL ? tried.p : "nothing");
 	goto out_unlock;
 found:
 	snprintf(py_cached, sizeof(py_cached), "%s", cand);
@@ -671,6 +696,31 @@ note_leftovers(json_t *res, const struct kb_spawn_result *r, const struct fb_wat
 	}
 }
 
+/* The request as the runner sees it: the problem, the candidate and the runner script by
+ * paths its user can read (copies in the stage where the originals are out of reach). */
+static int
+stage_inputs(const struct fb_request *req, struct fb_request *staged, char *runner,
+	     size_t runner_len, char problem[PATH_MAX], char candidate[PATH_MAX])
+{
+	char	path[PATH_MAX];
+	int	rc;
+
+	*staged = *req;
+	if (req->problem_path != NULL) {
+		if ((rc = fb_stage_input(req->problem_path, problem, PATH_MAX)) < 0)
+			return rc;
+		staged->problem_path = problem;
+	}
+	if (req->candidate_path != NULL) {
+		if ((rc = fb_stage_input(req->candidate_path, candidate, PATH_MAX)) < 0)
+			return rc;
+		staged->candidate_path = candidate;
+	}
+	if ((rc = fb_stage_input(runner, path, sizeof(path))) < 0)
+		return rc;
+	return snprintf(runner, runner_len, "%s", path) < (int)runner_len ? 0 : -KB_ETOOBIG;
+}
+
 int
 fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outcome *out)
 {
@@ -679,12 +729,15 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	struct fb_watch		 watch;
 	struct fb_strays	 strays;
 	struct fb_env		 env = { .n = 0 };
+	struct fb_request	 staged;
 	char			 python[PATH_MAX], runner[PATH_MAX], err[1024], visible[16];
+	char			 problem[PATH_MAX], candidate[PATH_MAX];
 	const char		*argv[3], *cuda_visible = NULL;
 	char			*request = NULL;
 	json_t			*jreq, *res;
 	long			 ncpu;
 	int			 deadline, rc, build_lock = -1;
+	bool			 rebuild = false;
 
 	memset(out, 0, sizeof(*out));
 	out->runtime_ms = out->ref_runtime_ms = out->speedup = -1;
@@ -698,9 +751,10 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		log_warnx("%s", err);
 		return rc;
 	}
-	if ((rc = kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py")) < 0)
+	if ((rc = kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py")) < 0 ||
+	    (rc = stage_inputs(req, &staged, runner, sizeof(runner), problem, candidate)) < 0)
 		return rc;
-	if ((jreq = build_request(cfg, req)) == NULL)
+	if ((jreq = build_request(cfg, &staged)) == NULL)
 		return -KB_ENOMEM;
 	request = json_dumps(jreq, JSON_COMPACT);
 	json_decref(jreq);
@@ -721,6 +775,9 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		/* Ours (root's) would be unwritable; caches that want a HOME get the scratch. */
 		env_set(&env, "HOME", req->work_dir != NULL ? req->work_dir : "/");
 		env_set(&env, "USER", fb_contain_user());
+		/* The compilers' temporary files too, unless our TMPDIR is a shared one. */
+		if (!tmpdir_shared(getenv("TMPDIR")))
+			env_set(&env, "TMPDIR", req->work_dir != NULL ? req->work_dir : "/tmp");
 	}
 
 	deadline = deadline_s(cfg, req);
@@ -744,16 +801,30 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	o.rlimit_nofile = cfg->runner.rlimit_nofile > 0 ? cfg->runner.rlimit_nofile : FB_NOFILE;
 	fb_contain_apply(&o);
 	o.core_dumps = false;
-	if (req->work_dir != NULL && (rc = fb_contain_runner_dir(req->work_dir)) < 0) {
+	if (req->work_dir != NULL && ((rc = fb_stage_mkdir(req->work_dir)) < 0 ||
+				      (rc = fb_contain_runner_dir(req->work_dir)) < 0)) {
 		log_warnx("cannot give the runner's user %s: %s", req->work_dir, kb_strerror(rc));
 		goto out;
 	}
-	if ((req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST) &&
+	/* A build an execute finds missing (its staging directory was cleaned since the
+	 * precompile, by a reboot say) is built again by this runner, as a precompile's. */
+	if ((req->mode == FB_EXECUTE || req->mode == FB_PROFILE) && req->build_dir != NULL &&
+	    !kb_file_exists(req->build_dir)) {
+		log_info("the build %s is gone; the runner builds it again", req->build_dir);
+		rebuild = true;
+	}
+	if ((req->mode == FB_PRECOMPILE || rebuild) && req->build_dir != NULL &&
+	    (rc = fb_stage_mkdir(req->build_dir)) < 0) {
+		log_warnx("cannot make the build directory %s: %s", req->build_dir,
+			  kb_strerror(rc));
+		goto out;
+	}
+	if ((req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild) &&
 	    (rc = fb_contain_build_begin(req->build_dir, &build_lock)) < 0) {
 		fb_contain_build_end(NULL, build_lock);
 		goto out;
 	}
-	if ((req->mode == FB_EXECUTE || req->mode == FB_PROFILE) &&
+	if ((req->mode == FB_EXECUTE || req->mode == FB_PROFILE) && !rebuild &&
 	    (rc = fb_contain_build_use(req->build_dir, &build_lock)) < 0)
 		goto out;
 	fbw_init(&watch, cfg, req);
@@ -764,7 +835,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 
 	rc = kb_spawn_run(&o, &r);
 	fbw_reap_strays(&strays);
-	if (req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST)
+	if (req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild)
 		fb_contain_build_end(req->build_dir, build_lock);
 	else
 		fb_contain_build_end(NULL, build_lock);

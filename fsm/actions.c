@@ -152,8 +152,9 @@ env_failure_python(struct task_run *t, int rc)
 static bool
 runner_hit_full_disk(const struct task_run *t, const struct fb_outcome *o)
 {
-	char	*text;
-	bool	 said;
+	char		*text;
+	const char	*full;
+	bool		 said;
 
 	if (o->status == FB_ST_OK)
 		return false;
@@ -162,10 +163,13 @@ runner_hit_full_disk(const struct task_run *t, const struct fb_outcome *o)
 		said = strstr(text, "No space left on device") != NULL;
 		free(text);
 	}
-	if (!said || !kb_fs_nearly_full(t->ctx->run_dir))
+	/* The runner writes where runners work, which may be a staging directory. */
+	full = kb_fs_nearly_full(t->ctx->run_dir) ? t->ctx->run_dir :
+	       fb_stage_dir() != NULL && kb_fs_nearly_full(fb_stage_dir()) ? fb_stage_dir() : NULL;
+	if (!said || full == NULL)
 		return false;
 	log_warnx("turn %d: the runner failed for want of disk space under %s: no space left "
-		  "on device", t->turn, t->ctx->run_dir);
+		  "on device", t->turn, full);
 	return true;
 }
 
@@ -402,7 +406,27 @@ build_dir_for(const struct task_run *t, const char *code, char *out, size_t n)
 	kb_buf_append(&key, code, strlen(code));
 	kb_sha256_hex(key.p, key.len, sha);
 	kb_buf_clear(&key);
-	snprintf(out, n, "%s/build/%.24s", t->ctx->run_dir, sha);
+	sha[24] = '\0';
+	(void)fb_stage_build_dir(t->ctx->run_dir, sha, out, n);
+}
+
+/* build/<key> of a build dir: relative to where runners work (the run directory, or its
+ * staging directory), the same in either. */
+static const char *
+stage_relative(const char *build)
+{
+	const char	*p = strrchr(build, '/');
+
+	while (p != NULL && p > build && p[-1] != '/')
+		p--;
+	return p != NULL ? p : build;
+}
+
+/* The task's scratch directory, where its runners start. */
+static void
+work_dir_for(const struct task_run *t, char *out, size_t n)
+{
+	(void)fb_stage_work_dir(t->ctx->run_dir, t->task->id, out, n);
 }
 
 /* Where this turn's kernel, its build and the task's scratch directory are. */
@@ -424,7 +448,7 @@ locate_candidate(struct task_run *t, struct candidate *c, char **code_out)
 	else
 		free(code);
 	fsm_turn_path(t, t->turn, "kernel.py", c->kernel, sizeof(c->kernel));
-	snprintf(c->work, sizeof(c->work), "%s/work", t->dir);
+	work_dir_for(t, c->work, sizeof(c->work));
 	return 0;
 }
 
@@ -472,9 +496,9 @@ fsm_act_precompile(struct task_run *t)
 	}
 	free(code);
 	snprintf(cache, sizeof(cache), "%s/compile.json", c.build);
-	if ((rc = kb_mkdir_p(c.build, 0755)) < 0 || (rc = kb_mkdir_p(c.work, 0755)) < 0)
+	if ((rc = fb_stage_mkdir(c.build)) < 0 || (rc = fb_stage_mkdir(c.work)) < 0)
 		return rc;
-	json_object_set_new(t->data, "build_dir", json_string(c.build + strlen(t->ctx->run_dir) + 1));
+	json_object_set_new(t->data, "build_dir", json_string(stage_relative(c.build)));
 	if ((result = json_load_file(cache, 0, NULL)) != NULL) {
 		json_object_set_new(t->data, "cache_hit", json_true());
 	} else {
@@ -592,7 +616,7 @@ baseline_ms(struct task_run *t, struct lease *lease, int device, double *ms, jso
 	snprintf(dir, sizeof(dir), "%s/baselines/%s", t->ctx->run_dir, s);
 	snprintf(path, sizeof(path), "%s/%s.json", dir, t->task->problem_key);
 	snprintf(lock, sizeof(lock), "%s/%s.lock", dir, t->task->problem_key);
-	snprintf(work, sizeof(work), "%s/work", t->dir);
+	work_dir_for(t, work, sizeof(work));
 	if ((rc = kb_mkdir_p(dir, 0755)) < 0)
 		return rc;
 	if ((fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1)
@@ -677,7 +701,7 @@ check_gpu_health(struct task_run *t, struct lease *lease, int device, enum fb_st
 
 	if (device < 0)
 		return 0;
-	snprintf(work, sizeof(work), "%s/work", t->dir);
+	work_dir_for(t, work, sizeof(work));
 	while (next == FSM_HEALTH_REPROBE) {
 		runner_request(t, FB_PROBE, NULL, lease, &req);
 		req.work_dir = work;

@@ -175,19 +175,17 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		fprintf(stderr, "kforge: cannot create a scratch directory: %s\n", strerror(errno));
 		goto out_cfg;
 	}
-	snprintf(build, sizeof(build), "%s/build", tmpl);
-	snprintf(work, sizeof(work), "%s/work", tmpl);
-	kb_mkdir_p(build, 0755);
-	kb_mkdir_p(work, 0755);
-	/* mkdtemp made it 0700; the runner may run as another user (runner.user). */
+	/* mkdtemp made it 0700; the runner may run as another user (runner.user). Where
+	 * that user cannot reach it (nor the problem and the kernel), fb_run works in a
+	 * staging directory of its own. */
 	(void)chmod(tmpl, 0755);
 	if (fb_contain_setup(&cfg, err, sizeof(err)) < 0 ||
-	    fb_contain_check_reach(prob, true, err, sizeof(err)) < 0 ||
-	    fb_contain_check_reach(kern, true, err, sizeof(err)) < 0 ||
-	    fb_contain_check_reach(tmpl, true, err, sizeof(err)) < 0) {
+	    fb_stage_open(tmpl, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		goto out_clean;
 	}
+	fb_stage_build_dir(tmpl, "candidate", build, sizeof(build));
+	fb_stage_work_dir(tmpl, "eval", work, sizeof(work));
 
 	req.problem_path = prob;
 	req.candidate_path = kern;
@@ -259,6 +257,7 @@ out_clean:
 	fb_outcome_clear(&base);
 	fb_outcome_clear(&ex);
 	/* The scratch directory stays when KFORGE_KEEP is set, for a look at the build. */
+	(void)fb_stage_close(getenv("KFORGE_KEEP") == NULL);
 	if (getenv("KFORGE_KEEP") == NULL) {
 		const char *argv[] = { "/bin/rm", "-rf", tmpl, NULL };
 		const char *envp[] = { NULL };

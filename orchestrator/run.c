@@ -282,19 +282,18 @@ orch_run_update(const struct orch_run *run, json_t *fields)
 
 /* What the supervisor checks before its first worker, as far as it can be checked
  * without the run directory (the quick ones first): the LLM client can be created (its
- * API key variable is set), runner.user exists, that directory's existing parents,
- * problems.dir and the runner are reachable for that user, a Python imports torch as the
- * runner will. A run that would stop there stops before it creates anything, so the
+ * API key variable is set), runner.user exists, and the runner's Python is there and
+ * reachable for that user (what else the runner reads, kforge stages where that user
+ * can reach it). A run that would stop there stops before it creates anything, so the
  * same command can simply be run again. */
 static int
-check_before_creating(const struct kb_config *cfg, const char *dir, char *err, size_t errlen)
+check_before_creating(const struct kb_config *cfg, char *err, size_t errlen)
 {
 	char	python[PATH_MAX];
 	int	rc;
 
 	if ((rc = llm_check_config(cfg, err, errlen)) < 0 ||
 	    (rc = fb_contain_setup(cfg, err, errlen)) < 0 ||
-	    (rc = fb_contain_check_run(cfg, dir, err, errlen)) < 0 ||
 	    (rc = fb_find_python(cfg, python, sizeof(python), err, errlen)) < 0)
 		return rc;
 	return 0;
@@ -330,7 +329,7 @@ orch_run_create(struct orch_run *run, const char *config_path, const char *run_d
 		rc = -KB_ECONFIG;
 		goto out;
 	}
-	if ((rc = check_before_creating(&run->cfg, run->dir, err, errlen)) < 0)
+	if ((rc = check_before_creating(&run->cfg, err, errlen)) < 0)
 		goto out;
 	snprintf(path, sizeof(path), "%s/tasks", run->dir);
 	if ((rc = kb_mkdir_p(path, 0755)) < 0) {

@@ -658,6 +658,23 @@ daemonize(struct orch_run *run)
 	return ready[1];
 }
 
+/* Where the runners will work (fb_stage_open), reusing the staging directory that
+ * run.json names from an earlier start when it is still this run's. */
+static int
+open_stage(const struct orch_run *run, char *err, size_t errlen)
+{
+	char	path[PATH_MAX];
+	json_t	*info;
+	int	 rc;
+
+	snprintf(path, sizeof(path), "%s/run.json", run->dir);
+	info = json_load_file(path, 0, NULL);
+	rc = fb_stage_open(run->dir, json_string_value(json_object_get(info, "stage_dir")), err,
+			   errlen);
+	json_decref(info);
+	return rc;
+}
+
 int
 orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 {
@@ -695,13 +712,16 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	(void)kb_sweep_atomic_tmp(run->dir);
 	/* Decided before any fork, so that every worker inherits it (and python's probe
 	 * imports torch as the runner will). */
-	if (fb_contain_setup(&run->cfg, err, sizeof(err)) < 0 ||
-	    fb_contain_check_run(&run->cfg, run->dir, err, sizeof(err)) < 0) {
+	if (fb_contain_setup(&run->cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}
 	/* A finished run makes no request: resuming it needs no key (nor replay dir). */
 	if (some_task_unfinished(run) && llm_check_config(&run->cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		return 1;
+	}
+	if (open_stage(run, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}
@@ -777,11 +797,12 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	kb_iso8601(kb_now_ms(), ts);
 	/* A new pool has every GPU back: what an earlier supervisor quarantined is history. */
 	s.quarantined = json_array();
-	fields = json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:n, s:n, s:n, s:{s:s, s:b, s:f}}",
-			   "status", "running", "pid", (int)s.self, "started", ts, "python",
-			   python, "device", run->cfg.eval.device, "quarantined", "stop_reason",
-			   "llm_paused", "env_error", "selftest", "torch", selftest.torch,
-			   "cached", selftest.cached, "build_s", selftest.build_s);
+	fields = json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:n, s:n, s:n, s:{s:s, s:b, s:f}, "
+			   "s:s?}", "status", "running", "pid", (int)s.self, "started", ts,
+			   "python", python, "device", run->cfg.eval.device, "quarantined",
+			   "stop_reason", "llm_paused", "env_error", "selftest", "torch",
+			   selftest.torch, "cached", selftest.cached, "build_s", selftest.build_s,
+			   "stage_dir", fb_stage_dir());
 	orch_run_update(run, fields);
 	json_decref(fields);
 	log_info(ORCH_LOG_SUP_START, run->cfg.name, run->dir, python);
@@ -822,6 +843,15 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 			   "stopped", ts, "wall_ms", (json_int_t)(kb_mono_ms() - s.started_ms));
 	if (!all_done && s.halt[0] != '\0')
 		json_object_set_new(fields, "stop_reason", json_string(s.halt));
+	/* The staging directory is a cache of the runners': a finished run needs it no
+	 * more; a stopped one keeps it for its resume. */
+	if (all_done && fb_stage_dir() != NULL) {
+		snprintf(path, sizeof(path), "%s", fb_stage_dir());
+		if (fb_stage_close(true) == 0) {
+			log_info("files: removed the staging directory %s", path);
+			json_object_set_new(fields, "stage_dir", json_null());
+		}
+	}
 	orch_run_update(run, fields);
 	json_decref(fields);
 	if (all_done) {

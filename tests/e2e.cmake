@@ -29,6 +29,9 @@ set(kb_e2e_tests
   # the kernel and runner fault matrix (CPU analogues), containment of generated code
   "e2e_test_faults|test_faults|e2e|900"
   "e2e_test_containment|test_containment|e2e|600"
+  # as root, problems, run dir and KFORGE_HOME under a 0700 directory: runners work in
+  # a staging directory, also after a cut run's staging directory was replaced by a link
+  "e2e_test_reach|test_reach|e2e|1500"
   # crash points and SIGKILLs then restart or resume; disk full, corrupt log, read-only dir
   "e2e_test_crashpoints|test_crashpoints|e2e|900"
   "e2e_test_storage|test_storage|e2e|900"

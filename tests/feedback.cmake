@@ -1,9 +1,12 @@
-# feedback/: the runner protocol. feedback_text needs nothing; feedback_run and
+# feedback/: the runner protocol. feedback_text needs nothing; feedback_stage needs root
+# (it skips, 77, without: no user switch, nothing to stage); feedback_run and
 # feedback_runner drive the real Python runner on the CPU (they skip, 77, where no
 # Python imports torch; C++ extension builds make them slow); feedback_gpu needs a GPU.
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 kb_add_test(feedback_text SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_text.c LIBS kb_fb
             LABELS unit TIMEOUT 60)
+kb_add_test(feedback_stage SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_stage.c LIBS kb_fb
+            LABELS unit TIMEOUT 120)
 kb_add_test(feedback_run SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_run.c LIBS kb_fb
             LABELS unit TIMEOUT 600)
 kb_add_test(feedback_selftest SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_selftest.c LIBS kb_fb

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """GPU: the demo config on CUDA — every task finishes its three turns, the recorded
 failing turns fail the way they were written to, at least one kernel is correct and
-timed against a reference measured on this GPU, and the GPU was named in gpus.json."""
+timed against a reference measured on this GPU, and the GPU was named in gpus.json. The
+run goes to $KFORGE_DEMO_GPU_RUN when set (tools/device/gpu-checks.sh sets it), else to a
+scratch directory."""
 import json
 import os
 import subprocess
@@ -11,8 +13,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 from kfe2e import *  # noqa: E402,F401
 
 py = cuda_torch_python()
-work = scratch("e2e-demo-gpu")
-run_dir = os.path.join(work, "run")
+# tools/device/gpu-checks.sh names the run directory, to report on it afterwards (ctest
+# gives each test its own KFORGE_TEST_TMP, where the script could not find it).
+run_dir = os.environ.get("KFORGE_DEMO_GPU_RUN") or os.path.join(scratch("e2e-demo-gpu"), "run")
+os.makedirs(os.path.dirname(run_dir), exist_ok=True)
 kforge("run", os.path.join(HOME, "configs", "demo.yaml"), "--run-dir", run_dir,
        "--set", "eval.device=cuda", "--set", "runner.python=" + py, timeout=3000)
 gpus = json.load(open(os.path.join(run_dir, "gpus.json")))

@@ -204,6 +204,19 @@ def host_line(loads):
         max(loads) if loads else float("nan"))
 
 
+class Verdict:
+    """A benchmark's verdict, computed here alone. ok: the run did what it should (no
+    problem found: kforge exited 0, every task done, nothing left behind). goal_met: ok,
+    and every goal holds; a figure measured on a failed run proves nothing, so a failed
+    run never meets a goal. exit_code: 0 only when both hold."""
+
+    def __init__(self, problems, goals=()):
+        self.problems = list(problems)
+        self.ok = not self.problems
+        self.goal_met = self.ok and all(met for met in goals)
+        self.exit_code = 0 if self.ok and self.goal_met else 1
+
+
 def median(v):
     v = sorted(v)
     if not v:

@@ -1,0 +1,417 @@
+/*
+ * stage.c: where a run's runners read and write. When kforge runs as root the runner runs
+ * as runner.user (contain.c), and that user may be unable to reach the run directory or
+ * the problems: a 0700 directory above them (a container's /root, what mktemp -d makes).
+ * Rather than open the user's directories to it, kforge gives the runner ground of its own:
+ *
+ *   root    the run directory itself when the runner's user can reach it and kforge's
+ *           umask leaves what it makes there open to others (or when no user switch
+ *           happens: the runner is kforge's own user); else a staging directory that
+ *           kforge owns, /var/tmp/kforge-stage-XXXXXX (else under /tmp): made 0700 by
+ *           mkdtemp, marked with the run it serves, then opened 0755.
+ *   below   build/<key>      builds, shared by the run's tasks (sealed by contain.c)
+ *           tasks/<id>/work  a task's scratch (handed to the runner's user by fb_run)
+ *           inputs/<sha>/<name>  root-owned read-only copies of what the runner must
+ *                            read but cannot reach where it is: the problem, the
+ *                            candidate, the runner script (fb_run asks fb_stage_input)
+ *
+ * The run directory keeps the record: the worker (root) writes every artifact and log
+ * there. A staging directory is a cache: removed when the run finishes, kept for a resume
+ * otherwise, and reused only after checking it is still the one made for this run (a real
+ * directory of ours where staging directories are made, not writable by others, whose
+ * marker names this run). When it is gone (a reboot cleaned /tmp) a fresh one is made and
+ * fb_run rebuilds a build that an execute finds missing.
+ *
+ * fb_stage_open decides once per process, in the supervisor before any worker is forked
+ * (workers inherit the decision) or in `kforge eval`; nothing here changes after that but
+ * the files below the root.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "feedback/feedback_int.h"
+
+#define STAGE_PREFIX	"kforge-stage-"
+#define STAGE_MARKER	".kforge-stage"
+#define STAGE_INPUT_CAP	((size_t)64 << 20)	/* problems and candidates are far smaller */
+#define STAGE_RM_TIMEOUT_MS 300000
+
+/* Where staging directories are made, in order of preference: /var/tmp survives a
+ * reboot on most hosts, so a resumed run keeps its builds. */
+static const char *const stage_bases[] = { "/var/tmp", "/tmp" };
+static const char *const stage_subdirs[] = { "build", "tasks", "inputs" };
+
+static struct {
+	bool	open;
+	bool	apart;			/* root is a staging directory, not the run dir */
+	char	run_dir[PATH_MAX];
+	char	root[PATH_MAX];
+	char	why[768];		/* why apart (or why a recorded one was not reused) */
+} stage;
+
+/* ------------------------------------------------------------ helpers */
+
+static int
+open_dir_nofollow(const char *path)
+{
+	return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static int
+chmod_dir(const char *path, mode_t mode)
+{
+	int	fd, rc = 0;
+
+	if ((fd = open_dir_nofollow(path)) == -1)
+		return -kb_errno_to_err(errno);
+	if (fchmod(fd, mode) == -1)
+		rc = -kb_errno_to_err(errno);
+	close(fd);
+	return rc;
+}
+
+/* mkdir, then chmod: the mode must not depend on the umask. */
+static int
+make_dir(const char *path)
+{
+	if (mkdir(path, 0755) == -1)
+		return errno == EEXIST ? 0 : -kb_errno_to_err(errno);
+	return chmod_dir(path, 0755);
+}
+
+static mode_t
+current_umask(void)
+{
+	mode_t	m = umask(0);
+
+	umask(m);
+	return m;
+}
+
+/* The staging directory's place: <base>/kforge-stage-<something>, base one of ours. */
+static bool
+stage_name_ok(const char *path)
+{
+	for (size_t i = 0; i < sizeof(stage_bases) / sizeof(stage_bases[0]); i++) {
+		size_t	n = strlen(stage_bases[i]);
+
+		if (strncmp(path, stage_bases[i], n) == 0 && path[n] == '/' &&
+		    strncmp(path + n + 1, STAGE_PREFIX, strlen(STAGE_PREFIX)) == 0 &&
+		    strchr(path + n + 1, '/') == NULL)
+			return true;
+	}
+	return false;
+}
+
+/* Whether path is the staging directory made for run_dir, and still only ours: a real
+ * directory (never through a symlink) owned by us and not writable by others, holding
+ * our marker naming run_dir. why says what is wrong otherwise. */
+static bool
+stage_is_ours(const char *path, const char *run_dir, char *why, size_t whylen)
+{
+	struct stat	st;
+	char		text[PATH_MAX + 2];
+	ssize_t		n;
+	int		fd, mfd = -1;
+	bool		ok = false;
+
+	if (!stage_name_ok(path)) {
+		snprintf(why, whylen, "not where kforge makes staging directories");
+		return false;
+	}
+	if ((fd = open_dir_nofollow(path)) == -1) {
+		snprintf(why, whylen, "%s", errno == ENOENT ? "gone" :
+			 errno == ELOOP || errno == ENOTDIR ? "not a directory" : strerror(errno));
+		return false;
+	}
+	if (fstat(fd, &st) == -1) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		goto out;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		snprintf(why, whylen, "not kforge's (owner %d, mode %04o)", (int)st.st_uid,
+			 (unsigned)(st.st_mode & 07777));
+		goto out;
+	}
+	if ((mfd = openat(fd, STAGE_MARKER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	    fstat(mfd, &st) == -1 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		snprintf(why, whylen, "it holds no marker of kforge's");
+		goto out;
+	}
+	n = read(mfd, text, sizeof(text) - 1);
+	text[n > 0 ? n : 0] = '\0';
+	if (n <= 0 || text[n - 1] != '\n' || strlen(run_dir) != (size_t)n - 1 ||
+	    strncmp(text, run_dir, (size_t)n - 1) != 0) {
+		snprintf(why, whylen, "its marker names another run");
+		goto out;
+	}
+	ok = true;
+out:
+	if (mfd != -1)
+		close(mfd);
+	close(fd);
+	return ok;
+}
+
+/* Taken away from everyone else first (0700), so that no process of another user can
+ * walk in while it goes; then GNU rm, which never follows a link it meets. */
+static int
+stage_remove(const char *path)
+{
+	const char		*argv[] = { "/bin/rm", "-rf", "--one-file-system", "--", path, NULL };
+	const char		*envp[] = { "PATH=/usr/bin:/bin", "LANG=C", NULL };
+	struct kb_spawn_opts	 o = { 0 };
+	struct kb_spawn_result	 r = { 0 };
+	int			 rc;
+
+	if (!stage_name_ok(path))
+		return -KB_EINVAL;
+	if ((rc = chmod_dir(path, 0700)) < 0)
+		return rc == -KB_ENOENT ? 0 : rc;
+	o.argv = argv;
+	o.envp = envp;
+	o.out_cap = 4096;
+	o.timeout_ms = STAGE_RM_TIMEOUT_MS;
+	rc = kb_spawn_run(&o, &r);
+	if (rc == 0 && (r.end != KB_END_EXITED || r.exit_code != 0)) {
+		log_warnx("cannot remove the staging directory %s: %.200s", path,
+			  r.out.p != NULL ? r.out.p : "rm failed");
+		rc = -KB_ESYS;
+	}
+	kb_spawn_result_clear(&r);
+	return rc;
+}
+
+/* The subdirectories, then the root opened to the runner's user. */
+static int
+stage_fill(const char *root)
+{
+	char	sub[PATH_MAX];
+	int	rc;
+
+	for (size_t i = 0; i < sizeof(stage_subdirs) / sizeof(stage_subdirs[0]); i++) {
+		if ((rc = kb_path_join(sub, sizeof(sub), root, stage_subdirs[i])) < 0 ||
+		    (rc = make_dir(sub)) < 0)
+			return rc;
+	}
+	return chmod_dir(root, 0755);
+}
+
+/* A fresh staging directory under base for run_dir, or -KB_E* with why. */
+static int
+stage_make(const char *base, const char *run_dir, char *out, size_t n, char *why,
+	   size_t whylen)
+{
+	struct stat	st;
+	char		marker[PATH_MAX], *text;
+	int		rc;
+
+	/* A base anyone may write must be sticky, or our directory could be renamed away. */
+	if (stat(base, &st) == -1) {
+		snprintf(why, whylen, "%s: %s", base, strerror(errno));
+		return -KB_ENOENT;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+	    ((st.st_mode & 002) != 0 && (st.st_mode & S_ISVTX) == 0)) {
+		snprintf(why, whylen, "%s: not a root-owned directory that others cannot rename "
+			 "in (owner %d, mode %04o)", base, (int)st.st_uid,
+			 (unsigned)(st.st_mode & 07777));
+		return -KB_EINVAL;
+	}
+	if (fb_contain_check_reach(base, false, why, whylen) < 0)
+		return -KB_ECONFIG;
+	if (snprintf(out, n, "%s/%sXXXXXX", base, STAGE_PREFIX) >= (int)n)
+		return -KB_ETOOBIG;
+	if (mkdtemp(out) == NULL) {
+		snprintf(why, whylen, "%s: %s", base, strerror(errno));
+		return -kb_errno_to_err(errno);
+	}
+	text = kb_asprintf("%s\n", run_dir);
+	if ((rc = kb_path_join(marker, sizeof(marker), out, STAGE_MARKER)) == 0 &&
+	    (rc = kb_write_atomic(marker, text, strlen(text))) == 0)
+		rc = stage_fill(out);
+	free(text);
+	if (rc < 0) {
+		snprintf(why, whylen, "%s: %s", out, kb_strerror(rc));
+		(void)stage_remove(out);
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------ API */
+
+int
+fb_stage_open(const char *run_dir, const char *previous, char *err, size_t errlen)
+{
+	char	reach[512], prev_why[256] = "", tried[1024] = "", why[512];
+	bool	prev_ours;
+	size_t	len;
+
+	memset(&stage, 0, sizeof(stage));
+	if (snprintf(stage.run_dir, sizeof(stage.run_dir), "%s", run_dir) >=
+	    (int)sizeof(stage.run_dir))
+		return -KB_ETOOBIG;
+	snprintf(stage.root, sizeof(stage.root), "%s", run_dir);
+	stage.open = true;
+	if (fb_contain_user() == NULL)
+		return 0;	/* the runner is kforge's own user: it reaches what kforge does */
+
+	prev_ours = previous != NULL && previous[0] != '\0' &&
+		    stage_is_ours(previous, run_dir, prev_why, sizeof(prev_why));
+	if (fb_contain_check_reach(run_dir, false, reach, sizeof(reach)) == 0) {
+		/* What kforge makes there must be readable and searchable by others too
+		 * (the runner's user is an "other" to root's files). */
+		if ((current_umask() & 005) == 0) {
+			/* The run directory will do; a staging directory of an earlier start
+			 * (the directory was out of reach then) is no longer needed. */
+			if (prev_ours)
+				(void)stage_remove(previous);
+			return 0;
+		}
+		snprintf(reach, sizeof(reach), "kforge's umask %04o closes what it writes "
+			 "there to others", (unsigned)current_umask());
+	}
+	stage.apart = true;
+	len = (size_t)snprintf(stage.why, sizeof(stage.why), "%s", reach);
+	if (prev_ours) {
+		snprintf(stage.root, sizeof(stage.root), "%s", previous);
+		if (stage_fill(stage.root) == 0)
+			return 0;
+		prev_ours = false;
+		snprintf(prev_why, sizeof(prev_why), "cannot be prepared again");
+	}
+	if (previous != NULL && previous[0] != '\0' && len < sizeof(stage.why))
+		snprintf(stage.why + len, sizeof(stage.why) - len, "; the staging directory "
+			 "this run used before, %s, is not reused (%s): a fresh one is made", previous,
+			 prev_why);
+	for (size_t i = 0; i < sizeof(stage_bases) / sizeof(stage_bases[0]); i++) {
+		size_t	t = strlen(tried);
+
+		if (stage_make(stage_bases[i], run_dir, stage.root, sizeof(stage.root), why,
+			       sizeof(why)) == 0)
+			return 0;
+		snprintf(tried + t, sizeof(tried) - t, "%s%s", t > 0 ? "; " : "", why);
+	}
+	snprintf(err, errlen, "the run directory %s: %s, and no staging directory for the "
+		 "runner could be made (%s); make the run directory reachable for that user, or "
+		 "set runner.user: '' to run the runner as root", run_dir, reach, tried);
+	memset(&stage, 0, sizeof(stage));
+	return -KB_ECONFIG;
+}
+
+const char *
+fb_stage_dir(void)
+{
+	return stage.open && stage.apart ? stage.root : NULL;
+}
+
+/* The root for run_dir: the staging directory when one was opened for it. */
+static const char *
+root_for(const char *run_dir)
+{
+	return stage.open && strcmp(stage.run_dir, run_dir) == 0 ? stage.root : run_dir;
+}
+
+int
+fb_stage_build_dir(const char *run_dir, const char *key, char *out, size_t n)
+{
+	return snprintf(out, n, "%s/build/%s", root_for(run_dir), key) < (int)n ? 0 :
+	       -KB_ETOOBIG;
+}
+
+int
+fb_stage_work_dir(const char *run_dir, const char *task_id, char *out, size_t n)
+{
+	return snprintf(out, n, "%s/tasks/%s/work", root_for(run_dir), task_id) < (int)n ? 0 :
+	       -KB_ETOOBIG;
+}
+
+int
+fb_stage_mkdir(const char *path)
+{
+	char	tmp[PATH_MAX];
+	size_t	rlen = strlen(stage.root);
+	int	rc;
+
+	if (!stage.open || strncmp(path, stage.root, rlen) != 0 || path[rlen] != '/')
+		return kb_mkdir_p(path, 0755);
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return -KB_ETOOBIG;
+	for (char *p = tmp + rlen + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		rc = make_dir(tmp);
+		*p = '/';
+		if (rc < 0)
+			return rc;
+	}
+	return make_dir(tmp);
+}
+
+int
+fb_stage_input(const char *path, char *out, size_t n)
+{
+	char		 why[512], sha[65], dir[PATH_MAX], *text = NULL;
+	const char	*name = strrchr(path, '/');
+	struct stat	 st;
+	size_t		 len;
+	int		 fd, rc;
+
+	if (!stage.open || fb_contain_user() == NULL ||
+	    fb_contain_check_reach(path, true, why, sizeof(why)) == 0)
+		return snprintf(out, n, "%s", path) < (int)n ? 0 : -KB_ETOOBIG;
+	if ((rc = kb_read_file(path, STAGE_INPUT_CAP, &text, &len)) < 0) {
+		log_warnx("cannot read %s to give the runner a copy: %s", path, kb_strerror(rc));
+		return rc;
+	}
+	kb_sha256_hex(text, len, sha);
+	name = name != NULL ? name + 1 : path;
+	if (snprintf(dir, sizeof(dir), "%s/inputs/%.24s", stage.root, sha) >= (int)sizeof(dir) ||
+	    snprintf(out, n, "%s/%s", dir, name) >= (int)n) {
+		rc = -KB_ETOOBIG;
+		goto out;
+	}
+	if ((rc = fb_stage_mkdir(dir)) < 0)
+		goto out;
+	/* Named by its content, in a directory only we write: one already there is it. */
+	if (lstat(out, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    (st.st_mode & 0777) == 0444)
+		goto out;
+	if ((rc = kb_write_atomic(out, text, len)) < 0)
+		goto out;
+	if ((fd = open(out, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 || fchmod(fd, 0444) == -1)
+		rc = -kb_errno_to_err(errno);
+	if (fd != -1)
+		close(fd);
+out:
+	if (rc < 0)
+		log_warnx("cannot give the runner a copy of %s: %s", path, kb_strerror(rc));
+	free(text);
+	return rc;
+}
+
+void
+fb_stage_report(void)
+{
+	if (stage.open && stage.apart)
+		log_info("files: runners work in %s, apart from the run directory, which keeps "
+			 "the record (%s)", stage.root, stage.why);
+}
+
+int
+fb_stage_close(bool remove)
+{
+	int	rc = 0;
+
+	if (stage.open && stage.apart && remove)
+		rc = stage_remove(stage.root);
+	memset(&stage, 0, sizeof(stage));
+	return rc;
+}

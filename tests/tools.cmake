@@ -1,0 +1,5 @@
+# tools/: the helper scripts, run as a user runs them. tools_gpu_checks runs
+# tools/device/gpu-checks.sh off a GPU host (a from-scratch build into a scratch
+# directory, the gpu tests skipping) and skips (77) on a GPU host.
+kb_add_script_test(tools_gpu_checks COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/tools/gpu_checks.sh
+                   LABELS e2e TIMEOUT 1800)
