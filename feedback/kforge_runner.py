@@ -953,8 +953,8 @@ class Runner:
                 exc = e
         self.details["build_s"] = round(time.monotonic() - t0, 3)
         if exc is not None:
-            self.details["compiler_output"] = tail(tee.text() + "\n" + describe_exception(exc),
-                                                   COMPILER_OUTPUT_CAP)
+            self.details["compiler_output"] = compiler_output(tee.text() + "\n" +
+                                                              exception_text(exc))
             probe = env_probe(torch, cuda)
             if probe is not None:
                 raise probe
