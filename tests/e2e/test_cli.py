@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
 """The command line as a script sees it: --help everywhere, usage errors, a bad config
-"""The command line as a script sees it: --help everywhere, usage errors, a bad config
 refused with file:line:column before anything starts, a missing problems directory, an
 unset API-key variable and a bad runner.python each refused with one line before the run
 directory is created (so the same command then simply runs), --set recorded in the
