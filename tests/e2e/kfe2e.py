@@ -201,3 +201,10 @@ def processes_marked(marker, exclude=()):
         if marker.encode() in text:
             found.append((int(name), text.split(b"\0")[0].decode(errors="replace")))
     return found
+
+
+def demo_check(run_dir, device):
+    """tools/demo_check.py, the one judge of a demo run (tools/demo.sh uses it too): the
+    finished process, whose stderr names every task whose turns differ from expected.json."""
+    return subprocess.run([sys.executable, os.path.join(HOME, "tools", "demo_check.py"), run_dir, device],
+                          capture_output=True, text=True, timeout=120)
