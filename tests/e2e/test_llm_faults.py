@@ -14,6 +14,7 @@ retries): llm.retries=2 gives 3 attempts per call, and the worker makes at most 
 
 Replies that succeed carry code that the static check rejects (no custom operator), so
 no runner starts: the test is about the LLM path and stays short."""
+import calendar
 import json
 import os
 import subprocess
@@ -196,12 +197,26 @@ for name in names:
 ra = by_rule[names.index("retry_after_429")]
 gap = ra[1]["time"] - ra[0]["time"]
 check(gap >= 0.95, "Retry-After: 1 was not honoured: retried after %.2f s" % gap)
-# kforge ended the stalled attempt at the stall limit and the silent one at llm.timeout_s:
-# not before (the limits hold), and long before the server would have ended either.
+# kforge ended the stalled attempt by the stall rule and the silent one by llm.timeout_s
+# (its log names which), not before the limit, and long before the server would have
+# ended either. Only causal intervals are measured: from the server's receipt of the
+# first request (before its headers, so before the stall clock starts) to kforge's log of
+# the stall, and from that log line (before the retry starts) to the log of the timeout.
+def logged_at(line):
+    ts = line.split(" ", 1)[0]
+    return calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S")) + float("0" + ts[19:-1])
+
+
 stl = by_rule[names.index("stalled")]
-g1, g2 = stl[1]["time"] - stl[0]["time"], stl[2]["time"] - stl[1]["time"]
-check(STALL_LIMIT_S - 0.1 <= g1 < MOCK_HOLD_S and LLM_TIMEOUT_S - 0.1 <= g2 < MOCK_HOLD_S,
-      "stall/timeout gaps %.2f s, %.2f s (limits %g s, %g s; the server held %d s)"
+slog = open(os.path.join(run_dir, "supervisor.log")).read().splitlines()
+mine = [l for l in slog if "[task %s]" % task_of["stalled"] in l and "llm: " in l and "; retry " in l]
+check(len(mine) == 2 and "reply stalled: no data for %.1f s" % STALL_LIMIT_S in mine[0] and
+      "timed out after %d s (llm.timeout_s)" % LLM_TIMEOUT_S in mine[1],
+      "stalled: the retries do not name the stall rule, then the timeout:\n%s" % "\n".join(mine))
+g1 = logged_at(mine[0]) - stl[0]["time"]
+g2 = logged_at(mine[1]) - logged_at(mine[0])
+check(STALL_LIMIT_S <= g1 < MOCK_HOLD_S and LLM_TIMEOUT_S <= g2 < MOCK_HOLD_S,
+      "stall/timeout took %.2f s, %.2f s (limits %g s, %g s; the server held %d s)"
       % (g1, g2, STALL_LIMIT_S, LLM_TIMEOUT_S, MOCK_HOLD_S))
 check(sum(t["state"] == "FAILED" for t in st["tasks"]) == 1, "only persistent_500 may fail")
 print("run 1: %d faults, %d requests, %.1f s" % (len(names), len(reqs), elapsed))
