@@ -13,7 +13,7 @@ set(kb_e2e_tests
   "e2e_test_detach_stop|test_detach_stop|e2e|1800"
   "e2e_test_cli|test_cli|e2e|1800"
   # the CPU demo, every turn judged against configs/demo_responses/expected.json
-  "e2e_demo_cpu|test_demo_cpu|e2e|3600"
+  "e2e_demo_cpu|test_demo_cpu|e2e|5400"
   # scheduling limits, FIFO and GPU quarantine, from the trajectories' lease records
   "e2e_test_scheduling|test_scheduling|e2e|600"
   "e2e_test_quarantine|test_quarantine|e2e|600"

@@ -88,6 +88,8 @@ class MockLLM:
         self.listen_file = os.path.join(workdir, "mock.listen")
         with open(script_path, "w") as f:
             json.dump(script, f)
+        if os.path.exists(port_file):   # a server restarted in the same directory
+            os.unlink(port_file)
         self.proc = subprocess.Popen(
             [sys.executable, os.path.join(HOME, "tests", "mock_llm_server.py"), "--port", str(port),
              "--port-file", port_file, "--script", script_path, "--log", self.log,

@@ -191,23 +191,28 @@ def task_statuses():
             for t in TASKS}
 
 
-def lost_to_cut(mock, cut_at):
+def replies_saved():
+    n = 0
+    for d, _, files in os.walk(os.path.join(RUN, "tasks")):
+        n += sum(1 for f in files if f in ("response.md", "reply_refused.md"))
+    return n
+
+
+def lost_to_cut(cut_tally):
     """Requests a power cut interrupted: asked before the cut, their reply never saved
     (another task's worker was waiting on the model when everything was killed). Those,
-    and only those, may be asked again after the resume."""
-    if cut_at is None:
+    and only those, may be asked again after the resume. cut_tally: (requests the server
+    logged, replies saved), counted once the run was dead and that server stopped, so a
+    request the server logged late still counts as asked before the cut."""
+    if cut_tally is None:
         return 0
-    saved = 0
-    for d, _, files in os.walk(os.path.join(RUN, "tasks")):
-        saved += sum(1 for f in files if f in ("response.md", "reply_refused.md")
-                     and os.path.getmtime(os.path.join(d, f)) < cut_at)
-    asked = sum(1 for r in mock.requests() if r["time"] < cut_at)
+    asked, saved = cut_tally
     check(0 <= asked - saved <= len(TASKS) - 1, "%d requests before the cut but %d replies saved"
           % (asked, saved))
     return asked - saved
 
 
-def verify(name, mock, ref, crashed_task=None, cut_at=None):
+def verify(name, mock, ref, crashed_task=None, cut_tally=None):
     for task in TASKS:
         recs = records(RUN, task)   # seq from 1, no gap, no duplicate, no torn line
         check(recs[-1]["to"] == "DONE", "%s: %s ends in %s" % (name, task, recs[-1]["to"]))
@@ -217,7 +222,7 @@ def verify(name, mock, ref, crashed_task=None, cut_at=None):
     if crashed_task is not None:
         want[crashed_task][0] = (1, "crashed")
     check(got == want, "%s: turns and statuses %s, want %s" % (name, got, want))
-    n, lost = len(mock.requests()), lost_to_cut(mock, cut_at)
+    n, lost = len(mock.requests()), lost_to_cut(cut_tally)
     check(n == TURNS_TOTAL + lost, "%s: the mock saw %d requests for %d turns (%d lost to the cut)"
           % (name, n, TURNS_TOTAL, lost))
     # no temporary file of an interrupted atomic write is left (build/ is torch's)
@@ -267,7 +272,7 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, hold=False, cut=False
     errlog = os.path.join(work, name + ".err")
     sup = subprocess.Popen([BIN, "run", config, "--run-dir", RUN], env=env, stdout=subprocess.DEVNULL,
                            stderr=open(errlog, "w"), start_new_session=True)
-    crashed_task, resumed, cut_at = None, False, None
+    crashed_task, resumed, cut_tally = None, False, None
     try:
         if crash:
             def fired():
@@ -287,8 +292,12 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, hold=False, cut=False
             if hold:
                 check_group_ends(name, runner, sup, workers_before)
             if cut:
-                cut_at = time.time()
                 power_cut(sup)
+                # What the dead run asked and saved, from a server that has stopped (it
+                # logs no more); the resume gets a fresh one on the same port and log.
+                mock.stop()
+                cut_tally = (len(mock.requests()), replies_saved())
+                mock = MockLLM(mock_dir, SCRIPT, port=mock.port)
         elif kill == "runner":
             # Killed as soon as it is seen: it must still import torch and run the
             # trials, so it cannot have reported, however fast or slow the machine.
@@ -322,7 +331,7 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, hold=False, cut=False
             check("restarting it" in open(os.path.join(RUN, "supervisor.log")).read(),
                   "%s: the supervisor did not restart the dead worker" % name)
         if ref is not None:
-            verify(name, mock, ref, crashed_task, cut_at)
+            verify(name, mock, ref, crashed_task, cut_tally)
     finally:
         if sup.poll() is None:
             power_cut(sup)
