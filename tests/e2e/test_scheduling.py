@@ -50,14 +50,14 @@ problems: {dir: %s, levels: [1], samples: %d}
 llm: {provider: openai, base_url: "%s", model: mock-model, retries: 2, concurrency: %d, timeout_s: 60}
 refinement: {turns: %d, feedback: [G, E]}
 eval: {device: cpu, correctness_trials: 2, perf_trials: 5, warmup: 1, timeout_s: 300,
-       compile_timeout_s: 600}
+       compile_timeout_s: 3600}
 runner: {python: %s, cpu_exec_slots: %d, compile_slots: %d}
 workers: %d
 """ % (problems, NTASKS, mock.base_url, LLM_CONCURRENCY, TURNS, py, EXEC_SLOTS, COMPILE_SLOTS, NTASKS))
 run_dir = os.path.join(work, "run")
 t0 = time.time()
 try:
-    kforge("run", config, "--run-dir", run_dir, timeout=900)
+    kforge("run", config, "--run-dir", run_dir, timeout=1700)
 finally:
     mock.stop()
 wall = time.time() - t0
