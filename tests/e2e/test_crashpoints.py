@@ -312,8 +312,7 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, hold=False, cut=False
             os.kill(r["ppid"], signal.SIGKILL)
             check_group_ends(name, r["pid"], sup, workers_before)
         elif kill == "supervisor":
-            r = wait_for("a compiling runner", lambda: runner_in("PRECOMPILE"), sup)
-            time.sleep(0.5)
+            wait_for("a compiling runner", lambda: runner_in("PRECOMPILE"), sup)
             os.kill(sup.pid, signal.SIGKILL)
             sup.wait()
             # the workers stop on their own (parent-death signal), killing their runners
