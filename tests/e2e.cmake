@@ -22,7 +22,7 @@ set(kb_e2e_tests
   "e2e_test_llm_faults|test_llm_faults|e2e|1200"
   "e2e_test_llm_auth_pause|test_llm_auth_pause|e2e|1800"
   # the kernel and runner fault matrix (CPU analogues), containment of generated code
-  "e2e_test_faults|test_faults|e2e|2700"
+  "e2e_test_faults|test_faults|e2e|3600"
   "e2e_test_containment|test_containment|e2e|1800"
   # crash points and SIGKILLs then restart or resume; disk full, corrupt log, read-only dir
   "e2e_test_crashpoints|test_crashpoints|e2e|2700"

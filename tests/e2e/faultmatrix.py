@@ -34,13 +34,15 @@ class FaultRun:
         if only:  # debugging: a subset, by name
             matrix = [m for m in matrix if m[0] in only.split(",")]
         self.matrix = matrix
+        self.tasks = {}
+        if not matrix:  # nothing selected: no run
+            return
         self.work = scratch(label)
         problems = os.path.join(self.work, "problems", "level1")
         os.makedirs(problems)
         with open(PROBLEM) as f:
             src = f.read()
         rules = []
-        self.tasks = {}
         for i, (name, cand, status, flags, texts) in enumerate(matrix, 1):
             marker = "[fault task %s]" % name
             with open(os.path.join(problems, "%d_%s.py" % (i, name)), "w") as f:
