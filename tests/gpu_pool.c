@@ -19,6 +19,12 @@
 
 #include "kb_check.h"
 
+/* Bounds on waiting for a condition (another process queued, granted, done) and a
+ * child's alarm: never measurements, so generous enough for a loaded machine; each
+ * wait ends as soon as its condition holds. */
+#define WAIT_BOUND_MS	120000
+#define ALARM_S		300
+
 static int
 sem_value(struct gpool *p, enum gpool_class cls)
 {
@@ -96,12 +102,15 @@ test_acquire_release(void)
 	CHECK(gpool_device(p, 2) == -1 && gpool_device(p, -1) == -1);
 	CHECK(sem_value(p, GPOOL_EXEC) == 0);
 
-	t0 = kb_mono_ms();
+	/* A zero timeout is a try: nobody waits (no waiter is queued), nothing is taken. */
 	CHECK(gpool_acquire(p, GPOOL_EXEC, "t3", 0, NULL, NULL, &c) == -KB_ETIMEDOUT && c == -1);
-	CHECK(kb_mono_ms() - t0 < 100);
+	CHECK(queued(p, GPOOL_EXEC) == 0);
+	/* A timeout is waited out, never cut short; the slots are never freed, so only
+	 * the timeout can end the wait. */
 	t0 = kb_mono_ms();
 	CHECK(gpool_acquire(p, GPOOL_EXEC, "t3", 300, NULL, NULL, &c) == -KB_ETIMEDOUT);
-	CHECK(kb_mono_ms() - t0 >= 300 && kb_mono_ms() - t0 < 1000);
+	CHECK(kb_mono_ms() - t0 >= 300);
+	CHECK(queued(p, GPOOL_EXEC) == 0);
 
 	/* Other classes are independent. */
 	CHECK(gpool_acquire(p, GPOOL_COMPILE, "t1", 0, NULL, NULL, &c) == 0);
@@ -138,9 +147,10 @@ test_should_stop(void)
 	int		 a, b = -1;
 	int64_t		 t0 = kb_mono_ms(), at = t0 + 300;
 
+	/* Waits without a timeout until should_stop says so, and not before. */
 	CHECK(gpool_acquire(p, GPOOL_EXEC, "t", -1, NULL, NULL, &a) == 0);
 	CHECK(gpool_acquire(p, GPOOL_EXEC, "t", -1, stop_after, &at, &b) == -KB_ESTOPPED);
-	CHECK(kb_mono_ms() - t0 >= 300 && kb_mono_ms() - t0 < 900 && b == -1);
+	CHECK(kb_mono_ms() - t0 >= 300 && b == -1);
 	/* The waiter record is gone. */
 	for (int i = 0; i < GPOOL__MAX_WAITERS; i++)
 		CHECK(p->waiter[i].pid == 0);
@@ -164,11 +174,11 @@ test_cross_process(void)
 		if (gpool_release(p, GPOOL_EXEC, a) != -KB_EINVAL ||	/* not the owner */
 		    gpool_set_runner(p, GPOOL_EXEC, a, getpid()) != -KB_EINVAL)
 			_exit(3);
-		if (gpool_acquire(p, GPOOL_EXEC, "child", 5000, NULL, NULL, &s) != 0)
+		if (gpool_acquire(p, GPOOL_EXEC, "child", WAIT_BOUND_MS, NULL, NULL, &s) != 0)
 			_exit(1);
 		_exit(gpool_release(p, GPOOL_EXEC, s) == 0 ? 0 : 2);
 	}
-	for (i = 0; i < 200; i++) {
+	for (i = 0; i < WAIT_BOUND_MS / 10; i++) {
 		snap = gpool_snapshot_json(p);
 		st = (int)json_integer_value(json_object_get(json_object_get(snap, "exec"), "waiting"));
 		json_decref(snap);
@@ -262,12 +272,12 @@ test_reclaim_runner(void)
 		int	s;
 
 		close(fds[0]);
-		alarm(30);	/* never outlive a failed test */
+		alarm(ALARM_S);	/* never outlive a failed test */
 		if (gpool_acquire(p, GPOOL_EXEC, "L1_1_x_s0", 1000, NULL, NULL, &s) != 0)
 			_exit(1);
 		if ((r = fork()) == 0) {
 			setpgid(0, 0);
-			alarm(30);
+			alarm(ALARM_S);
 			for (;;)
 				pause();
 		}
@@ -345,15 +355,15 @@ test_unit_in_transit(void)
 	if ((pid = fork()) == 0) {
 		int	s;
 
-		alarm(30);
+		alarm(ALARM_S);
 		gpool__test_hook = stop_in_transit;
-		gpool_acquire(p, GPOOL_EXEC, "transit", 10000, NULL, NULL, &s);
+		gpool_acquire(p, GPOOL_EXEC, "transit", WAIT_BOUND_MS, NULL, NULL, &s);
 		_exit(1);
 	}
-	for (i = 0; i < 500 && queued(p, GPOOL_EXEC) < 1; i++)
+	for (i = 0; i < WAIT_BOUND_MS / 10 && queued(p, GPOOL_EXEC) < 1; i++)
 		usleep(10000);
 	CHECK(gpool_release(p, GPOOL_EXEC, a) == 0);	/* granted to the child */
-	for (i = 0; i < 500 && !*in_transit; i++)
+	for (i = 0; i < WAIT_BOUND_MS / 10 && !*in_transit; i++)
 		usleep(10000);
 	CHECK(*in_transit);
 	CHECK(sem_value(p, GPOOL_EXEC) == 0);
@@ -389,14 +399,14 @@ test_fifo(void)
 		if ((pid[i] = fork()) == 0) {
 			int	t;
 
-			alarm(60);
-			if (gpool_acquire(p, GPOOL_EXEC, "w", 30000, NULL, NULL, &t) != 0)
+			alarm(ALARM_S);
+			if (gpool_acquire(p, GPOOL_EXEC, "w", WAIT_BOUND_MS, NULL, NULL, &t) != 0)
 				_exit(2);
 			order[__atomic_fetch_add(next, 1, __ATOMIC_SEQ_CST)] = i;
 			usleep(20000);
 			_exit(gpool_release(p, GPOOL_EXEC, t) == 0 ? 0 : 3);
 		}
-		for (k = 0; k < 500 && queued(p, GPOOL_EXEC) < i + 1; k++)
+		for (k = 0; k < WAIT_BOUND_MS / 10 && queued(p, GPOOL_EXEC) < i + 1; k++)
 			usleep(10000);
 		CHECK(queued(p, GPOOL_EXEC) == i + 1);
 	}

@@ -55,10 +55,11 @@ main(void)
 	if ((pid = fork()) == 0) {
 		int s;
 
-		_exit(gpool_acquire(p, GPOOL_LLM, "waiter", 10000, paused_stop, p, &s) ==
+		/* The pause, not the timeout, must end the wait: the timeout is generous. */
+		_exit(gpool_acquire(p, GPOOL_LLM, "waiter", 300000, paused_stop, p, &s) ==
 		      -KB_ESTOPPED ? 0 : 1);
 	}
-	usleep(300 * 1000);
+	usleep(300 * 1000);	/* usually paused while it waits; if not yet, it stops at once */
 	/* A child process pauses it: the mapping is shared, the first reason stands. */
 	if (fork() == 0)
 		_exit(gpool_pause(p, GPOOL_PAUSE_LLM_AUTH, "L1_1_ReLU_s0", "HTTP 401 from http://x/v1") == 1 ? 0 : 1);

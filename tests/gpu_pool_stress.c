@@ -8,6 +8,10 @@
  * and that no more than M processes hold a slot at once. Both records are single
  * atomic words, so the parent can clear a killed child's marks exactly. At the end all
  * slots must be free and the semaphore back at M.
+ *
+ * Children keep leasing past their ITERS until the parent has made all its kills, so
+ * the number of kills does not depend on how fast the children run against the parent
+ * (on a loaded machine they could otherwise finish first).
  */
 #include <errno.h>
 #include <signal.h>
@@ -26,7 +30,7 @@
 #define ITERS		400
 #define RANDOM_KILLS	40
 #define LOCK_KILLS	6	/* half at the claim point, half at the release point */
-#define RUN_LIMIT_MS	30000
+#define STALL_LIMIT_MS	120000	/* no lease taken by anyone for this long: a deadlock */
 
 struct shared {
 	uint64_t	holders;		/* bit i: child i believes it holds a slot */
@@ -37,6 +41,7 @@ struct shared {
 	int32_t		arm_where;
 	pid_t		in_lock;		/* the child stopped inside the lock */
 	int64_t		iterations;
+	int32_t		kills_done;		/* the parent made all its kills */
 };
 
 static struct shared	*sh;
@@ -79,7 +84,7 @@ child_main(int me, unsigned seed)
 		_exit(3);	/* never outlive a failed test */
 	gpool__test_hook = die_in_lock_hook;
 	snprintf(task, sizeof(task), "stress_c%d", me);
-	for (it = 0; it < ITERS; it++) {
+	for (it = 0; it < ITERS || !__atomic_load_n(&sh->kills_done, __ATOMIC_SEQ_CST); it++) {
 		if ((rc = gpool_acquire(pool, GPOOL_EXEC, task, -1, NULL, NULL, &slot)) != 0) {
 			violation("acquire failed", me, -1);
 			_exit(2);
@@ -206,7 +211,7 @@ main(void)
 	struct gpool_spec spec = { .exec_devices = dev, .nexec = NSLOT, .ncompile = 1, .nllm = 1 };
 	int	 random_kills = 0, lock_kills = 0, killed_seen = 0, freed = 0, st, sem = -1;
 	int	 tick = 0, victim, slots[NSLOT];
-	int64_t	 start;
+	int64_t	 start, progress_at, seen_iterations = -1;
 	unsigned seed = 12345;
 	pid_t	 pid;
 	json_t	*snap, *e;
@@ -221,11 +226,14 @@ main(void)
 	for (int i = 0; i < NCHILD; i++)
 		spawn(i, ++spawned);
 
-	start = kb_mono_ms();
+	start = progress_at = kb_mono_ms();
 	while (live_kids() > 0) {
-		if (kb_mono_ms() - start > RUN_LIMIT_MS) {
-			fprintf(stderr, "stress: no progress after %d ms (iterations %lld)\n",
-			    RUN_LIMIT_MS, (long long)sh->iterations);
+		if (__atomic_load_n(&sh->iterations, __ATOMIC_SEQ_CST) != seen_iterations) {
+			seen_iterations = __atomic_load_n(&sh->iterations, __ATOMIC_SEQ_CST);
+			progress_at = kb_mono_ms();
+		} else if (kb_mono_ms() - progress_at > STALL_LIMIT_MS) {
+			fprintf(stderr, "stress: no lease taken for %d ms (iterations %lld)\n",
+			    STALL_LIMIT_MS, (long long)sh->iterations);
 			for (int i = 0; i < NCHILD; i++)
 				if (kids[i] != 0)
 					kill(kids[i], SIGKILL);
@@ -241,6 +249,8 @@ main(void)
 		}
 		while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
 			reap_one(pid, st, &freed, &killed_seen);
+		if (lock_kills >= LOCK_KILLS && random_kills >= RANDOM_KILLS)
+			__atomic_store_n(&sh->kills_done, 1, __ATOMIC_SEQ_CST);
 		usleep(5000);
 	}
 	while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
@@ -253,8 +263,8 @@ main(void)
 	    (double)(kb_mono_ms() - start) / 1000);
 	CHECK(sh->violations == 0);
 	CHECK(sh->max_holders >= 2 && sh->max_holders <= NSLOT);
-	CHECK(lock_kills >= 4);
-	CHECK(random_kills >= 10);
+	CHECK(lock_kills == LOCK_KILLS);
+	CHECK(random_kills == RANDOM_KILLS);
 	CHECK(freed >= 1);
 	CHECK(completed == NCHILD);
 	CHECK(sh->iterations >= NCHILD * ITERS);

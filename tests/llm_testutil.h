@@ -22,6 +22,10 @@
 
 #include <jansson.h>
 
+/* A bound on waiting for a condition (the mock server up, a request logged): never a
+ * measurement, so generous for a loaded machine. */
+#define TU_WAIT_BOUND_S	300
+
 #include "base/base.h"
 
 extern char **environ;
@@ -179,7 +183,7 @@ tu_mock_start(struct tu_mock *m, const char *script)
 {
 	char	*server = kb_asprintf("%s/tests/mock_llm_server.py", kb_home());
 	char	*script_path, *port_path, *text = NULL;
-	double	 deadline = tu_now() + 20;
+	double	 deadline = tu_now() + TU_WAIT_BOUND_S;
 	int	 st, rc;
 
 	memset(m, 0, sizeof(*m));
@@ -267,6 +271,21 @@ tu_mock_count(const struct tu_mock *m, const char *needle)
 	size_t	 n = json_array_size(a);
 
 	json_decref(a);
+	return n;
+}
+
+/* The count once it reaches want (or TU_WAIT_BOUND_S passed): a request the client gave
+ * up on (a timeout) is logged when the server's thread gets to it, which on a loaded
+ * machine may be after the client returned. The server logs before it answers, so a
+ * request that got its reply is always counted at once. */
+static inline size_t
+tu_mock_count_reaches(const struct tu_mock *m, const char *needle, size_t want)
+{
+	double	deadline = tu_now() + TU_WAIT_BOUND_S;
+	size_t	n;
+
+	while ((n = tu_mock_count(m, needle)) < want && tu_now() < deadline)
+		usleep(20000);
 	return n;
 }
 

@@ -4,7 +4,7 @@
 Python standard library only; runs with any python3 >= 3.7.
 
     mock_llm_server.py [--host 127.0.0.1] [--port 0] [--port-file F] [--script S.json]
-                       [--log L.jsonl] [--state-file ST.json]
+                       [--log L.jsonl] [--state-file ST.json] [--listen-when F]
 
 --port 0 binds a random free port; --port-file receives the bound port (written to a
 temporary name and renamed, so a reader never sees half of it). --log appends one JSON
@@ -15,7 +15,10 @@ line per request received, written before the reply is sent:
      "rule": <index of the matching rule, or "default">, "n": <its count, from 1>,
      "tag": <the served REPLY's "tag", only when it has one>}
 --state-file keeps the per-rule counters (rewritten atomically after each request) so
-a restarted server continues the sequences. SIGTERM or SIGINT stops the server.
+a restarted server continues the sequences. --listen-when binds the port (and writes
+--port-file) at once but listens only once that file exists: until then a connection to
+the port is refused, and a test decides by an event, not a clock, when the server comes
+up. SIGTERM or SIGINT stops the server.
 
 Any POST is answered as a chat completion; GET /health and GET <anything>/models
 answer too.
@@ -36,6 +39,8 @@ A REPLY is an object; every key is optional:
     "status"        HTTP status (default 200); a non-200 without raw_body gets an
                     OpenAI-style {"error": {"message": content, ...}} body
     "delay_s"       sleep before answering anything
+    "hold_until"    a path: answer only once that file exists (a test's event, where a
+                    delay would race the machine's speed)
     "headers"       extra response headers, e.g. {"Retry-After": "1"}
     "raw_body"      sent verbatim instead of a completion (e.g. "not json")
     "stall_s"       send the status line and headers (Content-Length of the full body),
@@ -173,6 +178,8 @@ class Handler(BaseHTTPRequestHandler):
         if "tag" in reply:
             rec["tag"] = reply["tag"]
         srv.write_log(rec)
+        while reply.get("hold_until") and not os.path.exists(reply["hold_until"]):
+            time.sleep(0.02)
         if reply.get("delay_s"):
             time.sleep(reply["delay_s"])
         status = reply.get("status", 200)
@@ -196,7 +203,8 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 128
 
     def __init__(self, addr, script, log_path):
-        super().__init__(addr, Handler)
+        super().__init__(addr, Handler, bind_and_activate=False)
+        self.server_bind()
         self.script = script
         self.log_lock = threading.Lock()
         self.log_file = open(log_path, "a") if log_path else None
@@ -222,6 +230,7 @@ def main():
     ap.add_argument("--script")
     ap.add_argument("--log")
     ap.add_argument("--state-file")
+    ap.add_argument("--listen-when")
     args = ap.parse_args()
 
     spec = {}
@@ -244,6 +253,10 @@ def main():
     else:
         print(port, flush=True)
     try:
+        # Bound but not listening: connections are refused until the file appears.
+        while args.listen_when and not os.path.exists(args.listen_when):
+            time.sleep(0.02)
+        srv.server_activate()
         srv.serve_forever(poll_interval=0.1)
     except SystemExit:
         pass

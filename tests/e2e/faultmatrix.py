@@ -12,7 +12,7 @@ import json
 import os
 import time
 
-from kfe2e import (HOME, MockLLM, check, check_artifacts, check_pool_released, feedback_records,
+from kfe2e import (HOME, STARTUP_WAIT_S, MockLLM, check, check_artifacts, check_pool_released, feedback_records,
                    kforge, processes_marked, records, scratch, write_config)
 
 FAULTS = os.path.join(HOME, "tests", "data", "faults")
@@ -34,13 +34,15 @@ class FaultRun:
         if only:  # debugging: a subset, by name
             matrix = [m for m in matrix if m[0] in only.split(",")]
         self.matrix = matrix
+        self.tasks = {}
+        if not matrix:  # nothing selected: no run
+            return
         self.work = scratch(label)
         problems = os.path.join(self.work, "problems", "level1")
         os.makedirs(problems)
         with open(PROBLEM) as f:
             src = f.read()
         rules = []
-        self.tasks = {}
         for i, (name, cand, status, flags, texts) in enumerate(matrix, 1):
             marker = "[fault task %s]" % name
             with open(os.path.join(problems, "%d_%s.py" % (i, name)), "w") as f:
@@ -123,13 +125,16 @@ workers: %d
         got = sorted((n, f.split("-")[0].split(".")[0]) for n, f, _ in pids)
         want = sorted((n, p) for n, p in pid_files if n in [v[0] for v in self.tasks.values()])
         check(got == want, "pid files written by the candidates: %s, want %s" % (got, want))
-        deadline = time.time() + 5
+        # kforge killed them before it exited; a SIGKILLed process may still need the
+        # CPU to exit on a loaded machine, so wait for that, with a generous bound (one
+        # that sleeps forever is still caught).
+        deadline = time.time() + STARTUP_WAIT_S
         while True:
             left = processes_marked(self.work, exclude=(self.mock.proc.pid,))
             alive = [(n, pid) for n, _, pid in pids if pid in {p for p, _ in left}]
             if not left or time.time() > deadline:
                 break
-            time.sleep(0.5)
+            time.sleep(0.2)
         check(not alive, "candidate processes survived the run: %s" % alive)
         check(not left, "processes of this test's run are still alive: %s" % left)
 

@@ -70,29 +70,44 @@ def reply(name, **extra):
     return r
 
 
+# How long a test waits for a helper process to come up: a bound on waiting for a
+# condition, never a measurement, so it is generous for a loaded machine.
+STARTUP_WAIT_S = 300
+
+
 class MockLLM:
     """The real mock server (tests/mock_llm_server.py) on 127.0.0.1, on a random port
-    unless one is given (a server that comes up later where a run already points)."""
+    unless one is given (a server that comes up later where a run already points).
+    refusing=True: the port is bound but refuses connections until listen() is called."""
 
-    def __init__(self, workdir, script, port=0):
+    def __init__(self, workdir, script, port=0, refusing=False):
         self.dir = workdir
         self.log = os.path.join(workdir, "mock-requests.jsonl")
         port_file = os.path.join(workdir, "mock.port")
         script_path = os.path.join(workdir, "mock-script.json")
+        self.listen_file = os.path.join(workdir, "mock.listen")
         with open(script_path, "w") as f:
             json.dump(script, f)
+        if os.path.exists(port_file):   # a server restarted in the same directory
+            os.unlink(port_file)
         self.proc = subprocess.Popen(
             [sys.executable, os.path.join(HOME, "tests", "mock_llm_server.py"), "--port", str(port),
              "--port-file", port_file, "--script", script_path, "--log", self.log,
-             "--state-file", os.path.join(workdir, "mock-state.json")],
+             "--state-file", os.path.join(workdir, "mock-state.json")] +
+            (["--listen-when", self.listen_file] if refusing else []),
             stdout=open(os.path.join(workdir, "mock.out"), "w"), stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
+        deadline = time.time() + STARTUP_WAIT_S
         while not os.path.exists(port_file):
             check(time.time() < deadline and self.proc.poll() is None, "mock server did not start")
             time.sleep(0.05)
         with open(port_file) as f:
             self.port = int(f.read().strip())
         self.base_url = "http://127.0.0.1:%d/v1" % self.port
+
+    def listen(self):
+        """A refusing server starts accepting connections (within its 20 ms poll)."""
+        with open(self.listen_file, "w"):
+            pass
 
     def requests(self):
         if not os.path.exists(self.log):
@@ -201,3 +216,10 @@ def processes_marked(marker, exclude=()):
         if marker.encode() in text:
             found.append((int(name), text.split(b"\0")[0].decode(errors="replace")))
     return found
+
+
+def demo_check(run_dir, device):
+    """tools/demo_check.py, the one judge of a demo run (tools/demo.sh uses it too): the
+    finished process, whose stderr names every task whose turns differ from expected.json."""
+    return subprocess.run([sys.executable, os.path.join(HOME, "tools", "demo_check.py"), run_dir, device],
+                          capture_output=True, text=True, timeout=120)

@@ -87,7 +87,7 @@ else:
     print("note: no non-loopback address on this host; only loopback is tried")
 # The test itself reaches them: a candidate's failure to is the namespace, not the setup.
 for li in listeners:
-    socket.create_connection((li.addr, li.port), timeout=5).close()
+    socket.create_connection((li.addr, li.port), timeout=STARTUP_WAIT_S).close()
 key, other = "sk-contain-" + secrets.token_hex(8), "KFORGE_SECRET_" + secrets.token_hex(4).upper()
 secret2 = "s2-" + secrets.token_hex(8)
 
@@ -193,19 +193,21 @@ script = {"rules": [
     {"match": "Elementwise rectified linear unit", "replies": [fenced(VICTIM)]},
 ], "default": {"status": 500, "content": "unexpected prompt"}}
 mock = MockLLM(work, script)
+# The spinner must meet RLIMIT_CPU (CPU seconds, the same on any machine) and never the
+# wall-clock deadlines, which are generous for a loaded machine.
 config = write_config(os.path.join(work, "contain.yaml"), """
 name: contain
 problems: {dir: %s, levels: [1]}
 llm: {provider: openai, base_url: "%s", model: mock-model, api_key_env: OPENAI_API_KEY, retries: 1}
 refinement: {turns: 5, feedback: [G, E]}
-eval: {device: cpu, correctness_trials: 1, perf_trials: 3, warmup: 1, timeout_s: 120,
-       compile_timeout_s: 120}
+eval: {device: cpu, correctness_trials: 1, perf_trials: 3, warmup: 1, timeout_s: 600,
+       compile_timeout_s: 600}
 runner: {python: %s, rlimit_cpu_s: 5, rlimit_fsize_mb: 1, rlimit_nofile: 256}
 workers: 1
 """ % (problems, mock.base_url, py))
 try:
     kforge("run", config, "--run-dir", run_dir, env={"OPENAI_API_KEY": key, other: secret2},
-           timeout=600)
+           timeout=1700)
 finally:
     mock.stop()
 

@@ -37,6 +37,7 @@ TASKS = ["L1_2_LeakyReLU_s0", "L1_2_LeakyReLU_s1"]
 RUN = os.path.join(work, "run")
 CACHE = os.path.join(work, "cache")
 TURNS_TOTAL = 2 * len(TASKS)
+CRASH_HOLD_MS = 600000  # KFORGE_CRASHDELAY_MS's largest value: "until killed"
 
 
 def config_for(mock, name):
@@ -120,7 +121,7 @@ def runner_in(state):
     return None
 
 
-def wait_for(what, cond, sup, timeout=240):
+def wait_for(what, cond, sup, timeout=600):
     deadline = time.time() + timeout
     while True:
         v = cond()
@@ -144,7 +145,8 @@ def power_cut(sup):
             except ProcessLookupError:
                 pass
     sup.wait()
-    wait_for("the run's processes to die", lambda: not any(of_the_run(p) for p in procs()), None, 30)
+    wait_for("the run's processes to die", lambda: not any(of_the_run(p) for p in procs()), None,
+             STARTUP_WAIT_S)
 
 
 def group_left(pgid):
@@ -157,15 +159,29 @@ def compiling_runner():
     return r if r is not None and len(group_left(r["pid"])) > 1 else None
 
 
-def check_group_ends(name, runner):
+def workers_of(sup):
+    """The supervisor's live workers: its forked children in its own process group (an
+    orphaned runner, and what it started, are in the runner's group)."""
+    return {p["pid"] for p in procs() if alive(p) and p["ppid"] == sup.pid and p["pgid"] == sup.pid}
+
+
+def check_group_ends(name, runner, sup, workers_before):
     """A runner orphaned by its worker's death goes, and everything in its group with it
     (a compiler left running would write into a build directory the restarted worker
-    uses), before the restarted worker starts (2 s later)."""
-    deadline = time.time() + 1.5
-    while group_left(runner) and time.time() < deadline:
-        time.sleep(0.05)
-    check(not group_left(runner), "%s: the orphaned runner's group is still running: %s"
-          % (name, [p["cmd"][:100] for p in group_left(runner)]))
+    uses), before the restarted worker starts. Judged by order, not by a clock: each
+    look first asks whether a worker newer than workers_before is up, then whether the
+    group is still there; both at once is the failure."""
+    deadline = time.time() + STARTUP_WAIT_S
+    while True:
+        restarted = workers_of(sup) - workers_before
+        left = group_left(runner)
+        if not left:
+            return
+        check(not restarted, "%s: the orphaned runner's group still runs after worker %s started: %s"
+              % (name, sorted(restarted), [p["cmd"][:100] for p in left]))
+        check(time.time() < deadline, "%s: the orphaned runner's group never ended: %s"
+              % (name, [p["cmd"][:100] for p in left]))
+        time.sleep(0.02)
 
 
 # -------------------------------------------------------------------- checks
@@ -175,23 +191,28 @@ def task_statuses():
             for t in TASKS}
 
 
-def lost_to_cut(mock, cut_at):
+def replies_saved():
+    n = 0
+    for d, _, files in os.walk(os.path.join(RUN, "tasks")):
+        n += sum(1 for f in files if f in ("response.md", "reply_refused.md"))
+    return n
+
+
+def lost_to_cut(cut_tally):
     """Requests a power cut interrupted: asked before the cut, their reply never saved
     (another task's worker was waiting on the model when everything was killed). Those,
-    and only those, may be asked again after the resume."""
-    if cut_at is None:
+    and only those, may be asked again after the resume. cut_tally: (requests the server
+    logged, replies saved), counted once the run was dead and that server stopped, so a
+    request the server logged late still counts as asked before the cut."""
+    if cut_tally is None:
         return 0
-    saved = 0
-    for d, _, files in os.walk(os.path.join(RUN, "tasks")):
-        saved += sum(1 for f in files if f in ("response.md", "reply_refused.md")
-                     and os.path.getmtime(os.path.join(d, f)) < cut_at)
-    asked = sum(1 for r in mock.requests() if r["time"] < cut_at)
+    asked, saved = cut_tally
     check(0 <= asked - saved <= len(TASKS) - 1, "%d requests before the cut but %d replies saved"
           % (asked, saved))
     return asked - saved
 
 
-def verify(name, mock, ref, crashed_task=None, cut_at=None):
+def verify(name, mock, ref, crashed_task=None, cut_tally=None):
     for task in TASKS:
         recs = records(RUN, task)   # seq from 1, no gap, no duplicate, no torn line
         check(recs[-1]["to"] == "DONE", "%s: %s ends in %s" % (name, task, recs[-1]["to"]))
@@ -201,7 +222,7 @@ def verify(name, mock, ref, crashed_task=None, cut_at=None):
     if crashed_task is not None:
         want[crashed_task][0] = (1, "crashed")
     check(got == want, "%s: turns and statuses %s, want %s" % (name, got, want))
-    n, lost = len(mock.requests()), lost_to_cut(mock, cut_at)
+    n, lost = len(mock.requests()), lost_to_cut(cut_tally)
     check(n == TURNS_TOTAL + lost, "%s: the mock saw %d requests for %d turns (%d lost to the cut)"
           % (name, n, TURNS_TOTAL, lost))
     # no temporary file of an interrupted atomic write is left (build/ is torch's)
@@ -212,7 +233,8 @@ def verify(name, mock, ref, crashed_task=None, cut_at=None):
     check(all(t["state"] == "DONE" for t in st["tasks"]), "%s: status: %s" % (name, st["tasks"]))
     for cls in ("exec", "compile", "llm"):
         check(st["resources"][cls]["used"] == 0, "%s: a %s lease leaked: %s" % (name, cls, st["resources"][cls]))
-    wait_for("%s: stray processes to go" % name, lambda: not any(of_the_run(p) for p in procs()), None, 10)
+    wait_for("%s: stray processes to go" % name, lambda: not any(of_the_run(p) for p in procs()), None,
+             STARTUP_WAIT_S)
     # resume of a finished run redoes nothing
     lines = {t: len(records(RUN, t)) for t in TASKS}
     kforge("resume", RUN, timeout=120)
@@ -231,8 +253,11 @@ def prepare(fresh_build):
         shutil.copytree(os.path.join(CACHE, "baselines"), os.path.join(RUN, "baselines"))
 
 
-def scenario(name, ref, crash=None, task=TASKS[0], skip=0, delay_ms=0, cut=False, kill=None,
+def scenario(name, ref, crash=None, task=TASKS[0], skip=0, hold=False, cut=False, kill=None,
              fresh_build=False):
+    """hold: the worker waits at the crash point (as long as KFORGE_CRASHDELAY_MS allows)
+    until the test, having seen its runner, kills it: the moment of death is an event,
+    not a delay the test must win a race against."""
     t0 = time.time()
     prepare(fresh_build)
     mock_dir = os.path.join(work, "mock-" + name)
@@ -243,49 +268,56 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, delay_ms=0, cut=False
     marker = os.path.join(work, name + ".crashed")
     if crash:
         env.update(KFORGE_CRASHPOINT=crash, KFORGE_CRASHONCE=marker, KFORGE_CRASHTASK=task,
-                   KFORGE_CRASHSKIP=str(skip), KFORGE_CRASHDELAY_MS=str(delay_ms))
+                   KFORGE_CRASHSKIP=str(skip), KFORGE_CRASHDELAY_MS=str(CRASH_HOLD_MS if hold else 0))
     errlog = os.path.join(work, name + ".err")
     sup = subprocess.Popen([BIN, "run", config, "--run-dir", RUN], env=env, stdout=subprocess.DEVNULL,
                            stderr=open(errlog, "w"), start_new_session=True)
-    crashed_task, resumed, cut_at = None, False, None
+    crashed_task, resumed, cut_tally = None, False, None
     try:
         if crash:
-            # The orphan check: the runner this task has when its worker dies.
-            seen_runner = None
-            while not os.path.exists(marker) or not open(marker).read().endswith("\n"):
-                check(sup.poll() is None, "%s: the run ended without reaching %s" % (name, crash))
-                check(time.time() - t0 < 240, "%s: %s never reached" % (name, crash))
-                time.sleep(0.02)
+            def fired():
+                return os.path.exists(marker) and open(marker).read().endswith("\n")
+            wait_for("%s: %s" % (name, crash), lambda: fired() or sup.poll() is not None, None)
+            check(fired(), "%s: the run ended without reaching %s" % (name, crash))
             worker = int(open(marker).read())
-            while not pid_dead(worker):
-                for r in runners():
-                    if r["ppid"] == worker:
-                        seen_runner = r["pid"]
-                time.sleep(0.02)
-            if crash in ("mid-compile", "mid-execute"):
-                check(seen_runner is not None, "%s: no runner was working when the worker died" % name)
-                check_group_ends(name, seen_runner)
+            if hold:
+                # The worker waits at the crash point, its runner spawned (the worker's
+                # only children are runners); the orphan check: that runner's group,
+                # once its worker is killed there.
+                runner = wait_for("%s: the runner of the held worker" % name,
+                                  lambda: [p["pid"] for p in procs() if p["ppid"] == worker], sup)[0]
+                workers_before = workers_of(sup)
+                os.kill(worker, signal.SIGKILL)
+            wait_for("%s: the worker to die" % name, lambda: pid_dead(worker), None)
+            if hold:
+                check_group_ends(name, runner, sup, workers_before)
             if cut:
-                cut_at = time.time()
                 power_cut(sup)
+                # What the dead run asked and saved, from a server that has stopped (it
+                # logs no more); the resume gets a fresh one on the same port and log.
+                mock.stop()
+                cut_tally = (len(mock.requests()), replies_saved())
+                mock = MockLLM(mock_dir, SCRIPT, port=mock.port)
         elif kill == "runner":
+            # Killed as soon as it is seen: it must still import torch and run the
+            # trials, so it cannot have reported, however fast or slow the machine.
             r = wait_for("an executing runner", lambda: runner_in("EXECUTE"), sup)
-            time.sleep(0.5)
             os.kill(r["pid"], signal.SIGKILL)
             crashed_task = r["task"]
         elif kill == "worker":
             # while the runner's group holds the compiler: what the worker leaves behind
             # is a runner mid-build, its compiler and its compile lease
             r = wait_for("a runner running the compiler", lambda: compiling_runner(), sup)
+            workers_before = workers_of(sup)
             os.kill(r["ppid"], signal.SIGKILL)
-            check_group_ends(name, r["pid"])
+            check_group_ends(name, r["pid"], sup, workers_before)
         elif kill == "supervisor":
-            r = wait_for("a compiling runner", lambda: runner_in("PRECOMPILE"), sup)
-            time.sleep(0.5)
+            wait_for("a compiling runner", lambda: runner_in("PRECOMPILE"), sup)
             os.kill(sup.pid, signal.SIGKILL)
             sup.wait()
             # the workers stop on their own (parent-death signal), killing their runners
-            wait_for("the orphaned workers to stop", lambda: not any(of_the_run(p) for p in procs()), None, 60)
+            wait_for("the orphaned workers to stop", lambda: not any(of_the_run(p) for p in procs()), None,
+                     STARTUP_WAIT_S)
         if cut or kill == "supervisor":
             resumed = True
             kforge("resume", RUN, timeout=300)
@@ -298,7 +330,7 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, delay_ms=0, cut=False
             check("restarting it" in open(os.path.join(RUN, "supervisor.log")).read(),
                   "%s: the supervisor did not restart the dead worker" % name)
         if ref is not None:
-            verify(name, mock, ref, crashed_task, cut_at)
+            verify(name, mock, ref, crashed_task, cut_tally)
     finally:
         if sup.poll() is None:
             power_cut(sup)
@@ -325,8 +357,8 @@ shutil.rmtree(RUN)
 scenario("after-response-persisted", REF, crash="after-response-persisted")
 # (whichever task compiles first: the other finds the build cached and runs no compile)
 scenario("precompile-before-runner", REF, crash="precompile-before-runner", task="")
-scenario("mid-compile", REF, crash="mid-compile", task="", delay_ms=1500)
-scenario("mid-execute", REF, crash="mid-execute", task=TASKS[1], delay_ms=1500)
+scenario("mid-compile", REF, crash="mid-compile", task="", hold=True)
+scenario("mid-execute", REF, crash="mid-execute", task=TASKS[1], hold=True)
 # Crash points that take the whole run down (power cut), then `kforge resume`.
 scenario("execute-before-runner", REF, crash="execute-before-runner", cut=True)
 # the 2nd append: GENERATE -> PRECOMPILE, after the reply was saved

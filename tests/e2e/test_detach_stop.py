@@ -15,8 +15,12 @@ from kfe2e import *  # noqa: E402,F401
 py = torch_python()
 work = scratch("e2e-detach")
 problems = copy_problems(os.path.join(work, "problems"), ["level1/1_ReLU.py", "level1/2_LeakyReLU.py"])
-# Replies without code: the loop turns without compiling, slowly enough to stop mid-run.
-mock = MockLLM(work, {"default": reply("leaky_1.md", delay_s=0.7)})
+# Replies without code: the loop turns without compiling. After the first 4 the server
+# holds every reply until the stop was asked for, so the stop lands mid-run however the
+# test and the run are scheduled.
+release = os.path.join(work, "replies.release")
+mock = MockLLM(work, {"rules": [{"replies": [reply("leaky_1.md", delay_s=0.7)] * 4 +
+                                 [reply("leaky_1.md", delay_s=0.7, hold_until=release)]}]})
 config = write_config(os.path.join(work, "detach.yaml"), """
 name: detach
 problems: {dir: %s, levels: [1], samples: 3}
@@ -36,15 +40,26 @@ check(os.path.exists("/proc/%d" % pid), "the detached supervisor is not running"
 check(os.getsid(pid) != os.getsid(0), "the detached supervisor kept our session")
 
 tail = subprocess.Popen([BIN, "tail", run_dir, "-f"], stdout=subprocess.PIPE, text=True)
-deadline = time.time() + 120
+deadline = time.time() + 600
 while len(mock.requests()) < 4:
     check(time.time() < deadline, "the detached run made no progress")
     time.sleep(0.1)
 st = json.loads(kforge("status", run_dir, "--json").stdout)
 check(st["run"]["supervisor_alive"] and st["run"]["supervisor_pid"] == pid, "status does not see the supervisor")
 check(st["resources"]["llm"]["total"] == 2, "status shows the wrong LLM slot count")
-stop = kforge("stop", run_dir, timeout=120)
-check("stopped" in stop.stdout, "stop did not confirm")
+# A graceful stop awaits the replies in flight: release them once the supervisor has
+# taken the stop (its log says so before it signals the workers).
+stopper = subprocess.Popen([BIN, "stop", run_dir], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+slog = os.path.join(run_dir, "supervisor.log")
+deadline = time.time() + STARTUP_WAIT_S
+while "stopping" not in open(slog).read():
+    check(stopper.poll() is None, "kforge stop ended before the supervisor took the stop")
+    check(time.time() < deadline, "the supervisor never took the stop")
+    time.sleep(0.05)
+with open(release, "w"):
+    pass
+out, err = stopper.communicate(timeout=600)
+check(stopper.returncode == 0 and "stopped" in out, "stop did not confirm: rc %d %r %r" % (stopper.returncode, out, err))
 check(not os.path.exists("/proc/%d" % pid) or open("/proc/%d/stat" % pid).read().split()[2] == "Z",
       "the supervisor is still alive after stop")
 check(json.load(open(os.path.join(run_dir, "run.json")))["status"] == "stopped", "run.json is not 'stopped'")

@@ -33,7 +33,7 @@ llm: {provider: openai, base_url: "%s", model: mock-model, api_key_env: KFORGE_E
       retries: 2, concurrency: 2, timeout_s: 60}
 refinement: {turns: 3, feedback: [G, E]}
 eval: {device: cpu, correctness_trials: 3, perf_trials: 5, warmup: 1, timeout_s: 300,
-       compile_timeout_s: 600}
+       compile_timeout_s: 3600}
 runner: {python: %s}
 workers: 3
 """ % (problems, mock.base_url, py))

@@ -18,6 +18,7 @@ import calendar
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -47,9 +48,11 @@ def sender(req):
     return re.search(r"auth-pause-task-\w+", req["body"]["messages"][-1]["content"]).group(0)
 
 
-def run_until_paused(name, script, slots):
+def run_until_paused(name, script, slots, release=None, release_when=None):
+    """Runs until the pause. release_when(run_dir): once true, the file release is
+    created (the script's replies with hold_until=release are held until then)."""
     d = os.path.join(work, name)
-    os.makedirs(d)
+    os.makedirs(d, exist_ok=True)
     mock = MockLLM(d, script)
     config = write_config(os.path.join(d, "auth.yaml"), """
 name: %s
@@ -62,11 +65,28 @@ runner: {python: %s}
 workers: 6
 """ % (name, problems, mock.base_url, slots, py))
     run_dir = os.path.join(d, "run")
+    env = dict(os.environ, KFORGE_AUTH_KEY="sk-revoked", KFORGE_LLM_BACKOFF_SCALE="0.01")
+    out, err = os.path.join(d, "run.out"), os.path.join(d, "run.err")
     try:
-        p = kforge("run", config, "--run-dir", run_dir, timeout=600, check_rc=False,
-                   env={"KFORGE_AUTH_KEY": "sk-revoked", "KFORGE_LLM_BACKOFF_SCALE": "0.01"})
+        sup = subprocess.Popen([BIN, "run", config, "--run-dir", run_dir], env=env,
+                               stdout=open(out, "w"), stderr=open(err, "w"))
+        try:
+            if release_when is not None:
+                deadline = time.time() + 1200
+                while not release_when(run_dir):
+                    check(sup.poll() is None, "%s: the run ended before the replies were released" % name)
+                    check(time.time() < deadline, "%s: the condition to release the replies never came" % name)
+                    time.sleep(0.05)
+                with open(release, "w"):
+                    pass
+            sup.wait(1200)
+        finally:
+            if sup.poll() is None:
+                sup.kill()
+                sup.wait()
     finally:
         mock.stop()
+    p = subprocess.CompletedProcess(sup.args, sup.returncode, open(out).read(), open(err).read())
     return d, run_dir, mock, p
 
 
@@ -159,16 +179,30 @@ n1 = resume_fixed("all401", d, run_dir, mock.port, answered=set())
 print("run 1: %d refused request(s) for 2 slots; resume sent %d" % (len(refused), n1))
 
 # ---------------------------------------- run 2: A's compile and execution in flight
+# The others' 401s are held until A has its reply and is compiling (its log says it
+# entered PRECOMPILE), then come 2 s later: A's compile and execution are in flight when
+# the pause comes, whatever the order in which the machine runs the workers.
+def a_compiling(run_dir):
+    path = os.path.join(run_dir, "tasks", AHEAD, "trajectory.jsonl")
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        return any(json.loads(line).get("to") == "PRECOMPILE" for line in f if line.endswith("\n"))
+
+
+release = os.path.join(work, "ahead", "refusals.release")
 d, run_dir, mock, p = run_until_paused("ahead", {
     "rules": [{"match": "auth-pause-task-Ahead", "replies": [reply("relu_3.md")]}],
-    "default": dict(REFUSED, delay_s=2.0)}, slots=6)
+    "default": dict(REFUSED, delay_s=2.0, hold_until=release)}, slots=6,
+    release=release, release_when=a_compiling)
+released_at = os.path.getmtime(release)
 refused = check_paused("ahead", run_dir, mock, p, slots=6)
 check(len(mock.requests()) == len(refused) + 1, "ahead: %d requests" % len(mock.requests()))
 recs = records(run_dir, AHEAD)
 steps = [(r["turn"], r["from"], r["event"]) for r in recs]
 check(steps == [(1, "GENERATE", "start"), (1, "GENERATE", "ok"), (1, "PRECOMPILE", "ok"),
                 (1, "EXECUTE", "correct"), (1, "FEEDBACK", "next_turn")], "ahead: A logged %s" % steps)
-paused_at = min(r["time"] for r in refused) + 2.0      # the 401 came back after delay_s
+paused_at = released_at + 2.0      # no 401 came back before the release and its delay_s
 check(iso_s(recs[3]["ts"]) > paused_at, "ahead: A's execution did not go on after the pause")
 for task in TASKS[1:]:
     path = os.path.join(run_dir, "tasks", task, "trajectory.jsonl")

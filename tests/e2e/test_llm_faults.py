@@ -14,9 +14,9 @@ retries): llm.retries=2 gives 3 attempts per call, and the worker makes at most 
 
 Replies that succeed carry code that the static check rejects (no custom operator), so
 no runner starts: the test is about the LLM path and stays short."""
+import calendar
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -55,8 +55,14 @@ S["plain_429"] = ([{"status": 429, "content": "slow down"}, {"status": 429, "con
 S["recovered_5xx"] = ([{"status": 500}, {"status": 502}, {"status": 503},
                        code_reply("recovered_5xx", 1), code_reply("recovered_5xx", 2)], 5)
 S["persistent_500"] = ([{"status": 500, "content": "upstream exploded"}], ATTEMPTS * CALLS)
-# stall: headers, then no body (stall rule: half of llm.timeout_s); silent: nothing at all
-S["stalled"] = ([{"stall_s": 12}, {"delay_s": 9}, code_reply("stalled", 1), code_reply("stalled", 2)], 4)
+# stall: headers, then no body (stall rule: half of llm.timeout_s); silent: nothing at all.
+# The server would hold each far longer than kforge may wait (MOCK_HOLD_S), so which side
+# ended the attempt shows in the gap between requests, whatever the machine's load.
+LLM_TIMEOUT_S = 20      # generous: an ordinary reply must never hit it on a loaded machine
+STALL_LIMIT_S = LLM_TIMEOUT_S / 2
+MOCK_HOLD_S = 500
+S["stalled"] = ([{"stall_s": MOCK_HOLD_S}, {"delay_s": MOCK_HOLD_S}, code_reply("stalled", 1),
+                 code_reply("stalled", 2)], 4)
 S["malformed_json"] = ([{"raw_body": '{"choices": [{"message": {"content": "'},
                         code_reply("malformed_json", 1), code_reply("malformed_json", 2)], 3)
 S["empty_body"] = ([{"raw_body": ""}, code_reply("empty_body", 1), code_reply("empty_body", 2)], 3)
@@ -83,7 +89,7 @@ CONFIG = """
 name: llm_faults
 problems: {dir: %s, levels: [1], samples: 1}
 llm: {provider: openai, base_url: "%s", model: mock-model, api_key_env: KFORGE_FAULT_KEY,
-      retries: 2, concurrency: 4, timeout_s: 3}
+      retries: 2, concurrency: 4, timeout_s: %d}
 refinement: {turns: 2, feedback: [G, E]}
 eval: {device: cpu}
 runner: {python: %s}
@@ -109,7 +115,8 @@ def no_crash(err_text, run_dir):
 
 # ------------------------------------------------------------------ run 1: one task per fault
 mock = MockLLM(work, script)
-config = write_config(os.path.join(work, "faults.yaml"), CONFIG % (problems, mock.base_url, py, len(names)))
+config = write_config(os.path.join(work, "faults.yaml"),
+                      CONFIG % (problems, mock.base_url, LLM_TIMEOUT_S, py, len(names)))
 run_dir = os.path.join(work, "run")
 t0 = time.time()
 try:
@@ -186,46 +193,76 @@ for name in names:
         check("%s turn 1" % name in p2, "%s: turn 2 lacks turn 1's code (G)" % name)
         check("rejected before compiling" in p2, "%s: turn 2 lacks turn 1's result (E)" % name)
 
-# Retry-After was honoured (1 s), where the scaled backoff would have been ~50 ms.
+LOG_TS_RESOLUTION_S = 0.001  # supervisor.log timestamps are whole milliseconds
+
+
+def logged_at(line):
+    """Seconds since the epoch of a supervisor.log line's timestamp."""
+    ts = line.split(" ", 1)[0]
+    return calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S")) + float("0" + ts[19:-1])
+
+
+def retries_logged(name):
+    return [l for l in slog if "[task %s]" % task_of[name] in l and "llm: " in l and "; retry " in l]
+
+
+slog = open(os.path.join(run_dir, "supervisor.log")).read().splitlines()
+# Retry-After was honoured (1 s), where the scaled backoff would have been ~50 ms: kforge
+# said so, and the retry reached the server at least 1 s after it was said (both ends of
+# that interval are causal; the server's own log of the first request may lag).
 ra = by_rule[names.index("retry_after_429")]
-gap = ra[1]["time"] - ra[0]["time"]
-check(gap >= 0.95, "Retry-After: 1 was not honoured: retried after %.2f s" % gap)
-# The stalled attempt ended at the stall limit (1.5 s), the silent one at llm.timeout_s (3 s).
+mine = retries_logged("retry_after_429")
+check(len(mine) == 1 and "HTTP 429" in mine[0] and mine[0].endswith("in 1.00 s"),
+      "Retry-After: 1: the retry does not wait 1 s:\n%s" % "\n".join(mine))
+gap = ra[1]["time"] - logged_at(mine[0])
+check(gap >= 1.0 - LOG_TS_RESOLUTION_S, "Retry-After: 1 was not honoured: retried %.3f s after the 429" % gap)
+# kforge ended the stalled attempt by the stall rule and the silent one by llm.timeout_s
+# (its log names which), not before the limit, and long before the server would have
+# ended either. Only causal intervals are measured: from the server's receipt of the
+# first request (before its headers, so before the stall clock starts) to kforge's log of
+# the stall, and from that log line (before the retry starts) to the log of the timeout.
 stl = by_rule[names.index("stalled")]
-g1, g2 = stl[1]["time"] - stl[0]["time"], stl[2]["time"] - stl[1]["time"]
-check(1.4 <= g1 < 8 and 2.9 <= g2 < 8, "stall/timeout gaps %.2f s, %.2f s" % (g1, g2))
+mine = retries_logged("stalled")
+check(len(mine) == 2 and "reply stalled: no data for %.1f s" % STALL_LIMIT_S in mine[0] and
+      "timed out after %d s (llm.timeout_s)" % LLM_TIMEOUT_S in mine[1],
+      "stalled: the retries do not name the stall rule, then the timeout:\n%s" % "\n".join(mine))
+g1 = logged_at(mine[0]) - stl[0]["time"]
+g2 = logged_at(mine[1]) - logged_at(mine[0])
+check(STALL_LIMIT_S - LOG_TS_RESOLUTION_S <= g1 < MOCK_HOLD_S and
+      LLM_TIMEOUT_S - 2 * LOG_TS_RESOLUTION_S <= g2 < MOCK_HOLD_S,
+      "stall/timeout took %.2f s, %.2f s (limits %g s, %g s; the server held %d s)"
+      % (g1, g2, STALL_LIMIT_S, LLM_TIMEOUT_S, MOCK_HOLD_S))
 check(sum(t["state"] == "FAILED" for t in st["tasks"]) == 1, "only persistent_500 may fail")
 print("run 1: %d faults, %d requests, %.1f s" % (len(names), len(reqs), elapsed))
 
 # ------------------------------------------------------------ run 2: connection refused
-# A port nobody listens on; the server comes up once the task has logged a transient step.
+# The server's port is bound but refuses connections; it starts listening (an event, in
+# a process already running) once the task has logged a transient step. The worker's
+# backoffs (1, 2, 4, 8, 16 s) leave the server half a minute to notice, not a race.
 work2 = os.path.join(work, "refused")
 os.makedirs(os.path.join(work2, "problems", "level1"))
 with open(os.path.join(work2, "problems", "level1", "1_FaultRefused.py"), "w") as f:
     f.write("# %s\n%s" % (marker("refused"), RELU))
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-port = s.getsockname()[1]
-s.close()
+mock2 = MockLLM(work2, {"rules": [{"match": marker("refused"), "replies": [
+    code_reply("refused", 1), code_reply("refused", 2)]}]}, refusing=True)
 config2 = write_config(os.path.join(work2, "refused.yaml"), CONFIG % (
-    os.path.join(work2, "problems"), "http://127.0.0.1:%d/v1" % port, py, 1))
+    os.path.join(work2, "problems"), mock2.base_url, LLM_TIMEOUT_S, py, 1))
 run2 = os.path.join(work2, "run")
 task = "L1_1_FaultRefused_s0"
 env = dict(os.environ)
 env.update(ENV)
-env["KFORGE_LLM_BACKOFF_SCALE"] = "0.1"    # the worker waits 0.2 s, 0.4 s, ... 3.2 s between calls
-sup = subprocess.Popen([BIN, "run", config2, "--run-dir", run2], stdout=subprocess.DEVNULL,
-                       stderr=open(os.path.join(work2, "run.err"), "w"), env=env)
-log = os.path.join(run2, "tasks", task, "trajectory.jsonl")
-deadline = time.time() + 60
-while not (os.path.exists(log) and '"transient"' in open(log).read()):
-    check(sup.poll() is None, "the run ended before the server came up")
-    check(time.time() < deadline, "no transient step while the port was closed")
-    time.sleep(0.05)
-mock2 = MockLLM(work2, {"rules": [{"match": marker("refused"), "replies": [
-    code_reply("refused", 1), code_reply("refused", 2)]}]}, port=port)
+env["KFORGE_LLM_BACKOFF_SCALE"] = "0.5"    # the worker waits 1 s, 2 s, ... 16 s between calls
 try:
-    rc = sup.wait(120)
+    sup = subprocess.Popen([BIN, "run", config2, "--run-dir", run2], stdout=subprocess.DEVNULL,
+                           stderr=open(os.path.join(work2, "run.err"), "w"), env=env)
+    log = os.path.join(run2, "tasks", task, "trajectory.jsonl")
+    deadline = time.time() + STARTUP_WAIT_S
+    while not (os.path.exists(log) and '"transient"' in open(log).read()):
+        check(sup.poll() is None, "the run ended before the server came up")
+        check(time.time() < deadline, "no transient step while the port was closed")
+        time.sleep(0.05)
+    mock2.listen()
+    rc = sup.wait(600)
 finally:
     mock2.stop()
 err2 = open(os.path.join(work2, "run.err")).read()

@@ -16,12 +16,17 @@ from kfe2e import *  # noqa: E402,F401
 py = torch_python()
 work = scratch("e2e-resume")
 problems = copy_problems(os.path.join(work, "problems"), ["level1/1_ReLU.py", "level1/2_LeakyReLU.py"])
+# The kill comes once 6 of the 12 requests were made; every request after those 6 is held
+# by the server until the supervisor is dead, so the run cannot finish (or get close)
+# before the kill however the test and the run are scheduled.
+release = os.path.join(work, "replies.release")
 slow = {"delay_s": 1.0}
+held = dict(slow, hold_until=release)
 script = {"rules": [
     # turn 3: G is turn 2's reply (no code), so its words come back
-    {"match": "I would start by profiling", "replies": [reply("leaky_1.md", **slow)]},
-    # turn 2: G is turn 1's kernel
-    {"match": "e2e_leaky", "replies": [reply("leaky_1.md", **slow)]},
+    {"match": "I would start by profiling", "replies": [reply("leaky_1.md", **held)]},
+    # turn 2: G is turn 1's kernel; two of the four are answered before the kill
+    {"match": "e2e_leaky", "replies": [reply("leaky_1.md", **slow)] * 2 + [reply("leaky_1.md", **held)]},
 ], "default": reply("leaky_2.md", **slow)}
 mock = MockLLM(work, script)
 config = write_config(os.path.join(work, "resume.yaml"), """
@@ -38,7 +43,7 @@ tasks = ["L1_1_ReLU_s0", "L1_1_ReLU_s1", "L1_2_LeakyReLU_s0", "L1_2_LeakyReLU_s1
 
 sup = subprocess.Popen([BIN, "run", config, "--run-dir", run_dir], stdout=subprocess.DEVNULL,
                        stderr=open(os.path.join(work, "first.err"), "w"), start_new_session=True)
-deadline = time.time() + 600
+deadline = time.time() + 1200
 while len(mock.requests()) < 6:
     check(sup.poll() is None, "the run ended before it could be killed")
     check(time.time() < deadline, "the run made no progress")
@@ -47,6 +52,9 @@ sup.send_signal(signal.SIGKILL)
 sup.wait()
 seen_at_kill = len(mock.requests())
 check(seen_at_kill < 12, "the run finished before the kill; nothing to resume")
+# The workers, stopping at the supervisor's death, still await the replies they asked for.
+with open(release, "w"):
+    pass
 
 try:
     kforge("resume", run_dir, timeout=1500)
@@ -64,19 +72,29 @@ for task in tasks:
 reqs = mock.requests()
 check(len(reqs) == 4 * 3, "the mock server saw %d requests for 12 turns: a reply was requested twice" % len(reqs))
 
-# nothing left behind: no process of this run, no lease held
-time.sleep(0.5)
-left = []
-for pid in os.listdir("/proc"):
-    if pid.isdigit():
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if run_dir in cmd or config in cmd:
-            left.append(cmd)
-check(not left, "processes left behind: %s" % left)
+# nothing left behind: no process of this run (waiting, with a generous bound, for
+# killed ones to finish exiting), no lease held
+def left_behind():
+    left = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                        continue
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            except (OSError, IndexError):
+                continue
+            if run_dir in cmd or config in cmd:
+                left.append(cmd)
+    return left
+
+
+deadline = time.time() + STARTUP_WAIT_S
+while left_behind() and time.time() < deadline:
+    time.sleep(0.1)
+check(not left_behind(), "processes left behind: %s" % left_behind())
 st = json.loads(kforge("status", run_dir, "--json").stdout)
 for cls in ("exec", "compile", "llm"):
     check(st["resources"][cls]["used"] == 0, "a %s lease leaked" % cls)

@@ -9,8 +9,8 @@ released times) and from pool.json it checks that
       also took the slot; real compiles counted apart), more than llm.concurrency in
       GENERATE; the mock server's own clock agrees for the LLM (requests in flight);
   (b) the execution slot is never idle while a compiled candidate waits for it: while a
-      task is in EXECUTE (its PRECOMPILE ok record written) and has not got the slot,
-      the slot's busy intervals leave no gap over 1.5 s;
+      task has asked for the slot (its lease's asked time) and has not got it, the
+      slot's busy intervals leave no gap over 1.5 s;
   (c) nothing starves: every task finishes both turns, DONE, and each queue is FIFO:
       of two tasks that asked for the same resource more than FIFO_MARGIN_MS apart, the
       first to ask is the first served (single-slot classes strictly; the LLM's two
@@ -18,7 +18,6 @@ released times) and from pool.json it checks that
   and that pool.json ends with nothing in use and nobody waiting.
 The limits are also shown to bind (someone waited for each), or the test would prove
 nothing."""
-import calendar
 import json
 import os
 import sys
@@ -29,7 +28,11 @@ from kfe2e import *  # noqa: E402,F401
 
 EXEC_SLOTS, COMPILE_SLOTS, LLM_CONCURRENCY, NTASKS, TURNS = 1, 1, 2, 6, 2
 MAX_IDLE_MS = 1500
-FIFO_MARGIN_MS = 30
+# A lease's asked time is read before the pool's lock is taken, and the queue's order is
+# the order of taking it: on a loaded machine a worker preempted in between lets a later
+# asker queue first. Asks closer than a scheduling delay can so be served either way; the
+# pool's strict FIFO is tested exactly (by queue position) in gpu_pool's test_fifo.
+FIFO_MARGIN_MS = 1000
 
 py = torch_python()
 work = scratch("e2e-sched")
@@ -47,23 +50,17 @@ problems: {dir: %s, levels: [1], samples: %d}
 llm: {provider: openai, base_url: "%s", model: mock-model, retries: 2, concurrency: %d, timeout_s: 60}
 refinement: {turns: %d, feedback: [G, E]}
 eval: {device: cpu, correctness_trials: 2, perf_trials: 5, warmup: 1, timeout_s: 300,
-       compile_timeout_s: 600}
+       compile_timeout_s: 3600}
 runner: {python: %s, cpu_exec_slots: %d, compile_slots: %d}
 workers: %d
 """ % (problems, NTASKS, mock.base_url, LLM_CONCURRENCY, TURNS, py, EXEC_SLOTS, COMPILE_SLOTS, NTASKS))
 run_dir = os.path.join(work, "run")
 t0 = time.time()
 try:
-    kforge("run", config, "--run-dir", run_dir, timeout=900)
+    kforge("run", config, "--run-dir", run_dir, timeout=1700)
 finally:
     mock.stop()
 wall = time.time() - t0
-
-
-def ts_ms(ts):
-    """'2026-11-22T01:02:03.456Z' -> epoch ms (the same clock as the lease times)."""
-    base, frac = ts.rstrip("Z").split(".")
-    return calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) * 1000 + int(frac[:3].ljust(3, "0"))
 
 
 def max_overlap(intervals):
@@ -89,7 +86,6 @@ for task in tasks:
     check([r["turn"] for r in feedback_records(recs)] == list(range(1, TURNS + 1)),
           "%s: turns %s" % (task, [r["turn"] for r in feedback_records(recs)]))
     check(all(r["data"]["status"] == "ok" for r in feedback_records(recs)), "%s: a turn was not ok" % task)
-    entered = None
     for r in recs:
         lease = r["data"].get("lease")
         if r["from"] in leases and r["event"] != "start":
@@ -102,10 +98,10 @@ for task in tasks:
             asks[r["from"]].append((iv[0] - lease["wait_ms"], iv[0], task, r["seq"]))
             if r["from"] == "PRECOMPILE" and not r["data"].get("cache_hit"):
                 compiles.append(iv)
-        if r["to"] == "EXECUTE" and r["from"] != "EXECUTE":
-            entered = ts_ms(r["ts"])
         if r["from"] == "EXECUTE":
-            waits.append((task, entered, lease["acquired_ms"]))
+            # from the ask, not from the log line before it: that line's fsync is disk
+            # time a loaded machine stretches, not time the slot was idle
+            waits.append((task, lease["acquired_ms"] - lease["wait_ms"], lease["acquired_ms"]))
 
 # (a) the limits
 for state, limit in (("EXECUTE", EXEC_SLOTS), ("PRECOMPILE", COMPILE_SLOTS), ("GENERATE", LLM_CONCURRENCY)):
