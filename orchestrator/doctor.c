@@ -191,17 +191,13 @@ version_line(const char *prog, const char *want, char *out, size_t outlen)
 /* ------------------------------------------------------------ the checks */
 
 /* cc builds kforge itself; c++ builds every candidate (torch calls it by that name). */
+/* A program found on PATH that answers --version: the line says which and where. */
 static void
-check_compiler(struct doctor *d, const struct check *c)
+check_tool(struct doctor *d, const struct check *c, const char *name, const char *fix)
 {
-	bool	cxx = strcmp(c->item, "c++") == 0;
 	char	path[PATH_MAX], version[256];
-	const char *fix = cxx ? "install g++ (Debian: apt-get install build-essential; "
-				"tools/setup.sh does)" :
-				"install a C compiler (Debian: apt-get install build-essential; "
-				"tools/setup.sh does)";
 
-	if (kb_which(c->item, path, sizeof(path)) < 0) {
+	if (kb_which(name, path, sizeof(path)) < 0) {
 		emit(d, c, NULL, false, NULL, NULL, fix, "not found on PATH");
 		return;
 	}
@@ -210,6 +206,15 @@ check_compiler(struct doctor *d, const struct check *c)
 		return;
 	}
 	emit(d, c, NULL, true, version, path, NULL, "%s (%s)", version, path);
+}
+
+static void
+check_compiler(struct doctor *d, const struct check *c)
+{
+	check_tool(d, c, c->item, strcmp(c->item, "c++") == 0 ?
+		   "install g++ (Debian: apt-get install build-essential; tools/setup.sh does)" :
+		   "install a C compiler (Debian: apt-get install build-essential; "
+		   "tools/setup.sh does)");
 }
 
 /* The Python a run would use, and why that one: named (runner.python, $KFORGE_PYTHON) is
@@ -336,19 +341,8 @@ check_header(struct doctor *d, const struct check *c)
 static void
 check_ninja(struct doctor *d, const struct check *c)
 {
-	const char	*fix = "install ninja (Debian: apt-get install ninja-build; tools/setup.sh "
-			       "does): torch builds extensions with it";
-	char		 path[PATH_MAX], version[64];
-
-	if (kb_which("ninja", path, sizeof(path)) < 0) {
-		emit(d, c, NULL, false, NULL, NULL, fix, "not found on PATH");
-		return;
-	}
-	if (version_line(path, NULL, version, sizeof(version)) < 0) {
-		emit(d, c, NULL, false, NULL, path, fix, "%s does not answer --version", path);
-		return;
-	}
-	emit(d, c, NULL, true, version, path, NULL, "%s (%s)", version, path);
+	check_tool(d, c, "ninja", "install ninja (Debian: apt-get install ninja-build; "
+		   "tools/setup.sh does): torch builds extensions with it");
 }
 
 static void
