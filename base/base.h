@@ -318,6 +318,7 @@ struct kb_config {
 		long	 max_host_memory_mb;	/* per runner, its processes' RSS; 0 = half of RAM */
 		char	*user;			/* run as this user when root; "" = never switch */
 		bool	 isolate_network;	/* own network namespace where the host allows */
+		bool	 selftest;		/* a known-good extension before any request */
 		long	 rlimit_cpu_s;		/* 0 = the deadline x max(cores, 4) */
 		long	 rlimit_fsize_mb;	/* largest file the runner may write */
 		long	 rlimit_nofile;		/* open files */

@@ -743,11 +743,17 @@ check_gpu_health(struct task_run *t, struct lease *lease, int device, enum fb_st
  * GPU is left to run the step on (with none left the result stands: the run stops
  * for want of GPUs anyway, and this turn keeps what it saw). */
 static bool
-rerun_elsewhere(const struct task_run *t)
+gpu_quarantined_here(const struct task_run *t)
 {
 	const char	*h = json_string_value(json_object_get(t->data, "health_probe"));
 
-	return h != NULL && strcmp(h, "quarantined") == 0 &&
+	return h != NULL && strcmp(h, "quarantined") == 0;
+}
+
+static bool
+rerun_elsewhere(const struct task_run *t)
+{
+	return gpu_quarantined_here(t) &&
 	    json_integer_value(json_object_get(t->data, "gpus_left")) > 0;
 }
 
@@ -851,6 +857,20 @@ fsm_act_execute(struct task_run *t)
 		if (not_the_tasks_fault(rc))
 			return rc;
 		snprintf(t->fail_reason, sizeof(t->fail_reason), "execute: %s", kb_strerror(rc));
+		return FSM_EV_fatal;
+	}
+	if (json_is_string(json_object_get(base, "status")) &&
+	    strcmp(json_string_value(json_object_get(base, "status")), "ok") != 0 &&
+	    gpu_quarantined_here(t)) {
+		/* The reference failed on a GPU that its probes then took out of the pool,
+		 * and none is left to run it on: the GPU's fault, not the reference's (so no
+		 * env_error, which would blame the problem). The turn cannot be judged; the
+		 * run stops for want of GPUs. */
+		snprintf(t->fail_reason, sizeof(t->fail_reason), "the reference failed on GPU "
+			 "%d (%s), which its health probes then took out of the pool; no GPU is "
+			 "left", device, json_string_value(json_object_get(base, "status")));
+		json_decref(base);
+		fb_outcome_clear(&o);
 		return FSM_EV_fatal;
 	}
 	if (json_is_string(json_object_get(base, "status")) &&

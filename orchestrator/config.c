@@ -122,6 +122,7 @@ static const struct cfg_key schema[] = {
 	  .lo = 0, .hi = 1L << 30 },
 	{ KEY("runner.user", K_USER, runner.user), .def = "nobody" },
 	{ KEY("runner.isolate_network", K_BOOL, runner.isolate_network), .def = "true" },
+	{ KEY("runner.selftest", K_BOOL, runner.selftest), .def = "true" },
 	{ KEY("runner.rlimit_cpu_s", K_INT, runner.rlimit_cpu_s), .def = "0",
 	  .lo = 0, .hi = 10000000 },
 	{ KEY("runner.rlimit_fsize_mb", K_INT, runner.rlimit_fsize_mb), .def = "1024",

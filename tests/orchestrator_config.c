@@ -235,6 +235,7 @@ test_defaults(void)
 	CHECK(c.runner.cpu_exec_slots == 1);
 	CHECK_STR(c.runner.user, "nobody");
 	CHECK(c.runner.isolate_network);
+	CHECK(c.runner.selftest);
 	CHECK(c.runner.rlimit_cpu_s == 0 && c.runner.rlimit_fsize_mb == 1024 &&
 	      c.runner.rlimit_nofile == 1024);
 	CHECK(c.workers == 16);

@@ -76,7 +76,7 @@ finally:
     mock.stop()
 
 p = kforge("run", good, "--run-dir", run_dir, "--set", "runner.python=/nonexistent/python3", check_rc=False)
-check(p.returncode == 2 and p.stderr.count("\n") == 1 and "runner.python=/nonexistent/python3: no Python there that imports torch" in p.stderr,
+check(p.returncode == 2 and p.stderr.count("\n") == 1 and "runner.python=/nonexistent/python3: no executable Python there" in p.stderr,
       "a bad runner.python: one line naming it, got %d %r" % (p.returncode, p.stderr))
 check(not os.path.exists(run_dir), "a bad runner.python left %s behind" % run_dir)
 
