@@ -290,11 +290,12 @@ fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
 		/* Taken as given: whether it imports torch is the runner's to say (env_error,
 		 * naming this Python), never a reason to fall back on another one. */
 		resolve_on_path(explicit_py, cand, sizeof(cand));
-		if (access(cand, X_OK) == 0)
-			goto found;
-		/* kforge copies what the runner reads, but not an interpreter and its packages. */
+		/* kforge copies what the runner reads, but not an interpreter and its packages:
+		 * the runner's user must reach this one where it is. */
 		if (access(cand, X_OK) == 0 &&
-		    fb_contain_check_reach(cand, true, why, sizeof(why)) < 0)
+		    fb_contain_check_reach(cand, true, why, sizeof(why)) == 0)
+			goto found;
+		if (access(cand, X_OK) == 0)
 			snprintf(err, errlen, "%s=%s: %s, which runs the runner there; use a Python "
 				 "that user can reach, make that directory reachable for it, or set "
 				 "runner.user: '' to run the runner as root", source, explicit_py, why);
