@@ -247,9 +247,12 @@ resolve_on_path(const char *name, char *out, size_t outlen)
 
 	if (strchr(name, '/') != NULL) {
 		snprintf(out, outlen, "%s", name);
-		/* Relative to our cwd, not the runner's (it starts in work_dir). */
-		if (name[0] != '/' && realpath(name, abs) != NULL)
-			snprintf(out, outlen, "%s", abs);
+		/* Relative to our cwd, not the runner's (it starts in work_dir). Joined, not
+		 * realpath'd: a venv's python is a link to the system one, and following it
+		 * would leave the venv (and pick up the system's packages). */
+		if (name[0] != '/' && getcwd(abs, sizeof(abs)) != NULL &&
+		    kb_path_join(out, outlen, abs, name) < 0)
+			snprintf(out, outlen, "%s", name);
 		return;
 	}
 	if (kb_which(name, out, outlen) < 0)

@@ -326,6 +326,12 @@ fb_exec_feedback(const struct kb_config *cfg, const struct fb_outcome *o)
 		kb_buf_printf(&head, "%s", strcmp(mode, "precompile") == 0 ?
 			      "Your kernel compilation timed out" : "Your kernel execution timed out");
 		break;
+	case FB_ST_ENV_ERROR:
+		/* Never fed back in a run (the run pauses); kforge eval prints it. */
+		kb_buf_printf(&head, "The environment failed, not the kernel: %s\n", message);
+		if (str_at(details, "fix")[0] != '\0')
+			kb_buf_printf(&head, "Fix: %s\n", str_at(details, "fix"));
+		break;
 	case FB_ST_CRASHED:
 	default:
 		kb_buf_printf(&head, "Your kernel crashed the evaluation process: %s\n", message);

@@ -62,6 +62,17 @@ def scratch(name):
     return d
 
 
+def bare_python(work):
+    """A real Python that cannot import torch: a venv of the system Python, without its
+    packages, under the scratch dir work."""
+    venv = os.path.join(work, "bare-venv")
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", venv], check=True)
+    py = os.path.join(venv, "bin", "python")
+    check(subprocess.run([py, "-c", "import torch"], capture_output=True).returncode != 0,
+          "the bare venv %s imports torch; the test needs one that cannot" % venv)
+    return py
+
+
 def reply(name, **extra):
     with open(os.path.join(REPLIES, name)) as f:
         r = {"content": f.read(), "usage": {"prompt_tokens": 100, "completion_tokens": 50,

@@ -128,13 +128,12 @@ for cand, want_status, want_rc in (("cand_syntax_error.py", "compile_error", 3),
                "--json", env=env, timeout=900, check_rc=False)
     check(p.returncode == want_rc and json.loads(p.stdout)["status"] == want_status,
           "eval %s: exit %d, %r; want %d, %s" % (cand, p.returncode, p.stdout[-500:], want_rc, want_status))
-no_torch = os.path.join(work, "python-without-torch")
-with open(no_torch, "w") as f:
-    f.write("#!/bin/sh\nexit 1\n")
-os.chmod(no_torch, 0o755)
+no_torch = bare_python(work)
 p = kforge("eval", "--problem", add, "--kernel", os.path.join(data, "cand_raise.py"), "--device", "cpu",
            env={"KFORGE_PYTHON": no_torch}, check_rc=False)
-check(p.returncode == 5 and "Python" in p.stderr, "eval without torch: exit %d, %r" % (p.returncode, p.stderr))
+check(p.returncode == 5 and no_torch in p.stdout + p.stderr and "torch" in p.stdout + p.stderr and
+      "The environment failed, not the kernel" in p.stdout,
+      "eval without torch: exit %d, %r %r" % (p.returncode, p.stdout[-1000:], p.stderr[-1000:]))
 p = kforge("eval", "--problem", add, "--kernel", os.path.join(work, "missing.py"), check_rc=False)
 check(p.returncode == 2 and "missing.py" in p.stderr, "eval of a missing file: exit %d, %r" % (p.returncode, p.stderr))
 

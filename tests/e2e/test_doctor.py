@@ -114,9 +114,7 @@ check("passed before" in items["cpu-extension"]["detail"],
       "the second doctor must reuse the pass: %s" % items["cpu-extension"])
 
 # A Python that cannot import torch, named by KFORGE_PYTHON: doctor says which and why.
-venv = os.path.join(work, "bare-venv")
-subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", venv], check=True)
-bare = os.path.join(venv, "bin", "python")
+bare = bare_python(work)
 env = {"KFORGE_PYTHON": bare}
 p = doctor("--device", "cpu", env=env)
 lines = item_lines(p)

@@ -16,7 +16,6 @@ B. Mid-run: the reference problem raises by itself (while a marker file exists),
 The mock LLM server counts every request."""
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -25,11 +24,7 @@ from kfe2e import *  # noqa: E402,F401
 ENV_EXIT = 69
 py = torch_python()
 work = scratch("e2e-env-error")
-venv = os.path.join(work, "venv")
-subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", venv], check=True)
-bare = os.path.join(venv, "bin", "python")
-check(subprocess.run([bare, "-c", "import torch"], capture_output=True).returncode != 0,
-      "the bare venv imports torch; the test needs one that cannot")
+bare = bare_python(work)
 
 NO_CODE = {"content": "I would start by profiling the reference first.",
            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
