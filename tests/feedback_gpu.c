@@ -168,10 +168,5 @@ main(void)
 	fb_outcome_clear(&o);
 
 	kb_config_clear(&cfg);
-	if (failures > 0) {
-		fprintf(stderr, "%d check(s) failed; scratch kept in %s\n", failures, scratch);
-		return 1;
-	}
-	fbt_rmtree(scratch);
-	return 0;
+	return fbt_finish(scratch);
 }

@@ -99,4 +99,17 @@ fbt_rmtree(const char *dir)
 	(void)nftw(dir, fbt_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* The end of a test's main: its exit status; the scratch directory is kept for a look
+ * when a check failed, removed otherwise. */
+static inline int
+fbt_finish(const char *scratch)
+{
+	if (failures > 0) {
+		fprintf(stderr, "%d check(s) failed; scratch kept in %s\n", failures, scratch);
+		return 1;
+	}
+	fbt_rmtree(scratch);
+	return 0;
+}
+
 #endif /* KFORGE_TESTS_FEEDBACK_TESTUTIL_H */
