@@ -12,10 +12,9 @@
 import os
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from feedback_runner import Env, check, failures, torch_python  # noqa: E402
+from feedback_runner import Env, check, failures, scratch_dir, torch_python  # noqa: E402
 
 
 def main():
@@ -23,9 +22,7 @@ def main():
     if python is None:
         print("SKIP: no Python that imports torch")
         return 77
-    base = os.environ.get("KFORGE_TEST_TMP") or tempfile.gettempdir()
-    os.makedirs(base, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="feedback_env-", dir=base)
+    tmp = scratch_dir("feedback_env")
     print("runner python: %s, scratch: %s" % (python, tmp), flush=True)
 
     venv = os.path.join(tmp, "venv")

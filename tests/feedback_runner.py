@@ -93,14 +93,19 @@ class Env:
         return result or {}, logtext, p.returncode, wall
 
 
+def scratch_dir(name):
+    """A fresh scratch directory under the test tmp dir (kept for a look on failure)."""
+    base = os.environ.get("KFORGE_TEST_TMP") or tempfile.gettempdir()
+    os.makedirs(base, exist_ok=True)
+    return tempfile.mkdtemp(prefix=name + "-", dir=base)
+
+
 def main():
     python = torch_python()
     if python is None:
         print("SKIP: no Python that imports torch")
         return 77
-    base = os.environ.get("KFORGE_TEST_TMP") or tempfile.gettempdir()
-    os.makedirs(base, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="feedback_runner-", dir=base)
+    tmp = scratch_dir("feedback_runner")
     e = Env(python, tmp)
     print("runner python: %s, scratch: %s" % (python, tmp), flush=True)
 
