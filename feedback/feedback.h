@@ -239,6 +239,14 @@ int	fb_stage_input(const char *path, char *out, size_t n);
  * staging directory; the run directory is never removed. */
 int	fb_stage_close(bool remove);
 
+/* The cache shared by runs and `kforge eval` (cache.c has the whole story): the path
+ * <root>/<kind>/<key> in out (not created; <root>/<kind> is), or <root>/<kind> when key
+ * is NULL. The root is $KFORGE_CACHE_DIR when the runner's user can reach it, else
+ * /var/tmp/kforge-cache-<euid>; decided once per process, and refused (-KB_ECONFIG,
+ * logged) when it is not a real directory of this user's closed to others' writes.
+ * kind and key are single path components (-KB_EINVAL otherwise). */
+int	fb_cache_dir(const char *kind, const char *key, char *out, size_t n);
+
 /* The E part of the refinement prompt (paper App. D.3): compiler/execution output for a
  * failed turn, "Your kernel execution timed out" for timeouts, the wall-clock time when
  * correct. Within cfg->refinement.feedback_max_chars bytes of valid UTF-8: output that

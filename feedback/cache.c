@@ -1,0 +1,111 @@
+/*
+ * cache.c: the cache that runs share with each other and with `kforge eval`, for what
+ * costs time to make and depends only on content: builds of a candidate, the reference
+ * timings of a problem. Entries are named by a key that hashes everything they depend
+ * on, so an entry is never used by a request whose inputs differ; each kind of entry
+ * (build, baseline) owns its key and its files, this file owns only the place:
+ *
+ *   root    $KFORGE_CACHE_DIR when set and within the runner's user's reach, else
+ *           /var/tmp/kforge-cache-<euid> (/var/tmp survives a reboot; per user, since a
+ *           build is sealed by and for the user that made it)
+ *   below   <kind>/<key>
+ *
+ * The root must be a real directory owned by this user and writable by nobody else:
+ * /var/tmp is open to all, and a directory planted there by another user would hand it
+ * every build kforge loads. Such a root is refused, never used.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "feedback/feedback_int.h"
+
+#define CACHE_BASE	"/var/tmp"
+#define CACHE_PREFIX	"kforge-cache-"
+
+/* Makes (0755, whatever the umask) or checks one directory level: ours, not a link, not
+ * writable by others. */
+static int
+own_dir(const char *path, char *why, size_t whylen)
+{
+	struct stat	st;
+	int		fd, rc = 0;
+
+	if (mkdir(path, 0755) == -1 && errno != EEXIST) {
+		snprintf(why, whylen, "cannot make %s: %s", path, strerror(errno));
+		return -kb_errno_to_err(errno);
+	}
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
+		return -kb_errno_to_err(errno);
+	}
+	if (fstat(fd, &st) == -1) {
+		rc = -kb_errno_to_err(errno);
+		snprintf(why, whylen, "cannot stat %s: %s", path, strerror(errno));
+	} else if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		rc = -KB_ECONFIG;
+		snprintf(why, whylen, "%s is not kforge's own (owner %d, mode %04o)", path,
+			 (int)st.st_uid, (unsigned)(st.st_mode & 07777));
+	} else if ((st.st_mode & 0755) != 0755 && fchmod(fd, 0755) == -1) {
+		rc = -kb_errno_to_err(errno);
+		snprintf(why, whylen, "cannot open %s to the runner: %s", path, strerror(errno));
+	}
+	close(fd);
+	return rc;
+}
+
+static int
+pick_root(char *out, size_t n, char *why, size_t whylen)
+{
+	const char	*env = getenv("KFORGE_CACHE_DIR");
+	char		 reach[512];
+
+	if (env != NULL && env[0] == '/') {
+		if (fb_contain_check_reach(env, false, reach, sizeof(reach)) == 0 ||
+		    (kb_mkdir_p(env, 0755) == 0 &&
+		     fb_contain_check_reach(env, false, reach, sizeof(reach)) == 0)) {
+			if (snprintf(out, n, "%s", env) >= (int)n)
+				return -KB_ETOOBIG;
+			return own_dir(out, why, whylen);
+		}
+		log_warnx("KFORGE_CACHE_DIR %s: %s; using the default cache", env, reach);
+	} else if (env != NULL && env[0] != '\0') {
+		log_warnx("KFORGE_CACHE_DIR must be an absolute path, not %s; using the default "
+			  "cache", env);
+	}
+	if (snprintf(out, n, "%s/%s%u", CACHE_BASE, CACHE_PREFIX, (unsigned)geteuid()) >= (int)n)
+		return -KB_ETOOBIG;
+	return own_dir(out, why, whylen);
+}
+
+int
+fb_cache_dir(const char *kind, const char *key, char *out, size_t n)
+{
+	static char	root[PATH_MAX];
+	static int	root_rc = 1;
+	char		dir[PATH_MAX], why[PATH_MAX + 128] = "";
+	int		rc;
+
+	if (kind == NULL || strchr(kind, '/') != NULL || kind[0] == '.' ||
+	    (key != NULL && (strchr(key, '/') != NULL || key[0] == '.')))
+		return -KB_EINVAL;
+	/* Decided once per process: workers inherit the supervisor's answer. */
+	if (root_rc == 1 && (root_rc = pick_root(root, sizeof(root), why, sizeof(why))) < 0)
+		log_warnx("no build or baseline cache: %s", why);
+	if (root_rc < 0)
+		return root_rc;
+	if ((rc = kb_path_join(dir, sizeof(dir), root, kind)) < 0)
+		return rc;
+	if ((rc = own_dir(dir, why, sizeof(why))) < 0) {
+		log_warnx("cache: %s", why);
+		return rc;
+	}
+	if (key == NULL)
+		return snprintf(out, n, "%s", dir) >= (int)n ? -KB_ETOOBIG : 0;
+	return kb_path_join(out, n, dir, key);
+}
