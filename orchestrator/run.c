@@ -1,5 +1,6 @@
 /* run.c: the run directory — created once by `kforge run` (frozen config, task manifest,
  * device list, run.json), reopened by resume, status, tail and report. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -80,10 +81,12 @@ orch_detect_gpus(void)
 	struct kb_spawn_result	 r = { 0 };
 	char			*line, *save = NULL;
 
-	if (orch_nvidia_smi("index,name", &r, NULL, 0) == 0) {
+	/* compute_cap is known to drivers since 510; an older one refuses the query. */
+	if (orch_nvidia_smi("index,compute_cap,name", &r, NULL, 0) == 0 ||
+	    orch_nvidia_smi("index,name", &r, NULL, 0) == 0) {
 		for (line = strtok_r(r.out.p, "\n", &save); line != NULL;
 		     line = strtok_r(NULL, "\n", &save)) {
-			char	*comma = strchr(line, ',');
+			char	*comma = strchr(line, ','), *name, cap[16] = "";
 			long	 idx;
 
 			if (comma == NULL)
@@ -91,10 +94,21 @@ orch_detect_gpus(void)
 			*comma = '\0';
 			if (kb_parse_int(line, 0, KB_MAX_DEVICES - 1, &idx) < 0)
 				continue;
-			while (*++comma == ' ')
-				;
-			json_array_append_new(list, json_pack("{s:I, s:s}", "index",
-							      (json_int_t)idx, "name", comma));
+			name = comma + 1;
+			while (*name == ' ')
+				name++;
+			/* "9.0, NVIDIA H100" or, from an old driver, just the name */
+			if (isdigit((unsigned char)name[0]) && (comma = strchr(name, ',')) != NULL &&
+			    (size_t)(comma - name) < sizeof(cap) && strspn(name, "0123456789.") ==
+			    (size_t)(comma - name)) {
+				memcpy(cap, name, (size_t)(comma - name));
+				cap[comma - name] = '\0';
+				for (name = comma + 1; *name == ' '; name++)
+					;
+			}
+			json_array_append_new(list, json_pack("{s:I, s:s, s:s}", "index",
+							      (json_int_t)idx, "name", name,
+							      "capability", cap));
 		}
 		kb_spawn_result_clear(&r);
 		if (json_array_size(list) > 0)
@@ -109,6 +123,41 @@ orch_detect_gpus(void)
 		json_array_append_new(list, json_pack("{s:i, s:s}", "index", i, "name", "cuda"));
 	}
 	return list;
+}
+
+/* An empty eval.arch_list means "the GPUs this run uses": their compute capabilities,
+ * each once ("9.0", "8.0;9.0"). Resolved here, once, into the config that every process
+ * of the run reads (and config.yaml records), because a precompile sees no GPU: left
+ * empty, torch would build for every arch it knows, and nvcc's time grows with each. */
+static void
+resolve_arch_list(struct kb_config *cfg, json_t *chosen)
+{
+	struct kb_buf	 list = KB_BUF_INIT(256);
+	size_t		 i;
+	json_t		*g;
+
+	if (cfg->eval.arch_list != NULL && cfg->eval.arch_list[0] != '\0')
+		return;
+	json_array_foreach(chosen, i, g) {
+		const char *cap = json_string_value(json_object_get(g, "capability"));
+		bool	    seen = false;
+
+		if (cap == NULL || cap[0] == '\0') {
+			kb_buf_clear(&list);	/* one unknown: let torch decide, as before */
+			return;
+		}
+		for (const char *p = list.p; p != NULL && (p = strstr(p, cap)) != NULL; p++)
+			if ((p == list.p || p[-1] == ';') &&
+			    (p[strlen(cap)] == ';' || p[strlen(cap)] == '\0'))
+				seen = true;
+		if (!seen)
+			kb_buf_printf(&list, "%s%s", list.len > 0 ? ";" : "", cap);
+	}
+	if (list.len > 0) {
+		free(cfg->eval.arch_list);
+		cfg->eval.arch_list = kb_buf_steal(&list);
+	}
+	kb_buf_clear(&list);
 }
 
 int
@@ -160,6 +209,7 @@ orch_resolve_devices(struct kb_config *cfg, json_t **gpus, char *err, size_t err
 		}
 	}
 	json_decref(found);
+	resolve_arch_list(cfg, chosen);
 	*gpus = json_pack("{s:s, s:o}", "device", "cuda", "devices", chosen);
 	return 0;
 }
