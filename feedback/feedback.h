@@ -34,7 +34,7 @@
  *            LD_LIBRARY_PATH, and TORCH_EXTENSIONS_DIR (build_dir), TORCH_CUDA_ARCH_LIST
  *            (eval.arch_list, else ours), CUDA_VISIBLE_DEVICES ("" for precompile and cpu,
  *            else the device index), PYTHONUNBUFFERED=1, PYTHONDONTWRITEBYTECODE=1,
- *            MAX_JOBS=1 (precompile). Nothing else, and never llm.api_key_env. When
+ *            MAX_JOBS=2 (precompile). Nothing else, and never llm.api_key_env. When
  *            the runner runs as runner.user, HOME is its scratch dir, USER that user,
  *            and TMPDIR its scratch dir too unless ours is a sticky one open to all.
  *
@@ -209,6 +209,9 @@ void	fb_contain_build_end(const char *build_dir, int lock_fd);
  * the directory briefly closed. *lock_fd is -1 when there is nothing to hold; release
  * with fb_contain_build_end(NULL, fd). */
 int	fb_contain_build_use(const char *build_dir, int *lock_fd);
+/* fb_contain_build_end for a tree no runner may add to afterwards (the shared cache's
+ * precompiled headers): root-owned, directories 0755 rather than sticky and open. */
+void	fb_contain_seal_closed(const char *dir, int lock_fd);
 
 /* Where a run's runners read and write (stage.c has the whole story). When the runner
  * runs as runner.user and that user cannot reach the run directory (a 0700 directory

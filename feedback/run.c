@@ -163,8 +163,11 @@ env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_dir,
 		env_set(e, "CUDA_VISIBLE_DEVICES", cuda_visible);
 	env_set(e, "PYTHONUNBUFFERED", "1");
 	env_set(e, "PYTHONDONTWRITEBYTECODE", "1");
+	/* Two: a CUDA candidate's two translation units (the binding file and the .cu) are
+	 * built side by side; a C++ one has only one. The compile slots default to half the
+	 * cores, so at most every core is busy. */
 	if (precompile)
-		env_set(e, "MAX_JOBS", "1");
+		env_set(e, "MAX_JOBS", "2");
 	else if (cfg != NULL && cfg->eval.device != NULL && strcmp(cfg->eval.device, "cpu") == 0)
 		cpu_threads(e, cfg);
 }
@@ -369,6 +372,7 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 {
 	const char	*precision = cfg->eval.precision != NULL ? cfg->eval.precision : "fp32";
 	bool		 cuda = on_cuda(cfg, req);
+	char		 pch[PATH_MAX];
 	json_t		*r;
 
 	r = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o,"
@@ -387,9 +391,15 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 		      "timing", "method", "cuda_event", "l2_flush", 1, "discard_first", 1,
 		      "excessive_speedup", FB_EXCESSIVE_SPEEDUP,
 		      "time_reference", req->time_reference,
-		      "baseline_compile", req->mode == FB_BASELINE && cuda);
+		      "baseline_compile", req->mode == FB_BASELINE && cuda &&
+					  cfg->eval.baseline_compile);
 	if (r == NULL)
 		return NULL;
+	/* The shared cache's precompiled headers, for the steps that may build. */
+	if ((req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || req->mode == FB_EXECUTE ||
+	     req->mode == FB_PROFILE) && cfg->runner.fast_build &&
+	    fb_cache_dir("pch", NULL, pch, sizeof(pch)) == 0)
+		json_object_set_new(r, "pch_dir", json_string(pch));
 	if (req->candidate_path != NULL)
 		json_object_set_new(r, "candidate", json_string(req->candidate_path));
 	if (req->build_dir != NULL)
@@ -740,7 +750,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	char			*request = NULL;
 	json_t			*jreq, *res;
 	long			 ncpu;
-	int			 deadline, rc, build_lock = -1;
+	int			 deadline, rc, build_lock = -1, pch_lock = -1;
+	char			 pch[PATH_MAX] = "";
 	bool			 rebuild = false;
 
 	memset(out, 0, sizeof(*out));
@@ -831,6 +842,15 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	if ((req->mode == FB_EXECUTE || req->mode == FB_PROFILE) && !rebuild &&
 	    (rc = fb_contain_build_use(req->build_dir, &build_lock)) < 0)
 		goto out;
+	/* Only a selftest, which runs no candidate's code, may write precompiled headers:
+	 * the directory is its runner's while it runs, then sealed like a build. */
+	if (req->mode == FB_SELFTEST && cfg->runner.fast_build &&
+	    fb_cache_dir("pch", NULL, pch, sizeof(pch)) == 0 &&
+	    fb_contain_build_begin(pch, &pch_lock) < 0) {
+		fb_contain_build_end(NULL, pch_lock);
+		pch[0] = '\0';
+		pch_lock = -1;
+	}
 	fbw_init(&watch, cfg, req);
 	o.on_start = fbw_on_start;
 	o.on_start_arg = &watch;
@@ -839,6 +859,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 
 	rc = kb_spawn_run(&o, &r);
 	fbw_reap_strays(&strays);
+	if (pch[0] != '\0')
+		fb_contain_seal_closed(pch, pch_lock);
 	if (req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild)
 		fb_contain_build_end(req->build_dir, build_lock);
 	else
