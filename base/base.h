@@ -305,6 +305,7 @@ struct kb_config {
 		long	 compile_timeout_s;
 		long	 timeout_s;		/* execute deadline */
 		char	*arch_list;		/* TORCH_CUDA_ARCH_LIST; "" = detect from the GPUs */
+		bool	 baseline_compile;	/* also time the reference under torch.compile */
 	} eval;
 	struct {
 		bool	 all;
@@ -319,6 +320,7 @@ struct kb_config {
 		char	*user;			/* run as this user when root; "" = never switch */
 		bool	 isolate_network;	/* own network namespace where the host allows */
 		bool	 selftest;		/* a known-good extension before any request */
+		bool	 fast_build;		/* precompiled torch headers (kforge_runner.py) */
 		long	 rlimit_cpu_s;		/* 0 = the deadline x max(cores, 4) */
 		long	 rlimit_fsize_mb;	/* largest file the runner may write */
 		long	 rlimit_nofile;		/* open files */

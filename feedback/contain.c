@@ -215,7 +215,7 @@ static pthread_mutex_t	tree_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	uid_t	uid;
 	gid_t	gid;
-	bool	seal;
+	mode_t	dir_mode;
 	int	err;
 } walk;
 
@@ -239,7 +239,7 @@ walk_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 			walk.err = errno;
 		return 0;
 	}
-	mode = type == FTW_D ? (walk.seal ? FB_SEAL_DIR_MODE : 0755) : st->st_mode & 0755;
+	mode = type == FTW_D ? walk.dir_mode : st->st_mode & 0755;
 	if (fchown(fd, walk.uid, walk.gid) == -1 || fchmod(fd, mode) == -1) {
 		if (walk.err == 0)
 			walk.err = errno;
@@ -251,8 +251,9 @@ walk_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 /* The top is taken away from the runner's user first (root-owned 0700), so that no
  * process of that user can walk in while the tree below changes hands. */
 static int
-own_tree(const char *path, uid_t uid, gid_t gid, bool seal)
+own_tree(const char *path, uid_t uid, gid_t gid, mode_t dir_mode)
 {
+	bool	seal = uid == geteuid();
 	int	rc;
 
 	if ((rc = own_dir(path, geteuid(), getegid(), 0700)) < 0)
@@ -260,14 +261,14 @@ own_tree(const char *path, uid_t uid, gid_t gid, bool seal)
 	pthread_mutex_lock(&tree_lock);
 	walk.uid = uid;
 	walk.gid = gid;
-	walk.seal = seal;
+	walk.dir_mode = dir_mode;
 	walk.err = 0;
 	if (nftw(path, walk_one, FB_TREE_FDS, FTW_PHYS | FTW_MOUNT) == -1 && walk.err == 0)
 		walk.err = errno;
 	rc = walk.err != 0 ? -kb_errno_to_err(walk.err) : 0;
 	pthread_mutex_unlock(&tree_lock);
 	if (rc == 0)
-		rc = own_dir(path, uid, gid, seal ? FB_SEAL_DIR_MODE : 0755);
+		rc = own_dir(path, uid, gid, dir_mode);
 	if (rc < 0)
 		log_warnx("cannot %s the build %s: %s", seal ? "seal" : "unseal", path,
 			  kb_strerror(rc));
@@ -299,7 +300,7 @@ fb_contain_build_begin(const char *build_dir, int *lock_fd)
 {
 	int	rc = seal_lock(build_dir, LOCK_EX, lock_fd);
 
-	return rc <= 0 ? rc : own_tree(build_dir, cn.uid, cn.gid, false);
+	return rc <= 0 ? rc : own_tree(build_dir, cn.uid, cn.gid, 0755);
 }
 
 int
@@ -323,6 +324,16 @@ fb_contain_build_end(const char *build_dir, int lock_fd)
 	if (lock_fd < 0)
 		return;
 	if (build_dir != NULL)
-		(void)own_tree(build_dir, geteuid(), getegid(), true);
+		(void)own_tree(build_dir, geteuid(), getegid(), FB_SEAL_DIR_MODE);
+	close(lock_fd);
+}
+
+void
+fb_contain_seal_closed(const char *dir, int lock_fd)
+{
+	if (lock_fd < 0)
+		return;
+	if (dir != NULL)
+		(void)own_tree(dir, geteuid(), getegid(), 0755);
 	close(lock_fd);
 }

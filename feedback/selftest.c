@@ -13,6 +13,7 @@
  * runner's source. Torch itself is checked when a record is read: its __init__.py and
  * torch/extension.h must still be the files the pass saw.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -100,6 +101,26 @@ identify_tool(struct kb_buf *key, const char *name)
 	kb_buf_printf(key, "%s=\n", name);
 }
 
+/* Whether the shared cache holds the fast-build compiler wrapper (the runner's
+ * install_fast_cxx names it kforge-<digest>-g++). */
+static bool
+pch_ready(void)
+{
+	char		 dir[PATH_MAX];
+	DIR		*d;
+	struct dirent	*e;
+	bool		 found = false;
+
+	if (fb_cache_dir("pch", NULL, dir, sizeof(dir)) < 0 || (d = opendir(dir)) == NULL)
+		return false;
+	while (!found && (e = readdir(d)) != NULL)
+		found = strncmp(e->d_name, "kforge-", 7) == 0 &&
+			strlen(e->d_name) > 4 &&
+			strcmp(e->d_name + strlen(e->d_name) - 4, "-g++") == 0;
+	closedir(d);
+	return found;
+}
+
 static const char *
 arch_list(const struct kb_config *cfg)
 {
@@ -126,7 +147,11 @@ record_key(const struct kb_config *cfg, const char *device, const char *python, 
 		kb_buf_printf(&key, " %lld %lld", (long long)st.st_size, (long long)st.st_mtime);
 	kb_buf_printf(&key, "\ndevice=%s\narch=%s\nuser=%s\n", device, arch_list(cfg),
 		      fb_contain_user() != NULL ? fb_contain_user() : "");
+	/* The selftest's builds are what make the precompiled headers (fb_run): a cache
+	 * emptied since the last pass must see the selftest again. */
+	kb_buf_printf(&key, "fast_build=%d pch=%d\n", cfg->runner.fast_build, pch_ready());
 	identify_tool(&key, "c++");
+	identify_tool(&key, "clang++");
 	identify_tool(&key, "ninja");
 	if (strcmp(device, "cuda") == 0)
 		identify_tool(&key, "nvcc");
@@ -363,7 +388,7 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 {
 	static char		 nobody[] = "nobody";
 	static const struct kb_config defaults = {
-		.runner = { .user = nobody, .isolate_network = true },
+		.runner = { .user = nobody, .isolate_network = true, .fast_build = true },
 	};
 	struct kb_config	 limits;
 	struct fb_request	 req;

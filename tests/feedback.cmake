@@ -17,5 +17,8 @@ kb_add_script_test(feedback_env
 kb_add_script_test(feedback_runner
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_runner.py
                    LABELS unit TIMEOUT 600)
+kb_add_script_test(feedback_fastbuild
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_fastbuild.py
+                   LABELS unit TIMEOUT 900)
 kb_add_test(feedback_gpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_gpu.c LIBS kb_fb
             LABELS gpu TIMEOUT 900)

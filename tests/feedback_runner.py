@@ -57,7 +57,7 @@ class Env:
         os.makedirs(self.work, exist_ok=True)
 
     def run(self, mode, problem="problem_add.py", candidate=None, build=None, raw=None,
-            timeout=300, **over):
+            timeout=300, extra_env=None, **over):
         build = build or self.build
         req = {"mode": mode, "problem": os.path.join(DATA, problem),
                "build_dir": build, "device": "cpu", "precision": "fp32", "seed": 42,
@@ -71,6 +71,7 @@ class Env:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/"),
                "TORCH_EXTENSIONS_DIR": build, "CUDA_VISIBLE_DEVICES": "",
                "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+        env.update(extra_env or {})
         with tempfile.TemporaryFile() as res, tempfile.TemporaryFile() as log:
             t0 = time.monotonic()
             p = subprocess.run([self.python, RUNNER], input=(raw if raw is not None else

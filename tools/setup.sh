@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what kforge needs on a Debian machine, and nothing that is already there: a C
-# toolchain, CMake, libyaml, jansson, libcurl, libcrypto, ninja, ccache, and a Python that
+# toolchain, clang, CMake, libyaml, jansson, libcurl, libcrypto, ninja, ccache, and a Python that
 # imports torch *and can build a torch extension* (torch's C++ headers and pybind11:
 # Debian's python3-torch ships neither, libtorch-dev and pybind11-dev do; GPU hosts bring
 # a pip torch that has its own), and what the tests use (python3, python3-venv). Says what
@@ -23,6 +23,9 @@ have_pc libcurl || need+=(libcurl4-openssl-dev)
 have_pc libcrypto || need+=(libssl-dev)
 command -v ninja >/dev/null || need+=(ninja-build)
 command -v ccache >/dev/null || need+=(ccache)
+# clang++ builds a candidate's binding file through a precompiled header of torch's in
+# seconds (kforge_runner.py's fast builds); without it kforge falls back to c++'s slower one.
+command -v clang++ >/dev/null || need+=(clang)
 command -v python3 >/dev/null || need+=(python3)
 # The tests make a bare venv (a Python without torch) with Debian's python3.
 [ ! -x /usr/bin/python3 ] || /usr/bin/python3 -c "import ensurepip" >/dev/null 2>&1 \

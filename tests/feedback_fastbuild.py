@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""feedback_fastbuild.py: the runner's fast builds (kforge_runner.py install_fast_cxx and
+its compiler wrapper), driven directly on the CPU with real compilers and torch.
+
+- a selftest with a writable pch_dir leaves the wrapper and precompiled headers there
+- a candidate then builds through the precompiled header (the fast compiler is a shim
+  that records each call and runs the real clang++, or the real c++ where clang++ is
+  absent) and is correct
+- with the fast compiler failing, the same candidate still builds (the original command)
+- a candidate with an error gets the original compiler's message, not the fast one's
+- a pch_dir it may not write is only read: nothing is added to it
+Skips (77) without a Python that imports torch.
+"""
+import os
+import shutil
+import stat
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from feedback_runner import Env, check, failures, scratch_dir, torch_python  # noqa: E402
+
+SHIM = """#!/bin/sh
+echo "$@" >> %(log)s
+exec %(real)s "$@"
+"""
+
+
+def shim(path, log, real):
+    with open(path, "w") as f:
+        f.write(SHIM % {"log": log, "real": real})
+    os.chmod(path, 0o755)
+
+
+def pch_files(d):
+    out = []
+    for root, _, files in os.walk(d):
+        out += [os.path.join(root, f) for f in files if f.endswith((".pch", ".gch"))]
+    return out
+
+
+def main():
+    python = torch_python()
+    if python is None:
+        print("SKIP: no Python that imports torch")
+        return 77
+    tmp = scratch_dir("feedback_fastbuild")
+    e = Env(python, tmp)
+    pch = os.path.join(tmp, "pch")
+    os.makedirs(pch)
+    fast = shutil.which("clang++") or shutil.which("c++")
+    log = os.path.join(tmp, "fast.log")
+    ok_shim, bad_shim = os.path.join(tmp, "fast-ok"), os.path.join(tmp, "fast-bad")
+    shim(ok_shim, log, fast)
+    shim(bad_shim, log, "/bin/false")
+    print("scratch %s, fast compiler %s" % (tmp, fast), flush=True)
+
+    def run(mode, candidate=None, build=None, fast_cxx=ok_shim, pch_dir=pch):
+        return e.run(mode, candidate=candidate, build=build, pch_dir=pch_dir,
+                     extra_env={"KFORGE_FAST_CXX": fast_cxx})
+
+    r, logtext, _, _ = run("selftest")
+    check(r.get("status") == "ok", "selftest: ok (%s)" % r.get("details", {}).get("message"))
+    wrappers = [f for f in os.listdir(pch) if f.startswith("kforge-") and f.endswith("-g++")]
+    check(len(wrappers) == 1, "selftest: the wrapper is in pch_dir (%s)" % os.listdir(pch))
+    check(len(pch_files(pch)) >= 3, "selftest: a precompiled header per warmed flag set (%d)"
+          % len(pch_files(pch)))
+    made = set(pch_files(pch))
+
+    # fast path: a -O2 candidate (a warmed flag set), through the recording shim
+    open(log, "w").close()
+    r, logtext, _, _ = run("execute", candidate="cand_ext_add.py",
+                           build=os.path.join(tmp, "b1"))
+    check(r.get("status") == "ok" and r.get("correct") is True,
+          "fast path: built and correct (%s)" % r.get("details", {}).get("message"))
+    with open(log) as f:
+        calls = f.read()
+    check("-include" in calls and "main.cpp" in calls,
+          "fast path: the fast compiler compiled main.cpp with the header (%r)" % calls[:300])
+    check(set(pch_files(pch)) == made, "fast path: no new precompiled header for -O2")
+
+    # the fast compiler fails: the original command builds it all the same
+    r, _, _, _ = run("execute", candidate="cand_ext_add.py", build=os.path.join(tmp, "b2"),
+                     fast_cxx=bad_shim)
+    check(r.get("status") == "ok" and r.get("correct") is True,
+          "fallback: built by the original compiler and correct (%s)"
+          % r.get("details", {}).get("message"))
+
+    # a compile error is the original compiler's
+    r, _, _, _ = run("precompile", candidate="cand_compile_error.py",
+                     build=os.path.join(tmp, "b3"))
+    out = r.get("details", {}).get("compiler_output", "")
+    check(r.get("status") == "compile_error", "compile error: compile_error")
+    check("was not declared in this scope" in out and "use of undeclared identifier" not in out,
+          "compile error: g++'s message, not the fast compiler's (%r)" % out[-400:])
+
+    # a pch_dir this process may not write is only read (as a sealed one is, for nobody)
+    if os.geteuid() != 0:
+        os.chmod(pch, stat.S_IRUSR | stat.S_IXUSR)
+        before = sorted(os.listdir(pch))
+        r, _, _, _ = run("execute", candidate="cand_ext_add.py", build=os.path.join(tmp, "b4"))
+        check(r.get("status") == "ok", "read-only pch_dir: still builds")
+        check(sorted(os.listdir(pch)) == before, "read-only pch_dir: nothing added")
+        os.chmod(pch, 0o755)
+
+    if failures:
+        print("%d check(s) failed; scratch kept at %s" % (len(failures), tmp))
+        return 1
+    shutil.rmtree(tmp, ignore_errors=True)
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
