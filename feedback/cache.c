@@ -109,3 +109,38 @@ fb_cache_dir(const char *kind, const char *key, char *out, size_t n)
 		return snprintf(out, n, "%s", dir) >= (int)n ? -KB_ETOOBIG : 0;
 	return kb_path_join(out, n, dir, key);
 }
+
+/* ------------------------------------------------------------ builds */
+
+int
+fb_build_dir(const struct kb_config *cfg, const char *code, char *out, size_t n)
+{
+	struct kb_buf	 key = KB_BUF_INIT(FB_BUILD_KEY_CAP);
+	char		 python[PATH_MAX], err[512], env[65], sha[65];
+	const char	*device = cfg->eval.device != NULL ? cfg->eval.device : "cpu";
+	int		 rc;
+
+	if ((rc = fb_find_python(cfg, python, sizeof(python), err, sizeof(err))) < 0 ||
+	    (rc = fb_env_key(cfg, device, python, env)) < 0)
+		return rc;
+	/* The environment (python, torch, compilers, arch list, runner), then what else
+	 * changes the build: precision, the fast build (another compiler), the code. */
+	kb_buf_printf(&key, "env=%s\nprecision=%s\nfast_build=%d\n", env,
+		      cfg->eval.precision != NULL ? cfg->eval.precision : "fp32",
+		      cfg->runner.fast_build);
+	if ((rc = kb_buf_append(&key, code, strlen(code))) < 0) {
+		kb_buf_clear(&key);
+		return rc;
+	}
+	kb_sha256_hex(key.p, key.len, sha);
+	kb_buf_clear(&key);
+	sha[32] = '\0';
+	return fb_cache_dir("builds", sha, out, n);
+}
+
+bool
+fb_build_cacheable(enum fb_status st)
+{
+	/* What the code alone decides; a timeout, a crash or an env_error may not recur. */
+	return st == FB_ST_OK || st == FB_ST_COMPILE_ERROR || st == FB_ST_NO_MODEL_NEW;
+}

@@ -249,6 +249,22 @@ int	fb_stage_close(bool remove);
  * logged) when it is not a real directory of this user's closed to others' writes.
  * kind and key are single path components (-KB_EINVAL otherwise). */
 int	fb_cache_dir(const char *kind, const char *key, char *out, size_t n);
+/* The identity of the runner's environment for a device, as a SHA-256 hex string: the
+ * Python (and the torch under it), the compilers and ninja, the arch list, the runner's
+ * user, whether the fast-build headers exist, and the runner's source. Keys the
+ * selftest's pass records and the builds. */
+int	fb_env_key(const struct kb_config *cfg, const char *device, const char *python,
+		   char sha[65]);
+/* A candidate's build directory in the shared cache (not created): "builds/<key>", the
+ * key hashing fb_env_key for the config's device, the precision, runner.fast_build and
+ * the code, so no build is ever used by code, flags or an environment it was not made
+ * for. Runs and `kforge eval` both build there. < 0 when no Python is found or there
+ * is no cache. */
+#define FB_BUILD_KEY_CAP	((size_t)8 << 20)
+int	fb_build_dir(const struct kb_config *cfg, const char *code, char *out, size_t n);
+/* Whether a precompile's outcome is the code's alone, to keep beside its build
+ * (compile.json) for every later request of the same code. */
+bool	fb_build_cacheable(enum fb_status st);
 
 /* The E part of the refinement prompt (paper App. D.3): compiler/execution output for a
  * failed turn, "Your kernel execution timed out" for timeouts, the wall-clock time when

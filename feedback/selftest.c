@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,8 +131,40 @@ arch_list(const struct kb_config *cfg)
 	return a != NULL ? a : "";
 }
 
-static int
-record_key(const struct kb_config *cfg, const char *device, const char *python, char sha[65])
+/* Where the runner's Python keeps torch, by the usual layouts (a venv or prefix's
+ * lib/python3.X/{site,dist}-packages, Debian's /usr/lib/python3/dist-packages): the
+ * identity (path, size, mtime) of torch/version.py, so that a torch upgraded under the
+ * same Python changes the key. Nothing is added where none is found. */
+static void
+identify_torch(struct kb_buf *key, const char *python)
+{
+	char		 prefix[PATH_MAX], pattern[PATH_MAX + 64], *slash;
+	glob_t		 g;
+	struct stat	 st;
+
+	if (snprintf(prefix, sizeof(prefix), "%s", python) >= (int)sizeof(prefix) ||
+	    (slash = strrchr(prefix, '/')) == NULL)
+		return;
+	*slash = '\0';				/* .../bin */
+	if ((slash = strrchr(prefix, '/')) == NULL)
+		return;
+	*slash = '\0';				/* the prefix */
+	snprintf(pattern, sizeof(pattern), "%s/lib/python3*/*-packages/torch/version.py", prefix);
+	if (glob(pattern, 0, NULL, &g) != 0) {
+		snprintf(pattern, sizeof(pattern), "%s/lib/python3/dist-packages/torch/version.py",
+			 prefix);
+		if (glob(pattern, 0, NULL, &g) != 0)
+			return;
+	}
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		if (stat(g.gl_pathv[i], &st) == 0)
+			kb_buf_printf(key, "torch=%s %lld %lld\n", g.gl_pathv[i],
+				      (long long)st.st_size, (long long)st.st_mtime);
+	globfree(&g);
+}
+
+int
+fb_env_key(const struct kb_config *cfg, const char *device, const char *python, char sha[65])
 {
 	struct kb_buf	 key = KB_BUF_INIT(1u << 20);
 	char		 runner[PATH_MAX], *src = NULL;
@@ -145,7 +178,9 @@ record_key(const struct kb_config *cfg, const char *device, const char *python, 
 	kb_buf_printf(&key, "python=%s", python);
 	if (stat(python, &st) == 0)
 		kb_buf_printf(&key, " %lld %lld", (long long)st.st_size, (long long)st.st_mtime);
-	kb_buf_printf(&key, "\ndevice=%s\narch=%s\nuser=%s\n", device, arch_list(cfg),
+	kb_buf_printf(&key, "\n");
+	identify_torch(&key, python);
+	kb_buf_printf(&key, "device=%s\narch=%s\nuser=%s\n", device, arch_list(cfg),
 		      fb_contain_user() != NULL ? fb_contain_user() : "");
 	/* The selftest's builds are what make the precompiled headers (fb_run): a cache
 	 * emptied since the last pass must see the selftest again. */
@@ -426,7 +461,7 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 		     NULL);
 		return 0;
 	}
-	if ((rc = record_key(cfg, device, out->python, sha)) < 0) {
+	if ((rc = fb_env_key(cfg, device, out->python, sha)) < 0) {
 		snprintf(out->message, sizeof(out->message), "cannot read the runner: %s",
 			 kb_strerror(rc));
 		return rc;

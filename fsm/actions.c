@@ -400,7 +400,10 @@ build_dir_for(const struct task_run *t, const char *code, char *out, size_t n)
 	struct kb_buf	 key = KB_BUF_INIT(FSM_MAX_SOURCE * 2);
 	char		 sha[65];
 
-	/* The build depends on the source and on what it is built for. */
+	/* The shared cache, where any run or `kforge eval` finds what one of them built. */
+	if (fb_build_dir(t->cfg, code, out, n) == 0)
+		return;
+	/* No cache (none could be made, no Python): the run's own, as before. */
 	kb_buf_printf(&key, "%s\n%s\n%s\n", t->cfg->eval.device, t->cfg->eval.arch_list,
 		      t->cfg->eval.precision);
 	kb_buf_append(&key, code, strlen(code));
@@ -408,18 +411,6 @@ build_dir_for(const struct task_run *t, const char *code, char *out, size_t n)
 	kb_buf_clear(&key);
 	sha[24] = '\0';
 	(void)fb_stage_build_dir(t->ctx->run_dir, sha, out, n);
-}
-
-/* build/<key> of a build dir: relative to where runners work (the run directory, or its
- * staging directory), the same in either. */
-static const char *
-stage_relative(const char *build)
-{
-	const char	*p = strrchr(build, '/');
-
-	while (p != NULL && p > build && p[-1] != '/')
-		p--;
-	return p != NULL ? p : build;
 }
 
 /* The task's scratch directory, where its runners start. */
@@ -498,7 +489,7 @@ fsm_act_precompile(struct task_run *t)
 	snprintf(cache, sizeof(cache), "%s/compile.json", c.build);
 	if ((rc = fb_stage_mkdir(c.build)) < 0 || (rc = fb_stage_mkdir(c.work)) < 0)
 		return rc;
-	json_object_set_new(t->data, "build_dir", json_string(stage_relative(c.build)));
+	json_object_set_new(t->data, "build_dir", json_string(c.build));
 	if ((result = json_load_file(cache, 0, NULL)) != NULL) {
 		json_object_set_new(t->data, "cache_hit", json_true());
 	} else {
@@ -518,8 +509,7 @@ fsm_act_precompile(struct task_run *t)
 		/* Deterministic outcomes are cached for every task that writes the same code,
 		 * before the slot is given back: a task waiting for it with the same code
 		 * then finds the build instead of compiling it again. */
-		if (rc == 0 && (o.status == FB_ST_OK || o.status == FB_ST_COMPILE_ERROR ||
-				o.status == FB_ST_NO_MODEL_NEW) &&
+		if (rc == 0 && fb_build_cacheable(o.status) &&
 		    kb_write_atomic_json(cache, o.result) == -KB_ENOSPC)
 			rc = -KB_ENOSPC;
 		lease_give(t, &lease);

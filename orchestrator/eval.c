@@ -145,7 +145,10 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	struct fb_request	 req = { 0 };
 	struct fb_outcome	 pre = { 0 }, base = { 0 }, ex = { 0 };
 	char			 err[512], tmpl[PATH_MAX], build[PATH_MAX], work[PATH_MAX];
-	char			 prob[PATH_MAX], kern[PATH_MAX];
+	char			 prob[PATH_MAX], kern[PATH_MAX], cached[PATH_MAX + 16];
+	char			*src = NULL;
+	size_t			 src_len = 0;
+	bool			 pre_hit = false;
 	const char		*tmp = getenv("TMPDIR");
 	json_t			*gpus = NULL, *out, *flags;
 	double			 ref_ms = -1, speedup = -1;
@@ -184,8 +187,14 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		fprintf(stderr, "kforge: %s\n", err);
 		goto out_clean;
 	}
-	fb_stage_build_dir(tmpl, "candidate", build, sizeof(build));
+	/* The shared build cache, as a run's: a build any run or eval made is reused. */
+	if (kb_read_file(kern, FB_BUILD_KEY_CAP / 2, &src, NULL) < 0 ||
+	    fb_build_dir(&cfg, src, build, sizeof(build)) < 0)
+		fb_stage_build_dir(tmpl, "candidate", build, sizeof(build));
+	free(src);
+	src = NULL;
 	fb_stage_work_dir(tmpl, "eval", work, sizeof(work));
+	snprintf(cached, sizeof(cached), "%s/compile.json", build);
 
 	req.problem_path = prob;
 	req.candidate_path = kern;
@@ -193,8 +202,16 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	req.work_dir = work;
 	req.device_index = -1;
 	req.mode = FB_PRECOMPILE;
-	if ((rc = fb_run(&cfg, &req, &pre)) < 0)
-		goto out_fail;
+	if (kb_read_file(cached, FB_BUILD_KEY_CAP, &src, &src_len) == 0 &&
+	    fb_result_parse(src, src_len, &pre, err, sizeof(err)) == 0) {
+		pre_hit = true;
+	} else {
+		fb_outcome_clear(&pre);
+		if ((rc = fb_run(&cfg, &req, &pre)) < 0)
+			goto out_fail;
+		if (fb_build_cacheable(pre.status))
+			(void)kb_write_atomic_json(cached, pre.result);
+	}
 	final = &pre;
 	if (pre.status == FB_ST_OK) {
 		req.device_index = strcmp(cfg.eval.device, "cuda") == 0 ?
@@ -224,6 +241,13 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 			"ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null(), "speedup",
 			speedup > 0 ? json_real(speedup) : json_null(), "device", cfg.eval.device,
 			"result", final->result);
+	/* What each step cost, for scripts and tools/bench/inner: 0 s on a cache hit. */
+	json_object_set_new(out, "steps", json_pack("{s:{s:f, s:b}, s:o, s:o}",
+		"precompile", "wall_s", pre_hit ? 0.0 : pre.wall_ms / 1000.0, "cache_hit", pre_hit,
+		"baseline", base.result != NULL ? json_pack("{s:f}", "wall_s", base.wall_ms / 1000.0) :
+		json_null(),
+		"execute", ex.result != NULL ? json_pack("{s:f}", "wall_s", ex.wall_ms / 1000.0) :
+		json_null()));
 	if (as_json) {
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
@@ -253,6 +277,7 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 out_fail:
 	fprintf(stderr, "kforge: evaluation failed: %s\n", kb_strerror(rc));
 out_clean:
+	free(src);
 	fb_outcome_clear(&pre);
 	fb_outcome_clear(&base);
 	fb_outcome_clear(&ex);
