@@ -144,3 +144,58 @@ fb_build_cacheable(enum fb_status st)
 	/* What the code alone decides; a timeout, a crash or an env_error may not recur. */
 	return st == FB_ST_OK || st == FB_ST_COMPILE_ERROR || st == FB_ST_NO_MODEL_NEW;
 }
+
+/* ------------------------------------------------------------ baselines */
+
+int
+fb_baseline_path(const struct kb_config *cfg, const char *problem_path, const char *device_name,
+		 char *out, size_t n)
+{
+	struct kb_buf	 key = KB_BUF_INIT(FB_BUILD_KEY_CAP);
+	char		 python[PATH_MAX], err[512], env[65], sha[65], dir[PATH_MAX], *text = NULL;
+	const char	*device = cfg->eval.device != NULL ? cfg->eval.device : "cpu";
+	size_t		 len = 0;
+	int		 rc;
+
+	if ((rc = fb_find_python(cfg, python, sizeof(python), err, sizeof(err))) < 0 ||
+	    (rc = fb_env_key(cfg, device, python, env)) < 0 ||
+	    (rc = kb_read_file(problem_path, FB_BUILD_KEY_CAP / 2, &text, &len)) < 0)
+		return rc;
+	/* Everything the reference's timing depends on: the problem's content, the device
+	 * model, the environment (python, torch and CUDA under it), precision and the
+	 * timing settings; on the CPU, the threads an execution gets (feedback/run.c). */
+	kb_buf_printf(&key, "env=%s\ndevice_name=%s\nprecision=%s\nperf_trials=%ld\nwarmup=%ld\n"
+		      "seed=%ld\ntiming=%s\ncompile=%d\n", env, device_name,
+		      cfg->eval.precision != NULL ? cfg->eval.precision : "fp32",
+		      cfg->eval.perf_trials, cfg->eval.warmup, cfg->eval.seed, FB_TIMING_METHOD,
+		      cfg->eval.baseline_compile);
+	if (strcmp(device, "cpu") == 0)
+		kb_buf_printf(&key, "cpu_threads=%ld\n", fb_cpu_threads(cfg));
+	rc = kb_buf_append(&key, text, len);
+	free(text);
+	if (rc < 0) {
+		kb_buf_clear(&key);
+		return rc;
+	}
+	kb_sha256_hex(key.p, key.len, sha);
+	kb_buf_clear(&key);
+	sha[32] = '\0';
+	if ((rc = fb_cache_dir("baselines", NULL, dir, sizeof(dir))) < 0)
+		return rc;
+	return snprintf(out, n, "%s/%s.json", dir, sha) >= (int)n ? -KB_ETOOBIG : 0;
+}
+
+json_t *
+fb_baseline_record(const char *problem, const char *device_name, const struct fb_outcome *o)
+{
+	json_t	*d = json_object_get(o->result, "details");
+	json_t	*timing = json_object_get(o->result, "timing");
+
+	return json_pack("{s:s, s:s, s:O?, s:O?, s:O?, s:s, s:O?, s:O?, s:O?}", "problem",
+			 problem, "device_name", device_name, "eager",
+			 json_object_get(timing, "reference"), "compile",
+			 json_object_get(timing, "reference_compile"), "env",
+			 json_object_get(o->result, "env"), "status", fb_status_name(o->status),
+			 "message", json_object_get(d, "message"), "stage",
+			 json_object_get(d, "stage"), "fix", json_object_get(d, "fix"));
+}

@@ -260,6 +260,23 @@ int	fb_env_key(const struct kb_config *cfg, const char *device, const char *pyth
  * the code, so no build is ever used by code, flags or an environment it was not made
  * for. Runs and `kforge eval` both build there. < 0 when no Python is found or there
  * is no cache. */
+/* The shared cache's record of a problem's reference timings on a device model
+ * ("baselines/<key>.json", not created): the key hashes the problem file's content, the
+ * device name, fb_env_key (python, torch, CUDA), the precision, the timing settings
+ * (perf_trials, warmup, seed, method), whether torch.compile is timed too and, on the
+ * CPU, an execution's threads. A run keeps its own copy of what it compared against. */
+int	fb_baseline_path(const struct kb_config *cfg, const char *problem_path,
+			 const char *device_name, char *out, size_t n);
+/* A baseline step's record, as runs keep it and the shared cache holds it: {problem,
+ * device_name, eager, compile (timing stats or null), env, status, message, stage, fix}. */
+json_t	*fb_baseline_record(const char *problem, const char *device_name,
+			    const struct fb_outcome *o);
+/* The timing method the runner is asked for (CUDA events with an L2 flush and the first
+ * trial discarded on cuda, the host clock on cpu). */
+#define FB_TIMING_METHOD	"cuda_event l2_flush discard_first"
+/* The threads an execution slot gets on the CPU (OMP_NUM_THREADS): the cores the compile
+ * slots leave, shared by the CPU execution slots. */
+long	fb_cpu_threads(const struct kb_config *cfg);
 #define FB_BUILD_KEY_CAP	((size_t)8 << 20)
 int	fb_build_dir(const struct kb_config *cfg, const char *code, char *out, size_t n);
 /* Whether a precompile's outcome is the code's alone, to keep beside its build

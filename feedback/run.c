@@ -112,17 +112,24 @@ env_clear(struct fb_env *e)
 /* On the CPU an execution slot gets its share of the cores left over by the compile
  * slots: torch's intra-op pool would otherwise spin on cores a compile is using, and the
  * timings (reference and candidate alike) would measure the contention. */
-static void
-cpu_threads(struct fb_env *e, const struct kb_config *cfg)
+long
+fb_cpu_threads(const struct kb_config *cfg)
 {
 	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
 	long	compile = cfg->runner.compile_slots > 0 ? cfg->runner.compile_slots :
 			  (cores > 1 ? cores / 2 : 1);
 	long	slots = cfg->runner.cpu_exec_slots > 0 ? cfg->runner.cpu_exec_slots : 1;
 	long	n = (cores - compile) / slots;
+
+	return n > 0 ? n : 1;
+}
+
+static void
+cpu_threads(struct fb_env *e, const struct kb_config *cfg)
+{
 	char	text[24];
 
-	snprintf(text, sizeof(text), "%ld", n > 0 ? n : 1);
+	snprintf(text, sizeof(text), "%ld", fb_cpu_threads(cfg));
 	env_set(e, "OMP_NUM_THREADS", text);
 	env_set(e, "MKL_NUM_THREADS", text);
 }
@@ -225,18 +232,28 @@ fb_python_snippet(const struct kb_config *cfg, const char *python, const char *c
 	return rc;
 }
 
+/* A Python found to import torch is remembered in the shared cache under fb_env_key
+ * (the Python's identity and the torch under it, among the rest), so that the next
+ * kforge process does not pay a torch import (seconds) to find the same answer. */
 static bool
 imports_torch(const struct kb_config *cfg, const char *py)
 {
 	struct kb_spawn_result	 r = { 0 };
-	bool			 ok;
+	char			 sha[65], memo[PATH_MAX];
+	bool			 ok, memo_ok;
 
 	if (access(py, X_OK) != 0)
 		return false;
+	memo_ok = fb_env_key(cfg, "cpu", py, sha) == 0 &&
+		  fb_cache_dir("python", sha, memo, sizeof(memo)) == 0;
+	if (memo_ok && kb_file_exists(memo))
+		return true;
 	ok = fb_python_snippet(cfg, py, "import torch", NULL, false, 0, &r) == 0 &&
 	     r.end == KB_END_EXITED && r.exit_code == 0;
 	if (!ok)
 		log_debug("%s cannot import torch: %.200s", py, r.out.p != NULL ? r.out.p : "");
+	else if (memo_ok)
+		(void)kb_write_atomic(memo, py, strlen(py));
 	kb_spawn_result_clear(&r);
 	return ok;
 }

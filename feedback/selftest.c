@@ -166,11 +166,15 @@ identify_torch(struct kb_buf *key, const char *python)
 int
 fb_env_key(const struct kb_config *cfg, const char *device, const char *python, char sha[65])
 {
+	static const struct kb_config no_config;
 	struct kb_buf	 key = KB_BUF_INIT(1u << 20);
 	char		 runner[PATH_MAX], *src = NULL;
 	size_t		 len = 0;
 	struct stat	 st;
 	int		 rc;
+
+	if (cfg == NULL)
+		cfg = &no_config;
 
 	if ((rc = kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py")) < 0 ||
 	    (rc = kb_read_file(runner, 4u << 20, &src, &len)) < 0)

@@ -589,17 +589,18 @@ slug(const char *in, char *out, size_t n)
 	out[j] = '\0';
 }
 
-/* The reference's timing on this device model, measured once per run and shared by
- * every task of the problem (flock'ed so two samples do not both measure it). */
+/* The reference's timing on this device model, measured once and shared by every task of
+ * the problem and by later runs (fb_baseline_path's key), flock'ed so two samples or two
+ * runs do not both measure it. */
 static int
 baseline_ms(struct task_run *t, struct lease *lease, int device, double *ms, json_t **info)
 {
 	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
 	char			 name[256], s[256], dir[PATH_MAX], path[PATH_MAX], lock[PATH_MAX];
-	char			 work[PATH_MAX];
+	char			 work[PATH_MAX], shared[PATH_MAX] = "", shared_lock[PATH_MAX];
 	json_t			*b = NULL, *eager;
-	int			 fd, rc = 0;
+	int			 fd, sfd = -1, rc = 0;
 
 	device_name(t, device, name, sizeof(name));
 	slug(name, s, sizeof(s));
@@ -613,27 +614,34 @@ baseline_ms(struct task_run *t, struct lease *lease, int device, double *ms, jso
 		return -kb_errno_to_err(errno);
 	while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
 		;
-	if ((b = json_load_file(path, 0, NULL)) == NULL) {
+	/* The run's own record first (a resumed run compares against what it began with),
+	 * then the cache shared by runs, then a measurement that fills both. */
+	if ((b = json_load_file(path, 0, NULL)) == NULL &&
+	    fb_baseline_path(t->cfg, t->task->problem_path, name, shared, sizeof(shared)) == 0) {
+		snprintf(shared_lock, sizeof(shared_lock), "%.*s.lock",
+			 (int)(strlen(shared) - 5), shared);
+		if ((sfd = open(shared_lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) != -1)
+			while (flock(sfd, LOCK_EX) == -1 && errno == EINTR)
+				;
+		if ((b = json_load_file(shared, 0, NULL)) != NULL) {
+			json_object_set_new(b, "cache", json_string(shared));
+			json_object_set_new(b, "problem", json_string(t->task->problem_key));
+			rc = kb_write_atomic_json(path, b);
+		}
+	}
+	if (b == NULL && rc == 0) {
 		runner_request(t, FB_BASELINE, NULL, lease, &req);
 		req.work_dir = work;
 		if ((rc = fb_run(t->cfg, &req, &o)) == 0) {
-			json_t *d = json_object_get(o.result, "details");
-
-			b = json_pack("{s:s, s:s, s:O?, s:O?, s:O?, s:s, s:O?, s:O?, s:O?}", "problem",
-				      t->task->problem_key, "device_name", name, "eager",
-				      json_object_get(json_object_get(o.result, "timing"), "reference"),
-				      "compile",
-				      json_object_get(json_object_get(o.result, "timing"),
-						      "reference_compile"),
-				      "env", json_object_get(o.result, "env"), "status",
-				      fb_status_name(o.status), "message",
-				      json_object_get(d, "message"), "stage",
-				      json_object_get(d, "stage"), "fix", json_object_get(d, "fix"));
-			if (o.status == FB_ST_OK)
-				rc = kb_write_atomic_json(path, b);
+			b = fb_baseline_record(t->task->problem_key, name, &o);
+			if (o.status == FB_ST_OK && (rc = kb_write_atomic_json(path, b)) == 0 &&
+			    shared[0] != '\0')
+				(void)kb_write_atomic_json(shared, b);
 		}
 		fb_outcome_clear(&o);
 	}
+	if (sfd != -1)
+		close(sfd);
 	close(fd);
 	if (rc < 0) {
 		json_decref(b);
