@@ -32,6 +32,49 @@ def shim(path, log, real):
     os.chmod(path, 0o755)
 
 
+NVCC_SHIM = """#!/bin/sh
+for a in "$@"; do case "$a" in *.cu) echo "$a" >> %(log)s; cat "$a" >> %(log)s;; esac; done
+if [ -n "$FAIL_SLIM" ]; then for a in "$@"; do case "$a" in *.cu)
+  grep -q 'torch/types.h' "$a" && exit 1;; esac; done; fi
+exit 0
+"""
+
+
+def test_nvcc_wrapper(wrapper, tmp):
+    import subprocess
+    log, shim_path = os.path.join(tmp, "nvcc.log"), os.path.join(tmp, "nvcc-shim")
+    with open(shim_path, "w") as f:
+        f.write(NVCC_SHIM % {"log": log})
+    os.chmod(shim_path, 0o755)
+    cu = os.path.join(tmp, "cuda.cu")
+    with open(cu, "w") as f:
+        f.write("// line 1\n#include <torch/extension.h>\n__global__ void k() {}\n")
+
+    def nvcc(fail_slim=False, src=cu):
+        open(log, "w").close()
+        env = dict(os.environ, KFORGE_NVCC_REAL=shim_path)
+        if fail_slim:
+            env["FAIL_SLIM"] = "1"
+        rc = subprocess.run([wrapper, "-O3", "-c", src, "-o", src + ".o"], env=env).returncode
+        with open(log) as f:
+            return rc, f.read()
+    rc, seen = nvcc()
+    check(rc == 0 and seen.count(".cu\n") == 1 and ".kforge-slim.cu" in seen,
+          "nvcc wrapper: one compile, of the slim copy (%r)" % seen)
+    check(seen.splitlines()[2:4] == ["#include <torch/types.h>", "__global__ void k() {}"],
+          "nvcc wrapper: torch/types.h on the include's own line (%r)" % seen)
+    rc, seen = nvcc(fail_slim=True)
+    check(rc == 0 and seen.count(".cu\n") == 2 and seen.rstrip().endswith("__global__ void k() {}")
+          and "%s\n// line 1\n#include <torch/extension.h>" % cu in seen,
+          "nvcc wrapper: the slim compile failed, the original command ran (%r)" % seen)
+    plain = os.path.join(tmp, "plain.cu")
+    with open(plain, "w") as f:
+        f.write("__global__ void k() {}\n")
+    rc, seen = nvcc(src=plain)
+    check(rc == 0 and seen.count(".cu\n") == 1 and "kforge-slim" not in seen,
+          "nvcc wrapper: a .cu without torch/extension.h goes straight through (%r)" % seen)
+
+
 def pch_files(d):
     out = []
     for root, _, files in os.walk(d):
@@ -93,6 +136,13 @@ def main():
     check(r.get("status") == "compile_error", "compile error: compile_error")
     check("was not declared in this scope" in out and "use of undeclared identifier" not in out,
           "compile error: g++'s message, not the fast compiler's (%r)" % out[-400:])
+
+    # the nvcc wrapper (PYTORCH_NVCC on cuda), with a stand-in nvcc that records what it
+    # compiled and fails on the slim header when told to
+    nvccs = [f for f in os.listdir(pch) if f.startswith("kforge-") and f.endswith("-nvcc")]
+    check(len(nvccs) == 1, "selftest: the nvcc wrapper is in pch_dir (%s)" % os.listdir(pch))
+    if nvccs:
+        test_nvcc_wrapper(os.path.join(pch, nvccs[0]), tmp)
 
     # a pch_dir this process may not write is only read (as a sealed one is, for nobody)
     if os.geteuid() != 0:
