@@ -17,6 +17,8 @@ kb_add_script_test(feedback_env
 kb_add_script_test(feedback_runner
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_runner.py
                    LABELS unit TIMEOUT 600)
+kb_add_test(feedback_cache SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_cache.c LIBS kb_fb
+            LABELS unit TIMEOUT 120)
 kb_add_script_test(feedback_fastbuild
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_fastbuild.py
                    LABELS unit TIMEOUT 900)

@@ -79,7 +79,7 @@ test_pass_and_cache(struct kb_config *cfg, const char *records)
 }
 
 /* use_cache false builds afresh even where a pass is recorded for the environment: a
- * PATH whose c++ and ninja are the same files (the same key) but without `which`, which
+ * PATH whose c++, ninja (and clang++) are the same files (the same key) but without `which`, which
  * torch's compiler check calls, so the fresh build fails at once where the recorded pass
  * is still reused. Then fb_selftest_forget drops the records. */
 static void
@@ -94,6 +94,10 @@ test_fresh_and_forget(struct kb_config *cfg, const char *records)
 	CHECK(symlink("/usr/bin/c++", link) == 0);
 	snprintf(link, sizeof(link), "%s/ninja", bin);
 	CHECK(symlink("/usr/bin/ninja", link) == 0);
+	/* The fast build's compiler is part of the key too, where there is one. */
+	snprintf(link, sizeof(link), "%s/clang++", bin);
+	if (access("/usr/bin/clang++", X_OK) == 0)
+		CHECK(symlink("/usr/bin/clang++", link) == 0);
 	setenv("PATH", bin, 1);
 	CHECK(fb_selftest(cfg, "cpu", true, &st) == 0);
 	print("same key, cached", &st);
