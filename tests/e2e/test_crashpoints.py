@@ -14,6 +14,7 @@ compiling runner must not leave the compiler running either.
 Every scenario reuses one run path, so the torch build of the reference run, copied in,
 stays valid (ninja has nothing to do): each runner costs a Python start, not a compile.
 """
+import glob
 import json
 import re
 import os
@@ -36,6 +37,10 @@ SCRIPT = {"rules": [{"match": "e2e_leaky", "replies": [reply("leaky_1.md")]}],
 TASKS = ["L1_2_LeakyReLU_s0", "L1_2_LeakyReLU_s1"]
 RUN = os.path.join(work, "run")
 CACHE = os.path.join(work, "cache")
+# Builds live in the cache that runs share (feedback/cache.c): this test's own, so that
+# what it removes between scenarios is its own and no other test's build serves it.
+SHARED = os.path.join(work, "shared-cache")
+os.environ["KFORGE_CACHE_DIR"] = SHARED
 TURNS_TOTAL = 2 * len(TASKS)
 CRASH_HOLD_MS = 600000  # KFORGE_CRASHDELAY_MS's largest value: "until killed"
 
@@ -248,8 +253,14 @@ def prepare(fresh_build):
     if os.path.exists(RUN):
         shutil.rmtree(RUN)
     os.makedirs(RUN)
-    if not fresh_build:
-        shutil.copytree(os.path.join(CACHE, "build"), os.path.join(RUN, "build"), symlinks=True)
+    builds = os.path.join(SHARED, "builds")
+    if fresh_build:
+        shutil.rmtree(builds, ignore_errors=True)
+    else:
+        # The reference's builds stay, their outcomes go: each precompile runs its
+        # runner again (ninja finds the build done), so its crash points are reached.
+        for cached in glob.glob(os.path.join(builds, "*", "compile.json")):
+            os.remove(cached)
         shutil.copytree(os.path.join(CACHE, "baselines"), os.path.join(RUN, "baselines"))
 
 
@@ -348,8 +359,6 @@ os.rename(ref_dir, RUN)
 REF = task_statuses()
 check(all(v == [(1, "ok"), (2, "no_code")] for v in REF.values()),
       "the reference run does not compile, execute and then get no code: %s" % REF)
-shutil.copytree(os.path.join(RUN, "build"), os.path.join(CACHE, "build"), symlinks=True,
-                ignore=shutil.ignore_patterns("compile.json"))
 shutil.copytree(os.path.join(RUN, "baselines"), os.path.join(CACHE, "baselines"))
 shutil.rmtree(RUN)
 

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""test_eval_cache: `kforge eval` and the cache that runs share (feedback/cache.c).
+
+- two evals of one new candidate started at once: both correct, one build directory
+  (the runner's build lock and the seal lock serialise them)
+- a third eval of the same files: the precompile and the baseline are cache hits, no
+  build and no reference timing
+- the same candidate with one byte changed: a build of its own
+"""
+import concurrent.futures
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kfe2e import HOME, check, kforge, scratch, torch_python  # noqa: E402
+
+torch_python()
+work = scratch("eval_cache")
+problem = os.path.join(HOME, "problems", "level1", "2_LeakyReLU.py")
+with open(os.path.join(HOME, "tests", "data", "e2e", "replies", "leaky_2.md")) as f:
+    text = f.read()
+code = text.split("```python\n", 1)[1].split("```", 1)[0]
+# A candidate no earlier test built: a comment unique to this run of the test.
+stamp = "// eval_cache %d %f\n" % (os.getpid(), time.time())
+code = code.replace("#include <torch/extension.h>", "#include <torch/extension.h>\n" + stamp, 1)
+check(stamp in code, "the reply has no torch/extension.h include to mark")
+kernel = os.path.join(work, "kernel.py")
+with open(kernel, "w") as f:
+    f.write(code)
+SETS = ["--set", "eval.perf_trials=5", "--set", "eval.warmup=1"]
+
+
+def evaluate(path):
+    p = kforge("eval", "--problem", problem, "--kernel", path, "--device", "cpu", "--json",
+               *SETS, timeout=1200, check_rc=False)
+    check(p.returncode == 0, "kforge eval exited %d: %s" % (p.returncode, p.stderr[-3000:]))
+    return json.loads(p.stdout)
+
+
+with concurrent.futures.ThreadPoolExecutor(2) as ex:
+    a, b = list(ex.map(evaluate, [kernel, kernel]))
+for r in (a, b):
+    check(r["status"] == "ok" and r["correct"], "a concurrent eval: %s" % r["status"])
+
+print("concurrent: precompile %s / %s" % (a["steps"]["precompile"], b["steps"]["precompile"]))
+
+c = evaluate(kernel)
+check(c["correct"], "the third eval is not correct")
+check(c["steps"]["precompile"] == {"wall_s": 0.0, "cache_hit": True},
+      "the third eval built again: %s" % c["steps"]["precompile"])
+check(c["steps"]["baseline"]["cache_hit"] is True and c["steps"]["baseline"]["wall_s"] == 0.0,
+      "the third eval timed the reference again: %s" % c["steps"]["baseline"])
+
+other = os.path.join(work, "kernel2.py")
+with open(other, "w") as f:
+    f.write(code.replace(stamp, stamp.replace("eval_cache", "eval_cache changed")))
+d = evaluate(other)
+check(d["correct"] and d["steps"]["precompile"]["cache_hit"] is False,
+      "a changed candidate reused another's build: %s" % d["steps"]["precompile"])
+check(d["steps"]["baseline"]["cache_hit"] is True,
+      "the same problem's baseline was measured again: %s" % d["steps"]["baseline"])
+print("ok: concurrent builds safe, cache hits for the same files, a miss for changed code")
