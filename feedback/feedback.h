@@ -251,8 +251,9 @@ int	fb_stage_close(bool remove);
 int	fb_cache_dir(const char *kind, const char *key, char *out, size_t n);
 /* The identity of the runner's environment for a device, as a SHA-256 hex string: the
  * Python (and the torch under it), the compilers and ninja, the arch list, the runner's
- * user, whether the fast-build headers exist, and the runner's source. Keys the
- * selftest's pass records and the builds. */
+ * user, runner.fast_build, and the runner's source. Keys the selftest's pass records
+ * (with whether the fast-build headers exist), the builds, the baselines and the memo
+ * of which Python imports torch. */
 int	fb_env_key(const struct kb_config *cfg, const char *device, const char *python,
 		   char sha[65]);
 /* A candidate's build directory in the shared cache (not created): "builds/<key>", the

@@ -186,9 +186,7 @@ fb_env_key(const struct kb_config *cfg, const char *device, const char *python, 
 	identify_torch(&key, python);
 	kb_buf_printf(&key, "device=%s\narch=%s\nuser=%s\n", device, arch_list(cfg),
 		      fb_contain_user() != NULL ? fb_contain_user() : "");
-	/* The selftest's builds are what make the precompiled headers (fb_run): a cache
-	 * emptied since the last pass must see the selftest again. */
-	kb_buf_printf(&key, "fast_build=%d pch=%d\n", cfg->runner.fast_build, pch_ready());
+	kb_buf_printf(&key, "fast_build=%d\n", cfg->runner.fast_build);
 	identify_tool(&key, "c++");
 	identify_tool(&key, "clang++");
 	identify_tool(&key, "ninja");
@@ -433,6 +431,7 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
 	char			 err[1024], sha[65], top[PATH_MAX], build[PATH_MAX], work[PATH_MAX];
+	char			 pass_key[96];
 	const char		*explicit_py, *torch_file = NULL;
 	bool			 cuda;
 	long			 build_s;
@@ -470,6 +469,10 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 			 kb_strerror(rc));
 		return rc;
 	}
+	/* The selftest's builds are what make the precompiled headers (fb_run): a cache
+	 * emptied since the last pass must see the selftest again. */
+	snprintf(pass_key, sizeof(pass_key), "%s pch=%d", sha, pch_ready());
+	kb_sha256_hex(pass_key, strlen(pass_key), sha);
 	if (use_cache && load_record(sha, out))
 		return 0;
 	if ((rc = make_dirs(top, sizeof(top), build, work, sizeof(build))) < 0) {

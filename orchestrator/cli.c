@@ -35,6 +35,7 @@ static int	cmd_tail(int argc, char **argv);
 static int	cmd_stop(int argc, char **argv);
 static int	cmd_eval(int argc, char **argv);
 static int	cmd_doctor(int argc, char **argv);
+static int	cmd_baseline(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ .name = "run", .run = cmd_run,
@@ -91,6 +92,14 @@ static const struct command commands[] = {
 	  .help = "Evaluate one kernel against one KernelBench-format problem: precompile,\n"
 	  "reference timing, correctness trials and timing, as in a run's turn.",
 	  .more_help = orch_eval_help },
+	{ .name = "baseline", .run = cmd_baseline,
+	  .usage = "baseline CONFIG [--set key=value ...]",
+	  .help = "Time the reference of every problem of CONFIG's problem set, alone, as a run's\n"
+	  "baseline step does, into the cache that runs and 'kforge eval' share, on each GPU\n"
+	  "model the config uses (or the CPU): a run after it times no reference. A problem\n"
+	  "already timed for this environment and these settings (precision, perf_trials,\n"
+	  "warmup, seed, eval.baseline_compile) is not timed again. One line per problem;\n"
+	  "exits 0 when every problem has its timings, 1 when one failed." },
 	{ .name = "doctor", .run = cmd_doctor,
 	  .usage = "doctor [CONFIG] [--device cpu|cuda|auto] [--json] [--fresh]",
 	  .help = "Check every prerequisite of a run, one line per item: the C toolchain, the\n"
@@ -356,6 +365,19 @@ cmd_eval(int argc, char **argv)
 	if (!device_ok(o.device))
 		return usage_error("--device is cpu, cuda or auto, not '%s'", o.device);
 	return orch_cmd_eval(o.problem, o.kernel, o.device, o.sets, o.nsets, o.json);
+}
+
+static int
+cmd_baseline(int argc, char **argv)
+{
+	struct run_opts	o = { 0 };
+	char		**rest;
+	int		nrest;
+
+	PARSE_OR_RETURN("s");
+	if (nrest != 1)
+		return usage_error("wants exactly one CONFIG%s", nrest > 1 ? " (extra arguments)" : "");
+	return orch_cmd_baseline(rest[0], o.sets, o.nsets);
 }
 
 static int

@@ -154,6 +154,10 @@ int	orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 /* doctor.c: checks every prerequisite of a run on device (cpu, cuda, auto, or NULL: the
  * config's eval.device); config may be NULL (the defaults). 0 when the device can work,
  * 1 when it cannot, 2 for a config that does not load. fresh rebuilds the self-test. */
+/* `kforge baseline CONFIG`: the reference timings of the config's problems, measured into
+ * the shared cache ahead of a run (baseline.c). 0 when every problem has them, 1 when one
+ * failed, 2 for a bad config. */
+int	orch_cmd_baseline(const char *config, const char *const *sets, int nsets);
 int	orch_cmd_doctor(const char *config, const char *device, bool json, bool fresh);
 
 #endif

@@ -6,6 +6,8 @@
 - a third eval of the same files: the precompile and the baseline are cache hits, no
   build and no reference timing
 - the same candidate with one byte changed: a build of its own
+- `kforge baseline CONFIG` times a problem once (a second call finds it cached), and eval
+  then takes the reference's timings from the cache; a missing config exits 2
 """
 import concurrent.futures
 import json
@@ -62,3 +64,31 @@ check(d["correct"] and d["steps"]["precompile"]["cache_hit"] is False,
 check(d["steps"]["baseline"]["cache_hit"] is True,
       "the same problem's baseline was measured again: %s" % d["steps"]["baseline"])
 print("ok: concurrent builds safe, cache hits for the same files, a miss for changed code")
+
+# kforge baseline: a problem timed ahead is not timed again by eval (a copy of the problem
+# with a comment of its own: content no earlier test timed).
+pdir = os.path.join(work, "problems", "level1")
+os.makedirs(pdir)
+mine = os.path.join(pdir, "2_LeakyReLU.py")
+with open(problem) as f, open(mine, "w") as g:
+    g.write(f.read() + "\n# eval_cache %s\n" % stamp.strip())
+cfg = os.path.join(work, "baseline.yaml")
+with open(cfg, "w") as f:
+    f.write("name: bl\nproblems: {dir: %s, levels: [1]}\n"
+            "llm: {provider: replay, replay_dir: %s}\n"
+            "eval: {device: cpu, perf_trials: 5, warmup: 1}\n" % (os.path.dirname(pdir), work))
+p = kforge("baseline", cfg, timeout=600)
+check("L1_2_LeakyReLU" in p.stdout and "measured" in p.stdout,
+      "kforge baseline did not time the problem: %s" % p.stdout)
+p = kforge("baseline", cfg, timeout=600)
+check("cached" in p.stdout and "measured" not in p.stdout,
+      "kforge baseline timed it again: %s" % p.stdout)
+p = kforge("eval", "--problem", mine, "--kernel", kernel, "--device", "cpu", "--json", *SETS,
+           timeout=600)
+e = json.loads(p.stdout)
+check(e["correct"] and e["steps"]["baseline"]["cache_hit"] is True,
+      "eval timed a problem that kforge baseline had timed: %s" % e["steps"])
+p = kforge("baseline", os.path.join(work, "nonexistent.yaml"), check_rc=False)
+check(p.returncode == 2 and "nonexistent.yaml" in p.stderr,
+      "kforge baseline of a missing config: exit %d, %r" % (p.returncode, p.stderr))
+print("ok: kforge baseline fills the cache that eval then uses")

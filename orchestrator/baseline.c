@@ -1,0 +1,134 @@
+/* baseline.c: `kforge baseline CONFIG`: every problem of a config's problem set timed
+ * alone (the reference, as a run's baseline step does) into the cache that runs share,
+ * ahead of a run, on each GPU model the config uses (or the CPU). A problem whose timings
+ * are already there for this environment and these settings is not timed again. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "feedback/feedback.h"
+#include "orchestrator/orch_int.h"
+#include "orchestrator/orchestrator.h"
+
+/* One problem on one device: cached, or measured now (under the entry's lock, so two
+ * commands or runs never both measure it). 0 when the cache holds good timings. */
+static int
+one(const struct kb_config *cfg, const struct kb_task *t, int device, const char *devname,
+    const char *work)
+{
+	struct fb_request	 req = { 0 };
+	struct fb_outcome	 o = { 0 };
+	char			 path[PATH_MAX], lock[PATH_MAX];
+	json_t			*b;
+	double			 eager = -1, compiled = -1;
+	bool			 cached = false;
+	int			 fd, rc;
+
+	if ((rc = fb_baseline_path(cfg, t->problem_path, devname, path, sizeof(path))) < 0) {
+		printf("%-32s %-24s error: no cache (%s)\n", t->problem_key, devname, kb_strerror(rc));
+		return rc;
+	}
+	snprintf(lock, sizeof(lock), "%.*s.lock", (int)(strlen(path) - 5), path);
+	if ((fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) != -1)
+		while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
+			;
+	if ((b = json_load_file(path, 0, NULL)) != NULL) {
+		cached = true;
+	} else {
+		req.mode = FB_BASELINE;
+		req.problem_path = t->problem_path;
+		req.work_dir = work;
+		req.device_index = device;
+		if ((rc = fb_run(cfg, &req, &o)) == 0) {
+			b = fb_baseline_record(t->problem_key, devname, &o);
+			if (o.status == FB_ST_OK)
+				rc = kb_write_atomic_json(path, b);
+		}
+	}
+	if (fd != -1)
+		close(fd);
+	if (json_is_object(json_object_get(b, "eager")))
+		eager = json_number_value(json_object_get(json_object_get(b, "eager"), "mean_ms"));
+	if (json_is_object(json_object_get(b, "compile")))
+		compiled = json_number_value(json_object_get(json_object_get(b, "compile"),
+							     "mean_ms"));
+	if (rc < 0 || eager <= 0) {
+		printf("%-32s %-24s failed: %s\n", t->problem_key, devname,
+		       rc < 0 ? kb_strerror(rc) :
+		       json_string_value(json_object_get(b, "message")) ?: "no timing");
+		rc = rc < 0 ? rc : -KB_EINVAL;
+	} else {
+		char	c[32] = "-";
+
+		if (compiled > 0)
+			snprintf(c, sizeof(c), "%.4f ms", compiled);
+		printf("%-32s %-24s %10.4f ms %13s  %s\n", t->problem_key, devname, eager, c,
+		       cached ? "cached" : "measured");
+	}
+	fb_outcome_clear(&o);
+	json_decref(b);
+	return rc;
+}
+
+int
+orch_cmd_baseline(const char *config, const char *const *sets, int nsets)
+{
+	struct kb_config	 cfg;
+	struct kb_task		*tasks = NULL;
+	char			 err[1024], tmpl[PATH_MAX], work[PATH_MAX];
+	const char		*tmp = getenv("TMPDIR");
+	json_t			*gpus = NULL, *g, *seen = json_object();
+	size_t			 i;
+	int			 n = 0, failed = 0, code = 2;
+
+	if (orch_config_load(config, sets, nsets, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		json_decref(seen);
+		return 2;
+	}
+	if (orch_resolve_devices(&cfg, &gpus, err, sizeof(err)) < 0 ||
+	    orch_tasks_list(&cfg, &tasks, &n, err, sizeof(err)) < 0 ||
+	    fb_contain_setup(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		goto out;
+	}
+	snprintf(tmpl, sizeof(tmpl), "%s/kforge-baseline-XXXXXX", tmp != NULL ? tmp : "/tmp");
+	if (mkdtemp(tmpl) == NULL) {
+		fprintf(stderr, "kforge: cannot create a scratch directory: %s\n", strerror(errno));
+		goto out;
+	}
+	(void)chmod(tmpl, 0755);	/* the runner may be another user (runner.user) */
+	if (fb_stage_open(tmpl, NULL, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		goto out;
+	}
+	fb_stage_work_dir(tmpl, "baseline", work, sizeof(work));
+	printf("%-32s %-24s %13s %13s\n", "problem", "device", "eager", "compile");
+	/* Each device model once: timings belong to the model, not to one GPU. */
+	json_array_foreach(json_object_get(gpus, "devices"), i, g) {
+		const char	*name = json_string_value(json_object_get(g, "name"));
+		int		 index = (int)json_integer_value(json_object_get(g, "index"));
+
+		if (name == NULL || json_object_get(seen, name) != NULL)
+			continue;
+		json_object_set_new(seen, name, json_true());
+		for (int k = 0; k < n; k++)
+			if (tasks[k].sample == 0 &&
+			    one(&cfg, &tasks[k], strcmp(cfg.eval.device, "cuda") == 0 ? index : -1,
+				name, work) < 0)
+				failed++;
+	}
+	(void)fb_stage_close(true);
+	code = failed > 0 ? 1 : 0;
+out:
+	free(tasks);
+	json_decref(gpus);
+	json_decref(seen);
+	kb_config_clear(&cfg);
+	return code;
+}
