@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from feedback_runner import Env, check, failures, scratch_dir, torch_python  # noqa: E402
+from feedback_runner import Env, check, finish, scratch_dir, torch_python  # noqa: E402
 
 
 def main():
@@ -64,12 +64,7 @@ def main():
     check("kforge_no_such_header.h" in r.get("details", {}).get("compiler_output", ""),
           "own missing header: the compiler output names it")
 
-    if failures:
-        print("%d check(s) failed; scratch kept in %s" % (len(failures), tmp))
-        return 1
-    subprocess.run(["rm", "-rf", tmp])
-    print("ok: feedback_env")
-    return 0
+    return finish(tmp, "ok: feedback_env")
 
 
 if __name__ == "__main__":

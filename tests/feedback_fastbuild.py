@@ -18,7 +18,7 @@ import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from feedback_runner import Env, check, failures, scratch_dir, torch_python  # noqa: E402
+from feedback_runner import Env, check, finish, scratch_dir, torch_python  # noqa: E402
 
 SHIM = """#!/bin/sh
 echo "$@" >> %(log)s
@@ -153,12 +153,7 @@ def main():
         check(sorted(os.listdir(pch)) == before, "read-only pch_dir: nothing added")
         os.chmod(pch, 0o755)
 
-    if failures:
-        print("%d check(s) failed; scratch kept at %s" % (len(failures), tmp))
-        return 1
-    shutil.rmtree(tmp, ignore_errors=True)
-    print("ok")
-    return 0
+    return finish(tmp, "ok")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,17 @@ class Env:
         return result or {}, logtext, p.returncode, wall
 
 
+def finish(tmp, passed):
+    """The end of a runner test's main: its exit status; the scratch directory is kept for
+    a look when a check failed, removed otherwise."""
+    if failures:
+        print("%d failure(s); scratch kept in %s" % (len(failures), tmp))
+        return 1
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(passed)
+    return 0
+
+
 def scratch_dir(name):
     """A fresh scratch directory under the test tmp dir (kept for a look on failure)."""
     base = os.environ.get("KFORGE_TEST_TMP") or tempfile.gettempdir()
@@ -230,12 +241,7 @@ def main():
     check(all(set(k) >= {"name", "calls", "total_ms", "mean_ms"} for k in prof.get("kernels", [])),
           "profile: kernel rows have name/calls/total_ms/mean_ms")
 
-    if failures:
-        print("%d failure(s); scratch kept in %s" % (len(failures), tmp))
-        return 1
-    shutil.rmtree(tmp, ignore_errors=True)
-    print("all runner checks passed")
-    return 0
+    return finish(tmp, "all runner checks passed")
 
 
 if __name__ == "__main__":
