@@ -79,9 +79,9 @@ test_pass_and_cache(struct kb_config *cfg, const char *records)
 }
 
 /* use_cache false builds afresh even where a pass is recorded for the environment: a
- * PATH whose c++, ninja (and clang++) are the same files (the same key) but without `which`, which
- * torch's compiler check calls, so the fresh build fails at once where the recorded pass
- * is still reused. Then fb_selftest_forget drops the records. */
+ * PATH whose c++, ninja (and clang++) are the same files (the same key) but without
+ * `which`, which torch's compiler check calls, so the fresh build fails at once where the
+ * recorded pass is still reused. Then fb_selftest_forget drops the records. */
 static void
 test_fresh_and_forget(struct kb_config *cfg, const char *records)
 {
