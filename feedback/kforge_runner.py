@@ -413,7 +413,7 @@ class Runner:
             os.environ["TORCH_EXTENSIONS_DIR"] = build_dir
         self.import_torch()
         if self.mode in ("precompile", "selftest", "execute", "profile"):
-            install_fast_cxx(self.req)
+            build_compilers(self.req, build_dir)
         return getattr(self, "mode_" + self.mode)()
 
     def import_torch(self):
@@ -1311,6 +1311,42 @@ def install_wrapper(pch_dir, name, code):
         os.chmod(tmp, 0o755)
         os.rename(tmp, path)
     return path
+
+
+# The compilers a build was made with, beside it: a later load must write the same
+# build.ninja, or torch rewrites it and ninja builds again (in a build sealed read-only by
+# then), so whether the fast-build wrappers were there when it was built decides, not
+# whether they are there now.
+BUILD_COMPILERS = ".kforge-compilers.json"
+COMPILER_VARS = ("CXX", "KFORGE_CXX_REAL", "KFORGE_PCH_DIR", "PYTORCH_NVCC", "KFORGE_NVCC_REAL")
+
+
+def build_compilers(req, build_dir):
+    """Sets this process's compilers for load_inline: a build's recorded ones when it has
+    them (a load after the precompile), else the fast-build wrappers (install_fast_cxx),
+    recorded for the loads to come."""
+    record = os.path.join(build_dir, BUILD_COMPILERS) if build_dir else None
+    if record and os.path.exists(record):
+        try:
+            with open(record) as f:
+                saved = json.load(f)
+            for k in COMPILER_VARS:
+                if saved.get(k):
+                    os.environ[k] = saved[k]
+                else:
+                    os.environ.pop(k, None)
+            return
+        except (OSError, ValueError):
+            pass
+    install_fast_cxx(req)
+    if record and req.get("mode") in ("precompile", "execute", "profile"):
+        try:
+            tmp = "%s.tmp%d" % (record, os.getpid())
+            with open(tmp, "w") as f:
+                json.dump({k: os.environ.get(k) for k in COMPILER_VARS}, f)
+            os.rename(tmp, record)
+        except OSError:
+            pass  # a build dir this process may not write: it builds nothing either
 
 
 def install_fast_cxx(req):

@@ -73,10 +73,18 @@ def bare_python(work):
     return py
 
 
-def reply(name, **extra):
+def reply(name, fresh=False, **extra):
+    """A recorded reply as the mock serves it. fresh: its C++ gets a comment unique to
+    this test process, so that its build is made here, never found in the cache that runs
+    share (a test that needs real compiles; feedback/cache.c)."""
     with open(os.path.join(REPLIES, name)) as f:
-        r = {"content": f.read(), "usage": {"prompt_tokens": 100, "completion_tokens": 50,
-                                            "total_tokens": 150}}
+        content = f.read()
+    if fresh:
+        mark = "#include <torch/extension.h>"
+        check(mark in content, "%s has no %s to mark" % (name, mark))
+        content = content.replace(mark, "%s\n// kfe2e %d %.6f" % (mark, os.getpid(), time.time()), 1)
+    r = {"content": content, "usage": {"prompt_tokens": 100, "completion_tokens": 50,
+                                       "total_tokens": 150}}
     r.update(extra)
     return r
 

@@ -40,7 +40,7 @@ problems = copy_problems(os.path.join(work, "problems"), ["level1/2_LeakyReLU.py
 # Two correct kernels (leaky_2.md, and the same under another extension name), handed out
 # in request order: two real compiles, the rest cache hits.
 slow = {"delay_s": 0.5}
-first = reply("leaky_2.md", **slow)
+first = reply("leaky_2.md", fresh=True, **slow)
 check('name="e2e_leaky"' in first["content"], "leaky_2.md no longer names its extension e2e_leaky")
 second = dict(first, content=first["content"].replace('name="e2e_leaky"', 'name="e2e_leaky_b"'))
 mock = MockLLM(work, {"rules": [{"replies": [first, second] * (NTASKS * TURNS // 2)}]})

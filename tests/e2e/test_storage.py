@@ -293,7 +293,7 @@ else:
                        2, 3, while_replies_in_flight, lambda lost: lost >= 1)
         print("ok full disk while saving replies (%.0f s)" % (time.time() - started), flush=True)
         run, _ = full_disk_case("full-compile", {"rules": [{"match": "e2e_leaky", "replies": [NOCODE]}],
-                                                 "default": reply("leaky_2.md")},
+                                                 "default": reply("leaky_2.md", fresh=True)},
                                 1, 2, while_compiling, lambda lost: lost == 0)
         st = [r["data"]["status"] for r in feedback_records(records(run, "L1_2_LeakyReLU_s0"))]
         check(st == ["ok", "no_code"], "the compile that met the full disk was fed back or cached: %s" % st)
