@@ -7,7 +7,8 @@ L1_2_LeakyReLU_s0 gets, turn by turn:
   1. a hostile candidate: dumps its environment (the LLM key and a random-named secret
      of ours must be absent), connects to TCP listeners this test opens on 127.0.0.1 and
      on a non-loopback address of the host (must fail: own network namespace), opens the
-     run's logs, run.json and the victim's trajectory, kernel and sealed build for
+     run's logs, run.json and the victim's trajectory, kernel and sealed build (in the
+     cache that runs share) for
      writing, removes them, and SIGKILLs its parent worker, the supervisor (pid from
      run.json) and every process of this run it finds in /proc (all must fail: it
      runs as nobody). It then behaves, so its turn is classified ok.
@@ -124,8 +125,8 @@ def _attack():
                    os.path.join(victim, "trajectory.jsonl"),
                    os.path.join(victim, "turns", "1", "kernel.py"),
                    os.path.join(run, "supervisor.log"), os.path.join(run, "run.json")]
-        for d in os.listdir(os.path.join(run, "build")):
-            cj = os.path.join(run, "build", d, "compile.json")
+        for d in os.listdir(BUILDS):
+            cj = os.path.join(BUILDS, d, "compile.json")
             if os.path.exists(cj):
                 targets.append(cj)
         for t in targets:
@@ -186,7 +187,9 @@ def fenced(code):
 
 
 hostile = HOSTILE.replace("LISTENERS", repr([(li.addr, li.port) for li in listeners])).replace(
-    "ATTACK_FILES", repr(ROOT)).replace("RUN_DIR", repr(run_dir)).replace("REPORTS", repr(reports))
+    "ATTACK_FILES", repr(ROOT)).replace("RUN_DIR", repr(run_dir)).replace("REPORTS", repr(reports)).replace(
+    "BUILDS", repr(os.path.join(os.environ.get("KFORGE_CACHE_DIR") or
+                                "/var/tmp/kforge-cache-%d" % os.geteuid(), "builds")))
 script = {"rules": [
     {"match": "Elementwise leaky ReLU",
      "replies": [fenced(hostile), fenced(CPU_SPIN), fenced(BIG_FILE), fenced(MANY_FILES), fenced(HEADER)]},

@@ -36,8 +36,10 @@ work = scratch("e2e-views")
 problems = copy_problems(os.path.join(work, "problems"), ["level1/1_ReLU.py"])
 KEY = "KFORGE_VIEWS_TEST_KEY"
 TURN1_KERNEL = "e2e_relu_t3"    # in relu_3.md, so in every turn-2 prompt (G)
-good = reply("relu_3.md")
-hang = reply("relu_3.md", delay_s=3600)
+# fresh: built here (the compile slot's waits and holds are what is checked), and the same
+# code in every turn, so that turn 2 finds turn 1's build
+good = reply("relu_3.md", fresh=True)
+hang = dict(good, delay_s=3600)
 script = {"rules": [
     # turn 2 (its prompt holds turn 1's kernel): both hang until the kill, then answer
     {"match": TURN1_KERNEL, "replies": [hang, hang, good]},

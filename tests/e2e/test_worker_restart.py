@@ -37,7 +37,7 @@ check("restarting" in log, "the supervisor log does not mention the restarts")
 
 
 # A worker that dies at the same point every time (no progress) is given up on.
-mock2 = MockLLM(scratch("e2e-restart-mock2"), {"default": reply("leaky_2.md")})
+mock2 = MockLLM(scratch("e2e-restart-mock2"), {"default": reply("leaky_2.md", fresh=True)})
 config2 = write_config(os.path.join(work, "restart2.yaml"), open(config).read().replace(
     "name: restart", "name: restart2").replace(mock.base_url, mock2.base_url))
 run2 = os.path.join(work, "run2")
