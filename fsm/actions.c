@@ -152,7 +152,7 @@ env_failure_python(struct task_run *t, int rc)
 static bool
 runner_hit_full_disk(const struct task_run *t, const struct fb_outcome *o)
 {
-	char		*text;
+	char		*text, cache[PATH_MAX];
 	const char	*full;
 	bool		 said;
 
@@ -163,9 +163,12 @@ runner_hit_full_disk(const struct task_run *t, const struct fb_outcome *o)
 		said = strstr(text, "No space left on device") != NULL;
 		free(text);
 	}
-	/* The runner writes where runners work, which may be a staging directory. */
+	/* The runner writes where runners work, which may be a staging directory, and
+	 * builds in the cache that runs share. */
 	full = kb_fs_nearly_full(t->ctx->run_dir) ? t->ctx->run_dir :
-	       fb_stage_dir() != NULL && kb_fs_nearly_full(fb_stage_dir()) ? fb_stage_dir() : NULL;
+	       fb_stage_dir() != NULL && kb_fs_nearly_full(fb_stage_dir()) ? fb_stage_dir() :
+	       fb_cache_dir("builds", NULL, cache, sizeof(cache)) == 0 &&
+	       kb_fs_nearly_full(cache) ? cache : NULL;
 	if (!said || full == NULL)
 		return false;
 	log_warnx("turn %d: the runner failed for want of disk space under %s: no space left "

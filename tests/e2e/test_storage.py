@@ -197,16 +197,26 @@ if os.geteuid() != 0:
 elif sh("mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", fs).returncode != 0:
     skipped.append("full disk: mount -t tmpfs is not permitted here")
 else:
-    def full_disk_case(name, script, samples, turns, when, want_lost):
+    def full_disk_case(name, script, samples, turns, when, want_lost, cache=False):
         """Runs on the tmpfs, fills it at when(mock, sup), checks the stop, a refused resume,
-        then frees the space and resumes to the end."""
+        then frees the space and resumes to the end. cache: the builds go to the tmpfs too
+        (a cache of the run's own there, without the fast build's precompiled headers,
+        which would not fit), so that a compile meets the full disk."""
         mdir = os.path.join(work, "mock-" + name)
         os.makedirs(mdir)
         m = MockLLM(mdir, script)
         run = os.path.join(fs, name)
         filler = os.path.join(fs, "filler")
         errp = os.path.join(work, name + ".err")
-        sup = subprocess.Popen([BIN, "run", config_for(name, m, samples, turns), "--run-dir", run],
+        env = dict(os.environ, KFORGE_CACHE_DIR=os.path.join(fs, "cache")) if cache else None
+        conf = config_for(name, m, samples, turns)
+        if cache:
+            with open(conf) as f:
+                text = f.read().replace("runner: {python: %s}" % py,
+                                        "runner: {python: %s, fast_build: false}" % py)
+            with open(conf, "w") as f:
+                f.write(text)
+        sup = subprocess.Popen([BIN, "run", conf, "--run-dir", run], env=env,
                                stdout=subprocess.DEVNULL, stderr=open(errp, "w"), start_new_session=True)
         try:
             when(m, sup, run)
@@ -240,14 +250,14 @@ else:
             # still full: refused at once, naming the directory; nothing changes
             fill(filler)
             before = tree(os.path.join(run, "tasks"))
-            p = kforge("resume", run, check_rc=False, timeout=60)
+            p = kforge("resume", run, check_rc=False, timeout=60, env=env)
             check(p.returncode == 1 and one_line(p) and "no space left on device in %s" % run in p.stderr,
                   "%s: resume on a full disk: rc %d %r" % (name, p.returncode, p.stderr))
             check(tree(os.path.join(run, "tasks")) == before, "%s: a refused resume changed the tasks" % name)
             st = kforge("status", run).stdout
             check("stopped: no space left on device" in st, "%s: status does not say why:\n%s" % (name, st))
             os.unlink(filler)
-            kforge("resume", run, timeout=600)
+            kforge("resume", run, timeout=600, env=env)
             for t in ["L1_2_LeakyReLU_s%d" % i for i in range(samples)]:
                 recs = records(run, t)
                 check([r["turn"] for r in feedback_records(recs)] == list(range(1, turns + 1))
@@ -277,7 +287,8 @@ else:
             check(sup.poll() is None and time.time() < deadline, "no compiler ever ran")
             for d in os.listdir("/proc"):
                 try:
-                    if d.isdigit() and os.readlink("/proc/%s/cwd" % d).startswith(run + "/build/") and \
+                    if d.isdigit() and os.readlink("/proc/%s/cwd" % d).startswith(
+                            (run + "/build/", fs + "/cache/builds/")) and \
                             b"cc1plus" in open("/proc/%s/cmdline" % d, "rb").read():
                         return
                 except OSError:
@@ -294,7 +305,7 @@ else:
         print("ok full disk while saving replies (%.0f s)" % (time.time() - started), flush=True)
         run, _ = full_disk_case("full-compile", {"rules": [{"match": "e2e_leaky", "replies": [NOCODE]}],
                                                  "default": reply("leaky_2.md", fresh=True)},
-                                1, 2, while_compiling, lambda lost: lost == 0)
+                                1, 2, while_compiling, lambda lost: lost == 0, cache=True)
         st = [r["data"]["status"] for r in feedback_records(records(run, "L1_2_LeakyReLU_s0"))]
         check(st == ["ok", "no_code"], "the compile that met the full disk was fed back or cached: %s" % st)
         print("ok full disk while compiling (%.0f s)" % (time.time() - started), flush=True)
