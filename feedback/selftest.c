@@ -491,7 +491,9 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 	rc = fb_run(cfg, &req, &o);
 	if (rc == 0) {
 		read_outcome(&o, device, out, &torch_file);
-		if (out->ok)
+		/* A pass that left no precompiled headers (their directory was out of reach
+		 * this time) is not remembered: the next selftest tries to make them again. */
+		if (out->ok && (!cfg->runner.fast_build || pch_ready()))
 			save_record(sha, device, out, torch_file);
 	} else if (rc == -KB_EEXEC) {
 		snprintf(err, sizeof(err), "cannot start %s for the runner", out->python);
