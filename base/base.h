@@ -244,6 +244,22 @@ struct kb_spawn_result {
  * -KB_ESTOPPED when should_stop fired. r must be cleared with kb_spawn_result_clear(). */
 int	kb_spawn_run(const struct kb_spawn_opts *opts, struct kb_spawn_result *r);
 void	kb_spawn_result_clear(struct kb_spawn_result *r);
+/* kb_spawn_run in two halves, for a child started ahead of its work (a warm runner):
+ * kb_spawn_start forks and execs it (argv, envp, cwd, rlimits, containment, the caps
+ * and want_result of o; a stdin pipe when o->stdin_data is non-NULL, whatever its
+ * length) and returns once exec succeeded (-KB_EEXEC, reaped, when it did not).
+ * kb_spawn_finish later hands it o->stdin_data and waits as kb_spawn_run does, with the
+ * deadline, on_start and should_stop of o counted from then (wall_ms too); it frees s.
+ * kb_spawn_exited says, without waiting, whether the child has ended meanwhile;
+ * kb_spawn_discard kills its group, reaps it and frees s. A child that waits must write
+ * at most a pipe's capacity (64 KiB) before its finish, or it blocks until then. */
+struct kb_spawn;
+int	kb_spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **s);
+int	kb_spawn_finish(struct kb_spawn *s, const struct kb_spawn_opts *o,
+			struct kb_spawn_result *r);
+bool	kb_spawn_exited(struct kb_spawn *s);
+pid_t	kb_spawn_pid(const struct kb_spawn *s);
+void	kb_spawn_discard(struct kb_spawn *s);
 /* Which way this host lets a child get a network namespace of its own: KB_NETNS_NEW,
  * else KB_NETNS_USERNS, else KB_NETNS_SHARED with the reason in why. Tries both in a
  * short-lived forked child that execs nothing; this process is not changed. */

@@ -611,89 +611,178 @@ setup_fds(const struct kb_spawn_opts *o, struct spawn_plan *pl, struct spawn_io 
 	return 0;
 }
 
-int
-kb_spawn_run(const struct kb_spawn_opts *o, struct kb_spawn_result *r)
+/* A started child that has not been handed its stdin yet (kb_spawn_start). */
+struct kb_spawn {
+	struct spawn_io	io;
+	int		grace_ms;
+	size_t		out_cap, result_cap;
+};
+
+static void
+spawn_free(struct kb_spawn *s)
+{
+	close_fd(&s->io.out);
+	close_fd(&s->io.res);
+	close_fd(&s->io.in);
+	close_fd(&s->io.err);
+	close_fd(&s->io.pidfd);
+	free(s->io.chunk);
+	free(s);
+}
+
+/* kb_spawn_start; on an exec failure *failed has the reaped child's pid and status. */
+static int
+spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **out, struct spawn_io *failed)
 {
 	static char *const	 no_env[] = { NULL };
 	struct spawn_plan	 pl = { .fd_in = -1, .fd_out = -1, .fd_res = -1, .fd_err = -1 };
-	struct spawn_io		 io = { .out = -1, .res = -1, .in = -1, .err = -1, .pidfd = -1 };
+	struct kb_spawn		*s;
 	sigset_t		 all, old;
-	int			 rc, errnum;
-	int			 grace_ms = o->grace_ms > 0 ? o->grace_ms : 2000;
+	int			 rc = 0, errnum;
 
-	memset(r, 0, sizeof(*r));
-	r->out = (struct kb_buf)KB_BUF_INIT(o->out_cap ? o->out_cap : (size_t)1 << 20);
-	r->result = (struct kb_buf)KB_BUF_INIT(o->result_cap ? o->result_cap : (size_t)16 << 20);
+	*out = NULL;
 	if (o->argv == NULL || o->argv[0] == NULL)
 		return -KB_EINVAL;
-
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return -KB_ENOMEM;
+	s->io = (struct spawn_io){ .out = -1, .res = -1, .in = -1, .err = -1, .pidfd = -1 };
+	s->grace_ms = o->grace_ms > 0 ? o->grace_ms : 2000;
+	s->out_cap = o->out_cap ? o->out_cap : (size_t)1 << 20;
+	s->result_cap = o->result_cap ? o->result_cap : (size_t)16 << 20;
 	pl.argv = (char *const *)o->argv;
 	pl.envp = o->envp != NULL ? (char *const *)o->envp : no_env;
 	pl.cwd = o->cwd;
 	pl.parent = getpid();
 	plan_limits(&pl, o);
 	plan_contain(&pl, o);
-	if ((io.chunk = malloc(SPAWN_CHUNK)) == NULL)
-		return -KB_ENOMEM;
-
-	if (setup_fds(o, &pl, &io) == -1) {
+	if ((s->io.chunk = malloc(SPAWN_CHUNK)) == NULL) {
+		rc = -KB_ENOMEM;
+		goto fail;
+	}
+	if (setup_fds(o, &pl, &s->io) == -1) {
 		rc = spawn_fail(errno, "cannot set up the child's pipes");
-		goto out_close;
+		goto fail;
 	}
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	io.pid = fork();
-	if (io.pid == 0)
+	s->io.pid = fork();
+	if (s->io.pid == 0)
 		child_exec(&pl);
 	errnum = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (io.pid == -1) {
+	if (s->io.pid == -1) {
 		rc = spawn_fail(errnum, "fork");
-		goto out_close;
+		goto fail;
 	}
-	io.start = kb_mono_ms();
-	r->pid = io.pid;
-
+	s->io.start = kb_mono_ms();
 	close_fd(&pl.fd_in);
 	close_fd(&pl.fd_out);
 	close_fd(&pl.fd_res);
 	close_fd(&pl.fd_err);
-	(void)setpgid(io.pid, io.pid);	/* whichever of parent and child runs first */
-	if ((rc = wait_exec(&io, o->argv[0])) < 0) {
-		r->wall_ms = kb_mono_ms() - io.start;
-		fill_result(&io, r);
-		goto out_close;
+	(void)setpgid(s->io.pid, s->io.pid);	/* whichever of parent and child runs first */
+	if ((rc = wait_exec(&s->io, o->argv[0])) < 0) {
+		*failed = s->io;
+		goto fail;
 	}
+	s->io.pidfd = (int)syscall(SYS_pidfd_open, s->io.pid, 0);	/* -1: poll with ticks */
+	*out = s;
+	return 0;
+fail:
+	close_fd(&pl.fd_in);
+	close_fd(&pl.fd_out);
+	close_fd(&pl.fd_res);
+	close_fd(&pl.fd_err);
+	spawn_free(s);
+	return rc;
+}
 
-	io.pidfd = (int)syscall(SYS_pidfd_open, io.pid, 0);	/* -1: poll with ticks */
-	if (o->stdin_data != NULL) {
-		io.in_p = o->stdin_data;
-		io.in_left = o->stdin_len;
-		if (io.in_left == 0)
-			close_fd(&io.in);
+int
+kb_spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **out)
+{
+	struct spawn_io	failed = { .pid = 0 };
+
+	return spawn_start(o, out, &failed);
+}
+
+pid_t
+kb_spawn_pid(const struct kb_spawn *s)
+{
+	return s->io.pid;
+}
+
+bool
+kb_spawn_exited(struct kb_spawn *s)
+{
+	siginfo_t	si;
+
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)s->io.pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1)
+		return errno != EINTR;
+	return si.si_pid != 0;
+}
+
+int
+kb_spawn_finish(struct kb_spawn *s, const struct kb_spawn_opts *o, struct kb_spawn_result *r)
+{
+	struct spawn_io	*io = &s->io;
+	int		 rc;
+
+	memset(r, 0, sizeof(*r));
+	r->out = (struct kb_buf)KB_BUF_INIT(s->out_cap);
+	r->result = (struct kb_buf)KB_BUF_INIT(s->result_cap);
+	r->pid = io->pid;
+	/* Whatever stopped it while it waited (a stray SIGSTOP) must not eat the deadline. */
+	kill_group(io->pid, SIGCONT);
+	io->start = kb_mono_ms();
+	if (io->in >= 0) {
+		io->in_p = o->stdin_data != NULL ? o->stdin_data : "";
+		io->in_left = o->stdin_data != NULL ? o->stdin_len : 0;
+		if (io->in_left == 0)
+			close_fd(&io->in);
 	}
 	if (o->timeout_ms > 0)
-		io.deadline = io.start + o->timeout_ms;
+		io->deadline = io->start + o->timeout_ms;
 	if (o->on_start != NULL)
-		o->on_start(io.pid, o->on_start_arg);
+		o->on_start(io->pid, o->on_start_arg);
 
-	run_loop(&io, o, grace_ms, r);
-	fill_result(&io, r);
-	rc = io.stopped ? -KB_ESTOPPED : 0;
-
-out_close:
-	close_fd(&io.out);
-	close_fd(&io.res);
-	close_fd(&io.in);
-	close_fd(&io.err);
-	close_fd(&io.pidfd);
-	close_fd(&pl.fd_in);
-	close_fd(&pl.fd_out);
-	close_fd(&pl.fd_res);
-	close_fd(&pl.fd_err);
-	free(io.chunk);
+	run_loop(io, o, s->grace_ms, r);
+	fill_result(io, r);
+	rc = io->stopped ? -KB_ESTOPPED : 0;
+	spawn_free(s);
 	return rc;
+}
+
+void
+kb_spawn_discard(struct kb_spawn *s)
+{
+	if (s == NULL)
+		return;
+	if (!s->io.exited) {
+		kill_group(s->io.pid, SIGKILL);
+		while (waitpid(s->io.pid, &s->io.status, 0) == -1 && errno == EINTR)
+			;
+	}
+	spawn_free(s);
+}
+
+int
+kb_spawn_run(const struct kb_spawn_opts *o, struct kb_spawn_result *r)
+{
+	struct spawn_io	 failed = { .pid = 0 };
+	struct kb_spawn	*s;
+	int		 rc;
+
+	memset(r, 0, sizeof(*r));
+	if ((rc = spawn_start(o, &s, &failed)) < 0) {
+		r->out = (struct kb_buf)KB_BUF_INIT(o->out_cap ? o->out_cap : (size_t)1 << 20);
+		r->result = (struct kb_buf)KB_BUF_INIT(o->result_cap ? o->result_cap :
+						       (size_t)16 << 20);
+		if (failed.pid > 0)
+			fill_result(&failed, r);
+		return rc;
+	}
+	return kb_spawn_finish(s, o, r);
 }
 
 enum kb_netns

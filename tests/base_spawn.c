@@ -317,6 +317,85 @@ test_stdin(void)
 	free(data);
 }
 
+/* A child started ahead of its work: it runs (and may write) before its stdin comes,
+ * the deadline and wall time count from the hand-over, and a child that died or was
+ * stopped while it waited is reported or resumed, never waited for. */
+static void
+test_start_then_finish(void)
+{
+	const char		*argv[] = { "/bin/sh", "-c",
+					    "echo ready; read line; echo \"got $line\" >&3; "
+					    "sleep \"${line#nap }\" 2>/dev/null; exit 5", NULL };
+	struct kb_spawn_opts	o = { .argv = argv, .envp = test_env, .stdin_data = "",
+				      .want_result = true };
+	struct kb_spawn		*s;
+	struct kb_spawn_result	r;
+	int64_t			t0;
+	pid_t			pid;
+
+	CHECK(kb_spawn_start(&o, &s) == 0);
+	pid = kb_spawn_pid(s);
+	usleep(300 * 1000);
+	CHECK(!kb_spawn_exited(s));
+	o.stdin_data = "hello\n";
+	o.stdin_len = 6;
+	o.timeout_ms = 5000;
+	CHECK(kb_spawn_finish(s, &o, &r) == 0);
+	CHECK(r.pid == pid && r.end == KB_END_EXITED && r.exit_code == 5);
+	CHECK(strcmp(r.out.p, "ready\n") == 0 && strcmp(r.result.p, "got hello\n") == 0);
+	kb_spawn_result_clear(&r);
+
+	/* The deadline starts at the hand-over: a 1.5 s nap within a 1 s deadline dies. */
+	o.stdin_data = "";
+	o.stdin_len = 0;
+	CHECK(kb_spawn_start(&o, &s) == 0);
+	usleep(1200 * 1000);
+	o.stdin_data = "nap 1.5\n";
+	o.stdin_len = 8;
+	o.timeout_ms = 1000;
+	o.grace_ms = 100;
+	t0 = kb_mono_ms();
+	CHECK(kb_spawn_finish(s, &o, &r) == 0);
+	CHECK(r.end == KB_END_TIMEOUT && kb_mono_ms() - t0 >= 1000);
+	kb_spawn_result_clear(&r);
+
+	/* Killed while it waited: seen at once, and its finish reports the signal. */
+	o.stdin_data = "";
+	o.stdin_len = 0;
+	o.timeout_ms = 0;
+	CHECK(kb_spawn_start(&o, &s) == 0);
+	CHECK(kill(kb_spawn_pid(s), SIGKILL) == 0);
+	for (int i = 0; i < 200 && !kb_spawn_exited(s); i++)
+		usleep(10 * 1000);
+	CHECK(kb_spawn_exited(s));
+	o.stdin_data = "late\n";
+	o.stdin_len = 5;
+	CHECK(kb_spawn_finish(s, &o, &r) == 0);
+	CHECK(r.end == KB_END_SIGNALED && r.signo == SIGKILL && r.result.len == 0);
+	kb_spawn_result_clear(&r);
+
+	/* Stopped while it waited: the hand-over resumes it. */
+	o.stdin_data = "";
+	o.stdin_len = 0;
+	o.timeout_ms = 5000;
+	CHECK(kb_spawn_start(&o, &s) == 0);
+	usleep(100 * 1000);
+	CHECK(kill(kb_spawn_pid(s), SIGSTOP) == 0);
+	o.stdin_data = "again\n";
+	o.stdin_len = 6;
+	CHECK(kb_spawn_finish(s, &o, &r) == 0);
+	CHECK(r.end == KB_END_EXITED && r.exit_code == 5 &&
+	      strcmp(r.result.p, "got again\n") == 0);
+	kb_spawn_result_clear(&r);
+
+	/* Discarded unused: killed and reaped. */
+	o.stdin_data = "";
+	CHECK(kb_spawn_start(&o, &s) == 0);
+	pid = kb_spawn_pid(s);
+	kb_spawn_discard(s);
+	CHECK(kill(pid, 0) == -1 && errno == ESRCH);
+}
+
 static void
 test_stdin_epipe(void)
 {
@@ -792,6 +871,7 @@ main(int argc, char **argv)
 	test_env_exact();
 	test_stdin();
 	test_stdin_epipe();
+	test_start_then_finish();
 	test_output_cap();
 	test_result_pipe();
 	test_deadline();
