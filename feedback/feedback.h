@@ -3,7 +3,8 @@
  * next prompt's feedback text. Owns the Python runner (feedback/kforge_runner.py, the
  * only code that touches PyTorch or CUDA) and the protocol with it (DESIGN.md §5).
  *
- * Every runner is a fresh child started with kb_spawn_run: own process group, deadline,
+ * Every runner is a fresh child started with kb_spawn (in a worker, started ahead and
+ * handed its request later: fb_warm_enable): own process group, deadline,
  * rlimits (runner.rlimit_*), an allow-listed environment (never an API key), its own
  * network namespace and an unprivileged user where the host allows (contain.c), captured
  * capped output, one JSON request on stdin and one JSON result on fd 3. When the runner
@@ -168,6 +169,18 @@ void	fb_outcome_clear(struct fb_outcome *o);
  * runner left processes behind gets the flag "stray_processes" (details.stray_processes:
  * how many). Call once, before the first fb_run. 0, or -KB_ESYS. */
 int	fb_adopt_strays(void);
+
+/* Warm runners (run.c has the whole story): in a process that called fb_warm_enable (a
+ * worker) and with runner.warm, each fb_run of a precompile, execute, profile, baseline
+ * or probe starts the next runner ahead, torch imported, and the next such fb_run hands
+ * it its request instead of starting one; every candidate still runs in a process no
+ * earlier one ran in. fb_warm_start starts one now if there is none (a step is coming:
+ * the LLM's reply is in); fb_warm_drop kills it (nothing will run for a while: the LLM
+ * call, the worker's end); fb_warm_pid is its pid, 0 when there is none. */
+void	fb_warm_enable(void);
+void	fb_warm_start(const struct kb_config *cfg);
+void	fb_warm_drop(void);
+pid_t	fb_warm_pid(void);
 
 /* How fb_run reads the runner's fd-3 result, public so that its fuzz target
  * (tests/fuzz/fuzz_result.c) reaches it: text is n bytes of anything; a JSON object with

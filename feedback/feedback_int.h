@@ -23,13 +23,13 @@ struct fb_watch {
 void	fbw_init(struct fb_watch *w, const struct kb_config *cfg, const struct fb_request *req);
 void	fbw_on_start(pid_t pid, void *arg);
 bool	fbw_should_stop(void *arg);
-/* After a runner ended: kills and reaps every child of this process when it adopts
- * strays (fb_adopt_strays), counting those found still running (they escaped the
+/* After a runner ended: kills and reaps every child of this process but keep (the warm
+ * runner; 0: none) when it adopts strays (fb_adopt_strays), counting those found still running (they escaped the
  * group kill) and the zombies a signal had killed (the group kill got them). */
 struct fb_strays {
 	int	running, killed;
 };
-void	fbw_reap_strays(struct fb_strays *out);
+void	fbw_reap_strays(struct fb_strays *out, pid_t keep);
 
 /* stage.c: logs where the runners work when it is not the run directory (called by
  * fb_contain_report). */

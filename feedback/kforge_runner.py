@@ -14,6 +14,11 @@ free-form logs that the parent captures. Modes:
               extension with load_inline exactly as candidates are built (a C++ op on cpu,
               a __global__ kernel on cuda) and run it; details.build_s and run_s time it
 
+Started with --warm, the runner imports torch before it reads its request (kforge starts
+the next runner while the current one works) and then takes the request's "env",
+"work_dir" and "rlimit_cpu_s" as a fresh runner would have had them; CUDA is first touched
+after that, so the request's CUDA_VISIBLE_DEVICES holds.
+
 A failure the candidate cannot cause (torch not importable; a build that failed for want
 of torch's headers, pybind11, the compiler or ninja, confirmed by probing those
 prerequisites independently of the candidate's code) has the status env_error, with
@@ -423,6 +428,10 @@ class Runner:
             raise env_error("torch", "%s cannot import torch: %s"
                             % (sys.executable, first_line(e)), None, e)
         self.torch = torch
+        # A warm runner imported torch before its request's OMP_NUM_THREADS was known.
+        threads = os.environ.get("OMP_NUM_THREADS", "")
+        if threads.isdigit() and int(threads) > 0 and torch.get_num_threads() != int(threads):
+            torch.set_num_threads(int(threads))
         # Bound before any candidate code runs, so a candidate that patches torch or
         # time does not patch the judge.
         self.allclose = torch.allclose
@@ -1461,14 +1470,66 @@ def open_result_file():
     return os.fdopen(RESULT_FD, "w")
 
 
+def set_dumpable(on):
+    """prctl(PR_SET_DUMPABLE): a process that is not dumpable cannot be traced, nor its
+    memory read or written through /proc, by another process of the same user."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 1 if on else 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    except Exception as e:  # not Linux, or no libc: nothing to protect with
+        log("prctl(PR_SET_DUMPABLE): %s" % first_line(e))
+
+
+def warm_up():
+    """--warm: started before its request, which may come much later, so the request's
+    wait does not include importing torch. CUDA is not touched (CUDA_VISIBLE_DEVICES
+    comes with the request), and while it waits no other process of the same user (an
+    earlier candidate) can reach into it."""
+    set_dumpable(False)
+    try:
+        import torch  # noqa: F401  (a failure is reported by the request's own import)
+        import torch.utils.cpp_extension  # noqa: F401
+    except BaseException:
+        pass
+
+
+def take_request_context(req):
+    """The environment, working directory and CPU limit a fresh runner would have been
+    started with for this request (a warm runner was started before it was known)."""
+    env = req.get("env")
+    if isinstance(env, dict):
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in env.items()})
+        if "tempfile" in sys.modules:
+            sys.modules["tempfile"].tempdir = None
+    if req.get("work_dir"):
+        os.chdir(req["work_dir"])
+    limit = req.get("rlimit_cpu_s")
+    if isinstance(limit, int) and limit > 0:
+        import resource
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        soft = int(used.ru_utime + used.ru_stime) + 1 + limit
+        cur_soft, cur_hard = resource.getrlimit(resource.RLIMIT_CPU)
+        if cur_soft == resource.RLIM_INFINITY or soft < cur_soft:
+            hard = soft + 1 if cur_hard == resource.RLIM_INFINITY else min(soft + 1, cur_hard)
+            resource.setrlimit(resource.RLIMIT_CPU, (min(soft, hard), hard))
+    set_dumpable(True)
+
+
 def main():
     faulthandler.enable(file=sys.stderr, all_threads=True)
+    warm = "--warm" in sys.argv[1:]
     result_file = open_result_file()
+    if warm:
+        warm_up()
     try:
         raw = sys.stdin.read()
         req = json.loads(raw)
         if not isinstance(req, dict):
             raise ValueError("the request is not a JSON object")
+        if warm:
+            take_request_context(req)
     except Exception as e:
         r = Runner({"mode": "unknown"}, result_file)
         r.flag("runner_error")

@@ -752,11 +752,179 @@ stage_inputs(const struct fb_request *req, struct fb_request *staged, char *runn
 	return snprintf(runner, runner_len, "%s", path) < (int)runner_len ? 0 : -KB_ETOOBIG;
 }
 
+/* The limits and capture every runner gets; deadline in seconds. */
+static void
+runner_limits(const struct kb_config *cfg, struct kb_spawn_opts *o, int deadline)
+{
+	long	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	o->out_cap = FB_OUT_CAP;
+	o->want_result = true;
+	o->result_cap = FB_RESULT_CAP;
+	o->timeout_ms = deadline * 1000;
+	o->rlimit_cpu_s = cfg->runner.rlimit_cpu_s > 0 ? cfg->runner.rlimit_cpu_s :
+			  (long)deadline * (ncpu > 4 ? ncpu : 4);
+	o->rlimit_fsize = cfg->runner.rlimit_fsize_mb > 0 ?
+			  (long long)cfg->runner.rlimit_fsize_mb << 20 : FB_FSIZE_CAP;
+	o->rlimit_nofile = cfg->runner.rlimit_nofile > 0 ? cfg->runner.rlimit_nofile : FB_NOFILE;
+	o->core_dumps = false;
+	fb_contain_apply(o);
+}
+
+/* Whom HOME, USER and TMPDIR name when the runner runs as runner.user: its scratch. */
+static void
+env_contained(struct fb_env *env, const char *work_dir)
+{
+	if (fb_contain_user() == NULL)
+		return;
+	/* Ours (root's) would be unwritable; caches that want a HOME get the scratch. */
+	env_set(env, "HOME", work_dir != NULL ? work_dir : "/");
+	env_set(env, "USER", fb_contain_user());
+	/* The compilers' temporary files too, unless our TMPDIR is a shared one. */
+	if (!tmpdir_shared(getenv("TMPDIR")))
+		env_set(env, "TMPDIR", work_dir != NULL ? work_dir : "/tmp");
+}
+
+/* ------------------------------------------------------------ warm runners */
+
+/*
+ * Importing torch takes seconds (3.8 s with CUDA's start on a GPU host, 1.5 s here), so a
+ * worker keeps its next runner started ahead: the runner imports torch and waits for its
+ * request (kforge_runner.py --warm), and is handed the next step's request. It is a
+ * fresh process that no candidate has run in; it is started with every GPU hidden and
+ * the widest deadline's CPU limit, and the request carries the environment, working
+ * directory and CPU limit a cold runner would have been started with (the runner takes
+ * them before it touches CUDA). While it waits it is not dumpable, so an earlier
+ * candidate of the same user cannot trace it or write its memory; one that killed or
+ * stopped it is noticed at the hand-over (a dead one is replaced by a cold start, a
+ * stopped one resumed). At most one per process, and only where fb_warm_enable was
+ * called (a worker): fb_run starts the next when it hands its own runner the request, or
+ * just after a CPU timing step (the import would take a core from the timings).
+ */
+static struct {
+	bool		 enabled;
+	struct kb_spawn	*child;
+	char		 python[PATH_MAX], runner[PATH_MAX];
+} warm;
+
+static bool
+warm_mode(enum fb_mode mode)
+{
+	return mode == FB_PRECOMPILE || mode == FB_EXECUTE || mode == FB_PROFILE ||
+	       mode == FB_BASELINE || mode == FB_PROBE;
+}
+
+void
+fb_warm_enable(void)
+{
+	warm.enabled = true;
+}
+
+pid_t
+fb_warm_pid(void)
+{
+	return warm.child != NULL ? kb_spawn_pid(warm.child) : 0;
+}
+
+void
+fb_warm_drop(void)
+{
+	kb_spawn_discard(warm.child);
+	warm.child = NULL;
+}
+
+static void
+warm_start_with(const struct kb_config *cfg, const char *python, const char *runner)
+{
+	struct kb_spawn_opts	 o = { 0 };
+	struct fb_env		 env = { .n = 0 };
+	const char		*argv[] = { python, runner, "--warm", NULL };
+	long			 deadline = cfg->eval.compile_timeout_s > cfg->eval.timeout_s ?
+					    cfg->eval.compile_timeout_s : cfg->eval.timeout_s;
+
+	if (!warm.enabled || !cfg->runner.warm || warm.child != NULL)
+		return;
+	env_build(&env, cfg, NULL, "", false);
+	env_contained(&env, NULL);
+	o.argv = argv;
+	o.envp = (const char *const *)env.v;
+	o.cwd = "/";
+	o.stdin_data = "";	/* a pipe, written at the hand-over */
+	runner_limits(cfg, &o, deadline > 0 && deadline < INT_MAX / 1000 ? (int)deadline : 300);
+	o.timeout_ms = 0;
+	if (kb_spawn_start(&o, &warm.child) < 0) {
+		warm.child = NULL;
+	} else {
+		snprintf(warm.python, sizeof(warm.python), "%s", python);
+		snprintf(warm.runner, sizeof(warm.runner), "%s", runner);
+	}
+	env_clear(&env);
+}
+
+void
+fb_warm_start(const struct kb_config *cfg)
+{
+	char	python[PATH_MAX], runner[PATH_MAX], staged[PATH_MAX], err[512];
+
+	if (!warm.enabled || !cfg->runner.warm || warm.child != NULL ||
+	    fb_find_python(cfg, python, sizeof(python), err, sizeof(err)) < 0 ||
+	    kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py") < 0 ||
+	    fb_stage_input(runner, staged, sizeof(staged)) < 0)
+		return;
+	warm_start_with(cfg, python, staged);
+}
+
+/* The warm runner for a step run by python and runner, if there is a live one. */
+static struct kb_spawn *
+warm_take(const char *python, const char *runner)
+{
+	struct kb_spawn	*child = warm.child;
+
+	warm.child = NULL;
+	if (child == NULL)
+		return NULL;
+	if (strcmp(warm.python, python) != 0 || strcmp(warm.runner, runner) != 0) {
+		kb_spawn_discard(child);
+		return NULL;
+	}
+	if (kb_spawn_exited(child)) {
+		log_info("the warm runner %d died while it waited; starting one afresh",
+			 (int)kb_spawn_pid(child));
+		kb_spawn_discard(child);
+		return NULL;
+	}
+	return child;
+}
+
+/* The request's share of what a cold runner gets at its start (see above). */
+static int
+warm_request(json_t *jreq, const struct fb_env *env, const struct kb_spawn_opts *o)
+{
+	json_t	*e = json_object();
+
+	if (e == NULL)
+		return -KB_ENOMEM;
+	for (int i = 0; i < env->n; i++) {
+		const char *eq = strchr(env->v[i], '=');
+		char name[256];
+
+		if (eq == NULL || (size_t)(eq - env->v[i]) >= sizeof(name))
+			continue;
+		memcpy(name, env->v[i], (size_t)(eq - env->v[i]));
+		name[eq - env->v[i]] = '\0';
+		json_object_set_new(e, name, json_string(eq + 1));
+	}
+	json_object_set_new(jreq, "env", e);
+	json_object_set_new(jreq, "rlimit_cpu_s", json_integer(o->rlimit_cpu_s));
+	return 0;
+}
+
 int
 fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outcome *out)
 {
 	struct kb_spawn_opts	 o = { 0 };
 	struct kb_spawn_result	 r = { 0 };
+	struct kb_spawn		*ahead = NULL;
 	struct fb_watch		 watch;
 	struct fb_strays	 strays;
 	struct fb_env		 env = { .n = 0 };
@@ -765,11 +933,10 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	char			 problem[PATH_MAX], candidate[PATH_MAX];
 	const char		*argv[3], *cuda_visible = NULL;
 	char			*request = NULL;
-	json_t			*jreq, *res;
-	long			 ncpu;
+	json_t			*jreq = NULL, *res;
 	int			 deadline, rc, build_lock = -1, pch_lock = -1;
 	char			 pch[PATH_MAX] = "";
-	bool			 rebuild = false;
+	bool			 rebuild = false, next_after;
 
 	memset(out, 0, sizeof(*out));
 	out->runtime_ms = out->ref_runtime_ms = out->speedup = -1;
@@ -788,10 +955,6 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		return rc;
 	if ((jreq = build_request(cfg, &staged)) == NULL)
 		return -KB_ENOMEM;
-	request = json_dumps(jreq, JSON_COMPACT);
-	json_decref(jreq);
-	if (request == NULL)
-		return -KB_ENOMEM;
 
 	/* Precompile and every CPU step see no GPU; a GPU step sees exactly its own. */
 	if (req->mode == FB_PRECOMPILE || !on_cuda(cfg, req)) {
@@ -803,36 +966,25 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	/* A selftest builds as a precompile does (it stands for one). */
 	env_build(&env, cfg, req->build_dir, cuda_visible,
 		  req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST);
-	if (fb_contain_user() != NULL) {
-		/* Ours (root's) would be unwritable; caches that want a HOME get the scratch. */
-		env_set(&env, "HOME", req->work_dir != NULL ? req->work_dir : "/");
-		env_set(&env, "USER", fb_contain_user());
-		/* The compilers' temporary files too, unless our TMPDIR is a shared one. */
-		if (!tmpdir_shared(getenv("TMPDIR")))
-			env_set(&env, "TMPDIR", req->work_dir != NULL ? req->work_dir : "/tmp");
-	}
+	env_contained(&env, req->work_dir);
 
 	deadline = deadline_s(cfg, req);
-	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	argv[0] = python;
 	argv[1] = runner;
 	argv[2] = NULL;
 	o.argv = argv;
 	o.envp = (const char *const *)env.v;
 	o.cwd = req->work_dir;
+	runner_limits(cfg, &o, deadline);
+	if (warm_mode(req->mode) && (ahead = warm_take(python, runner)) != NULL &&
+	    (rc = warm_request(jreq, &env, &o)) < 0)
+		goto out;
+	if ((request = json_dumps(jreq, JSON_COMPACT)) == NULL) {
+		rc = -KB_ENOMEM;
+		goto out;
+	}
 	o.stdin_data = request;
 	o.stdin_len = strlen(request);
-	o.out_cap = FB_OUT_CAP;
-	o.want_result = true;
-	o.result_cap = FB_RESULT_CAP;
-	o.timeout_ms = deadline * 1000;
-	o.rlimit_cpu_s = cfg->runner.rlimit_cpu_s > 0 ? cfg->runner.rlimit_cpu_s :
-			 (long)deadline * (ncpu > 4 ? ncpu : 4);
-	o.rlimit_fsize = cfg->runner.rlimit_fsize_mb > 0 ?
-			 (long long)cfg->runner.rlimit_fsize_mb << 20 : FB_FSIZE_CAP;
-	o.rlimit_nofile = cfg->runner.rlimit_nofile > 0 ? cfg->runner.rlimit_nofile : FB_NOFILE;
-	fb_contain_apply(&o);
-	o.core_dumps = false;
 	if (req->work_dir != NULL && ((rc = fb_stage_mkdir(req->work_dir)) < 0 ||
 				      (rc = fb_contain_runner_dir(req->work_dir)) < 0)) {
 		log_warnx("cannot give the runner's user %s: %s", req->work_dir, kb_strerror(rc));
@@ -874,8 +1026,20 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	o.should_stop = fbw_should_stop;
 	o.should_stop_arg = &watch;
 
-	rc = kb_spawn_run(&o, &r);
-	fbw_reap_strays(&strays);
+	/* The next step's runner imports torch while this one works (the comment above). */
+	next_after = !on_cuda(cfg, req) && (req->mode == FB_EXECUTE || req->mode == FB_PROFILE ||
+					     req->mode == FB_BASELINE);
+	if (warm_mode(req->mode) && !next_after)
+		warm_start_with(cfg, python, runner);
+	if (ahead != NULL) {
+		rc = kb_spawn_finish(ahead, &o, &r);
+		ahead = NULL;
+	} else {
+		rc = kb_spawn_run(&o, &r);
+	}
+	fbw_reap_strays(&strays, fb_warm_pid());
+	if (warm_mode(req->mode) && next_after && rc != -KB_ESTOPPED)
+		warm_start_with(cfg, python, runner);
 	if (pch[0] != '\0')
 		fb_contain_seal_closed(pch, pch_lock);
 	if (req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild)
@@ -897,6 +1061,12 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	log_debug("runner %s: %s in %lld ms", mode_names[req->mode], fb_status_name(out->status),
 		  (long long)r.wall_ms);
 out:
+	/* Not handed its request (an error before): it is fresh still, keep it. */
+	if (ahead != NULL && warm.child == NULL)
+		warm.child = ahead;
+	else
+		kb_spawn_discard(ahead);
+	json_decref(jreq);
 	kb_spawn_result_clear(&r);
 	env_clear(&env);
 	free(request);

@@ -234,7 +234,7 @@ reap(pid_t pid, int *status)
 }
 
 void
-fbw_reap_strays(struct fb_strays *out)
+fbw_reap_strays(struct fb_strays *out, pid_t keep)
 {
 	pid_t		 self = getpid();
 	struct proc_ent	*v;
@@ -250,7 +250,7 @@ fbw_reap_strays(struct fb_strays *out)
 		found = 0;
 		/* Kill them all first, so that none forks after its siblings died. */
 		for (size_t i = 0; i < n; i++) {
-			if (v[i].st.ppid != self)
+			if (v[i].st.ppid != self || v[i].st.pid == keep)
 				continue;
 			found++;
 			if (v[i].st.state != 'Z' && v[i].st.state != 'X') {
@@ -259,7 +259,8 @@ fbw_reap_strays(struct fb_strays *out)
 			}
 		}
 		for (size_t i = 0; i < n; i++) {
-			if (v[i].st.ppid != self || !reap(v[i].st.pid, &status))
+			if (v[i].st.ppid != self || v[i].st.pid == keep ||
+			    !reap(v[i].st.pid, &status))
 				continue;
 			if ((v[i].st.state == 'Z' || v[i].st.state == 'X') && WIFSIGNALED(status))
 				out->killed++;

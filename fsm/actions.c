@@ -358,6 +358,8 @@ fsm_act_generate(struct task_run *t)
 		/* Paused run-wide: stop here unlogged, as on a stop request. */
 		if (gpool_paused(t->ctx->pool, NULL, 0) != GPOOL_PAUSE_NONE)
 			return -KB_ESTOPPED;
+		/* No runner for the length of the model's call: no idle warm one either. */
+		fb_warm_drop();
 		if ((rc = build_prompt(t, &prompt, err, sizeof(err))) < 0) {
 			snprintf(t->fail_reason, sizeof(t->fail_reason), "prompt: %s", err);
 			return FSM_EV_fatal;
@@ -378,6 +380,8 @@ fsm_act_generate(struct task_run *t)
 	}
 	rc = fsm_put_artifact(t, "kernel", "kernel.py", code, strlen(code));
 	free(code);
+	if (rc == 0)
+		fb_warm_start(t->cfg);	/* the precompile's runner imports torch meanwhile */
 	return rc < 0 ? rc : FSM_EV_ok;
 }
 

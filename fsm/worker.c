@@ -274,6 +274,7 @@ fsm_task_main(const struct fsm_ctx *ctx)
 	/* What a candidate leaves behind, daemons that left the runner's group included,
 	 * comes back to this worker and is killed after each runner, not to the supervisor. */
 	(void)fb_adopt_strays();
+	fb_warm_enable();
 
 	if ((rc = open_task(&t, &lock_fd)) < 0)
 		goto out;
@@ -305,6 +306,7 @@ out:
 		code = code == KB_EXIT_DONE ? code : KB_EXIT_TEMPFAIL;
 	if (rc == -KB_ENOSPC)	/* the supervisor stops the run; nothing here is lost */
 		code = KB_EXIT_NOSPC;
+	fb_warm_drop();
 	llm_client_destroy(t.llm);
 	kb_tlog_close(t.log);
 	free(t.problem_src);

@@ -125,6 +125,7 @@ static const struct cfg_key schema[] = {
 	{ KEY("runner.isolate_network", K_BOOL, runner.isolate_network), .def = "true" },
 	{ KEY("runner.selftest", K_BOOL, runner.selftest), .def = "true" },
 	{ KEY("runner.fast_build", K_BOOL, runner.fast_build), .def = "true" },
+	{ KEY("runner.warm", K_BOOL, runner.warm), .def = "true" },
 	{ KEY("runner.rlimit_cpu_s", K_INT, runner.rlimit_cpu_s), .def = "0",
 	  .lo = 0, .hi = 10000000 },
 	{ KEY("runner.rlimit_fsize_mb", K_INT, runner.rlimit_fsize_mb), .def = "1024",

@@ -295,6 +295,110 @@ test_probe_and_stop(void)
 	fb_outcome_clear(&o);
 }
 
+/* Warm runners: the next runner starts ahead and takes the next request; each step
+ * still runs in a process no earlier step ran in, with the environment and working
+ * directory a cold one gets; one that died or was stopped while it waited changes
+ * nothing for the next candidate but its process. */
+static pid_t
+wait_gone(pid_t pid)
+{
+	for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) {
+		char	path[64], state = 0;
+		FILE	*f;
+
+		/* A zombie (ours to reap, at the hand-over) is gone for this purpose. */
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		if ((f = fopen(path, "r")) != NULL) {
+			if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+				state = 0;
+			fclose(f);
+		}
+		if (state == 'Z')
+			break;
+		usleep(10 * 1000);
+	}
+	return pid;
+}
+
+static void
+test_warm(void)
+{
+	struct fb_outcome	 o = { 0 };
+	char			 path[4096 + 32], *env_text = NULL;
+	pid_t			 seen[8] = { 0 }, ahead;
+	json_t			*env;
+	size_t			 len;
+	int			 n = 0;
+
+	fb_warm_enable();
+	cfg.runner.warm = true;
+	CHECK(fb_warm_pid() == 0);
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_add.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.correct);
+	fb_outcome_clear(&o);
+	seen[n++] = started_pid;
+	/* A CPU timing step starts the next runner once it is done. */
+	CHECK((ahead = fb_warm_pid()) > 0 && ahead != started_pid);
+
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_add.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.correct);
+	CHECK(started_pid == ahead);
+	fb_outcome_clear(&o);
+	for (int i = 0; i < n; i++)
+		CHECK(seen[i] != started_pid);
+	seen[n++] = started_pid;
+
+	/* The environment and working directory of a cold runner, for a precompile too. */
+	CHECK((ahead = fb_warm_pid()) > 0);
+	snprintf(path, sizeof(path), "%s/kforge_env.json", work);
+	unlink(path);
+	CHECK(run(FB_PRECOMPILE, "problem_add.py", "cand_env_dump.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_OK && started_pid == ahead);
+	fb_outcome_clear(&o);
+	CHECK(kb_read_file(path, 1 << 20, &env_text, &len) == 0);
+	CHECK(env_text != NULL && (env = json_loads(env_text, 0, NULL)) != NULL);
+	if (env_text != NULL && env != NULL) {
+		CHECK(strcmp(json_string_value(json_object_get(env, "TORCH_EXTENSIONS_DIR")),
+			     build) == 0);
+		CHECK(strcmp(json_string_value(json_object_get(env, "MAX_JOBS")), "2") == 0);
+		CHECK(json_object_get(env, "OMP_NUM_THREADS") == NULL);
+		CHECK(strcmp(json_string_value(json_object_get(env, "CUDA_VISIBLE_DEVICES")), "") == 0);
+		json_decref(env);
+	}
+	free(env_text);
+	seen[n++] = started_pid;
+
+	/* Killed while it waits: the next candidate runs all the same, in a fresh process. */
+	CHECK((ahead = fb_warm_pid()) > 0);
+	CHECK(kill(ahead, SIGKILL) == 0);
+	wait_gone(ahead);
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_add.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.correct);
+	CHECK(started_pid > 0 && started_pid != ahead);
+	fb_outcome_clear(&o);
+	for (int i = 0; i < n; i++)
+		CHECK(seen[i] != started_pid);
+	seen[n++] = started_pid;
+
+	/* Stopped while it waits: resumed at the hand-over. */
+	CHECK((ahead = fb_warm_pid()) > 0);
+	CHECK(kill(ahead, SIGSTOP) == 0);
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_add.py", build, 60, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.correct && started_pid == ahead);
+	fb_outcome_clear(&o);
+
+	/* A crash in a warm runner is the candidate's, classified as ever. */
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_crash.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_CRASHED);
+	CHECK(strstr(detail(&o, "message"), "signal 11 (SIGSEGV)") != NULL);
+	fb_outcome_clear(&o);
+
+	ahead = fb_warm_pid();
+	fb_warm_drop();
+	CHECK(fb_warm_pid() == 0 && ahead > 0 && kill(ahead, 0) == -1);
+	cfg.runner.warm = false;
+}
+
 int
 main(void)
 {
@@ -319,6 +423,7 @@ main(void)
 	test_judgements();
 	test_environment();
 	test_probe_and_stop();
+	test_warm();
 
 	kb_config_clear(&cfg);
 	return fbt_finish(scratch);

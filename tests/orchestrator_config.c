@@ -236,6 +236,7 @@ test_defaults(void)
 	CHECK_STR(c.runner.user, "nobody");
 	CHECK(c.runner.isolate_network);
 	CHECK(c.runner.selftest);
+	CHECK(c.runner.fast_build && c.runner.warm);
 	CHECK(c.runner.rlimit_cpu_s == 0 && c.runner.rlimit_fsize_mb == 1024 &&
 	      c.runner.rlimit_nofile == 1024);
 	CHECK(c.workers == 16);
