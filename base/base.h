@@ -321,6 +321,7 @@ struct kb_config {
 		long	 compile_timeout_s;
 		long	 timeout_s;		/* execute deadline */
 		char	*arch_list;		/* TORCH_CUDA_ARCH_LIST; "" = detect from the GPUs */
+		char	*inputs;		/* "host" (made on the CPU, copied) | "device" */
 		bool	 baseline_compile;	/* also time the reference under torch.compile */
 	} eval;
 	struct {

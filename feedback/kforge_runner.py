@@ -640,12 +640,18 @@ class Runner:
         return x
 
     def make_inputs(self, ref, seed):
+        """The problem's get_inputs() under seed, on the device: made on the CPU and
+        copied, as KernelBench does, or with input_placement "device" made on the GPU
+        (torch's factory functions under the device as default, seeded by the CUDA
+        generator: other numbers than the CPU's, the same for both models)."""
         self.set_seed(seed)
         if self.req.get("input_placement") == "device" and self.device.type == "cuda" \
                 and hasattr(self.torch, "set_default_device"):
+            self.details["input_placement"] = "device"
             with self.device:
                 inputs = ref.get_inputs()
         else:
+            self.details["input_placement"] = "host"
             inputs = ref.get_inputs()
         return [self.place(x) for x in inputs]
 

@@ -423,6 +423,8 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 		json_object_set_new(r, "build_dir", json_string(req->build_dir));
 	if (req->work_dir != NULL)
 		json_object_set_new(r, "work_dir", json_string(req->work_dir));
+	if (cuda && cfg->eval.inputs != NULL && strcmp(cfg->eval.inputs, "device") == 0)
+		json_object_set_new(r, "input_placement", json_string("device"));
 	return r;
 }
 

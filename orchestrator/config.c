@@ -65,6 +65,7 @@ struct cfg_key {
 static const char *const providers[] = { "openai", "replay", NULL };
 static const char *const prompts[] = { "one_shot", "zero_shot", NULL };
 static const char *const eval_devices[] = { "cpu", "cuda", "auto", NULL };
+static const char *const input_places[] = { "host", "device", NULL };
 static const char *const precisions[] = { "fp32", "fp16", "bf16", NULL };
 
 /* Keys of one section stay together: orch_config_emit opens a section where its first
@@ -113,6 +114,7 @@ static const struct cfg_key schema[] = {
 	{ KEY("eval.timeout_s", K_INT, eval.timeout_s), .def = "300", .lo = 1, .hi = 86400 },
 	{ KEY("eval.arch_list", K_STR, eval.arch_list), .def = "''" },
 	{ KEY("eval.baseline_compile", K_BOOL, eval.baseline_compile), .def = "false" },
+	{ KEY("eval.inputs", K_ENUM, eval.inputs), .def = "host", .allowed = input_places },
 	{ KEY("gpus.devices", K_DEVICES, gpus.devices), .def = "all" },
 	{ KEY("runner.python", K_STR, runner.python), .def = "''" },
 	{ KEY("runner.compile_slots", K_INT, runner.compile_slots), .def = "0",

@@ -140,9 +140,27 @@ test_baseline_keys(void)
 	free(c.eval.precision);
 	c.eval.precision = kb_strdup("fp32");
 
+	/* Inputs made on the GPU are other tensors; on the CPU there is only one place. */
+	free(c.eval.inputs);
+	c.eval.inputs = kb_strdup("device");
+	CHECK(fb_baseline_path(&c, prob, "cpu", b, sizeof(b)) == 0);
+	CHECKM(strcmp(a, b) == 0, "eval.inputs changed a CPU baseline's key");
+	free(c.eval.inputs);
+	c.eval.inputs = kb_strdup("host");
+
 	write_file(prob, "class Model: pass\nN = 2048\n");
 	CHECK(fb_baseline_path(&c, prob, "cpu", b, sizeof(b)) == 0);
 	CHECKM(strcmp(a, b) != 0, "the problem's content changed, the same baseline");
+	kb_config_clear(&c);
+
+	fbt_config(&c, "cuda");
+	free(c.runner.python);
+	c.runner.python = kb_strdup("/usr/bin/python3");
+	CHECK(fb_baseline_path(&c, prob, "NVIDIA H100 80GB HBM3", a, sizeof(a)) == 0);
+	free(c.eval.inputs);
+	c.eval.inputs = kb_strdup("device");
+	CHECK(fb_baseline_path(&c, prob, "NVIDIA H100 80GB HBM3", b, sizeof(b)) == 0);
+	CHECKM(strcmp(a, b) != 0, "inputs made on the GPU, the same baseline as on the host");
 	kb_config_clear(&c);
 }
 

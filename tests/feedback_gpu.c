@@ -130,7 +130,20 @@ main(void)
 	free(text);
 
 	CHECK(!fbt_flagged(&o, "side_stream_suspected"));
+	CHECK(strcmp(json_string_value(json_object_get(json_object_get(o.result, "details"),
+						       "input_placement")), "host") == 0);
 	fb_outcome_clear(&o);
+
+	/* inputs made on the GPU: the same judgement, from tensors that were never copied */
+	free(cfg.eval.inputs);
+	cfg.eval.inputs = kb_strdup("device");
+	CHECK(run(FB_EXECUTE, "cand_cuda_add.py", true, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.correct && o.speedup > 0);
+	CHECK(strcmp(json_string_value(json_object_get(json_object_get(o.result, "details"),
+						       "input_placement")), "device") == 0);
+	fb_outcome_clear(&o);
+	free(cfg.eval.inputs);
+	cfg.eval.inputs = kb_strdup("host");
 
 	/* work hidden on a side stream is correct but flagged */
 	CHECK(run(FB_EXECUTE, "cand_side_stream.py", true, &o) == 0);

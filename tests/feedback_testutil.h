@@ -36,6 +36,7 @@ fbt_config(struct kb_config *c, const char *device)
 	c->eval.compile_timeout_s = 600;
 	c->eval.timeout_s = 300;
 	c->eval.arch_list = kb_strdup("");
+	c->eval.inputs = kb_strdup("host");
 	c->runner.python = kb_strdup("");
 }
 
