@@ -339,6 +339,7 @@ struct kb_config {
 		bool	 selftest;		/* a known-good extension before any request */
 		bool	 fast_build;		/* precompiled torch headers (kforge_runner.py) */
 		bool	 warm;		/* start each worker's next runner ahead (fb_warm_*) */
+		long	 cache_max_gb;		/* the shared cache's builds, trimmed at start */
 		long	 rlimit_cpu_s;		/* 0 = the deadline x max(cores, 4) */
 		long	 rlimit_fsize_mb;	/* largest file the runner may write */
 		long	 rlimit_nofile;		/* open files */

@@ -14,13 +14,17 @@
  * /var/tmp is open to all, and a directory planted there by another user would hand it
  * every build kforge loads. Such a root is refused, never used.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
@@ -201,4 +205,133 @@ fb_baseline_record(const char *problem, const char *device_name, const struct fb
 			 json_object_get(o->result, "env"), "status", fb_status_name(o->status),
 			 "message", json_object_get(d, "message"), "stage",
 			 json_object_get(d, "stage"), "fix", json_object_get(d, "fix"));
+}
+
+/* ------------------------------------------------------------ size */
+
+/*
+ * Builds are the cache's bulk (tens of MB each: objects, the module, torch's ninja
+ * files), and nothing else removes them, so a machine that runs many experiments fills
+ * its disk. fb_cache_trim keeps builds/ under a cap by removing the builds used least
+ * recently: fb_run stamps a build directory's mtime each time a runner builds or loads
+ * it. A build used within the last FB_CACHE_MIN_IDLE_S, or one whose lock another
+ * process holds (a build or a load in progress), is never removed, so a run in
+ * progress keeps what it uses; the trim itself holds the lock while it removes.
+ */
+#define FB_CACHE_MIN_IDLE_S	3600
+#define FB_CACHE_MAX_ENTRIES	(1 << 20)
+
+struct cache_entry {
+	char		*path;
+	long long	 bytes;
+	time_t		 used;
+};
+
+static long long	walk_bytes;
+
+static int
+add_bytes(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)path;
+	(void)flag;
+	(void)ftw;
+	walk_bytes += (long long)st->st_blocks * 512;
+	return 0;
+}
+
+static long long
+tree_bytes(const char *dir)
+{
+	walk_bytes = 0;
+	(void)nftw(dir, add_bytes, 16, FTW_PHYS);
+	return walk_bytes;
+}
+
+static int
+by_use(const void *a, const void *b)
+{
+	const struct cache_entry *x = a, *y = b;
+
+	return (x->used > y->used) - (x->used < y->used);
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) == -1 && errno != ENOENT)
+		log_warn("cache: cannot remove %s", path);
+	return 0;
+}
+
+void
+fb_build_touch(const char *build_dir)
+{
+	if (build_dir != NULL && utimensat(AT_FDCWD, build_dir, NULL, 0) == -1 &&
+	    errno != ENOENT)
+		log_debug("cache: cannot stamp %s: %s", build_dir, strerror(errno));
+}
+
+int
+fb_cache_trim(long long max_bytes, struct fb_cache_usage *u)
+{
+	struct cache_entry	*v = NULL, *nv;
+	struct dirent		*de;
+	struct stat		 st;
+	char			 dir[PATH_MAX], path[PATH_MAX], lock[PATH_MAX + 32];
+	size_t			 n = 0, cap = 0;
+	time_t			 now = time(NULL);
+	DIR			*d;
+	int			 rc, fd;
+
+	memset(u, 0, sizeof(*u));
+	if ((rc = fb_cache_dir("builds", NULL, dir, sizeof(dir))) < 0)
+		return rc;
+	if ((d = opendir(dir)) == NULL)
+		return -kb_errno_to_err(errno);
+	while ((de = readdir(d)) != NULL && n < FB_CACHE_MAX_ENTRIES) {
+		if (de->d_name[0] == '.' || kb_path_join(path, sizeof(path), dir, de->d_name) < 0 ||
+		    lstat(path, &st) == -1 || !S_ISDIR(st.st_mode))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			if ((nv = realloc(v, cap * sizeof(*v))) == NULL)
+				break;
+			v = nv;
+		}
+		v[n].path = kb_strdup(path);
+		v[n].bytes = tree_bytes(path);
+		v[n].used = st.st_mtime;
+		u->bytes += v[n].bytes;
+		n++;
+	}
+	closedir(d);
+	u->builds = (long)n;
+	qsort(v, n, sizeof(*v), by_use);
+	for (size_t i = 0; i < n && max_bytes >= 0 && u->bytes > max_bytes; i++) {
+		if (now - v[i].used < FB_CACHE_MIN_IDLE_S)
+			break;	/* the rest are newer still */
+		snprintf(lock, sizeof(lock), "%s/.kforge-build.lock", v[i].path);
+		fd = open(lock, O_RDONLY | O_CLOEXEC);
+		if (fd != -1 && flock(fd, LOCK_EX | LOCK_NB) == -1) {
+			close(fd);
+			continue;	/* being built or loaded right now */
+		}
+		(void)nftw(v[i].path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		if (fd != -1)
+			close(fd);
+		u->bytes -= v[i].bytes;
+		u->removed++;
+		u->removed_bytes += v[i].bytes;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
+	if (u->removed > 0)
+		log_info("cache: removed %ld builds unused the longest (%lld MB) to stay under "
+			 "%lld MB; %lld MB in %ld builds remain", u->removed,
+			 u->removed_bytes >> 20, max_bytes >> 20, u->bytes >> 20,
+			 u->builds - u->removed);
+	return 0;
 }

@@ -293,6 +293,16 @@ json_t	*fb_baseline_record(const char *problem, const char *device_name,
 long	fb_cpu_threads(const struct kb_config *cfg);
 #define FB_BUILD_KEY_CAP	((size_t)8 << 20)
 int	fb_build_dir(const struct kb_config *cfg, const char *code, char *out, size_t n);
+/* The cache's size (cache.c has the story): fb_cache_trim removes the builds used least
+ * recently until builds/ holds at most max_bytes (< 0: measure only), sparing any used
+ * within the last hour or in use now; u says what is there and what went. fb_run
+ * stamps a build's use with fb_build_touch. */
+struct fb_cache_usage {
+	long		builds, removed;
+	long long	bytes, removed_bytes;	/* bytes: what remains */
+};
+int	fb_cache_trim(long long max_bytes, struct fb_cache_usage *u);
+void	fb_build_touch(const char *build_dir);
 /* Whether a precompile's outcome is the code's alone, to keep beside its build
  * (compile.json) for every later request of the same code. */
 bool	fb_build_cacheable(enum fb_status st);

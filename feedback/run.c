@@ -1005,6 +1005,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 			  kb_strerror(rc));
 		goto out;
 	}
+	if (req->mode == FB_PRECOMPILE || req->mode == FB_EXECUTE || req->mode == FB_PROFILE)
+		fb_build_touch(req->build_dir);	/* the cache's trim keeps what is used */
 	if ((req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild) &&
 	    (rc = fb_contain_build_begin(req->build_dir, &build_lock)) < 0) {
 		fb_contain_build_end(NULL, build_lock);

@@ -128,6 +128,8 @@ static const struct cfg_key schema[] = {
 	{ KEY("runner.selftest", K_BOOL, runner.selftest), .def = "true" },
 	{ KEY("runner.fast_build", K_BOOL, runner.fast_build), .def = "true" },
 	{ KEY("runner.warm", K_BOOL, runner.warm), .def = "true" },
+	{ KEY("runner.cache_max_gb", K_INT, runner.cache_max_gb), .def = "20",
+	  .lo = 1, .hi = 1L << 20 },
 	{ KEY("runner.rlimit_cpu_s", K_INT, runner.rlimit_cpu_s), .def = "0",
 	  .lo = 0, .hi = 10000000 },
 	{ KEY("runner.rlimit_fsize_mb", K_INT, runner.rlimit_fsize_mb), .def = "1024",

@@ -582,6 +582,26 @@ check_disk(struct doctor *d, const struct check *c)
 	     "%.1f GiB free where runs go (%s)", gib, dir);
 }
 
+/* The shared build cache: where it is, what it holds, and the cap a run trims it to. */
+static void
+check_cache(struct doctor *d, const struct check *c)
+{
+	struct fb_cache_usage	u;
+	char			dir[PATH_MAX];
+	int			rc;
+
+	if ((rc = fb_cache_dir("builds", NULL, dir, sizeof(dir))) < 0 ||
+	    (rc = fb_cache_trim(-1, &u)) < 0) {
+		emit(d, c, NULL, false, NULL, NULL,
+		     "set KFORGE_CACHE_DIR to a directory of kforge's user that no one else "
+		     "can write", "no shared build cache: %s", kb_strerror(rc));
+		return;
+	}
+	emit(d, c, NULL, true, NULL, dir, NULL,
+	     "%ld builds, %.2f GiB (a run's start trims to runner.cache_max_gb %ld)",
+	     u.builds, (double)u.bytes / (1024.0 * 1024 * 1024), d->cfg.runner.cache_max_gb);
+}
+
 static const struct check checks[] = {
 	/* item            checked on  required on  */
 	{ "cc",             DR_ALL,    0,           check_compiler },
@@ -603,6 +623,7 @@ static const struct check checks[] = {
 	{ "runner-user",    DR_ALL,    DR_ALL,      check_user },
 	{ "network",        DR_ALL,    0,           check_network },
 	{ "disk",           DR_ALL,    DR_ALL,      check_disk },
+	{ "cache",          DR_ALL,    0,           check_cache },
 };
 
 /* ------------------------------------------------------------ the command */

@@ -732,6 +732,12 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}
+	{
+		struct fb_cache_usage	u;
+
+		/* Builds no run has used for a while go before this run adds its own. */
+		(void)fb_cache_trim((long long)run->cfg.runner.cache_max_gb << 30, &u);
+	}
 	s.lock_fd = lock_fd;
 	snprintf(path, sizeof(path), "%s/supervisor.log", run->dir);
 	if ((log_file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) == -1) {

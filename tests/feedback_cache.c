@@ -3,11 +3,15 @@
  * directory changes with the code, the precision, the fast build, the device, the arch
  * list and the torch under the Python; a baseline's path with the problem's content, the
  * device model, the precision, the timing settings and torch.compile; the same inputs
- * give the same answer. The cache's root must be kforge's own. No runner is started:
+ * give the same answer. The cache's root must be kforge's own; its trim removes the
+ * builds used least recently and spares those in use. No runner is started:
  * the Python is named (runner.python), and a fake one stands in where only its files
  * matter.
  */
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "feedback_testutil.h"
 
@@ -164,6 +168,70 @@ test_baseline_keys(void)
 	kb_config_clear(&c);
 }
 
+/* A build of about kb KiB, last used ago_s seconds ago. */
+static void
+fake_build(const char *name, int kb, long ago_s, char *out)
+{
+	char		dir[PATH_MAX], file[PATH_MAX + 16];
+	char		*blob = calloc(1, (size_t)kb << 10);
+	struct timespec	t[2];
+
+	CHECK(fb_cache_dir("builds", name, dir, sizeof(dir)) == 0);
+	CHECK(kb_mkdir_p(dir, 0755) == 0);
+	snprintf(file, sizeof(file), "%s/m/m.so", dir);
+	CHECK(kb_mkdir_p(file, 0755) == 0 && rmdir(file) == 0);
+	memset(blob, 'x', (size_t)kb << 10);
+	CHECK(kb_write_atomic(file, blob, (size_t)kb << 10) == 0);
+	free(blob);
+	snprintf(file, sizeof(file), "%s/.kforge-build.lock", dir);
+	CHECK(kb_write_atomic(file, "", 0) == 0);
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= ago_s;
+	t[1] = t[0];
+	CHECK(utimensat(AT_FDCWD, dir, t, 0) == 0);
+	snprintf(out, PATH_MAX, "%s", dir);
+}
+
+/* The trim removes the builds used least recently until the rest fit, and never one
+ * used within the hour or one another process has locked (a build or load going on). */
+static void
+test_trim(void)
+{
+	char			old1[PATH_MAX], old2[PATH_MAX], old3[PATH_MAX], fresh[PATH_MAX];
+	char			lock[PATH_MAX + 32];
+	struct fb_cache_usage	u;
+	int			fd;
+
+	fake_build("t-old1", 1024, 5 * 3600, old1);
+	fake_build("t-old2", 1024, 4 * 3600, old2);
+	fake_build("t-old3", 1024, 3 * 3600, old3);
+	fake_build("t-fresh", 1024, 60, fresh);
+	CHECK(fb_cache_trim(-1, &u) == 0);
+	CHECK(u.builds >= 4 && u.removed == 0 && u.bytes >= 4LL << 20);
+
+	/* old1 is in use: old2 and old3 go instead, fresh stays though over the cap. */
+	snprintf(lock, sizeof(lock), "%s/.kforge-build.lock", old1);
+	CHECK((fd = open(lock, O_RDONLY | O_CLOEXEC)) != -1);
+	CHECK(flock(fd, LOCK_SH) == 0);
+	CHECK(fb_cache_trim(1LL << 20, &u) == 0);
+	CHECK(u.removed == 2 && u.removed_bytes >= 2LL << 20);
+	CHECK(kb_file_exists(old1) && !kb_file_exists(old2) && !kb_file_exists(old3));
+	CHECK(kb_file_exists(fresh));
+	close(fd);
+
+	/* Under the cap: nothing goes. Over it again, the oldest first. */
+	CHECK(fb_cache_trim(64LL << 20, &u) == 0);
+	CHECK(u.removed == 0 && kb_file_exists(old1));
+	CHECK(fb_cache_trim(1LL << 20, &u) == 0);
+	CHECK(u.removed == 1 && !kb_file_exists(old1) && kb_file_exists(fresh));
+
+	/* A use stamps the build: fb_build_touch makes an old build fresh. */
+	fake_build("t-old4", 1024, 5 * 3600, old1);
+	fb_build_touch(old1);
+	CHECK(fb_cache_trim(0, &u) == 0);
+	CHECK(u.removed == 0 && kb_file_exists(old1));
+}
+
 int
 main(void)
 {
@@ -176,6 +244,7 @@ main(void)
 	test_build_keys();
 	test_torch_changes_key();
 	test_baseline_keys();
+	test_trim();
 	/* The kinds are single names: nothing escapes the root. */
 	CHECK(fb_cache_dir("../etc", NULL, out, sizeof(out)) == -KB_EINVAL);
 	CHECK(fb_cache_dir("builds", "../x", out, sizeof(out)) == -KB_EINVAL);
