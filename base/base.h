@@ -322,6 +322,7 @@ struct kb_config {
 		long	 timeout_s;		/* execute deadline */
 		char	*arch_list;		/* TORCH_CUDA_ARCH_LIST; "" = detect from the GPUs */
 		char	*inputs;		/* "host" (made on the CPU, copied) | "device" */
+		char	*format;		/* "load_inline" (KernelBench's) | "raw" */
 		bool	 baseline_compile;	/* also time the reference under torch.compile */
 	} eval;
 	struct {

@@ -536,6 +536,7 @@ class Runner:
         lock_fd = self.build_lock()
         t0 = time.monotonic()
         exc = None
+        sys.modules["kforge"] = raw_api_module()
         try:
             with FdTee() as tee:
                 try:
@@ -1409,6 +1410,256 @@ class WriteIfChanged(io.StringIO):
                 with builtins.open(self.path, "w") as f:
                     f.write(data)
         io.StringIO.close(self)
+
+
+# ------------------------------------------------------------ the raw build format
+
+# eval.format "raw": the candidate's kernels and launchers are plain C++/CUDA with
+# extern "C" entry points taking pointers and scalars, compiled by nvcc (or the C++
+# compiler on the CPU) with no torch header at all, and called through ctypes. The
+# candidate imports them with `from kforge import load_cuda` (load_cpp on the CPU); the
+# glue that turns tensors into pointers is here, checked at every call (device, dtype,
+# contiguity, argument count) so a mismatch is an exception rather than memory garbage.
+RAW_ELEMENT_DTYPES = {
+    "float": "float32", "double": "float64", "half": "float16", "__half": "float16",
+    "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "int": "int32",
+    "int32_t": "int32", "long": "int64", "long int": "int64", "long long": "int64",
+    "int64_t": "int64", "short": "int16", "int16_t": "int16", "char": "int8",
+    "signed char": "int8", "int8_t": "int8", "unsigned char": "uint8", "uint8_t": "uint8",
+    "bool": "bool", "void": None,
+}
+RAW_SCALARS = {
+    "int": "c_int32", "int32_t": "c_int32", "unsigned": "c_uint32", "unsigned int": "c_uint32",
+    "uint32_t": "c_uint32", "long": "c_int64", "long int": "c_int64", "long long": "c_int64",
+    "int64_t": "c_int64", "size_t": "c_size_t", "unsigned long": "c_uint64",
+    "uint64_t": "c_uint64", "float": "c_float", "double": "c_double", "bool": "c_bool",
+    "short": "c_int16", "int16_t": "c_int16",
+}
+RAW_STREAMS = ("cudaStream_t", "CUstream")
+RAW_RETURNS = {"void": None, "int": "c_int", "float": "c_float", "double": "c_double"}
+RAW_QUALIFIERS = ("const", "volatile", "__restrict__", "__restrict", "restrict")
+RAW_CUDA_HELPERS = r"""
+extern "C" int kforge_raw_last_error(void) { return (int)cudaGetLastError(); }
+extern "C" const char *kforge_raw_error_string(int e) { return cudaGetErrorString((cudaError_t)e); }
+"""
+
+
+def raw_prototypes(source):
+    """{name: (return type, [(kind, type), ...])} of the source's extern "C" functions;
+    kind is "ptr" (type: the element), "scalar" or "stream"."""
+    import re
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
+    found = {}
+    for m in re.finditer(r'extern\s+"C"\s+(?:__host__\s+)?(\w+)\s+([A-Za-z_]\w*)\s*\(([^)]*)\)\s*[{;]',
+                         text):
+        ret, name, params = m.group(1), m.group(2), m.group(3).strip()
+        if name.startswith("kforge_raw_"):
+            continue
+        if ret not in RAW_RETURNS:
+            raise TypeError("extern \"C\" %s: returns %s; an entry point returns void, int, "
+                            "float or double" % (name, ret))
+        args = []
+        for k, param in enumerate(p for p in params.split(",") if p.strip()):
+            words = [w for w in param.replace("*", " * ").split() if w not in RAW_QUALIFIERS]
+            stars = words.count("*")
+            words = [w for w in words if w != "*"]
+            type_words = ("int", "long", "short", "char", "unsigned", "signed", "float",
+                          "double", "bool", "void")
+            if len(words) > 1 and words[-1] not in type_words:
+                words = words[:-1]  # the parameter's name
+            base = " ".join(words)
+            if base == "void" and stars == 0 and k == 0:
+                break
+            if stars == 0 and base in RAW_STREAMS:
+                args.append(("stream", base))
+            elif stars == 1 and base in RAW_ELEMENT_DTYPES:
+                args.append(("ptr", base))
+            elif stars == 0 and base in RAW_SCALARS:
+                args.append(("scalar", base))
+            else:
+                raise TypeError("extern \"C\" %s: parameter %d (%s) is neither a pointer to "
+                                "a tensor's elements (%s), a scalar (%s) nor a cudaStream_t"
+                                % (name, k + 1, param.strip(),
+                                   ", ".join(sorted(k for k in RAW_ELEMENT_DTYPES if k)),
+                                   ", ".join(sorted(RAW_SCALARS))))
+        found[name] = (ret, args)
+    if not found:
+        raise TypeError('the source defines no extern "C" function to call')
+    return found
+
+
+def raw_arch_flags():
+    flags = []
+    for tok in (os.environ.get("TORCH_CUDA_ARCH_LIST") or "").replace(",", ";").replace(" ", ";").split(";"):
+        tok = tok.strip()
+        if not tok:
+            continue
+        ptx = tok.endswith("+PTX")
+        num = tok.replace("+PTX", "").replace(".", "")
+        if not num[:2].isdigit():
+            continue
+        flags.append("-gencode=arch=compute_%s,code=sm_%s" % (num, num))
+        if ptx:
+            flags.append("-gencode=arch=compute_%s,code=compute_%s" % (num, num))
+    return flags
+
+
+def raw_compiler(cuda):
+    import shutil
+    if cuda:
+        nvcc = os.environ.get("KFORGE_NVCC_REAL") or os.environ.get("PYTORCH_NVCC")
+        if not nvcc:
+            home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+            nvcc = os.path.join(home, "bin", "nvcc")
+            if not os.path.exists(nvcc):
+                nvcc = shutil.which("nvcc") or nvcc
+        return nvcc
+    return os.environ.get("KFORGE_CXX_REAL") or os.environ.get("CXX") or "c++"
+
+
+def raw_build(source, cuda, name, extra_cflags, extra_ldflags):
+    """The shared object of source, built once into TORCH_EXTENSIONS_DIR (the candidate's
+    build directory), named by a hash of everything that goes into it."""
+    import hashlib
+    import subprocess
+    compiler = raw_compiler(cuda)
+    if cuda:
+        source = source + "\n" + RAW_CUDA_HELPERS
+        flags = ["-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC"] + raw_arch_flags()
+    else:
+        flags = ["-O3", "-std=c++17", "-shared", "-fPIC"]
+    flags += [str(f) for f in extra_cflags]
+    ldflags = [str(f) for f in extra_ldflags]
+    key = hashlib.sha256(json.dumps([source, compiler, flags, ldflags]).encode()).hexdigest()[:20]
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.getcwd(), "kforge_raw")
+    out_dir = os.path.join(root, "%s_%s" % (name, key))
+    lib = os.path.join(out_dir, "lib%s.so" % name)
+    if os.path.exists(lib):
+        return lib
+    os.makedirs(out_dir, exist_ok=True)
+    src = os.path.join(out_dir, name + (".cu" if cuda else ".cpp"))
+    with open(src, "w") as f:
+        f.write(source)
+    tmp = lib + ".tmp"
+    cmd = [compiler] + flags + ["-o", tmp, src] + ldflags
+    try:
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True)
+    except OSError as e:
+        raise RuntimeError("Error building extension '%s': cannot run %s: %s"
+                           % (name, compiler, e))
+    if done.returncode == 0 and done.stdout:
+        sys.stderr.write(done.stdout)  # warnings: the compiler output of a good build
+    if done.returncode != 0:
+        raise RuntimeError("Error building extension '%s':\n%s\n%s" % (
+            name, " ".join(cmd), done.stdout))
+    os.rename(tmp, lib)
+    return lib
+
+
+class RawModule(object):
+    """What load_cuda / load_cpp return: one attribute per extern "C" function."""
+
+    def __init__(self, name, path):
+        self.__name__ = name
+        self.__file__ = path
+
+
+def raw_load(source, cuda, name=None, extra_cflags=(), extra_ldflags=()):
+    import ctypes
+    import torch
+    if not isinstance(source, str):
+        raise TypeError("the source must be a string of %s code" % ("CUDA" if cuda else "C++"))
+    name = name or ("kforge_raw_cuda" if cuda else "kforge_raw_cpp")
+    if not name.replace("_", "").isalnum():
+        raise ValueError("name must be letters, digits and underscores: %r" % (name,))
+    protos = raw_prototypes(source)
+    path = raw_build(source, cuda, name, extra_cflags, extra_ldflags)
+    lib = ctypes.CDLL(path)
+    module = RawModule(name, path)
+    last_error = error_string = None
+    if cuda:
+        last_error = lib.kforge_raw_last_error
+        last_error.restype = ctypes.c_int
+        error_string = lib.kforge_raw_error_string
+        error_string.restype = ctypes.c_char_p
+        error_string.argtypes = [ctypes.c_int]
+    device_type = "cuda" if cuda else "cpu"
+    for fname, (ret, params) in protos.items():
+        fn = getattr(lib, fname)
+        fn.restype = getattr(ctypes, RAW_RETURNS[ret]) if RAW_RETURNS[ret] else None
+        fn.argtypes = [ctypes.c_void_p if kind != "scalar" else getattr(ctypes, RAW_SCALARS[t])
+                       for kind, t in params]
+        setattr(module, fname, raw_caller(torch, fname, fn, params, device_type, last_error,
+                                          error_string))
+    return module
+
+
+def raw_caller(torch, fname, fn, params, device_type, last_error, error_string):
+    user = [(k, t) for k, t in params if k != "stream"]
+    dtypes = {t: getattr(torch, d) for k, t in params if k == "ptr"
+              for d in [RAW_ELEMENT_DTYPES[t]] if d}
+
+    def call(*args):
+        if len(args) != len(user):
+            raise TypeError("%s takes %d arguments (%d given)" % (fname, len(user), len(args)))
+        cargs = []
+        it = iter(args)
+        for k, (kind, t) in enumerate(params):
+            if kind == "stream":
+                cargs.append(torch.cuda.current_stream().cuda_stream)
+                continue
+            a = next(it)
+            if kind == "ptr":
+                if not isinstance(a, torch.Tensor):
+                    raise TypeError("%s: parameter %d (%s*) needs a tensor, got %s"
+                                    % (fname, k + 1, t, type(a).__name__))
+                if a.device.type != device_type:
+                    raise ValueError("%s: parameter %d is a tensor on %s, not %s"
+                                     % (fname, k + 1, a.device, device_type))
+                if t in dtypes and a.dtype != dtypes[t]:
+                    raise TypeError("%s: parameter %d (%s*) needs a %s tensor, got %s"
+                                    % (fname, k + 1, t, dtypes[t], a.dtype))
+                if not a.is_contiguous():
+                    raise ValueError("%s: parameter %d is not contiguous (call .contiguous())"
+                                     % (fname, k + 1))
+                cargs.append(a.data_ptr())
+            else:
+                if isinstance(a, torch.Tensor):
+                    raise TypeError("%s: parameter %d (%s) is a scalar, got a tensor"
+                                    % (fname, k + 1, t))
+                cargs.append(a)
+        result = fn(*cargs)
+        if last_error is not None:
+            err = last_error()
+            if err != 0:
+                raise RuntimeError("CUDA error: %s (launched by %s)"
+                                   % (error_string(err).decode(errors="replace"), fname))
+        return result
+
+    call.__name__ = fname
+    return call
+
+
+def raw_api_module():
+    """The module `kforge` a raw-format candidate imports."""
+    import types
+    m = types.ModuleType("kforge")
+    m.__doc__ = "kforge's raw build format: load_cuda(source) and load_cpp(source)."
+
+    def load_cuda(source, name=None, extra_cflags=(), extra_ldflags=()):
+        """Compiles CUDA source (no torch header) with nvcc; returns its extern "C"
+        functions, which take tensors for pointers, numbers for scalars, and fill a
+        cudaStream_t parameter with the current stream themselves."""
+        return raw_load(source, True, name, extra_cflags, extra_ldflags)
+
+    def load_cpp(source, name=None, extra_cflags=(), extra_ldflags=()):
+        """Compiles C++ source (no torch header); returns its extern "C" functions."""
+        return raw_load(source, False, name, extra_cflags, extra_ldflags)
+
+    m.load_cuda = load_cuda
+    m.load_cpp = load_cpp
+    return m
 
 
 def keep_unchanged_sources(cpp_extension):

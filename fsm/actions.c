@@ -388,13 +388,20 @@ fsm_act_generate(struct task_run *t)
 /* ---------------------------------------------------------- PRECOMPILE */
 
 /* KernelBench's strict backend check, as a gate before spending a compile slot: the
- * candidate must define ModelNew and build a custom operator. */
+ * candidate must define ModelNew and build a custom operator (in the raw format, through
+ * kforge's load_cuda or load_cpp). */
 static const char *
 static_check(const struct kb_config *cfg, const char *code)
 {
+	bool	raw = cfg->eval.format != NULL && strcmp(cfg->eval.format, "raw") == 0;
+	bool	cpu = strcmp(cfg->eval.device, "cpu") == 0;
+
 	if (strstr(code, "ModelNew") == NULL)
 		return "the code defines no class ModelNew";
-	if (strstr(code, "load_inline") == NULL && strstr(code, "cpp_extension") == NULL)
+	if (raw && strstr(code, cpu ? "load_cpp" : "load_cuda") == NULL)
+		return cpu ? "the code builds no custom operator (use kforge's load_cpp)" :
+			     "the code builds no custom operator (use kforge's load_cuda)";
+	if (!raw && strstr(code, "load_inline") == NULL && strstr(code, "cpp_extension") == NULL)
 		return "the code builds no custom operator (use torch.utils.cpp_extension.load_inline)";
 	if (strcmp(cfg->eval.device, "cuda") == 0 && strstr(code, "__global__") == NULL)
 		return "the code defines no CUDA kernel (__global__ function)";

@@ -209,6 +209,8 @@ ctx_init(struct prompt_ctx *x, const struct kb_config *cfg, const char *problem_
 	const char	*prec = cfg->eval.precision ? cfg->eval.precision : "fp32";
 	const char	*style = cfg->refinement.prompt ? cfg->refinement.prompt : "one_shot";
 	bool		 cpu = cfg->eval.device != NULL && strcmp(cfg->eval.device, "cpu") == 0;
+	bool		 raw = cfg->eval.format != NULL && strcmp(cfg->eval.format, "raw") == 0;
+	char		 statement[64], example_new[64];
 	int		 rc;
 
 	memset(x, 0, sizeof(*x));
@@ -229,12 +231,16 @@ ctx_init(struct prompt_ctx *x, const struct kb_config *cfg, const char *problem_
 	    strcmp(prec, "bf16") == 0 ? "torch.bfloat16" : "torch.float32";
 	ctx_set_owned(x, PV_PROBLEM_SRC, trimmed_copy(problem_src, ""));
 
-	if ((rc = render_var(x, PV_STATEMENT, cpu ? "statement_cpu.md" : "statement_cuda.md")) < 0)
+	/* The raw build format has its own statement and example answer. */
+	snprintf(statement, sizeof(statement), "statement_%s%s.md", cpu ? "cpu" : "cuda",
+		 raw ? "_raw" : "");
+	snprintf(example_new, sizeof(example_new), "example_%s%s_new.py", cpu ? "cpu" : "cuda",
+		 raw ? "_raw" : "");
+	if ((rc = render_var(x, PV_STATEMENT, statement)) < 0)
 		return rc;
 	if (strcmp(style, "one_shot") == 0) {
 		if ((rc = load_code(x, PV_EXAMPLE_SRC, cpu ? "example_cpu.py" : "example_cuda.py")) < 0 ||
-		    (rc = load_code(x, PV_EXAMPLE_NEW_SRC,
-		    cpu ? "example_cpu_new.py" : "example_cuda_new.py")) < 0 ||
+		    (rc = load_code(x, PV_EXAMPLE_NEW_SRC, example_new)) < 0 ||
 		    (rc = render_var(x, PV_EXAMPLE, "example.md")) < 0)
 			return rc;
 	} else if (strcmp(style, "zero_shot") != 0) {

@@ -66,6 +66,7 @@ static const char *const providers[] = { "openai", "replay", NULL };
 static const char *const prompts[] = { "one_shot", "zero_shot", NULL };
 static const char *const eval_devices[] = { "cpu", "cuda", "auto", NULL };
 static const char *const input_places[] = { "host", "device", NULL };
+static const char *const build_formats[] = { "load_inline", "raw", NULL };
 static const char *const precisions[] = { "fp32", "fp16", "bf16", NULL };
 
 /* Keys of one section stay together: orch_config_emit opens a section where its first
@@ -115,6 +116,7 @@ static const struct cfg_key schema[] = {
 	{ KEY("eval.arch_list", K_STR, eval.arch_list), .def = "''" },
 	{ KEY("eval.baseline_compile", K_BOOL, eval.baseline_compile), .def = "false" },
 	{ KEY("eval.inputs", K_ENUM, eval.inputs), .def = "host", .allowed = input_places },
+	{ KEY("eval.format", K_ENUM, eval.format), .def = "load_inline", .allowed = build_formats },
 	{ KEY("gpus.devices", K_DEVICES, gpus.devices), .def = "all" },
 	{ KEY("runner.python", K_STR, runner.python), .def = "''" },
 	{ KEY("runner.compile_slots", K_INT, runner.compile_slots), .def = "0",

@@ -19,6 +19,8 @@ set(kb_e2e_tests
   "e2e_test_progress|test_progress|e2e|1800"
   # kforge eval and the shared build and baseline cache: concurrent builds, hits, misses
   "e2e_test_eval_cache|test_eval_cache|e2e|1800"
+  # eval.format raw: its prompt, the static check, a raw build run, judged and cached
+  "e2e_test_raw_format|test_raw_format|e2e|1200"
   # kforge doctor: every prerequisite named, a Python without torch and a GPU-less cuda refused
   "e2e_test_doctor|test_doctor|e2e|900"
   # the CPU demo, every turn judged against configs/demo_responses/expected.json

@@ -22,5 +22,8 @@ kb_add_test(feedback_cache SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_cache.c LI
 kb_add_script_test(feedback_fastbuild
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_fastbuild.py
                    LABELS unit TIMEOUT 900)
+kb_add_script_test(feedback_raw
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_raw.py
+                   LABELS unit TIMEOUT 300)
 kb_add_test(feedback_gpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_gpu.c LIBS kb_fb
             LABELS gpu TIMEOUT 900)

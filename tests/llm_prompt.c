@@ -106,6 +106,37 @@ test_initial_cpu(void)
 	kb_config_clear(&cfg);
 }
 
+/* The raw build format: its own statement and example, no torch header, no load_inline. */
+static void
+test_initial_raw(void)
+{
+	struct kb_config	 cfg;
+	char			*p;
+
+	tu_config(&cfg, "replay", NULL);
+	tu_set(&cfg.eval.format, "raw");
+	p = initial(&cfg);
+	CHECK_HAS(p, problem);
+	CHECK_HAS(p, "from kforge import load_cuda");
+	CHECK_HAS(p, "extern \"C\" void add_forward(");
+	CHECK_HAS(p, "cudaStream_t stream");
+	CHECK_HAS(p, "__global__ void add_kernel");
+	CHECK_HAS(p, "class ModelNew(nn.Module)");
+	CHECK_LACKS(p, "load_inline");
+	CHECK_LACKS(p, "#include <torch/extension.h>");
+	free(p);
+
+	tu_set(&cfg.eval.device, "cpu");
+	p = initial(&cfg);
+	CHECK_HAS(p, "from kforge import load_cpp");
+	CHECK_HAS(p, "-fopenmp");
+	CHECK_LACKS(p, "load_inline");
+	CHECK_LACKS(p, "at::parallel_for");
+	CHECK_LACKS(p, "__global__");
+	free(p);
+	kb_config_clear(&cfg);
+}
+
 static void
 test_refine_sections(void)
 {
@@ -237,6 +268,7 @@ main(void)
 {
 	test_initial_cuda();
 	test_initial_cpu();
+	test_initial_raw();
 	test_refine_sections();
 	test_prompts_dir();
 	if (failures > 0) {

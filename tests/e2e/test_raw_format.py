@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""test_raw_format: eval.format raw end to end on the CPU, against the real mock server.
+
+- the prompt the server receives is the raw format's: kforge's load_cpp, an extern "C"
+  launcher, no load_inline and no torch header in the example
+- a reply in KernelBench's load_inline format is rejected before any build (the static
+  check names load_cpp); a raw reply builds, runs and is correct, in the run and through
+  `kforge eval --set eval.format=raw`, whose precompile is then a cache hit
+"""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kfe2e import (HOME, MockLLM, check, copy_problems, feedback_records, kforge,  # noqa: E402
+                   records, reply, scratch, torch_python, write_config)
+
+py = torch_python()
+work = scratch("raw-format")
+problems = copy_problems(os.path.join(work, "problems"), ["level1/1_ReLU.py"])
+raw = reply("relu_raw.md")
+# A build no earlier test made (the cache is shared by runs).
+raw["content"] = raw["content"].replace("#include <cstdint>", "#include <cstdint>\n// raw %d %f"
+                                        % (os.getpid(), time.time()), 1)
+script = {"rules": [{"match": "Elementwise rectified linear unit",
+                     "replies": [reply("relu_3.md"), raw]}],
+          "default": {"status": 500, "content": "unexpected prompt"}}
+mock = MockLLM(work, script)
+config = write_config(os.path.join(work, "raw.yaml"), """
+name: raw
+problems: {dir: %s, levels: [1], samples: 1}
+llm: {provider: openai, base_url: "%s", model: mock-model, api_key_env: KFORGE_E2E_KEY,
+      retries: 1, timeout_s: 60}
+refinement: {turns: 2, feedback: [G, E]}
+eval: {device: cpu, format: raw, correctness_trials: 2, perf_trials: 5, warmup: 1}
+runner: {python: %s}
+workers: 1
+""" % (problems, mock.base_url, py))
+run_dir = os.path.join(work, "run")
+try:
+    kforge("run", config, "--run-dir", run_dir, env={"KFORGE_E2E_KEY": "sk-e2e"}, timeout=900)
+    prompts = [r["body"]["messages"][-1]["content"] for r in mock.requests()]
+finally:
+    mock.stop()
+
+check(len(prompts) == 2, "two requests, got %d" % len(prompts))
+first = prompts[0] if prompts else ""
+check("from kforge import load_cpp" in first and 'extern "C" void add_forward(' in first,
+      "the raw format's example is not in the prompt")
+check("load_inline" not in first and "#include <torch/extension.h>" not in first,
+      "the raw format's prompt shows load_inline or torch's header")
+
+recs = records(run_dir, "L1_1_ReLU_s0")
+got = [(r["turn"], r["from"], r["event"], r["to"]) for r in recs]
+want = [(1, "GENERATE", "start", "GENERATE"),
+        (1, "GENERATE", "ok", "PRECOMPILE"), (1, "PRECOMPILE", "rejected", "FEEDBACK"),
+        (1, "FEEDBACK", "next_turn", "GENERATE"),
+        (2, "GENERATE", "ok", "PRECOMPILE"), (2, "PRECOMPILE", "ok", "EXECUTE"),
+        (2, "EXECUTE", "correct", "FEEDBACK"), (2, "FEEDBACK", "budget_spent", "DONE")]
+check(got == want, "transitions:\n got  %s\n want %s" % (got, want))
+rejected = [r for r in recs if r["event"] == "rejected"]
+check(rejected and "load_cpp" in rejected[0]["data"].get("reason", ""),
+      "the rejection does not name load_cpp: %s" % (rejected[0]["data"] if rejected else None))
+check(len(prompts) == 2 and "load_cpp" in prompts[1],
+      "turn 2's prompt does not tell the model why turn 1 was rejected")
+
+kernel = os.path.join(run_dir, "tasks", "L1_1_ReLU_s0", "turns", "2", "kernel.py")
+check(os.path.exists(kernel), "no kernel.py for turn 2 at %s" % kernel)
+p = kforge("eval", "--problem", os.path.join(problems, "level1", "1_ReLU.py"), "--kernel", kernel,
+           "--device", "cpu", "--json", "--set", "eval.format=raw", "--set", "eval.perf_trials=5",
+           "--set", "eval.warmup=1", timeout=600, check_rc=False)
+check(p.returncode == 0, "kforge eval exited %d: %s" % (p.returncode, p.stderr[-2000:]))
+e = json.loads(p.stdout) if p.returncode == 0 else {}
+check(e.get("status") == "ok" and e.get("correct"), "eval of the raw kernel: %s" % e.get("status"))
+check(e.get("steps", {}).get("precompile", {}).get("cache_hit") is True,
+      "eval built the run's raw kernel again: %s" % e.get("steps"))
+print("ok: raw prompt, load_inline rejected, raw kernel correct in the run and in eval")
