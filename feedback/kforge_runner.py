@@ -16,8 +16,9 @@ free-form logs that the parent captures. Modes:
 
 Started with --warm, the runner imports torch before it reads its request (kforge starts
 the next runner while the current one works) and then takes the request's "env",
-"work_dir" and "rlimit_cpu_s" as a fresh runner would have had them; CUDA is first touched
-after that, so the request's CUDA_VISIBLE_DEVICES holds.
+"work_dir" and "rlimit_cpu_s" as a fresh runner would have had them. Its
+CUDA_VISIBLE_DEVICES is the one it was started with (torch may fix the device count at
+import): a request that asks for another is refused.
 
 A failure the candidate cannot cause (torch not importable; a build that failed for want
 of torch's headers, pybind11, the compiler or ninja, confirmed by probing those
@@ -1738,12 +1739,17 @@ def set_dumpable(on):
         log("prctl(PR_SET_DUMPABLE): %s" % first_line(e))
 
 
+WARM_VISIBLE = None
+
+
 def warm_up():
     """--warm: started before its request, which may come much later, so the request's
     wait does not include importing torch. CUDA is not touched (CUDA_VISIBLE_DEVICES
     comes with the request), and while it waits no other process of the same user (an
     earlier candidate) can reach into it."""
     set_dumpable(False)
+    global WARM_VISIBLE
+    WARM_VISIBLE = os.environ.get("CUDA_VISIBLE_DEVICES")
     try:
         import torch  # noqa: F401  (a failure is reported by the request's own import)
         import torch.utils.cpp_extension  # noqa: F401
@@ -1756,6 +1762,10 @@ def take_request_context(req):
     started with for this request (a warm runner was started before it was known)."""
     env = req.get("env")
     if isinstance(env, dict):
+        # torch may have read the device count at its import: the GPUs are fixed now.
+        if env.get("CUDA_VISIBLE_DEVICES") != WARM_VISIBLE:
+            raise ValueError("this warm runner was started with CUDA_VISIBLE_DEVICES=%r; "
+                             "the request needs %r" % (WARM_VISIBLE, env.get("CUDA_VISIBLE_DEVICES")))
         os.environ.clear()
         os.environ.update({str(k): str(v) for k, v in env.items()})
         if "tempfile" in sys.modules:

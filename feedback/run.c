@@ -793,10 +793,13 @@ env_contained(struct fb_env *env, const char *work_dir)
  * Importing torch takes seconds (3.8 s with CUDA's start on a GPU host, 1.5 s here), so a
  * worker keeps its next runner started ahead: the runner imports torch and waits for its
  * request (kforge_runner.py --warm), and is handed the next step's request. It is a
- * fresh process that no candidate has run in; it is started with every GPU hidden and
- * the widest deadline's CPU limit, and the request carries the environment, working
- * directory and CPU limit a cold runner would have been started with (the runner takes
- * them before it touches CUDA). While it waits it is not dumpable, so an earlier
+ * fresh process that no candidate has run in; it is started with the widest deadline's
+ * CPU limit and the GPUs the next step will likely see (CUDA_VISIBLE_DEVICES: none for a
+ * precompile, else the GPU this worker last ran on), and the request carries the
+ * environment, working directory and CPU limit a cold runner would have been started
+ * with. CUDA_VISIBLE_DEVICES cannot change once torch is imported (it may read the
+ * device count then), so a step whose GPU is another than the waiting runner's gets a
+ * cold start and the waiting runner is killed. While it waits it is not dumpable, so an earlier
  * candidate of the same user cannot trace it or write its memory; one that killed or
  * stopped it is noticed at the hand-over (a dead one is replaced by a cold start, a
  * stopped one resumed). At most one per process, and only where fb_warm_enable was
@@ -807,7 +810,9 @@ static struct {
 	bool		 enabled;
 	struct kb_spawn	*child;
 	char		 python[PATH_MAX], runner[PATH_MAX];
-} warm;
+	char		 visible[16];	/* the child's CUDA_VISIBLE_DEVICES */
+	char		 last_gpu[16];	/* the last GPU a step of this process saw */
+} warm = { .last_gpu = "0" };
 
 static bool
 warm_mode(enum fb_mode mode)
@@ -836,7 +841,8 @@ fb_warm_drop(void)
 }
 
 static void
-warm_start_with(const struct kb_config *cfg, const char *python, const char *runner)
+warm_start_with(const struct kb_config *cfg, const char *python, const char *runner,
+		const char *visible)
 {
 	struct kb_spawn_opts	 o = { 0 };
 	struct fb_env		 env = { .n = 0 };
@@ -846,7 +852,7 @@ warm_start_with(const struct kb_config *cfg, const char *python, const char *run
 
 	if (!warm.enabled || !cfg->runner.warm || warm.child != NULL)
 		return;
-	env_build(&env, cfg, NULL, "", false);
+	env_build(&env, cfg, NULL, visible, false);
 	env_contained(&env, NULL);
 	o.argv = argv;
 	o.envp = (const char *const *)env.v;
@@ -859,6 +865,7 @@ warm_start_with(const struct kb_config *cfg, const char *python, const char *run
 	} else {
 		snprintf(warm.python, sizeof(warm.python), "%s", python);
 		snprintf(warm.runner, sizeof(warm.runner), "%s", runner);
+		snprintf(warm.visible, sizeof(warm.visible), "%s", visible);
 	}
 	env_clear(&env);
 }
@@ -873,19 +880,35 @@ fb_warm_start(const struct kb_config *cfg)
 	    kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py") < 0 ||
 	    fb_stage_input(runner, staged, sizeof(staged)) < 0)
 		return;
-	warm_start_with(cfg, python, staged);
+	warm_start_with(cfg, python, staged, "");	/* a precompile comes next */
 }
 
-/* The warm runner for a step run by python and runner, if there is a live one. */
+/* The GPUs the step after this one will likely see: a precompile is followed by an
+ * execute, a baseline or probe by an execute, an execute by a profile (with P feedback)
+ * on the same GPU; anything else by the next turn's precompile, which sees none. */
+static const char *
+warm_next_visible(const struct kb_config *cfg, const struct fb_request *req, bool cuda)
+{
+	if (!cuda)
+		return "";
+	if (req->mode == FB_PRECOMPILE || req->mode == FB_BASELINE || req->mode == FB_PROBE ||
+	    (req->mode == FB_EXECUTE && cfg->refinement.feedback_p))
+		return warm.last_gpu;
+	return "";
+}
+
+/* The warm runner for a step run by python and runner that sees visible (NULL: the
+ * variable unset), if there is a live one started for exactly that. */
 static struct kb_spawn *
-warm_take(const char *python, const char *runner)
+warm_take(const char *python, const char *runner, const char *visible)
 {
 	struct kb_spawn	*child = warm.child;
 
 	warm.child = NULL;
 	if (child == NULL)
 		return NULL;
-	if (strcmp(warm.python, python) != 0 || strcmp(warm.runner, runner) != 0) {
+	if (strcmp(warm.python, python) != 0 || strcmp(warm.runner, runner) != 0 ||
+	    visible == NULL || strcmp(warm.visible, visible) != 0) {
 		kb_spawn_discard(child);
 		return NULL;
 	}
@@ -978,7 +1001,9 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	o.envp = (const char *const *)env.v;
 	o.cwd = req->work_dir;
 	runner_limits(cfg, &o, deadline);
-	if (warm_mode(req->mode) && (ahead = warm_take(python, runner)) != NULL &&
+	if (cuda_visible != NULL && cuda_visible[0] != '\0')
+		snprintf(warm.last_gpu, sizeof(warm.last_gpu), "%s", cuda_visible);
+	if (warm_mode(req->mode) && (ahead = warm_take(python, runner, cuda_visible)) != NULL &&
 	    (rc = warm_request(jreq, &env, &o)) < 0)
 		goto out;
 	if ((request = json_dumps(jreq, JSON_COMPACT)) == NULL) {
@@ -1034,7 +1059,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	next_after = !on_cuda(cfg, req) && (req->mode == FB_EXECUTE || req->mode == FB_PROFILE ||
 					     req->mode == FB_BASELINE);
 	if (warm_mode(req->mode) && !next_after)
-		warm_start_with(cfg, python, runner);
+		warm_start_with(cfg, python, runner, warm_next_visible(cfg, req, on_cuda(cfg, req)));
 	if (ahead != NULL) {
 		rc = kb_spawn_finish(ahead, &o, &r);
 		ahead = NULL;
@@ -1043,7 +1068,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	}
 	fbw_reap_strays(&strays, fb_warm_pid());
 	if (warm_mode(req->mode) && next_after && rc != -KB_ESTOPPED)
-		warm_start_with(cfg, python, runner);
+		warm_start_with(cfg, python, runner, warm_next_visible(cfg, req, false));
 	if (pch[0] != '\0')
 		fb_contain_seal_closed(pch, pch_lock);
 	if (req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild)

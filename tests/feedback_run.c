@@ -66,6 +66,33 @@ run(enum fb_mode mode, const char *problem, const char *candidate, const char *b
 	return rc;
 }
 
+/* run() on a given device ("cpu" | "cuda") and GPU index. */
+static int
+run_on(const char *device, enum fb_mode mode, const char *candidate, int device_index,
+       struct fb_outcome *o)
+{
+	char			 prob[4096], cand[4096];
+	struct fb_request	 req = { 0 };
+	int			 rc;
+
+	fbt_data(prob, sizeof(prob), "problem_add.py");
+	fbt_data(cand, sizeof(cand), candidate);
+	req.mode = mode;
+	req.device = device;
+	req.problem_path = prob;
+	req.candidate_path = cand;
+	req.build_dir = build;
+	req.work_dir = work;
+	req.device_index = device_index;
+	req.on_start = note_pid;
+	started_pid = 0;
+	rc = fb_run(&cfg, &req, o);
+	fprintf(stderr, "%s %s on %s %d: rc %d, status %s, pid %d\n",
+		mode == FB_PRECOMPILE ? "precompile" : "execute", candidate, device, device_index,
+		rc, fb_status_name(o->status), (int)started_pid);
+	return rc;
+}
+
 static const char *
 detail(const struct fb_outcome *o, const char *key)
 {
@@ -396,6 +423,27 @@ test_warm(void)
 	ahead = fb_warm_pid();
 	fb_warm_drop();
 	CHECK(fb_warm_pid() == 0 && ahead > 0 && kill(ahead, 0) == -1);
+
+	/* On the cuda device a waiting runner has its GPUs fixed: it is started with none
+	 * before a precompile, with the last GPU before an execute, and a step on another
+	 * GPU gets a cold start (here without a GPU the executes end in cuda_error; on a GPU
+	 * host in ok; either way the runner ran). */
+	CHECK(run_on("cuda", FB_PRECOMPILE, "cand_env_dump.py", -1, &o) == 0);
+	CHECK(o.status == FB_ST_OK);
+	fb_outcome_clear(&o);
+	CHECK((ahead = fb_warm_pid()) > 0);
+	CHECK(run_on("cuda", FB_EXECUTE, "cand_ext_add.py", 0, &o) == 0);
+	CHECK(started_pid == ahead && (o.status == FB_ST_CUDA_ERROR || o.status == FB_ST_OK));
+	fb_outcome_clear(&o);
+	CHECK((ahead = fb_warm_pid()) > 0);	/* for the next precompile: no GPU */
+	CHECK(run_on("cuda", FB_EXECUTE, "cand_ext_add.py", 1, &o) == 0);
+	CHECK(started_pid != ahead && kill(ahead, 0) == -1);	/* GPU 1: cold, the other killed */
+	fb_outcome_clear(&o);
+	CHECK((ahead = fb_warm_pid()) > 0);
+	CHECK(run_on("cuda", FB_PRECOMPILE, "cand_env_dump.py", -1, &o) == 0);
+	CHECK(o.status == FB_ST_OK && started_pid == ahead);
+	fb_outcome_clear(&o);
+	fb_warm_drop();
 	cfg.runner.warm = false;
 }
 

@@ -57,7 +57,7 @@ class Env:
         os.makedirs(self.work, exist_ok=True)
 
     def run(self, mode, problem="problem_add.py", candidate=None, build=None, raw=None,
-            timeout=300, extra_env=None, **over):
+            timeout=300, extra_env=None, warm=False, **over):
         build = build or self.build
         req = {"mode": mode, "problem": os.path.join(DATA, problem),
                "build_dir": build, "device": "cpu", "precision": "fp32", "seed": 42,
@@ -74,7 +74,7 @@ class Env:
         env.update(extra_env or {})
         with tempfile.TemporaryFile() as res, tempfile.TemporaryFile() as log:
             t0 = time.monotonic()
-            p = subprocess.run([self.python, RUNNER], input=(raw if raw is not None else
+            p = subprocess.run([self.python, RUNNER] + (["--warm"] if warm else []), input=(raw if raw is not None else
                                                              json.dumps(req)).encode(),
                                stdout=log, stderr=subprocess.STDOUT, cwd=self.work, env=env,
                                timeout=timeout, close_fds=False,
@@ -240,6 +240,23 @@ def main():
     check(r.get("status") == "ok" and prof.get("kernels"), "profile: kernels listed")
     check(all(set(k) >= {"name", "calls", "total_ms", "mean_ms"} for k in prof.get("kernels", [])),
           "profile: kernel rows have name/calls/total_ms/mean_ms")
+
+    # A warm runner takes the request's environment and working directory, but never other
+    # GPUs than it was started with (torch may have fixed the device count at import).
+    want = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CUDA_VISIBLE_DEVICES": "",
+            "TORCH_EXTENSIONS_DIR": e.build, "KFORGE_TEST_MARK": "warm"}
+    r, _, _, _ = e.run("execute", candidate="cand_env_dump.py", warm=True, env=want,
+                       work_dir=e.work, rlimit_cpu_s=600)
+    check(r.get("status") == "ok" and r.get("correct"), "warm execute: %s" % r.get("status"))
+    with open(os.path.join(e.work, "kforge_env.json")) as f:
+        got = json.load(f)
+    check(got == want, "a warm runner's environment is the request's: %s" % got)
+    want["CUDA_VISIBLE_DEVICES"] = "0"
+    r, _, _, _ = e.run("execute", candidate="cand_env_dump.py", warm=True, env=want)
+    msg = r.get("details", {}).get("message", "")
+    check(r.get("status") == "runtime_error" and "runner_error" in r.get("flags", []) and
+          "started with CUDA_VISIBLE_DEVICES=''" in msg,
+          "a warm runner refuses other GPUs: %s %s" % (r.get("status"), msg))
 
     return finish(tmp, "all runner checks passed")
 
