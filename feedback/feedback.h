@@ -170,6 +170,15 @@ void	fb_outcome_clear(struct fb_outcome *o);
  * how many). Call once, before the first fb_run. 0, or -KB_ESYS. */
 int	fb_adopt_strays(void);
 
+/* For a child subreaper whose own children are known (the supervisor, its workers): every
+ * other live child is an orphan that came to it, such as a runner whose worker died, or
+ * what a runner started in a process group of its own (ninja runs each compiler so), and
+ * would go on writing where a restarted worker works. Kills each with its process group,
+ * round after round (the killed leave orphans too), and returns once they are dead:
+ * zombies, left for the caller to reap. keep(pid, arg) names the children to spare.
+ * Returns how many it killed. */
+int	fb_kill_orphans(bool (*keep)(pid_t pid, void *arg), void *arg);
+
 /* Warm runners (run.c has the whole story): in a process that called fb_warm_enable (a
  * worker) and with runner.warm, each fb_run of a precompile, execute, profile, baseline
  * or probe starts the next runner ahead, torch imported, and the next such fb_run hands

@@ -271,3 +271,60 @@ fbw_reap_strays(struct fb_strays *out, pid_t keep)
 		log_debug("reaped %d leftover processes of a runner", found);
 	}
 }
+
+/* A process killed with SIGKILL is dead once it is a zombie; one in D state may take a
+ * while: waits for pid's zombie without reaping it, so its parent (our caller) still
+ * reaps it and sees its pid. False if it is still not dead after FBW_REAP_WAIT_MS. */
+static bool
+await_zombie(pid_t pid)
+{
+	struct timespec		ts = { 0, 5 * 1000000L };
+	struct kb_proc_stat	st;
+	int64_t			end = kb_mono_ms() + FBW_REAP_WAIT_MS;
+
+	while (kb_proc_stat(pid, &st) == 0 && st.state != 'Z' && st.state != 'X') {
+		if (kb_mono_ms() >= end) {
+			log_warnx("orphan %d did not die within %d ms of SIGKILL", (int)pid,
+				  FBW_REAP_WAIT_MS);
+			return false;
+		}
+		nanosleep(&ts, NULL);
+	}
+	return true;
+}
+
+int
+fb_kill_orphans(bool (*keep)(pid_t pid, void *arg), void *arg)
+{
+	pid_t		 self = getpid(), own_group = getpgrp();
+	struct proc_ent	*v;
+	size_t		 n;
+	int		 killed = 0, found;
+
+	for (int round = 0; round < FBW_REAP_ROUNDS; round++) {
+		if ((v = proc_list(&n)) == NULL)
+			return killed;
+		found = 0;
+		/* Kill them all first, so that none forks after its siblings died; each with
+		 * its process group, which holds what it started (a compiler under a shell). */
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].st.ppid != self || v[i].st.state == 'Z' || v[i].st.state == 'X' ||
+			    keep(v[i].st.pid, arg))
+				continue;
+			found++;
+			(void)kill(v[i].st.pid, SIGKILL);
+			if (v[i].st.pgrp > 1 && v[i].st.pgrp != own_group)
+				(void)killpg(v[i].st.pgrp, SIGKILL);
+		}
+		for (size_t i = 0; i < n; i++)
+			if (v[i].st.ppid == self && v[i].st.state != 'Z' && v[i].st.state != 'X' &&
+			    !keep(v[i].st.pid, arg))
+				(void)await_zombie(v[i].st.pid);
+		free(v);
+		if (found == 0)
+			return killed;
+		killed += found;
+		log_debug("killed %d orphaned processes", found);
+	}
+	return killed;
+}

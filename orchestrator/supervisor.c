@@ -277,6 +277,12 @@ worker_slot(const struct sup *s, pid_t pid)
 	return -1;
 }
 
+static bool
+is_worker(pid_t pid, void *arg)
+{
+	return worker_slot(arg, pid) >= 0;
+}
+
 static void
 reap_all(struct sup *s)
 {
@@ -300,8 +306,15 @@ reap_all(struct sup *s)
 		if (waitpid(pid, &status, 0) != pid)
 			break;
 		gpool_reclaim(s->pool, pid);
-		if (i >= 0)
+		if (i >= 0) {
+			/* What the dead worker's runner started in process groups of their
+			 * own (ninja runs each compiler so) came to us alive: killed before
+			 * the worker is restarted, or a compiler would go on writing into
+			 * the build the restarted worker builds again. The loop reaps them. */
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != KB_EXIT_DONE)
+				(void)fb_kill_orphans(is_worker, s);
 			worker_exited(s, i, status);
+		}
 	}
 }
 

@@ -158,10 +158,28 @@ def group_left(pgid):
     return [p for p in procs() if p["pgid"] == pgid and alive(p)]
 
 
+def groups_of_tree(root):
+    """The process groups of root and of every process descended from it: a runner's,
+    and those its ninja gives each compiler (ninja runs every command in a group of its
+    own, which a kill of the runner's group does not reach)."""
+    ps = [p for p in procs() if alive(p)]
+    tree, grew = {root}, True
+    while grew:
+        more = {p["pid"] for p in ps if p["ppid"] in tree} - tree
+        tree |= more
+        grew = bool(more)
+    return {p["pgid"] for p in ps if p["pid"] in tree} | {root}
+
+
+def groups_left(pgids):
+    return [p for p in procs() if p["pgid"] in pgids and alive(p)]
+
+
 def compiling_runner():
-    """A compile runner whose process group holds more than the runner: the compiler."""
+    """A compile runner whose compiler runs: ninja, in the runner's process group, has
+    started a command, in a group of its own."""
     r = runner_in("PRECOMPILE")
-    return r if r is not None and len(group_left(r["pid"])) > 1 else None
+    return r if r is not None and len(groups_of_tree(r["pid"])) > 1 else None
 
 
 def workers_of(sup):
@@ -170,16 +188,17 @@ def workers_of(sup):
     return {p["pid"] for p in procs() if alive(p) and p["ppid"] == sup.pid and p["pgid"] == sup.pid}
 
 
-def check_group_ends(name, runner, sup, workers_before):
-    """A runner orphaned by its worker's death goes, and everything in its group with it
-    (a compiler left running would write into a build directory the restarted worker
-    uses), before the restarted worker starts. Judged by order, not by a clock: each
-    look first asks whether a worker newer than workers_before is up, then whether the
-    group is still there; both at once is the failure."""
+def check_group_ends(name, pgids, sup, workers_before):
+    """A runner orphaned by its worker's death goes, and everything in its groups with it
+    (pgids: groups_of_tree of the runner, taken before the kill; a compiler left running
+    would write into a build directory the restarted worker uses), before the restarted
+    worker starts. Judged by order, not by a clock: each look first asks whether a worker
+    newer than workers_before is up, then whether a group is still there; both at once
+    is the failure."""
     deadline = time.time() + STARTUP_WAIT_S
     while True:
         restarted = workers_of(sup) - workers_before
-        left = group_left(runner)
+        left = groups_left(pgids)
         if not left:
             return
         check(not restarted, "%s: the orphaned runner's group still runs after worker %s started: %s"
@@ -298,10 +317,11 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, hold=False, cut=False
                 runner = wait_for("%s: the runner of the held worker" % name,
                                   lambda: [p["pid"] for p in procs() if p["ppid"] == worker], sup)[0]
                 workers_before = workers_of(sup)
+                pgids = groups_of_tree(runner)
                 os.kill(worker, signal.SIGKILL)
             wait_for("%s: the worker to die" % name, lambda: pid_dead(worker), None)
             if hold:
-                check_group_ends(name, runner, sup, workers_before)
+                check_group_ends(name, pgids, sup, workers_before)
             if cut:
                 power_cut(sup)
                 # What the dead run asked and saved, from a server that has stopped (it
@@ -320,8 +340,9 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, hold=False, cut=False
             # is a runner mid-build, its compiler and its compile lease
             r = wait_for("a runner running the compiler", lambda: compiling_runner(), sup)
             workers_before = workers_of(sup)
+            pgids = groups_of_tree(r["pid"])
             os.kill(r["ppid"], signal.SIGKILL)
-            check_group_ends(name, r["pid"], sup, workers_before)
+            check_group_ends(name, pgids, sup, workers_before)
         elif kill == "supervisor":
             wait_for("a compiling runner", lambda: runner_in("PRECOMPILE"), sup)
             os.kill(sup.pid, signal.SIGKILL)
@@ -379,6 +400,9 @@ scenario("atomic-before-rename", REF, crash="atomic-before-rename", skip=4, cut=
 # SIGKILL at chosen moments
 scenario("sigkill-runner", REF, kill="runner")
 scenario("sigkill-worker-compiling", REF, kill="worker", fresh_build=True)
-scenario("sigkill-supervisor", REF, kill="supervisor")
+# A fresh build, so that a runner compiles for as long as the compiler takes: the
+# reference's build would make the precompile a ninja no-op, over before the test can
+# be sure to see it.
+scenario("sigkill-supervisor", REF, kill="supervisor", fresh_build=True)
 print("ok: every crash point and SIGKILL recovered with the reference turns, no request "
       "repeated, nothing leaked (%.0f s)" % (time.time() - started))
