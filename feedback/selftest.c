@@ -122,6 +122,19 @@ pch_ready(void)
 	return found;
 }
 
+/* The pass record's key: the environment's, and whether the cache that runs share holds
+ * the precompiled headers. The selftest's builds are what make them (fb_run), so a pass
+ * is recorded as the cache it leaves, and a cache emptied since (or another cache,
+ * $KFORGE_CACHE_DIR) finds no pass and sees the selftest again. */
+static void
+pass_key(const char *env_sha, char sha[65])
+{
+	char	key[96];
+
+	snprintf(key, sizeof(key), "%s pch=%d", env_sha, pch_ready());
+	kb_sha256_hex(key, strlen(key), sha);
+}
+
 static const char *
 arch_list(const struct kb_config *cfg)
 {
@@ -430,8 +443,8 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 	struct kb_config	 limits;
 	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
-	char			 err[1024], sha[65], top[PATH_MAX], build[PATH_MAX], work[PATH_MAX];
-	char			 pass_key[96];
+	char			 err[1024], env_sha[65], sha[65], top[PATH_MAX], build[PATH_MAX];
+	char			 work[PATH_MAX];
 	const char		*explicit_py, *torch_file = NULL;
 	bool			 cuda;
 	long			 build_s;
@@ -464,15 +477,12 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 		     NULL);
 		return 0;
 	}
-	if ((rc = fb_env_key(cfg, device, out->python, sha)) < 0) {
+	if ((rc = fb_env_key(cfg, device, out->python, env_sha)) < 0) {
 		snprintf(out->message, sizeof(out->message), "cannot read the runner: %s",
 			 kb_strerror(rc));
 		return rc;
 	}
-	/* The selftest's builds are what make the precompiled headers (fb_run): a cache
-	 * emptied since the last pass must see the selftest again. */
-	snprintf(pass_key, sizeof(pass_key), "%s pch=%d", sha, pch_ready());
-	kb_sha256_hex(pass_key, strlen(pass_key), sha);
+	pass_key(env_sha, sha);
 	if (use_cache && load_record(sha, out))
 		return 0;
 	if ((rc = make_dirs(top, sizeof(top), build, work, sizeof(build))) < 0) {
@@ -493,8 +503,10 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 		read_outcome(&o, device, out, &torch_file);
 		/* A pass that left no precompiled headers (their directory was out of reach
 		 * this time) is not remembered: the next selftest tries to make them again. */
-		if (out->ok && (!cfg->runner.fast_build || pch_ready()))
+		if (out->ok && (!cfg->runner.fast_build || pch_ready())) {
+			pass_key(env_sha, sha);	/* the cache as this pass leaves it */
 			save_record(sha, device, out, torch_file);
+		}
 	} else if (rc == -KB_EEXEC) {
 		snprintf(err, sizeof(err), "cannot start %s for the runner", out->python);
 		fail(out, "python", err, NULL);
