@@ -180,8 +180,10 @@ print("run 1: %d refused request(s) for 2 slots; resume sent %d" % (len(refused)
 
 # ---------------------------------------- run 2: A's compile and execution in flight
 # The others' 401s are held until A has its reply and is compiling (its log says it
-# entered PRECOMPILE), then come 2 s later: A's compile and execution are in flight when
-# the pause comes, whatever the order in which the machine runs the workers.
+# entered PRECOMPILE), then come 0.5 s later: A's compile and execution are in flight when
+# the pause comes, whatever the order in which the machine runs the workers. A's kernel is
+# fresh (kfe2e.reply): a build found in the cache that runs share would take no time, and
+# A would be asking for its next turn before the pause.
 def a_compiling(run_dir):
     path = os.path.join(run_dir, "tasks", AHEAD, "trajectory.jsonl")
     if not os.path.exists(path):
@@ -191,9 +193,10 @@ def a_compiling(run_dir):
 
 
 release = os.path.join(work, "ahead", "refusals.release")
+REFUSAL_DELAY_S = 0.5
 d, run_dir, mock, p = run_until_paused("ahead", {
-    "rules": [{"match": "auth-pause-task-Ahead", "replies": [reply("relu_3.md")]}],
-    "default": dict(REFUSED, delay_s=2.0, hold_until=release)}, slots=6,
+    "rules": [{"match": "auth-pause-task-Ahead", "replies": [reply("relu_3.md", fresh=True)]}],
+    "default": dict(REFUSED, delay_s=REFUSAL_DELAY_S, hold_until=release)}, slots=6,
     release=release, release_when=a_compiling)
 released_at = os.path.getmtime(release)
 refused = check_paused("ahead", run_dir, mock, p, slots=6)
@@ -202,7 +205,7 @@ recs = records(run_dir, AHEAD)
 steps = [(r["turn"], r["from"], r["event"]) for r in recs]
 check(steps == [(1, "GENERATE", "start"), (1, "GENERATE", "ok"), (1, "PRECOMPILE", "ok"),
                 (1, "EXECUTE", "correct"), (1, "FEEDBACK", "next_turn")], "ahead: A logged %s" % steps)
-paused_at = released_at + 2.0      # no 401 came back before the release and its delay_s
+paused_at = released_at + REFUSAL_DELAY_S      # no 401 came back before the release and its delay_s
 check(iso_s(recs[3]["ts"]) > paused_at, "ahead: A's execution did not go on after the pause")
 for task in TASKS[1:]:
     path = os.path.join(run_dir, "tasks", task, "trajectory.jsonl")
