@@ -2,6 +2,8 @@
 # (it skips, 77, without: no user switch, nothing to stage); feedback_run and
 # feedback_runner drive the real Python runner on the CPU (they skip, 77, where no
 # Python imports torch; C++ extension builds make them slow); feedback_gpu needs a GPU.
+# Label python: a test of the Python runner alone, which runs no kforge C code (the
+# sanitizer pass of tools/test.sh leaves it out).
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 kb_add_test(feedback_text SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_text.c LIBS kb_fb
             LABELS unit TIMEOUT 60)
@@ -13,17 +15,17 @@ kb_add_test(feedback_selftest SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_selftes
             LABELS unit TIMEOUT 900)
 kb_add_script_test(feedback_env
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_env.py
-                   LABELS unit TIMEOUT 900)
+                   LABELS unit python TIMEOUT 900)
 kb_add_script_test(feedback_runner
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_runner.py
-                   LABELS unit TIMEOUT 600)
+                   LABELS unit python TIMEOUT 600)
 kb_add_test(feedback_cache SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_cache.c LIBS kb_fb
             LABELS unit TIMEOUT 120)
 kb_add_script_test(feedback_fastbuild
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_fastbuild.py
-                   LABELS unit TIMEOUT 900)
+                   LABELS unit python TIMEOUT 900)
 kb_add_script_test(feedback_raw
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_raw.py
-                   LABELS unit TIMEOUT 300)
+                   LABELS unit python TIMEOUT 300)
 kb_add_test(feedback_gpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_gpu.c LIBS kb_fb
             LABELS gpu TIMEOUT 900)

@@ -9,4 +9,4 @@ if(NOT EXISTS ${KB_PROBLEMS_PYTHON})
 endif()
 kb_add_script_test(problems_bundled
                    COMMAND ${KB_PROBLEMS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/problems_bundled.py
-                   LABELS unit TIMEOUT 120)
+                   LABELS unit python TIMEOUT 120)
