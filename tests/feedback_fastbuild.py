@@ -11,6 +11,7 @@ its compiler wrapper), driven directly on the CPU with real compilers and torch.
 - a pch_dir it may not write is only read: nothing is added to it
 Skips (77) without a Python that imports torch.
 """
+import json
 import os
 import shutil
 import stat
@@ -118,9 +119,54 @@ def main():
           "fast path: built and correct (%s)" % r.get("details", {}).get("message"))
     with open(log) as f:
         calls = f.read()
-    check("-include" in calls and "main.cpp" in calls,
-          "fast path: the fast compiler compiled main.cpp with the header (%r)" % calls[:300])
+    check("-include" in calls and "main.kforge-slim.cpp" in calls,
+          "fast path: the fast compiler compiled main.cpp's slim copy with the header (%r)"
+          % calls[:300])
     check(set(pch_files(pch)) == made, "fast path: no new precompiled header for -O2")
+    slim = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(tmp, "b1")) for f in fs
+            if f == "main.kforge-slim.cpp"]
+    check(len(slim) == 1, "fast path: one slim copy of main.cpp (%s)" % slim)
+    with open(slim[0]) as f:
+        text = f.read()
+    with open(os.path.join(os.path.dirname(slim[0]), "main.cpp")) as f:
+        orig = f.read()
+    check("torch/extension.h" not in text and text.count("\n") == orig.count("\n") and
+          os.path.getmtime(slim[0]) == os.path.getmtime(slim[0][:-len(".kforge-slim.cpp")] + ".cpp"),
+          "fast path: the slim copy has torch/types.h for torch/extension.h, the same lines, "
+          "its source's date")
+
+    # The load memo: a precompile records each load_inline call's module; an execute with
+    # the same build loads it without torch's extension machinery, and a record that does
+    # not match the call (other arguments) leaves the call to torch.
+    memo_build = os.path.join(tmp, "b1")  # cand_ext_add.py's build: the same call
+    r, _, _, _ = run("precompile", candidate="cand_ext_memo.py", build=memo_build)
+    check(r.get("status") == "ok", "memo precompile: %s" % r.get("status"))
+    with open(os.path.join(memo_build, ".kforge-loads.json")) as f:
+        memo = json.load(f)
+    check(len(memo) == 1 and list(memo.values())[0]["name"] == "kforge_test_ext" and
+          os.path.isfile(os.path.join(memo_build, list(memo.values())[0]["file"])),
+          "memo precompile: one load recorded, its module's file beside the build: %s" % memo)
+    r, _, _, _ = run("execute", candidate="cand_ext_memo.py", build=memo_build)
+    out = r.get("details", {}).get("compiler_output", "")
+    check(r.get("status") == "ok" and r.get("correct"), "memo execute: %s" % r.get("status"))
+    check("memo-probe cpp_extension=LazyCppExtension setuptools=False" in out,
+          "memo execute: loaded without torch's extension machinery: %r" % out[-300:])
+    with open(os.path.join(memo_build, ".kforge-loads.json"), "w") as f:
+        json.dump({"0" * 64: list(memo.values())[0]}, f)
+    r, _, _, _ = run("execute", candidate="cand_ext_memo.py", build=memo_build)
+    out = r.get("details", {}).get("compiler_output", "")
+    check(r.get("status") == "ok" and r.get("correct"), "memo miss: %s" % r.get("status"))
+    check("memo-probe cpp_extension=module setuptools=True" in out,
+          "memo miss: torch's own load_inline: %r" % out[-300:])
+
+    # code that needs torch's C++ frontend: the slim file fails, the original builds it
+    open(log, "w").close()
+    r, _, _, _ = run("execute", candidate="cand_ext_frontend.py", build=os.path.join(tmp, "b4"))
+    check(r.get("status") == "ok" and r.get("correct") is True,
+          "frontend: built by the original compiler and correct (%s)"
+          % r.get("details", {}).get("message"))
+    with open(log) as f:
+        check("main.kforge-slim.cpp" in f.read(), "frontend: the slim path was tried first")
 
     # the fast compiler fails: the original command builds it all the same
     r, _, _, _ = run("execute", candidate="cand_ext_add.py", build=os.path.join(tmp, "b2"),

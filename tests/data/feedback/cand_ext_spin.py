@@ -3,7 +3,8 @@ import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
-# Identical in cand_ext_add.py, cand_ext_crash.py and cand_ext_spin.py: one build serves all three.
+# Identical in cand_ext_add.py, cand_ext_crash.py, cand_ext_spin.py and cand_ext_memo.py: one
+# build serves all four.
 ext_source = r"""
 #include <torch/extension.h>
 
