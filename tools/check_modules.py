@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""The module graph of DESIGN.md §8, held to the C sources' include lines.
+
+Each folder is a module with one public header; a module may use only the modules the
+graph gives it, and of those only their public headers (internals stay inside their own
+folder). The graph is the table below, its one home: base is a leaf, the pool hands out
+slots and steers nothing, llm knows nothing of evaluation, fsm uses feedback, llm and
+gpu_pool, the orchestrator may use every module. A folder of C sources that the table
+does not name is an error too, so that a new module is placed in the graph.
+
+Usage: tools/check_modules.py [ROOT]   (default: the tree this script is in)
+Prints one line per violation, file:line: what and why, and exits 1; 0 when none."""
+import os
+import re
+import sys
+
+# module: (its public header, the modules it may use)
+GRAPH = {
+    "base": ("base/base.h", set()),
+    "gpu_pool": ("gpu_pool/gpu_pool.h", {"base"}),
+    "llm": ("llm/llm.h", {"base"}),
+    "feedback": ("feedback/feedback.h", {"base"}),
+    "fsm": ("fsm/fsm.h", {"base", "feedback", "llm", "gpu_pool"}),
+    "orchestrator": ("orchestrator/orchestrator.h",
+                     {"base", "gpu_pool", "llm", "feedback", "fsm"}),
+}
+# Folders with C sources that are not modules of kforge itself.
+NOT_MODULES = {"tests", "tools", "build", ".devdeps", ".git"}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/([^"]+)"')
+
+
+def c_files(root, top):
+    for d, dirs, files in os.walk(os.path.join(root, top)):
+        dirs[:] = sorted(x for x in dirs if not x.startswith("."))
+        for f in sorted(files):
+            if f.endswith((".c", ".h")):
+                yield os.path.join(d, f)
+
+
+def check(root):
+    problems = []
+    for top in sorted(os.listdir(root)):
+        path = os.path.join(root, top)
+        if not os.path.isdir(path) or top in NOT_MODULES or top.startswith(("build", ".")):
+            continue
+        files = list(c_files(root, top))
+        if not files:
+            continue
+        if top not in GRAPH:
+            problems.append("%s/: C sources in a folder that is not a module of the graph "
+                            "(tools/check_modules.py GRAPH, DESIGN.md §8)" % top)
+            continue
+        allowed = GRAPH[top][1]
+        for f in files:
+            rel = os.path.relpath(f, root)
+            with open(f, errors="replace") as fh:
+                for n, line in enumerate(fh, 1):
+                    m = INCLUDE.match(line)
+                    if not m or m.group(1) == top:
+                        continue
+                    mod, header = m.group(1), "%s/%s" % m.groups()
+                    if mod not in GRAPH:
+                        problems.append("%s:%d: includes %s, of no module" % (rel, n, header))
+                    elif mod not in allowed:
+                        problems.append("%s:%d: %s uses %s (%s), which the graph does not "
+                                        "allow: %s may use %s" % (
+                                            rel, n, top, mod, header, top,
+                                            ", ".join(sorted(allowed)) or "nothing"))
+                    elif header != GRAPH[mod][0]:
+                        problems.append("%s:%d: includes %s, an internal of %s (its public "
+                                        "header is %s)" % (rel, n, header, mod, GRAPH[mod][0]))
+    return problems
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else \
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    problems = check(root)
+    for p in problems:
+        print(p)
+    if problems:
+        print("check_modules: %d violation(s) of the module graph" % len(problems))
+        return 1
+    print("check_modules: %d modules, every include within the graph" % len(GRAPH))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
