@@ -114,6 +114,11 @@ struct fb_request {
 	void		*stop_arg;
 };
 
+/* A speedup over the reference above this is flagged "excessive_speedup" (KernelBench's
+ * review threshold), wherever a speedup is computed: the runner (told in the request),
+ * a run's EXECUTE and `kforge eval`. */
+#define FB_EXCESSIVE_SPEEDUP	10.0
+
 struct fb_outcome {
 	enum fb_status	 status;
 	bool		 compiled, correct;

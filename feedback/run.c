@@ -29,7 +29,6 @@ extern char **environ;
 #define FB_PROBE_TIMEOUT_MS	120000
 #define FB_COMPILER_TAIL	8192
 #define FB_LOG_TAIL		4096
-#define FB_EXCESSIVE_SPEEDUP	10.0
 
 static const char *const mode_names[] = {
 	[FB_PRECOMPILE] = "precompile", [FB_EXECUTE] = "execute", [FB_PROFILE] = "profile",

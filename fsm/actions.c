@@ -11,8 +11,6 @@
 
 #include "fsm/fsm_int.h"
 
-#define EXCESSIVE_SPEEDUP 10.0
-
 
 static char *
 read_turn_file(const struct task_run *t, int turn, const char *name)
@@ -901,7 +899,7 @@ fsm_act_execute(struct task_run *t)
 	result = json_incref(o.result);
 	if (o.correct && o.runtime_ms > 0 && ref_ms > 0) {
 		speedup = ref_ms / o.runtime_ms;
-		if (speedup > EXCESSIVE_SPEEDUP) {
+		if (speedup > FB_EXCESSIVE_SPEEDUP) {
 			json_t *flags = json_object_get(result, "flags");
 
 			if (!json_is_array(flags))

@@ -250,7 +250,7 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	}
 	flags = json_object_get(final->result, "flags");
 	flags = json_is_array(flags) ? json_incref(flags) : json_array();
-	if (speedup > 10.0)
+	if (speedup > FB_EXCESSIVE_SPEEDUP)
 		json_array_append_new(flags, json_string("excessive_speedup"));
 	out = json_pack("{s:s, s:b, s:b, s:o, s:o, s:o, s:o, s:s, s:O}", "status",
 			fb_status_name(final->status), "compiled", final->compiled || final == &ex,

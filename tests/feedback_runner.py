@@ -147,6 +147,10 @@ def main():
     check(r.get("speedup") and abs(r["speedup"] - ref["mean_ms"] / cand["mean_ms"]) < 1e-9,
           "execute: speedup = reference mean / candidate mean")
     check(r.get("env", {}).get("device_name"), "execute: env.device_name")
+    check("excessive_speedup" not in r.get("flags", []), "execute: no excessive_speedup flag at 10x")
+    r2, _, _, _ = e.run("execute", candidate="cand_globals.py", time_reference=True,
+                        excessive_speedup=0.0)
+    check("excessive_speedup" in r2.get("flags", []), "execute: the request's threshold flags it")
 
     # the same seeds give the same trial seeds (KernelBench's scheme)
     r2, _, _, _ = e.run("execute", candidate="cand_globals.py", perf_trials=0)
