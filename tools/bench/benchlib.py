@@ -48,7 +48,12 @@ def workdir(arg, name):
     if arg:
         os.makedirs(arg, exist_ok=True)
         return os.path.abspath(arg)
-    return tempfile.mkdtemp(prefix="kforge-bench-%s-" % name)
+    wd = tempfile.mkdtemp(prefix="kforge-bench-%s-" % name)
+    # mkdtemp makes it 0700: runners that run as another user (runner.user, as root)
+    # could not reach the cache or the candidates kept there, and kforge would fall back
+    # to the machine's default cache (which a cold build must not find filled).
+    os.chmod(wd, 0o755)
+    return wd
 
 
 def ts_ms(ts):
