@@ -529,10 +529,11 @@ class Runner:
         if not path or not os.path.isfile(path):
             raise Outcome("compile_error", "candidate file not found: %s" % path)
         build_dir = os.environ.get("TORCH_EXTENSIONS_DIR")
-        if self.mode in ("execute", "profile") and load_memo_of(build_dir):
-            # The precompile's builds, loaded as they are (LoadMemo): torch's extension
+        memo = load_memo_of(build_dir) if self.mode in ("execute", "profile") else {}
+        if memo:
+            # The precompile's builds, loaded as they are (LOAD_MEMO): torch's extension
             # machinery is imported only if the candidate asks for something else.
-            sys.modules["torch.utils.cpp_extension"] = LazyCppExtension(build_dir)
+            sys.modules["torch.utils.cpp_extension"] = LazyCppExtension(build_dir, memo)
             self.torch.utils.cpp_extension = sys.modules["torch.utils.cpp_extension"]
         else:
             try:
@@ -1175,6 +1176,35 @@ torch::Tensor add_one(torch::Tensor x) {
 
 # ------------------------------------------------------------ fast builds
 
+# What both compiler wrappers below begin with: a source's slim copy, beside it with
+# ".kforge-slim" before its extension, each torch/extension.h line made torch/types.h (the
+# same lines, so line numbers hold).
+SLIM_COPY = r'''
+import os
+
+FULL, SLIM = "#include <torch/extension.h>", "#include <torch/types.h>"
+
+
+def slim_copy(src):
+    """The slim copy of src, made beside it, or None when src includes no
+    torch/extension.h."""
+    with open(src, errors="surrogateescape") as f:
+        lines = f.read().split("\n")
+    if not any(l.strip() == FULL for l in lines):
+        return None
+    base, ext = os.path.splitext(src)
+    slim = base + ".kforge-slim" + ext
+    with open(slim, "w", errors="surrogateescape") as f:
+        f.write("\n".join(SLIM if l.strip() == FULL else l for l in lines))
+    # The compiler's depfile names this copy: dated as its source, it does not look to
+    # ninja like an input that changed while the build ran (which would rebuild it at
+    # every later load, in a build sealed read-only by then).
+    st = os.stat(src)
+    os.utime(slim, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return slim
+'''
+
+
 # The compiler wrapper that load_inline's builds run as $CXX (install_fast_cxx). A
 # translation unit that begins with torch/extension.h (load_inline's main.cpp always
 # does) is compiled with a precompiled header made for exactly its flags: clang++ with
@@ -1192,11 +1222,9 @@ torch::Tensor add_one(torch::Tensor x) {
 # may write: by the selftest, whose builds make them before any candidate's (kforge
 # seals the directory afterwards when the runner runs as another user, so no candidate
 # can plant one).
-FAST_CXX = r"""
+FAST_CXX = SLIM_COPY + r"""
 import fcntl, hashlib, os, shutil, subprocess, sys
 
-HEADER = "#include <torch/extension.h>"
-SLIM = "#include <torch/types.h>"
 PCH_HEADER = SLIM + "\n#include <torch/python.h>\n"
 argv = sys.argv[1:]
 real = os.environ.get("KFORGE_CXX_REAL") or "c++"
@@ -1222,11 +1250,9 @@ def fast():
     srcs = [a for a in argv if a.endswith((".cpp", ".cc", ".cxx")) and not a.startswith("-")]
     if len(srcs) != 1:
         return 1
-    with open(srcs[0], errors="surrogateescape") as f:
-        text = f.read()
-    lines = text.split("\n")
-    if lines[0].strip() != HEADER:
-        return 1
+    with open(srcs[0], errors="replace") as f:
+        if f.readline().strip() != FULL:
+            return 1
     flags, skip = [], False
     for i, a in enumerate(argv):
         if skip:
@@ -1264,13 +1290,7 @@ def fast():
                     return 1
                 os.rename(tmp, pch)
     use = ["-include-pch", pch] if use_clang else ["-include", header, "-Winvalid-pch"]
-    slim = srcs[0][:srcs[0].rindex(".")] + ".kforge-slim" + srcs[0][srcs[0].rindex("."):]
-    with open(slim, "w", errors="surrogateescape") as f:
-        f.write("\n".join(SLIM if l.strip() == HEADER else l for l in lines))
-    # Dated as its source: the depfile names this copy, and a newer one would look to
-    # ninja like an input changed since the build (a rebuild at every later load).
-    st = os.stat(srcs[0])
-    os.utime(slim, ns=(st.st_atime_ns, st.st_mtime_ns))
+    slim = slim_copy(srcs[0])
     # -w: what the fast compiler warns about is not what the model's compiler would say.
     rest = [slim if a == srcs[0] else a for a in argv if a not in flags]
     r = subprocess.run([cc] + flags + use + ["-w"] + rest, stdout=subprocess.DEVNULL,
@@ -1294,12 +1314,11 @@ if rc != 0:
 # parses half as much (the demo's ReLU .cu on the H100 host: 57.5 s -> 26.8 s). Should
 # that fail for any reason, the original command runs unchanged: what it accepts and the
 # errors the model sees are the original's.
-FAST_NVCC = r"""
+FAST_NVCC = SLIM_COPY + r"""
 import os, subprocess, sys
 
 argv = sys.argv[1:]
 real = os.environ.get("KFORGE_NVCC_REAL") or "nvcc"
-FULL, SLIM = "#include <torch/extension.h>", "#include <torch/types.h>"
 
 
 def fast():
@@ -1308,23 +1327,9 @@ def fast():
     srcs = [i for i, a in enumerate(argv) if a.endswith(".cu") and not a.startswith("-")]
     if len(srcs) != 1:
         return 1
-    src = argv[srcs[0]]
-    with open(src, errors="surrogateescape") as f:
-        text = f.read()
-    lines = text.split("\n")
-    hits = [i for i, l in enumerate(lines) if l.strip() == FULL]
-    if not hits:
+    slim = slim_copy(argv[srcs[0]])
+    if slim is None:
         return 1
-    for i in hits:
-        lines[i] = SLIM
-    slim = src[:-3] + ".kforge-slim.cu"
-    with open(slim, "w", errors="surrogateescape") as f:
-        f.write("\n".join(lines))
-    # The compiler's depfile names this copy: dated as its source, it does not look to
-    # ninja like an input that changed while the build ran (which would rebuild it at
-    # every later load, in a build sealed read-only by then).
-    st = os.stat(src)
-    os.utime(slim, ns=(st.st_atime_ns, st.st_mtime_ns))
     args = list(argv)
     args[srcs[0]] = slim
     return subprocess.run([real] + args, stdout=subprocess.DEVNULL,
@@ -1358,6 +1363,14 @@ def install_wrapper(pch_dir, name, code):
     return path
 
 
+def write_json(path, obj):
+    """obj as JSON at path, whole or not at all (a temporary file renamed)."""
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.rename(tmp, path)
+
+
 # The compilers a build was made with, beside it: a later load must write the same
 # build.ninja, or torch rewrites it and ninja builds again (in a build sealed read-only by
 # then), so whether the fast-build wrappers were there when it was built decides, not
@@ -1386,10 +1399,7 @@ def build_compilers(req, build_dir):
     install_fast_cxx(req)
     if record and req.get("mode") in ("precompile", "execute", "profile"):
         try:
-            tmp = "%s.tmp%d" % (record, os.getpid())
-            with open(tmp, "w") as f:
-                json.dump({k: os.environ.get(k) for k in COMPILER_VARS}, f)
-            os.rename(tmp, record)
+            write_json(record, {k: os.environ.get(k) for k in COMPILER_VARS})
         except OSError:
             pass  # a build dir this process may not write: it builds nothing either
 
@@ -1745,25 +1755,25 @@ def load_memo_of(build_dir):
         return {}
 
 
+def inside(path, root):
+    return os.path.realpath(path).startswith(os.path.realpath(root) + os.sep)
+
+
 def record_loads(cpp_extension, build_dir):
     """Wraps cpp_extension.load_inline so that each call that returns a module loaded
     from a file under build_dir is recorded in its LOAD_MEMO."""
     real = cpp_extension.load_inline
+    memo = load_memo_of(build_dir)
 
     def load_inline(*args, **kwargs):
         module = real(*args, **kwargs)
         key = load_key(args, kwargs)
         path = getattr(module, "__file__", None)
         name = getattr(module, "__name__", None)
-        if key and isinstance(path, str) and isinstance(name, str) and \
-                os.path.realpath(path).startswith(os.path.realpath(build_dir) + os.sep):
-            memo = load_memo_of(build_dir)
+        if key and isinstance(path, str) and isinstance(name, str) and inside(path, build_dir):
             memo[key] = {"name": name, "file": os.path.relpath(path, build_dir)}
             try:
-                tmp = os.path.join(build_dir, "%s.tmp%d" % (LOAD_MEMO, os.getpid()))
-                with open(tmp, "w") as f:
-                    json.dump(memo, f)
-                os.rename(tmp, os.path.join(build_dir, LOAD_MEMO))
+                write_json(os.path.join(build_dir, LOAD_MEMO), memo)
             except OSError:
                 pass  # the steps after it go through torch's own load_inline
         return module
@@ -1777,9 +1787,10 @@ class LazyCppExtension(type(sys)):
     call or name is the real module's, imported then (or the one a warm runner imported
     already), which from then on stands in sys.modules in its place."""
 
-    def __init__(self, build_dir):
+    def __init__(self, build_dir, memo):
         type(sys).__init__(self, "torch.utils.cpp_extension")
         self._kforge_build_dir = build_dir
+        self._kforge_memo = memo
         held = sys.modules.get("torch.utils.cpp_extension")
         self._kforge_real = None if isinstance(held, LazyCppExtension) else held
 
@@ -1797,12 +1808,11 @@ class LazyCppExtension(type(sys)):
 
     def load_inline(self, *args, **kwargs):
         key = load_key(args, kwargs)
-        hit = load_memo_of(self._kforge_build_dir).get(key) if key else None
+        hit = self._kforge_memo.get(key) if key else None
         if isinstance(hit, dict) and isinstance(hit.get("name"), str) and \
                 isinstance(hit.get("file"), str):
             path = os.path.join(self._kforge_build_dir, hit["file"])
-            if os.path.realpath(path).startswith(os.path.realpath(self._kforge_build_dir) + os.sep) \
-                    and os.path.isfile(path):
+            if inside(path, self._kforge_build_dir) and os.path.isfile(path):
                 spec = importlib.util.spec_from_file_location(hit["name"], path)
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)

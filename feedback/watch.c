@@ -233,10 +233,36 @@ reap(pid_t pid, int *status)
 	}
 }
 
+/* Marks in v the children of this process that keep(pid, arg) does not spare, zombies
+ * included; returns how many. */
+static int
+mark_children(struct proc_ent *v, size_t n, bool (*keep)(pid_t pid, void *arg), void *arg)
+{
+	pid_t	self = getpid();
+	int	found = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		v[i].mark = v[i].st.ppid == self && !keep(v[i].st.pid, arg);
+		found += v[i].mark;
+	}
+	return found;
+}
+
+static bool
+is_pid(pid_t pid, void *arg)
+{
+	return pid == *(pid_t *)arg;
+}
+
+static bool
+is_zombie(const struct proc_ent *e)
+{
+	return e->st.state == 'Z' || e->st.state == 'X';
+}
+
 void
 fbw_reap_strays(struct fb_strays *out, pid_t keep)
 {
-	pid_t		 self = getpid();
 	struct proc_ent	*v;
 	size_t		 n;
 	int		 status, found;
@@ -247,22 +273,18 @@ fbw_reap_strays(struct fb_strays *out, pid_t keep)
 	for (int round = 0; round < FBW_REAP_ROUNDS; round++) {
 		if ((v = proc_list(&n)) == NULL)
 			return;
-		found = 0;
+		found = mark_children(v, n, is_pid, &keep);
 		/* Kill them all first, so that none forks after its siblings died. */
 		for (size_t i = 0; i < n; i++) {
-			if (v[i].st.ppid != self || v[i].st.pid == keep)
-				continue;
-			found++;
-			if (v[i].st.state != 'Z' && v[i].st.state != 'X') {
+			if (v[i].mark && !is_zombie(&v[i])) {
 				(void)kill(v[i].st.pid, SIGKILL);
 				out->running++;
 			}
 		}
 		for (size_t i = 0; i < n; i++) {
-			if (v[i].st.ppid != self || v[i].st.pid == keep ||
-			    !reap(v[i].st.pid, &status))
+			if (!v[i].mark || !reap(v[i].st.pid, &status))
 				continue;
-			if ((v[i].st.state == 'Z' || v[i].st.state == 'X') && WIFSIGNALED(status))
+			if (is_zombie(&v[i]) && WIFSIGNALED(status))
 				out->killed++;
 		}
 		free(v);
@@ -296,7 +318,7 @@ await_zombie(pid_t pid)
 int
 fb_kill_orphans(bool (*keep)(pid_t pid, void *arg), void *arg)
 {
-	pid_t		 self = getpid(), own_group = getpgrp();
+	pid_t		 own_group = getpgrp();
 	struct proc_ent	*v;
 	size_t		 n;
 	int		 killed = 0, found;
@@ -304,12 +326,13 @@ fb_kill_orphans(bool (*keep)(pid_t pid, void *arg), void *arg)
 	for (int round = 0; round < FBW_REAP_ROUNDS; round++) {
 		if ((v = proc_list(&n)) == NULL)
 			return killed;
+		(void)mark_children(v, n, keep, arg);
 		found = 0;
 		/* Kill them all first, so that none forks after its siblings died; each with
-		 * its process group, which holds what it started (a compiler under a shell). */
+		 * its process group, which holds what it started (a compiler under a shell).
+		 * Zombies are dead already, left to the caller to reap. */
 		for (size_t i = 0; i < n; i++) {
-			if (v[i].st.ppid != self || v[i].st.state == 'Z' || v[i].st.state == 'X' ||
-			    keep(v[i].st.pid, arg))
+			if (!v[i].mark || is_zombie(&v[i]))
 				continue;
 			found++;
 			(void)kill(v[i].st.pid, SIGKILL);
@@ -317,8 +340,7 @@ fb_kill_orphans(bool (*keep)(pid_t pid, void *arg), void *arg)
 				(void)killpg(v[i].st.pgrp, SIGKILL);
 		}
 		for (size_t i = 0; i < n; i++)
-			if (v[i].st.ppid == self && v[i].st.state != 'Z' && v[i].st.state != 'X' &&
-			    !keep(v[i].st.pid, arg))
+			if (v[i].mark && !is_zombie(&v[i]))
 				(void)await_zombie(v[i].st.pid);
 		free(v);
 		if (found == 0)

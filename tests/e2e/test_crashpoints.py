@@ -154,10 +154,6 @@ def power_cut(sup):
              STARTUP_WAIT_S)
 
 
-def group_left(pgid):
-    return [p for p in procs() if p["pgid"] == pgid and alive(p)]
-
-
 def groups_of_tree(root):
     """The process groups of root and of every process descended from it: a runner's,
     and those its ninja gives each compiler (ninja runs every command in a group of its
