@@ -248,6 +248,32 @@ mark_children(struct proc_ent *v, size_t n, bool (*keep)(pid_t pid, void *arg), 
 	return found;
 }
 
+/* Marks in v, besides those marked, every process descended from one; returns how many
+ * it added. Killing a tree at once does not wait on re-parenting: a process whose parent
+ * is still dying is not yet our child, and a pass over our children alone would miss it. */
+static int
+mark_descendants(struct proc_ent *v, size_t n)
+{
+	struct proc_ent	 key, *parent;
+	int		 added = 0, more;
+
+	do {
+		more = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].mark || v[i].st.ppid <= 1)
+				continue;
+			key.st.pid = v[i].st.ppid;
+			parent = bsearch(&key, v, n, sizeof(*v), by_pid);
+			if (parent != NULL && parent->mark) {
+				v[i].mark = true;
+				more++;
+			}
+		}
+		added += more;
+	} while (more > 0);
+	return added;
+}
+
 static bool
 is_pid(pid_t pid, void *arg)
 {
@@ -327,10 +353,12 @@ fb_kill_orphans(bool (*keep)(pid_t pid, void *arg), void *arg)
 		if ((v = proc_list(&n)) == NULL)
 			return killed;
 		(void)mark_children(v, n, keep, arg);
+		(void)mark_descendants(v, n);
 		found = 0;
 		/* Kill them all first, so that none forks after its siblings died; each with
-		 * its process group, which holds what it started (a compiler under a shell).
-		 * Zombies are dead already, left to the caller to reap. */
+		 * its process group, which holds what it started (a compiler under a shell),
+		 * and with its descendants, which are not yet ours while their parents die.
+		 * Zombies are dead already, left to their parents to reap. */
 		for (size_t i = 0; i < n; i++) {
 			if (!v[i].mark || is_zombie(&v[i]))
 				continue;
