@@ -323,6 +323,7 @@ struct kb_config {
 		char	*arch_list;		/* TORCH_CUDA_ARCH_LIST; "" = detect from the GPUs */
 		char	*inputs;		/* "host" (made on the CPU, copied) | "device" */
 		char	*format;		/* "load_inline" (KernelBench's) | "raw" */
+		char	*torch_ops;		/* PyTorch compute in forward: "warning" | "error" */
 		bool	 baseline_compile;	/* also time the reference under torch.compile */
 	} eval;
 	struct {

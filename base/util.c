@@ -395,7 +395,8 @@ kb_config_clear(struct kb_config *c)
 		&c->problems.ids_at, &c->llm.provider, &c->llm.base_url, &c->llm.model,
 		&c->llm.api_key_env, &c->llm.replay_dir, &c->refinement.prompt,
 		&c->refinement.prompts_dir, &c->eval.device, &c->eval.precision,
-		&c->eval.arch_list, &c->eval.inputs, &c->eval.format, &c->runner.python,
+		&c->eval.arch_list, &c->eval.inputs, &c->eval.format, &c->eval.torch_ops,
+		&c->runner.python,
 		&c->runner.user,
 	};
 

@@ -330,4 +330,38 @@ char	*fb_exec_feedback(const struct kb_config *cfg, const struct fb_outcome *o);
 /* The P part: a short table from a profile result (NULL when there is nothing). */
 char	*fb_profile_feedback(const struct kb_config *cfg, json_t *profile);
 
+
+/* ------------------------------------------------------------- verdicts (verdict.c)
+ * Every evaluated candidate gets one verdict, here and nowhere else, in runs and in
+ * `kforge eval` alike: correct; incorrect (it failed: it did not build, raised, crashed,
+ * timed out or gave wrong output); rejected (it broke a rule: an error of the static
+ * checks, feedback/kforge_check.py, or a runtime integrity flag); suspect (correct, but
+ * flagged for review: a static warning or a suspicious measurement). Only correct counts
+ * in fast_p, speedups and "best". The reasons are objects {rule, kind: finding|flag|
+ * status, message, line (findings)}, the rule a finding's or a flag's name. */
+enum fb_verdict { FB_VERDICT_CORRECT, FB_VERDICT_INCORRECT, FB_VERDICT_REJECTED,
+		  FB_VERDICT_SUSPECT };
+const char	*fb_verdict_name(enum fb_verdict v);
+/* The static checks of a candidate against its problem, by the config's device, format,
+ * precision and eval.torch_ops: *findings is a new array of {rule, severity: error|
+ * warning, line, message}. They only parse the code (Python's ast, no torch, nothing
+ * of the candidate runs), in the runner's Python. < 0 with err when they could not run
+ * (-KB_ENOPYTHON, -KB_EEXEC, -KB_ECORRUPT: the checker failed; a broken checker must not
+ * pass a candidate). */
+int	fb_static_check(const struct kb_config *cfg, const char *problem_path,
+			const char *candidate_path, json_t **findings, char *err, size_t errlen);
+/* Whether any finding is an error: the candidate is rejected before it is built. */
+bool	fb_findings_reject(const json_t *findings);
+/* The result of a candidate rejected by its findings: {status: "rejected", compiled:
+ * false, correct: false, findings, details: {message}, verdict, reasons}. */
+json_t	*fb_rejection(const json_t *findings);
+/* Judges result (a runner's, or one of the above) in place: adds "excessive_speedup" to
+ * its flags when speedup > FB_EXCESSIVE_SPEEDUP, keeps the static findings (NULL: none)
+ * as "findings", and sets "verdict" and "reasons". Returns the verdict. */
+enum fb_verdict	fb_judge(json_t *result, const json_t *findings, double speedup);
+/* The reasons of a judged result as text for the model, one "- line N: message" line
+ * each, with a heading saying what the verdict means; NULL when the verdict is correct
+ * or incorrect with no reason to add (the feedback says why already). */
+char	*fb_verdict_feedback(const json_t *result);
+
 #endif /* KFORGE_FEEDBACK_H */

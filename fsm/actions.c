@@ -385,27 +385,6 @@ fsm_act_generate(struct task_run *t)
 
 /* ---------------------------------------------------------- PRECOMPILE */
 
-/* KernelBench's strict backend check, as a gate before spending a compile slot: the
- * candidate must define ModelNew and build a custom operator (in the raw format, through
- * kforge's load_cuda or load_cpp). */
-static const char *
-static_check(const struct kb_config *cfg, const char *code)
-{
-	bool	raw = cfg->eval.format != NULL && strcmp(cfg->eval.format, "raw") == 0;
-	bool	cpu = strcmp(cfg->eval.device, "cpu") == 0;
-
-	if (strstr(code, "ModelNew") == NULL)
-		return "the code defines no class ModelNew";
-	if (raw && strstr(code, cpu ? "load_cpp" : "load_cuda") == NULL)
-		return cpu ? "the code builds no custom operator (use kforge's load_cpp)" :
-			     "the code builds no custom operator (use kforge's load_cuda)";
-	if (!raw && strstr(code, "load_inline") == NULL && strstr(code, "cpp_extension") == NULL)
-		return "the code builds no custom operator (use torch.utils.cpp_extension.load_inline)";
-	if (strcmp(cfg->eval.device, "cuda") == 0 && strstr(code, "__global__") == NULL)
-		return "the code defines no CUDA kernel (__global__ function)";
-	return NULL;
-}
-
 static void
 build_dir_for(const struct task_run *t, const char *code, char *out, size_t n)
 {
@@ -479,25 +458,39 @@ fsm_act_precompile(struct task_run *t)
 	struct fb_outcome	 o = { 0 };
 	struct lease		 lease = { t->ctx->pool, GPOOL_COMPILE, -1, 0, 0 };
 	struct candidate	 c;
-	char			 cache[PATH_MAX], *code;
-	const char		*why;
-	json_t			*result;
+	char			 cache[PATH_MAX], err[512];
+	json_t			*result, *findings;
 	int			 rc, ev;
 
-	if (locate_candidate(t, &c, &code) < 0) {
+	if (locate_candidate(t, &c, NULL) < 0) {
 		snprintf(t->fail_reason, sizeof(t->fail_reason), "turn %d has no kernel.py", t->turn);
 		return FSM_EV_fatal;
 	}
-	if ((why = static_check(t->cfg, code)) != NULL) {
-		result = json_pack("{s:s, s:b, s:{s:s}}", "status", "rejected", "compiled", 0,
-				   "details", "message", why);
+	/* The static checks, a gate before a compile slot is spent; their findings stay
+	 * beside the turn for its verdict (EXECUTE) and its feedback. */
+	if ((rc = fb_static_check(t->cfg, t->task->problem_path, c.kernel, &findings, err,
+				  sizeof(err))) < 0) {
+		if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC)
+			return env_failure_python(t, rc);
+		return env_failure(t, NULL, "static_check", err, "reinstall kforge: "
+				   "feedback/kforge_check.py must run under the runner's Python");
+	}
+	result = json_pack("{s:O}", "findings", findings);
+	rc = put_json(t, "static", "static.json", result);
+	json_decref(result);
+	if (rc == 0 && fb_findings_reject(findings)) {
+		result = fb_rejection(findings);
 		rc = put_json(t, "compile", "compile.json", result);
+		json_object_set_new(t->data, "status", json_string("rejected"));
+		json_object_set_new(t->data, "reason", json_incref(json_object_get(
+				    json_object_get(result, "details"), "message")));
 		json_decref(result);
-		free(code);
-		json_object_set_new(t->data, "reason", json_string(why));
+		json_decref(findings);
 		return rc < 0 ? rc : FSM_EV_rejected;
 	}
-	free(code);
+	json_decref(findings);
+	if (rc < 0)
+		return rc;
 	snprintf(cache, sizeof(cache), "%s/compile.json", c.build);
 	if ((rc = fb_stage_mkdir(c.build)) < 0 || (rc = fb_stage_mkdir(c.work)) < 0)
 		return rc;
@@ -807,8 +800,9 @@ fsm_act_execute(struct task_run *t)
 	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1, 0, 0 };
 	struct candidate	 c;
 	double			 ref_ms = -1, speedup = -1;
-	json_t			*base = NULL, *result;
+	json_t			*base = NULL, *result, *findings;
 	enum fb_status		 bst;
+	enum fb_verdict		 verdict;
 	int			 device, rc, ev, attempt;
 
 	if (locate_candidate(t, &c, NULL) < 0) {
@@ -897,16 +891,11 @@ fsm_act_execute(struct task_run *t)
 		return ev;
 	}
 	result = json_incref(o.result);
-	if (o.correct && o.runtime_ms > 0 && ref_ms > 0) {
+	if (o.correct && o.runtime_ms > 0 && ref_ms > 0)
 		speedup = ref_ms / o.runtime_ms;
-		if (speedup > FB_EXCESSIVE_SPEEDUP) {
-			json_t *flags = json_object_get(result, "flags");
-
-			if (!json_is_array(flags))
-				json_object_set_new(result, "flags", flags = json_array());
-			json_array_append_new(flags, json_string("excessive_speedup"));
-		}
-	}
+	findings = read_turn_json(t, t->turn, "static.json");
+	verdict = fb_judge(result, json_object_get(findings, "findings"), speedup);
+	json_decref(findings);
 	json_object_set_new(result, "baseline", json_incref(base));
 	json_object_set_new(result, "ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null());
 	json_object_set_new(result, "speedup", speedup > 0 ? json_real(speedup) : json_null());
@@ -922,6 +911,7 @@ fsm_act_execute(struct task_run *t)
 	if (speedup > 0)
 		json_object_set_new(t->data, "speedup", json_real(speedup));
 	json_object_set_new(t->data, "flags", json_incref(json_object_get(result, "flags")));
+	json_object_set_new(t->data, "verdict", json_string(fb_verdict_name(verdict)));
 	ev = o.correct ? FSM_EV_correct : o.status == FB_ST_TIMEOUT ? FSM_EV_timeout :
 	     FSM_EV_incorrect;
 	json_decref(result);
@@ -977,7 +967,8 @@ fsm_act_profile(struct task_run *t)
 /* The outcome of this turn as the feedback text needs it, rebuilt from the artifacts
  * (so FEEDBACK re-runs identically after a resume). */
 static int
-turn_outcome(struct task_run *t, struct fb_outcome *o, const char **label, char **text)
+turn_outcome(struct task_run *t, struct fb_outcome *o, const char **label, char **text,
+	     const char **verdict)
 {
 	json_t		*compile, *result;
 	const char	*st;
@@ -985,6 +976,7 @@ turn_outcome(struct task_run *t, struct fb_outcome *o, const char **label, char 
 	memset(o, 0, sizeof(*o));
 	o->runtime_ms = o->ref_runtime_ms = o->speedup = -1;
 	*text = NULL;
+	*verdict = NULL;	/* nothing was evaluated */
 	if (!kb_file_exists(t->turn_dir) ||
 	    (compile = read_turn_json(t, t->turn, "compile.json")) == NULL) {
 		char *k = read_turn_file(t, t->turn, "kernel.py");
@@ -1006,10 +998,13 @@ turn_outcome(struct task_run *t, struct fb_outcome *o, const char **label, char 
 	st = json_string_value(json_object_get(compile, "status"));
 	if (st != NULL && strcmp(st, "rejected") == 0) {
 		*label = "rejected";
-		*text = kb_asprintf("Your code was rejected before compiling: %s.",
-				    json_string_value(json_object_get(
-					    json_object_get(compile, "details"), "message")));
-		json_decref(compile);
+		*verdict = fb_verdict_name(FB_VERDICT_REJECTED);
+		*text = fb_verdict_feedback(compile);
+		if (*text == NULL)
+			*text = kb_asprintf("Your code was rejected before compiling: %s.",
+					    json_string_value(json_object_get(
+						    json_object_get(compile, "details"), "message")));
+		o->result = compile;	/* its reasons, for the record */
 		return 0;
 	}
 	result = read_turn_json(t, t->turn, "result.json");
@@ -1035,23 +1030,57 @@ turn_outcome(struct task_run *t, struct fb_outcome *o, const char **label, char 
 			o->runtime_ms = json_number_value(json_object_get(cand, "mean_ms"));
 	}
 	*label = fb_status_name(o->status);
+	/* A result that stopped at the build was never judged: it is not correct. */
+	*verdict = json_string_value(json_object_get(o->result, "verdict"));
+	if (*verdict == NULL)
+		*verdict = fb_verdict_name(o->correct ? FB_VERDICT_CORRECT : FB_VERDICT_INCORRECT);
 	return 0;
+}
+
+/* The rules a judged result broke or was flagged by, for the FEEDBACK record (report
+ * --accept reads them). */
+static json_t *
+reason_rules(const json_t *result)
+{
+	json_t	*rules = json_array(), *r;
+	size_t	 i;
+
+	json_array_foreach(json_object_get(result, "reasons"), i, r)
+		if (json_is_string(json_object_get(r, "rule")))
+			json_array_append(rules, json_object_get(r, "rule"));
+	return rules;
 }
 
 int
 fsm_act_feedback(struct task_run *t)
 {
 	struct fb_outcome	 o;
-	const char		*label;
-	char			*text = NULL;
+	const char		*label, *verdict;
+	char			*text = NULL, *why;
+	bool			 counts;
 	int			 rc;
 
-	turn_outcome(t, &o, &label, &text);
-	if (text == NULL)
+	turn_outcome(t, &o, &label, &text, &verdict);
+	if (text == NULL) {
 		text = fb_exec_feedback(t->cfg, &o);
+		if ((why = fb_verdict_feedback(o.result)) != NULL) {
+			char *joined = kb_asprintf("%s\n\n%s", text, why);
+
+			free(text);
+			free(why);
+			text = joined;
+		}
+	}
 	rc = fsm_put_artifact(t, "feedback", "feedback.md", text, strlen(text));
 	free(text);
-	if (o.correct && o.speedup > 0 && o.speedup > t->best_speedup) {
+	/* Only a correct verdict is a result: a suspect one waits for review. */
+	counts = o.correct && verdict != NULL &&
+		 strcmp(verdict, fb_verdict_name(FB_VERDICT_CORRECT)) == 0;
+	if (verdict != NULL) {
+		json_object_set_new(t->data, "verdict", json_string(verdict));
+		json_object_set_new(t->data, "reasons", reason_rules(o.result));
+	}
+	if (counts && o.speedup > 0 && o.speedup > t->best_speedup) {
 		t->best_speedup = o.speedup;
 		t->best_turn = t->turn;
 	}

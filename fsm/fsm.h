@@ -88,10 +88,24 @@ struct fsm_summary {
 						 * record is one, else "" */
 	int64_t		 last_seq;
 	long		 llm_requests, prompt_tokens, completion_tokens;
+	/* Turns judged rejected or suspect (fb_judge), which never count as correct
+	 * unless accepted; the first FSM_MAX_FLAGGED of them with their reasons. */
+	int		 rejected, suspect, accepted;
+	struct fsm_flagged {
+		int	 turn;
+		char	 verdict[12];
+		char	 reasons[160];	/* rule names, comma-separated */
+	} flagged[8];
+	int		 nflagged;
 };
+#define FSM_MAX_FLAGGED	8
 /* Reads tasks/<id>/trajectory.jsonl (read-only; a torn tail is ignored). A task with
  * no log yet has state GENERATE, turn 0. */
 int	fsm_summarize(const char *run_dir, const char *task_id, struct fsm_summary *out);
+/* The same, counting a suspect turn as correct when every one of its reasons is named in
+ * accept (NULL-ended; report --accept FLAG). */
+int	fsm_summarize_accepting(const char *run_dir, const char *task_id,
+				const char *const *accept, struct fsm_summary *out);
 /* Where fsm_summarize reads: tasks/<id>/trajectory.jsonl under run_dir (a reader that
  * re-summarises only the logs that changed stats it). -KB_ETOOBIG if it does not fit. */
 int	fsm_log_path(const char *run_dir, const char *task_id, char *out, size_t outlen);

@@ -17,10 +17,68 @@ count_at(json_t *d, const char *key)
 	       json_integer_value(v) <= INT_MAX ? (long)json_integer_value(v) : 0;
 }
 
+struct summarizing {
+	struct fsm_summary	*s;
+	const char *const	*accept;
+};
+
+static bool
+accepted(const char *const *accept, const char *rule)
+{
+	for (int i = 0; accept != NULL && accept[i] != NULL; i++)
+		if (strcmp(accept[i], rule) == 0)
+			return true;
+	return false;
+}
+
+/* Whether a FEEDBACK record's turn counts as correct: a correct verdict (a log written
+ * before verdicts has none: its correct flag decides), or a suspect one whose every
+ * reason is accepted. A flagged turn is remembered for the report. */
+static bool
+turn_counts(struct summarizing *z, int turn, json_t *d)
+{
+	struct fsm_summary	*s = z->s;
+	const char		*verdict = json_string_value(json_object_get(d, "verdict"));
+	json_t			*reasons = json_object_get(d, "reasons"), *r;
+	bool			 all_accepted = json_array_size(reasons) > 0;
+	struct fsm_flagged	*f;
+	size_t			 i, len;
+
+	if (verdict == NULL || strcmp(verdict, "correct") == 0)
+		return json_is_true(json_object_get(d, "correct"));
+	if (strcmp(verdict, "rejected") != 0 && strcmp(verdict, "suspect") != 0)
+		return false;
+	json_array_foreach(reasons, i, r)
+		all_accepted = all_accepted && json_is_string(r) &&
+			       accepted(z->accept, json_string_value(r));
+	if (verdict[0] == 'r')
+		s->rejected++;
+	else
+		s->suspect++;
+	if (s->nflagged < FSM_MAX_FLAGGED) {
+		f = &s->flagged[s->nflagged++];
+		f->turn = turn;
+		snprintf(f->verdict, sizeof(f->verdict), "%s", verdict);
+		f->reasons[0] = '\0';
+		json_array_foreach(reasons, i, r) {
+			len = strlen(f->reasons);
+			if (json_is_string(r))
+				snprintf(f->reasons + len, sizeof(f->reasons) - len, "%s%s",
+					 len > 0 ? "," : "", json_string_value(r));
+		}
+	}
+	if (verdict[0] == 's' && all_accepted && json_is_true(json_object_get(d, "correct"))) {
+		s->accepted++;
+		return true;
+	}
+	return false;
+}
+
 static int
 summarize_record(const struct kb_tlog_rec *rec, void *arg)
 {
-	struct fsm_summary	*s = arg;
+	struct summarizing	*z = arg;
+	struct fsm_summary	*s = z->s;
 	enum fsm_state		 to;
 	json_t			*d = rec->data, *v;
 
@@ -53,7 +111,7 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 		snprintf(s->last_status, sizeof(s->last_status), "%s", json_string_value(v));
 	if (json_is_true(json_object_get(d, "compiled")))
 		s->any_compiled = true;
-	if (json_is_true(json_object_get(d, "correct"))) {
+	if (turn_counts(z, rec->turn, d)) {
 		double	speedup;
 
 		s->any_correct = true;
@@ -86,15 +144,23 @@ fsm_log_path(const char *run_dir, const char *task_id, char *out, size_t outlen)
 int
 fsm_summarize(const char *run_dir, const char *task_id, struct fsm_summary *out)
 {
-	char	path[PATH_MAX];
-	int	rc;
+	return fsm_summarize_accepting(run_dir, task_id, NULL, out);
+}
+
+int
+fsm_summarize_accepting(const char *run_dir, const char *task_id, const char *const *accept,
+			struct fsm_summary *out)
+{
+	struct summarizing	z = { out, accept };
+	char			path[PATH_MAX];
+	int			rc;
 
 	memset(out, 0, sizeof(*out));
 	out->state = FSM_ST_GENERATE;
 	out->best_speedup = -1;
 	if (fsm_log_path(run_dir, task_id, path, sizeof(path)) < 0)
 		return -KB_ETOOBIG;
-	rc = kb_tlog_read(path, summarize_record, out);
+	rc = kb_tlog_read(path, summarize_record, &z);
 	if (rc == -KB_ENOENT)
 		return 0;
 	return rc < 0 ? rc : 0;

@@ -31,6 +31,7 @@ struct command {
 static int	cmd_run(int argc, char **argv);
 static int	cmd_resume(int argc, char **argv);
 static int	cmd_view(int argc, char **argv);
+static int	cmd_report(int argc, char **argv);
 static int	cmd_tail(int argc, char **argv);
 static int	cmd_stop(int argc, char **argv);
 static int	cmd_eval(int argc, char **argv);
@@ -78,11 +79,14 @@ static const struct command commands[] = {
 	  .help = "Print the trajectory of one task (or all) a line per transition, in time order\n"
 	  "with the retries, the worker restarts and the resumes; -f follows live until the\n"
 	  "followed tasks finish." },
-	{ .name = "report", .run = cmd_view,
-	  .usage = "report DIR [--json]",
+	{ .name = "report", .run = cmd_report,
+	  .usage = "report DIR [--json] [--accept RULE ...]",
 	  .help = "Compile rate, correctness (fast_0), fast_p for p in 0.5, 1, 1.5, 2 per level and\n"
-	  "overall, fast_1 by turn (best kernel up to turn N), and last statuses.",
-	  .view = orch_cmd_report },
+	  "overall, fast_1 by turn (best kernel up to turn N), and last statuses. Only a\n"
+	  "correct verdict counts: turns judged rejected (a rule broken) or suspect (flagged\n"
+	  "for review) are listed with their reasons. --accept RULE counts a suspect turn\n"
+	  "whose every reason is an accepted rule (a flag such as excessive_speedup, or a\n"
+	  "static warning such as torch_compute) as correct; repeat it for several." },
 	{ .name = "stop", .run = cmd_stop,
 	  .usage = "stop DIR [--timeout SECONDS]",
 	  .help = "Ask the run's supervisor to stop gracefully and wait until it has." },
@@ -159,7 +163,8 @@ parse(int argc, char **argv, const char *shortopts, const struct option *longopt
 
 struct run_opts {
 	const char	*run_dir, *sets[MAX_SETS], *device, *problem, *kernel;
-	int		 nsets, timeout, progress_interval;
+	const char	*accept[MAX_SETS + 1];	/* NULL-ended */
+	int		 nsets, naccept, timeout, progress_interval;
 	bool		 detach, json, follow, quiet, fresh;
 };
 
@@ -190,6 +195,11 @@ on_opt(int c, const char *arg, void *st)
 			return usage_error("--timeout wants seconds, got '%s'", arg);
 		o->timeout = (int)v;
 		break;
+	case 'a':
+		if (o->naccept >= MAX_SETS)
+			return usage_error("too many --accept options (%s)", arg);
+		o->accept[o->naccept++] = arg;
+		break;
 	case 's':
 		if (o->nsets >= MAX_SETS)
 			return usage_error("too many --set options (%s)", arg);
@@ -215,6 +225,7 @@ static const struct option all_longopts[] = {
 	{ "kernel", required_argument, NULL, 'k' },
 	{ "timeout", required_argument, NULL, 't' },
 	{ "fresh", no_argument, NULL, 'F' },
+	{ "accept", required_argument, NULL, 'a' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -314,6 +325,20 @@ cmd_view(int argc, char **argv)
 	if (nrest != 1)
 		return usage_error("wants exactly one run directory%s", "");
 	return current->view(rest[0], o.json);
+}
+
+static int
+cmd_report(int argc, char **argv)
+{
+	struct run_opts	o = { 0 };
+	char		**rest;
+	int		nrest;
+
+	PARSE_OR_RETURN("ja");
+	if (nrest != 1)
+		return usage_error("wants exactly one run directory%s", "");
+	o.accept[o.naccept] = NULL;
+	return orch_cmd_report(rest[0], o.json, o.accept);
 }
 
 static int

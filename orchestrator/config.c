@@ -68,6 +68,7 @@ static const char *const eval_devices[] = { "cpu", "cuda", "auto", NULL };
 static const char *const input_places[] = { "host", "device", NULL };
 static const char *const build_formats[] = { "load_inline", "raw", NULL };
 static const char *const precisions[] = { "fp32", "fp16", "bf16", NULL };
+static const char *const severities[] = { "warning", "error", NULL };
 
 /* Keys of one section stay together: orch_config_emit opens a section where its first
  * key is. */
@@ -117,6 +118,7 @@ static const struct cfg_key schema[] = {
 	{ KEY("eval.baseline_compile", K_BOOL, eval.baseline_compile), .def = "false" },
 	{ KEY("eval.inputs", K_ENUM, eval.inputs), .def = "host", .allowed = input_places },
 	{ KEY("eval.format", K_ENUM, eval.format), .def = "load_inline", .allowed = build_formats },
+	{ KEY("eval.torch_ops", K_ENUM, eval.torch_ops), .def = "warning", .allowed = severities },
 	{ KEY("gpus.devices", K_DEVICES, gpus.devices), .def = "all" },
 	{ KEY("runner.python", K_STR, runner.python), .def = "''" },
 	{ KEY("runner.compile_slots", K_INT, runner.compile_slots), .def = "0",

@@ -27,6 +27,7 @@ enum {
 	EVAL_EXIT_NOT_BUILT = 3,
 	EVAL_EXIT_FAILED = 4,
 	EVAL_EXIT_ENV = 5,
+	EVAL_EXIT_SUSPECT = 6,
 };
 
 static const struct eval_exit {
@@ -43,6 +44,8 @@ static const struct eval_exit {
 	  "status not listed)", "runtime_error cuda_error timeout crashed" },
 	{ EVAL_EXIT_ENV, "the environment failed, not the kernel: no Python with torch, no "
 	  "GPU, no compiler", "env_error" },
+	{ EVAL_EXIT_SUSPECT, "correct but suspect: flagged for review (verdict suspect; "
+	  "reasons in the output)", NULL },
 };
 #define N_EVAL_EXITS (sizeof(eval_exits) / sizeof(eval_exits[0]))
 
@@ -57,10 +60,16 @@ word_in(const char *word, const char *list)
 	return false;
 }
 
+/* The verdict decides first: a rejected kernel did not pass whatever it printed, and a
+ * suspect one is not simply correct; then the status says how an incorrect one failed. */
 static int
-eval_exit_code(const char *status, bool correct)
+eval_exit_code(const char *status, enum fb_verdict verdict)
 {
-	if (correct)
+	if (verdict == FB_VERDICT_REJECTED)
+		return EVAL_EXIT_NOT_BUILT;
+	if (verdict == FB_VERDICT_SUSPECT)
+		return EVAL_EXIT_SUSPECT;
+	if (verdict == FB_VERDICT_CORRECT)
 		return EVAL_EXIT_CORRECT;
 	for (size_t i = 0; i < N_EVAL_EXITS; i++)
 		if (word_in(status, eval_exits[i].statuses))
@@ -156,6 +165,9 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	json_t			*gpus = NULL, *out, *flags;
 	double			 ref_ms = -1, speedup = -1;
 	struct fb_outcome	*final;
+	json_t			*findings = NULL, *rejected = NULL;
+	enum fb_verdict		 verdict = FB_VERDICT_INCORRECT;
+	const char		*status;
 	int			 rc, code = EVAL_EXIT_ENV;
 
 	if (realpath(problem, prob) == NULL || realpath(kernel, kern) == NULL) {
@@ -199,6 +211,19 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	fb_stage_work_dir(tmpl, "eval", work, sizeof(work));
 	snprintf(cached, sizeof(cached), "%s/compile.json", build);
 
+	/* The static checks first, as a run's PRECOMPILE does: a rejected kernel is not
+	 * built. */
+	if ((rc = fb_static_check(&cfg, prob, kern, &findings, err, sizeof(err))) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		goto out_clean;
+	}
+	if (fb_findings_reject(findings)) {
+		rejected = fb_rejection(findings);
+		pre.status = FB_ST_COMPILE_ERROR;	/* not built; the verdict says why */
+		pre.result = rejected;
+		final = &pre;
+		goto judged;
+	}
 	req.problem_path = prob;
 	req.candidate_path = kern;
 	req.build_dir = build;
@@ -248,12 +273,18 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		if (ex.correct && ex.runtime_ms > 0 && ref_ms > 0)
 			speedup = ref_ms / ex.runtime_ms;
 	}
-	flags = json_object_get(final->result, "flags");
-	flags = json_is_array(flags) ? json_incref(flags) : json_array();
-	if (speedup > FB_EXCESSIVE_SPEEDUP)
-		json_array_append_new(flags, json_string("excessive_speedup"));
-	out = json_pack("{s:s, s:b, s:b, s:o, s:o, s:o, s:o, s:s, s:O}", "status",
-			fb_status_name(final->status), "compiled", final->compiled || final == &ex,
+	verdict = fb_judge(final->result, findings, speedup);
+judged:
+	if (rejected != NULL)
+		verdict = FB_VERDICT_REJECTED;
+	status = json_string_value(json_object_get(final->result, "status"));
+	if (status == NULL)
+		status = fb_status_name(final->status);
+	flags = json_incref(json_object_get(final->result, "flags"));
+	out = json_pack("{s:s, s:s, s:O, s:b, s:b, s:o, s:o, s:o, s:o, s:s, s:O}", "status",
+			status, "verdict", fb_verdict_name(verdict),
+			"reasons", json_object_get(final->result, "reasons"),
+			"compiled", rejected == NULL && (final->compiled || final == &ex),
 			"correct", final->correct, "flags", flags, "runtime_ms",
 			final->runtime_ms > 0 ? json_real(final->runtime_ms) : json_null(),
 			"ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null(), "speedup",
@@ -270,10 +301,11 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 	} else {
-		char *text = fb_exec_feedback(&cfg, final);
+		char *text = rejected != NULL ? NULL : fb_exec_feedback(&cfg, final);
+		char *why = fb_verdict_feedback(final->result);
 
-		printf("status: %s%s\n", fb_status_name(final->status),
-		       final->correct ? " (correct)" : "");
+		printf("status: %s%s\n", status, final->correct ? " (correct)" : "");
+		printf("verdict: %s\n", fb_verdict_name(verdict));
 		if (final->runtime_ms > 0)
 			printf("runtime: %.4f ms\n", final->runtime_ms);
 		if (ref_ms > 0)
@@ -286,16 +318,21 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 			printf("flags: %s\n", f);
 			free(f);
 		}
-		printf("\n%s\n", text);
+		if (text != NULL)
+			printf("\n%s\n", text);
+		if (why != NULL)
+			printf("\n%s", why);
 		free(text);
+		free(why);
 	}
 	json_decref(out);
-	code = eval_exit_code(fb_status_name(final->status), final->correct);
+	code = eval_exit_code(status, verdict);
 	goto out_clean;
 out_fail:
 	fprintf(stderr, "kforge: evaluation failed: %s\n", kb_strerror(rc));
 out_clean:
 	free(src);
+	json_decref(findings);
 	json_decref(brec);
 	fb_outcome_clear(&pre);
 	fb_outcome_clear(&base);

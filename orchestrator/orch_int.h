@@ -141,7 +141,8 @@ int64_t	orch_eta_ms(long turns_done, long turns_left, int64_t elapsed_ms);
 /* views.c */
 int	orch_cmd_status(const char *dir, bool json);
 int	orch_cmd_tail(const char *dir, const char *task, bool follow);
-int	orch_cmd_report(const char *dir, bool json);
+/* accept: NULL-ended rules whose suspect turns count as correct (report --accept). */
+int	orch_cmd_report(const char *dir, bool json, const char *const *accept);
 int	orch_cmd_stop(const char *dir, int timeout_s);
 
 /* eval.c. orch_cmd_eval's return value is the verdict as an exit status (the table in

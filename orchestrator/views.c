@@ -810,14 +810,35 @@ tally_clear(struct tally *t)
 	json_decref(t->statuses);
 }
 
+/* A task's turns judged rejected or suspect, for the report: [{id, turn, verdict,
+ * reasons}]. */
+static void
+add_flagged(json_t *list, const char *id, const struct fsm_summary *s)
+{
+	for (int k = 0; k < s->nflagged; k++) {
+		const struct fsm_flagged	*f = &s->flagged[k];
+		json_t				*reasons = json_array();
+		char				 rules[sizeof(f->reasons)], *save = NULL;
+
+		snprintf(rules, sizeof(rules), "%s", f->reasons);
+		for (char *r = strtok_r(rules, ",", &save); r != NULL; r = strtok_r(NULL, ",", &save))
+			json_array_append_new(reasons, json_string(r));
+		json_array_append_new(list, json_pack("{s:s, s:i, s:s, s:o}", "id", id, "turn",
+						      f->turn, "verdict", f->verdict, "reasons",
+						      reasons));
+	}
+}
+
 int
-orch_cmd_report(const char *dir, bool as_json)
+orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 {
 	struct orch_run	 run;
 	struct tally	 all, lv[KB_MAX_LEVELS + 1];
 	bool		 seen[KB_MAX_LEVELS + 1] = { false };
 	int		 nturns, env_errors = 0;	/* never in the rates */
+	int		 rejected = 0, suspect = 0, accepted = 0;
 	json_t		*failed;	/* [{id, reason}]: a FAILED task says why */
+	json_t		*flagged = json_array(), *acc = json_array();
 
 	if (open_or_complain(&run, dir) < 0)
 		return 1;
@@ -832,8 +853,12 @@ orch_cmd_report(const char *dir, bool as_json)
 
 		if (l < 0 || l > KB_MAX_LEVELS)
 			l = 0;
-		fsm_summarize(run.dir, run.tasks[i].id, &s);
+		fsm_summarize_accepting(run.dir, run.tasks[i].id, accept, &s);
 		env_errors += s.env_errors;
+		rejected += s.rejected;
+		suspect += s.suspect;
+		accepted += s.accepted;
+		add_flagged(flagged, run.tasks[i].id, &s);
 		tally_add(&all, &s);
 		tally_add(&lv[l], &s);
 		seen[l] = true;
@@ -851,10 +876,14 @@ orch_cmd_report(const char *dir, bool as_json)
 			snprintf(key, sizeof(key), "%d", l);
 			json_object_set_new(levels, key, tally_json(&lv[l]));
 		}
-		out = json_pack("{s:s, s:s, s:i, s:o, s:o, s:O, s:i}", "run", run.cfg.name,
-				"device", run.cfg.eval.device, "turns", nturns, "overall",
-				tally_json(&all), "levels", levels, "failed", failed, "env_errors",
-				env_errors);
+		for (int a = 0; accept != NULL && accept[a] != NULL; a++)
+			json_array_append_new(acc, json_string(accept[a]));
+		out = json_pack("{s:s, s:s, s:i, s:o, s:o, s:O, s:i, s:{s:i, s:i, s:i, s:O, s:O}}",
+				"run", run.cfg.name, "device", run.cfg.eval.device, "turns",
+				nturns, "overall", tally_json(&all), "levels", levels, "failed",
+				failed, "env_errors", env_errors, "verdicts", "rejected",
+				rejected, "suspect", suspect, "accepted", accepted, "accept", acc,
+				"flagged", flagged);
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(out);
@@ -888,6 +917,24 @@ orch_cmd_report(const char *dir, bool as_json)
 		if (env_errors > 0)
 			printf("\nenvironment errors: %d step(s) failed for a reason no candidate "
 			       "can cause; not scored, each redone on resume\n", env_errors);
+		if (rejected + suspect > 0) {
+			size_t	 i, j;
+			json_t	*f, *r;
+
+			printf("\nturns that do not count: %d rejected (a rule broken), %d suspect "
+			       "(flagged for review)", rejected, suspect);
+			if (accepted > 0)
+				printf("; %d suspect turn(s) counted by --accept", accepted);
+			printf("\n");
+			json_array_foreach(flagged, i, f) {
+				printf("  %s turn %d: %s:", json_string_value(json_object_get(f, "id")),
+				       (int)json_integer_value(json_object_get(f, "turn")),
+				       json_string_value(json_object_get(f, "verdict")));
+				json_array_foreach(json_object_get(f, "reasons"), j, r)
+					printf("%s%s", j > 0 ? ", " : " ", json_string_value(r));
+				printf("\n");
+			}
+		}
 		if (json_array_size(failed) > 0) {
 			size_t	 i;
 			json_t	*f;
@@ -899,6 +946,8 @@ orch_cmd_report(const char *dir, bool as_json)
 		}
 	}
 	json_decref(failed);
+	json_decref(flagged);
+	json_decref(acc);
 	tally_clear(&all);
 	for (int l = 0; l <= KB_MAX_LEVELS; l++)
 		tally_clear(&lv[l]);

@@ -7,6 +7,8 @@
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 kb_add_test(feedback_text SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_text.c LIBS kb_fb
             LABELS unit TIMEOUT 60)
+kb_add_test(feedback_verdict SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_verdict.c LIBS kb_fb
+            LABELS unit TIMEOUT 60)
 kb_add_test(feedback_stage SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_stage.c LIBS kb_fb
             LABELS unit TIMEOUT 120)
 kb_add_test(feedback_run SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_run.c LIBS kb_fb
@@ -29,3 +31,6 @@ kb_add_script_test(feedback_raw
                    LABELS unit python TIMEOUT 300)
 kb_add_test(feedback_gpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_gpu.c LIBS kb_fb
             LABELS gpu TIMEOUT 900)
+kb_add_script_test(feedback_static_check
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_static_check.py
+                   LABELS unit python TIMEOUT 120)

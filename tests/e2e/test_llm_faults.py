@@ -191,7 +191,7 @@ for name in names:
         check("xxxxxxxxxx" not in p2, "reply_50mb: the oversized reply reached the next prompt")
     else:
         check("%s turn 1" % name in p2, "%s: turn 2 lacks turn 1's code (G)" % name)
-        check("rejected before compiling" in p2, "%s: turn 2 lacks turn 1's result (E)" % name)
+        check("was rejected" in p2, "%s: turn 2 lacks turn 1's result (E)" % name)
 
 LOG_TS_RESOLUTION_S = 0.001  # supervisor.log timestamps are whole milliseconds
 

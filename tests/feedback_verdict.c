@@ -1,0 +1,180 @@
+/*
+ * feedback_verdict.c: the verdict policy (feedback/verdict.c) on hand-made results: each
+ * verdict and the reasons that lead to it, the excessive-speedup threshold applied once,
+ * broken rules winning over a correct output, the rejection record of static findings,
+ * and the feedback text the model reads. No Python needed.
+ */
+#include "feedback_testutil.h"
+
+static json_t *
+parse(const char *text)
+{
+	json_error_t	 jerr;
+	json_t		*v = json_loads(text, 0, &jerr);
+
+	if (v == NULL) {
+		fprintf(stderr, "bad test json: %s\n", jerr.text);
+		exit(1);
+	}
+	return v;
+}
+
+/* Whether result's reasons name rule. */
+static bool
+names(const json_t *result, const char *rule)
+{
+	json_t	*r;
+	size_t	 i;
+
+	json_array_foreach(json_object_get(result, "reasons"), i, r)
+		if (strcmp(json_string_value(json_object_get(r, "rule")) ?: "", rule) == 0)
+			return true;
+	return false;
+}
+
+static enum fb_verdict
+judge(const char *result_json, const char *findings_json, double speedup, json_t **out)
+{
+	json_t		*findings = findings_json != NULL ? parse(findings_json) : NULL;
+	enum fb_verdict	 v;
+
+	*out = parse(result_json);
+	v = fb_judge(*out, findings, speedup);
+	json_decref(findings);
+	CHECK(strcmp(json_string_value(json_object_get(*out, "verdict")) ?: "",
+		     fb_verdict_name(v)) == 0);
+	return v;
+}
+
+static void
+test_verdicts(void)
+{
+	json_t	*r;
+
+	CHECK(judge("{\"status\": \"ok\", \"correct\": true, \"flags\": []}", NULL, 2.0, &r) ==
+	      FB_VERDICT_CORRECT);
+	CHECK(json_array_size(json_object_get(r, "reasons")) == 0);
+	json_decref(r);
+
+	/* Wrong output: incorrect, and the status is the reason. */
+	CHECK(judge("{\"status\": \"value_mismatch\", \"correct\": false}", NULL, -1, &r) ==
+	      FB_VERDICT_INCORRECT);
+	CHECK(names(r, "value_mismatch"));
+	json_decref(r);
+
+	/* The threshold is applied here, once: above it, suspect; at it, not. */
+	CHECK(judge("{\"status\": \"ok\", \"correct\": true}", NULL, FB_EXCESSIVE_SPEEDUP + 0.5,
+		    &r) == FB_VERDICT_SUSPECT);
+	CHECK(names(r, "excessive_speedup"));
+	CHECK(json_array_size(json_object_get(r, "flags")) == 1);
+	json_decref(r);
+	CHECK(judge("{\"status\": \"ok\", \"correct\": true}", NULL, FB_EXCESSIVE_SPEEDUP, &r) ==
+	      FB_VERDICT_CORRECT);
+	json_decref(r);
+	/* The runner flagged it already: not twice. */
+	CHECK(judge("{\"status\": \"ok\", \"correct\": true, \"flags\": [\"excessive_speedup\"]}",
+		    NULL, 50, &r) == FB_VERDICT_SUSPECT);
+	CHECK(json_array_size(json_object_get(r, "flags")) == 1);
+	json_decref(r);
+
+	CHECK(judge("{\"status\": \"ok\", \"correct\": true, \"flags\": "
+		    "[\"side_stream_suspected\"]}", NULL, 3, &r) == FB_VERDICT_SUSPECT);
+	CHECK(names(r, "side_stream_suspected"));
+	json_decref(r);
+
+	/* A broken rule wins over a correct output, and over a wrong one. */
+	CHECK(judge("{\"status\": \"ok\", \"correct\": true, \"flags\": [\"torch_patched\", "
+		    "\"excessive_speedup\"]}", NULL, 30, &r) == FB_VERDICT_REJECTED);
+	CHECK(names(r, "torch_patched") && !names(r, "excessive_speedup"));
+	json_decref(r);
+	CHECK(judge("{\"status\": \"value_mismatch\", \"correct\": false, \"flags\": "
+		    "[\"stray_processes\"]}", NULL, -1, &r) == FB_VERDICT_REJECTED);
+	CHECK(names(r, "stray_processes"));
+	json_decref(r);
+
+	/* Flags about the problem or the machine leave the verdict alone. */
+	CHECK(judge("{\"status\": \"ok\", \"correct\": true, \"flags\": [\"degenerate_output\", "
+		    "\"timing_error\", \"out_of_memory\"]}", NULL, 1.2, &r) == FB_VERDICT_CORRECT);
+	json_decref(r);
+
+	/* Static findings: a warning makes a correct result suspect (with its line), an
+	 * error rejects it; a warning on a wrong result leaves it incorrect. */
+	CHECK(judge("{\"status\": \"ok\", \"correct\": true}",
+		    "[{\"rule\": \"torch_compute\", \"severity\": \"warning\", \"line\": 31, "
+		    "\"message\": \"line 31: forward calls torch.matmul\"}]", 1.1, &r) ==
+	      FB_VERDICT_SUSPECT);
+	CHECK(names(r, "torch_compute"));
+	CHECK(json_integer_value(json_object_get(json_array_get(json_object_get(r, "reasons"), 0),
+						 "line")) == 31);
+	CHECK(json_array_size(json_object_get(r, "findings")) == 1);
+	json_decref(r);
+	CHECK(judge("{\"status\": \"ok\", \"correct\": true}",
+		    "[{\"rule\": \"concurrency\", \"severity\": \"error\", \"line\": 4, "
+		    "\"message\": \"line 4: imports threading\"}]", 1.1, &r) == FB_VERDICT_REJECTED);
+	json_decref(r);
+	CHECK(judge("{\"status\": \"runtime_error\", \"correct\": false}",
+		    "[{\"rule\": \"torch_compute\", \"severity\": \"warning\", \"line\": 9, "
+		    "\"message\": \"line 9: forward calls torch.relu\"}]", -1, &r) ==
+	      FB_VERDICT_INCORRECT);
+	CHECK(!names(r, "torch_compute") && names(r, "runtime_error"));
+	json_decref(r);
+}
+
+static void
+test_rejection_and_text(void)
+{
+	json_t	*findings = parse("[{\"rule\": \"inherits_reference\", \"severity\": \"error\", "
+				  "\"line\": 12, \"message\": \"line 12: ModelNew inherits Model\"},"
+				  "{\"rule\": \"torch_compute\", \"severity\": \"warning\", "
+				  "\"line\": 20, \"message\": \"forward calls torch.relu\"}]");
+	json_t	*warn_only = parse("[{\"rule\": \"torch_compute\", \"severity\": \"warning\", "
+				   "\"line\": 20, \"message\": \"forward calls torch.relu\"}]");
+	json_t	*r;
+	char	*text;
+
+	CHECK(fb_findings_reject(findings));
+	CHECK(!fb_findings_reject(warn_only));
+	CHECK(!fb_findings_reject(NULL));
+
+	r = fb_rejection(findings);
+	CHECK(strcmp(json_string_value(json_object_get(r, "status")), "rejected") == 0);
+	CHECK(json_is_false(json_object_get(r, "compiled")));
+	CHECK(strcmp(json_string_value(json_object_get(r, "verdict")), "rejected") == 0);
+	CHECK(names(r, "inherits_reference"));
+	CHECK(strstr(json_string_value(json_object_get(json_object_get(r, "details"), "message")),
+		     "ModelNew inherits Model") != NULL);
+	text = fb_verdict_feedback(r);
+	CHECKM(text != NULL && strstr(text, "was rejected") != NULL &&
+	       strstr(text, "- line 12: ModelNew inherits Model (inherits_reference)") != NULL,
+	       "rejection text: %s", text ?: "(null)");
+	/* The checker's message names its line: not said twice. */
+	CHECK(text == NULL || strstr(text, "line 12: line 12") == NULL);
+	free(text);
+	json_decref(r);
+
+	/* A suspect result lists its reasons, the line added where the message lacks it. */
+	r = parse("{\"status\": \"ok\", \"correct\": true}");
+	(void)fb_judge(r, warn_only, 1.0);
+	text = fb_verdict_feedback(r);
+	CHECKM(text != NULL && strstr(text, "suspect") != NULL &&
+	       strstr(text, "- line 20: forward calls torch.relu (torch_compute)") != NULL,
+	       "suspect text: %s", text ?: "(null)");
+	free(text);
+	json_decref(r);
+
+	/* Correct with nothing to say: no text. */
+	r = parse("{\"status\": \"ok\", \"correct\": true}");
+	(void)fb_judge(r, NULL, 1.0);
+	CHECK(fb_verdict_feedback(r) == NULL);
+	json_decref(r);
+	json_decref(findings);
+	json_decref(warn_only);
+}
+
+int
+main(void)
+{
+	test_verdicts();
+	test_rejection_and_text();
+	return failures ? 1 : 0;
+}
