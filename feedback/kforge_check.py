@@ -36,6 +36,7 @@ import sys
 VERSION = 1
 MAX_INPUT_BYTES = 4 << 20
 MAX_FINDINGS = 50
+MAX_MESSAGE = 400       # characters: a message quotes the candidate, which may be huge
 
 # The rules: name, severity, what the rule catches. "--torch-ops" is the option's value;
 # "error|warning" is decided per finding, as the description says.
@@ -330,6 +331,8 @@ class Findings:
             return
         self._seen.add(key)
         text = "line %d: %s" % (line, message) if line else message
+        if len(text) > MAX_MESSAGE:
+            text = text[:MAX_MESSAGE - 3] + "..."
         self._items.append({"rule": rule, "severity": severity, "line": line, "message": text})
 
     def has(self, rule, line):
@@ -1849,9 +1852,10 @@ def read_source(path, what):
 
 
 def decode_candidate(data):
-    """The candidate's text; bytes that are not UTF-8 become a syntax_error, as in Python."""
+    """The candidate's text (a UTF-8 byte order mark dropped, as Python does); bytes that
+    are not UTF-8 become a syntax_error, as in Python."""
     try:
-        return data.decode("utf-8"), None
+        return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as e:
         return None, {"rule": "syntax_error", "severity": "error",
                       "line": data.count(b"\n", 0, e.start) + 1,

@@ -276,6 +276,34 @@ def is_out_of_memory(exc):
 
 # --------------------------------------------------------------- output capture
 
+RUNNER_THREAD = "kforge-runner"  # the runner's own threads; any other is the candidate's
+
+
+def live_children():
+    """Pids of this process's children that are not yet dead (zombies are)."""
+    kids = []
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return kids
+    for tid in tids:
+        try:
+            with open("/proc/self/task/%s/children" % tid) as f:
+                kids += [int(p) for p in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    alive = []
+    for pid in kids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            alive.append(pid)
+    return alive
+
+
 class FdTee:
     """Captures everything written to fds 1 and 2 (by Python, C++ or a compiler
     subprocess) while still forwarding it to the original stdout, so a crash in the
@@ -298,7 +326,7 @@ class FdTee:
         os.dup2(wfd, 1)
         os.dup2(wfd, 2)
         os.close(wfd)
-        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread = threading.Thread(target=self._pump, name=RUNNER_THREAD, daemon=True)
         self.thread.start()
         return self
 
@@ -1043,11 +1071,26 @@ class Runner:
             return "ok", "candidate imports only with a GPU; compile deferred to execute"
         return "ok", "compiled in %.1f s" % self.details["compile_s"]
 
+    def check_leftovers(self):
+        """Work must happen inside forward, in this thread: a thread or a child process of
+        the candidate's still alive once its forward calls returned could compute outside
+        what the checks and the timing see (flags threads_left, processes_left)."""
+        threads = [t.name for t in threading.enumerate()
+                   if t is not threading.main_thread() and t.name != RUNNER_THREAD]
+        if threads:
+            self.flag("threads_left")
+            self.details["threads_left"] = threads[:8]
+        kids = live_children()
+        if kids:
+            self.flag("processes_left")
+            self.details["processes_left"] = kids[:8]
+
     def mode_execute(self):
         ref = self.load_reference()
         model_new_cls = self.load_candidate()
         model, model_new = self.init_models(ref, model_new_cls)
         passed = self.check_correctness(ref, model, model_new)
+        self.check_leftovers()
         msg = "correct (%d/%d trials)" % (passed, passed)
         if int(self.req.get("perf_trials", 100)) <= 0:
             return "ok", msg
@@ -1066,6 +1109,7 @@ class Runner:
                 limit = self.req.get("excessive_speedup")  # kforge's FB_EXCESSIVE_SPEEDUP
                 if isinstance(limit, (int, float)) and self.speedup > limit:
                     self.flag("excessive_speedup")
+        self.check_leftovers()
         return "ok", msg
 
     def mode_baseline(self):

@@ -44,6 +44,11 @@ static const struct flag_rule {
 	{ "stray_processes", FB_VERDICT_REJECTED,
 	  "it left processes running after its step ended: work must happen inside forward, "
 	  "in this process" },
+	{ "threads_left", FB_VERDICT_REJECTED,
+	  "a thread it started was still running after forward returned: work must happen "
+	  "inside forward, in the caller's thread" },
+	{ "processes_left", FB_VERDICT_REJECTED,
+	  "a child process it started was still running after forward returned" },
 	{ "excessive_speedup", FB_VERDICT_SUSPECT,
 	  "its speedup over the reference is above KernelBench's review threshold" },
 	{ "side_stream_suspected", FB_VERDICT_SUSPECT,

@@ -136,6 +136,8 @@ def main():
     r, _, _, _ = e.run("execute", candidate="cand_globals.py", time_reference=True)
     check(r.get("status") == "ok" and r.get("correct") is True and r.get("compiled") is True,
           "execute: correct (and candidate globals did not resize the reference's inputs)")
+    check(not {"threads_left", "processes_left"} & set(r.get("flags", [])),
+          "an honest candidate leaves nothing running: %s" % r.get("flags"))
     trials = r.get("details", {}).get("trials", [])
     check(len(trials) == 5 and all(t["ok"] and t["max_abs_diff"] == 0 for t in trials),
           "execute: 5 trials, exact")
@@ -195,6 +197,12 @@ def main():
     r, _, _, _ = e.run("execute", candidate="cand_patch_allclose.py")
     check(r.get("status") == "value_mismatch" and "torch_patched" in r.get("flags", []),
           "patched torch.allclose: still value_mismatch, flagged")
+
+    r, _, _, _ = e.run("execute", candidate="cand_thread_left.py")
+    check(r.get("status") == "ok" and {"threads_left", "processes_left"} <= set(r.get("flags", [])),
+          "a thread and a child left running after forward: flagged (%s)" % r.get("flags"))
+    check(r.get("details", {}).get("threads_left") == ["helper"],
+          "threads_left names the candidate's thread: %s" % r.get("details", {}).get("threads_left"))
 
     r, _, _, _ = e.run("execute", problem="problem_zero.py", candidate="cand_zeros.py")
     check(r.get("status") == "ok" and "degenerate_output" in r.get("flags", []),

@@ -1,0 +1,608 @@
+#!/usr/bin/env python3
+"""feedback_static_check.py: feedback/kforge_check.py, the static checks of a candidate.
+
+- every rule: small cheating candidates, written here, give exactly the findings marked in
+  them (`#! rule severity` on the line the finding must name; `#!0` for line 0);
+- honest candidates (the demo replies in configs/demo_responses, the raw-format files in
+  tools/bench/inner_data/raw, and a few written here) give no error and no torch_compute;
+- the command line: one line of JSON and exit 0 (a syntax error is a finding), exit 2 with
+  one line on stderr for usage errors and unreadable or oversized inputs;
+- time: each demo candidate well under a second, a 2 MB candidate quickly.
+
+Needs only the standard library (no torch). Exit 0 on success, 1 naming what failed.
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHECKER = os.path.join(ROOT, "feedback", "kforge_check.py")
+sys.path.insert(0, os.path.dirname(CHECKER))
+import kforge_check  # noqa: E402
+
+FAILURES = []
+
+
+def check(ok, what):
+    if not ok:
+        FAILURES.append(what)
+        print("FAIL: %s" % what)
+
+
+PROBLEM_RELU = os.path.join(ROOT, "problems", "level1", "1_ReLU.py")
+PROBLEM_SRC = open(PROBLEM_RELU).read()
+
+# An honest ReLU on the CPU (as problems/level1/1_ReLU.py asks); cases add to it. Its
+# forward is the last thing in it, so a case can add lines to forward's body.
+CPU_BASE = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.cpp_extension import load_inline
+
+relu_source = r"""
+#include <torch/extension.h>
+torch::Tensor relu_forward(torch::Tensor x) {
+    auto out = torch::empty_like(x);
+    return out;
+}
+"""
+ext = load_inline(name="kf_relu_test", cpp_sources=relu_source, functions=["relu_forward"])
+'''
+CUDA_BASE = CPU_BASE.replace('#include <torch/extension.h>\n',
+                             '#include <torch/extension.h>\n'
+                             '__global__ void relu_kernel(const float* x, float* y) {}\n')
+MODEL = '''
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+'''
+
+# Cheating candidates: name -> (source, options). Every finding they give must be marked.
+CASES = {}
+
+
+def case(name, source, device="cpu", fmt="load_inline", precision="fp32", torch_ops="warning"):
+    CASES[name] = (source, dict(device=device, fmt=fmt, precision=precision,
+                                torch_ops=torch_ops))
+
+
+case("syntax_error", CPU_BASE + MODEL +
+     "        return ext.relu_forward(x))  #! syntax_error error\n")
+case("no_model_new", '''#!0 no_model_new error
+''' + CPU_BASE + '''
+class ModelNw(nn.Module):
+    def forward(self, x):
+        return ext.relu_forward(x)
+''')
+case("inherits_reference_direct", CPU_BASE + '''
+
+class ModelNew(Model):  #! inherits_reference error
+    def forward(self, x):
+        return ext.relu_forward(x)
+''')
+case("inherits_reference_alias", CPU_BASE + '''
+Base = Model  #! inherits_reference error
+
+
+class Middle(Base):
+    pass
+
+
+class ModelNew(Middle):  #! inherits_reference error
+    def forward(self, x):
+        return ext.relu_forward(x)
+''')
+case("inherits_reference_import", CPU_BASE.replace(
+    "import torch\n",
+    "import torch\nfrom kforge_reference import Model  #! inherits_reference error\n")
+    + MODEL.replace("super().__init__()", "super().__init__()\n        self.ref = Model()"
+                    "  #! inherits_reference error") + '''        out = ext.relu_forward(x)
+        return self.ref(out)
+''')
+case("inherits_reference_sys_modules", CPU_BASE + '''import sys
+ref = sys.modules.get("kforge_reference")  #! inherits_reference error, patching error
+''' + MODEL + '''        return ext.relu_forward(x)
+''')
+case("no_custom_kernel_missing", '''#!0 no_custom_kernel error
+import torch
+import torch.nn as nn
+''' + MODEL + '''        return x.clamp(min=0)  #! torch_compute warning
+''')
+case("no_custom_kernel_no_global", CPU_BASE.replace(
+    'ext = load_inline(', 'ext = load_inline(  #! no_custom_kernel error\n    ') + MODEL +
+    '''        return ext.relu_forward(x)
+''', device="cuda")
+case("no_custom_kernel_wrong_format", '''#!0 no_custom_kernel error
+''' + CPU_BASE + MODEL + '''        return ext.relu_forward(x)
+''', fmt="raw")
+case("kernel_unused", CPU_BASE + '''
+
+class ModelNew(nn.Module):
+    def forward(self, x):  #! kernel_unused error
+        return torch.relu(x)  #! torch_compute warning
+''')
+case("torch_compute", CPU_BASE + '''
+
+class ModelNew(nn.Module):
+    def __init__(self, n: int = 4):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.w = nn.Parameter(torch.randn(4))
+        self.n = n
+
+    def forward(self, x, scale: float = 2.0):
+        y = ext.relu_forward(x.contiguous())
+        rows, cols = y.size(0) * 4, y.shape[1] + self.n * 2
+        z = torch.matmul(y, y.t())  #! torch_compute warning
+        z = F.relu(z)  #! torch_compute warning
+        s = z.sum(dim=1)  #! torch_compute warning
+        p = self.fc(y) @ y  #! torch_compute warning
+        q = y * self.w  #! torch_compute warning
+        r = -y  #! torch_compute warning
+        m = y > 0  #! torch_compute warning
+        y += 1  #! torch_compute warning
+        h = self.fc.weight.t() * scale  #! torch_compute warning
+        return self._finish(y, rows)
+
+    def _finish(self, t, rows: int):
+        if rows % 2 == 0:
+            return t.exp()  #! torch_compute warning
+        return t
+''')
+case("torch_compute_error", CPU_BASE + MODEL + '''        y = ext.relu_forward(x)
+        return y.clamp(max=6.0)  #! torch_compute error
+''', torch_ops="error")
+case("torch_compute_submodule_and_cpp", CPU_BASE.replace(
+    "    return out;\n", "    return torch::mm(x, x);  // #! torch_compute warning\n") + '''
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x)  #! torch_compute warning
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+
+    def forward(self, x):
+        return self.block(ext.relu_forward(x))
+''')
+case("fallback_path", CPU_BASE.replace(
+    'ext = load_inline(', 'try:  #! fallback_path error\n    ext = load_inline(').replace(
+    '"relu_forward"])\n', '"relu_forward"])\nexcept Exception:\n    ext = None\n') + MODEL +
+    '''        try:  #! fallback_path error
+            return ext.relu_forward(x)
+        except RuntimeError:
+            return x.clamp(min=0)  #! torch_compute warning
+''')
+case("concurrency", CPU_BASE + '''import os
+import threading  #! concurrency error
+from concurrent.futures import ThreadPoolExecutor  #! concurrency error
+import ctypes  #! concurrency error
+os.system("nvidia-smi")  #! concurrency error
+''' + MODEL + '''        return ext.relu_forward(x)
+''')
+case("stream_creation", CUDA_BASE.replace(
+    "__global__ void relu_kernel(const float* x, float* y) {}\n",
+    "__global__ void relu_kernel(const float* x, float* y) {}\n"
+    "static cudaStream_t side() { cudaStream_t s; cudaStreamCreate(&s); return s; }"
+    "  // #! stream_creation error\n") + '''
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.side = torch.cuda.Stream()  #! stream_creation error
+
+    def forward(self, x):
+        with torch.cuda.stream(self.side):  #! stream_creation error
+            return ext.relu_forward(x)
+''', device="cuda")
+case("patching", CPU_BASE + '''import builtins
+import sys
+import time
+torch.allclose = lambda *args, **kwargs: True  #! patching error
+setattr(time, "perf_counter", lambda: 0.0)  #! patching error
+builtins.print = None  #! patching error
+sys.modules["numpy"] = None  #! patching error
+F.relu = lambda t: t  #! patching error
+torch.Tensor.__eq__ = lambda a, b: True  #! patching error
+''' + MODEL + '''        return ext.relu_forward(x)
+''')
+case("rng_tampering", CPU_BASE + '''import random
+torch.manual_seed(0)  #! rng_tampering error
+random.seed(1)  #! rng_tampering error
+''' + MODEL + '''        torch.cuda.manual_seed_all(0)  #! rng_tampering error
+        return ext.relu_forward(x)
+''')
+case("io_access", CPU_BASE + '''import os
+import pathlib
+import socket  #! io_access error
+with open("/tmp/kforge_ref_out.pt", "rb") as f:  #! io_access error
+    pass
+os.remove("/tmp/x")  #! io_access error
+pathlib.Path("/tmp/y").write_text("z")  #! io_access error
+os.environ["CUDA_LAUNCH_BLOCKING"] = "1"  #! io_access error
+''' + MODEL + '''        torch.save(x, "/tmp/input.pt")  #! io_access error
+        return ext.relu_forward(x)
+''')
+case("env_access", CPU_BASE + '''import os
+DEBUG = os.environ.get("KFORGE_DEBUG")  #! env_access warning
+LEVEL = os.getenv("LEVEL")  #! env_access warning
+''' + MODEL + '''        return ext.relu_forward(x)
+''')
+case("cached_output", CPU_BASE + '''import functools
+_outputs = {}
+_calls = 0
+
+
+@functools.lru_cache(maxsize=None)  #! cached_output error
+def run(key):
+    return key
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, memo={}):
+        global _calls
+        _calls += 1  #! cached_output error
+        key = x.data_ptr()
+        if key in _outputs:
+            return _outputs[key]
+        out = ext.relu_forward(x)
+        run(key)
+        _outputs[key] = out  #! cached_output error
+        memo[key] = out  #! cached_output error
+        self.last = out  #! cached_output error
+        setattr(self, "again", out)  #! cached_output error
+        return out
+''')
+case("lower_precision", CUDA_BASE.replace(
+    "void relu_kernel(const float* x, float* y) {}",
+    "void relu_kernel(const __half* x, float* y) {}  // #! lower_precision warning") + '''
+torch.backends.cuda.matmul.allow_tf32 = True  #! lower_precision error, patching error
+''' + MODEL + '''        with torch.autocast("cuda"):  #! lower_precision error
+            y = ext.relu_forward(x.half())  #! lower_precision error
+        return y.to(torch.float16)  #! lower_precision error
+''', device="cuda")
+# The same at --precision fp16: only the patching of torch's flag remains.
+case("lower_precision_fp16", CASES["lower_precision"][0].replace(
+    "#! lower_precision warning", "").replace("#! lower_precision error, patching error",
+                                              "#! patching error").replace(
+    "#! lower_precision error", ""), device="cuda", precision="fp16")
+case("tensor_subclass", CPU_BASE + '''
+
+class Sneaky(torch.Tensor):  #! tensor_subclass error
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):  #! tensor_subclass error
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+class Mode:
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  #! tensor_subclass error
+        return func(*args, **(kwargs or {}))
+
+
+lib = torch.library.Library("kforge", "DEF")  #! tensor_subclass warning
+''' + MODEL + '''        return ext.relu_forward(x)
+''')
+case("exec_eval", CPU_BASE + '''import importlib  #! exec_eval error
+exec("y = 1")  #! exec_eval error
+z = eval("1 + 1")  #! exec_eval error
+os_module = __import__("os")  #! exec_eval error
+globals()["ext2"] = ext  #! exec_eval error
+name = "rel" + "u"
+op = getattr(torch, name)  #! exec_eval warning
+''' + MODEL + '''        return ext.relu_forward(x)
+''')
+case("too_many_findings", CPU_BASE + MODEL + "        y = ext.relu_forward(x)\n" +
+     "".join("        y = torch.relu(y)%s\n" % ("  #! torch_compute warning" if i < 50 else "")
+             for i in range(60)) + "        return y\n")
+
+# Honest candidates written here: no error, no torch_compute.
+HONEST = {
+    "autograd_function": (CPU_BASE + '''
+
+class ReluFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return ext.relu_forward(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        return grad * (x > 0)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ReluFunction.apply(x)
+''', "cpu", "load_inline"),
+    "lazy_build_and_shapes": (CPU_BASE + '''
+_ext = None
+
+
+def get_ext():
+    global _ext
+    if _ext is None:
+        _ext = load_inline(name="kf_lazy", cpp_sources=relu_source, functions=["relu_forward"])
+    return _ext
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+        self.ops = None
+
+    def forward(self, x):
+        if self.ops is None:
+            self.ops = get_ext()
+        dim = self.dim + x.dim() if self.dim < 0 else self.dim
+        shape = list(x.shape)
+        shape[dim] = 1
+        blocks = (x.numel() + 255) // 256
+        if x.dim() != 2 or x.shape[0] % 2:
+            raise ValueError("unexpected shape %s" % (tuple(x.shape),))
+        try:
+            out = self.ops.relu_forward(x.contiguous().view(-1))
+        except RuntimeError as e:
+            raise RuntimeError("relu kernel failed: %s" % e) from e
+        return self._shape(out, x, blocks)
+
+    def _shape(self, out, x, blocks: int):
+        assert blocks * 256 >= x.numel()
+        return out.view_as(x)
+''', "cpu", "load_inline"),
+    "raw_cuda": ('''import torch
+import torch.nn as nn
+from kforge import load_cuda
+
+ops = load_cuda(r"""
+__global__ void add_kernel(const float* a, const float* b, float* out, long n) {}
+extern "C" void add(const float* a, const float* b, float* out, long n, cudaStream_t s) {
+    add_kernel<<<(n + 255) / 256, 256, 0, s>>>(a, b, out, n);
+}
+""", name="kf_raw_add")
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        if a.shape != b.shape:
+            raise RuntimeError("shapes differ")
+        a, b = a.contiguous(), b.contiguous()
+        out = torch.empty_like(a)
+        ops.add(a, b, out, a.numel())
+        return out
+''', "cuda", "raw"),
+}
+
+
+def expected_findings(source):
+    """(rule, severity, line) for each `#! rule severity[, rule severity]` mark."""
+    expected = set()
+    for number, text in enumerate(source.split("\n"), 1):
+        m = re.search(r"#!(0?) ([a-z_]+ [a-z]+(?:, [a-z_]+ [a-z]+)*)", text)
+        if m:
+            line = 0 if m.group(1) else number
+            for item in m.group(2).split(", "):
+                rule, severity = item.split()
+                expected.add((rule, severity, line))
+    return expected
+
+
+def check_cases():
+    covered = set()
+    for name, (source, options) in sorted(CASES.items()):
+        findings = kforge_check.check(source, PROBLEM_SRC, options["device"], options["fmt"],
+                                      options["precision"], options["torch_ops"])
+        got = {(f["rule"], f["severity"], f["line"]) for f in findings}
+        want = expected_findings(source)
+        if name == "too_many_findings":
+            # The 50 shown are the first 50 by line; the 51st says the rest were cut.
+            check(len(findings) == 51 and findings[-1]["rule"] == "too_many_findings" and
+                  findings[-1]["severity"] == "warning",
+                  "case too_many_findings: %d findings, last %s" % (len(findings),
+                                                                    findings[-1:]))
+            got = {(f["rule"], f["severity"], f["line"]) for f in findings[:-1]}
+        check(got == want, "case %s: missing %s, unexpected %s" % (
+            name, sorted(want - got), sorted(got - want)))
+        for f in findings:
+            check(f["message"].startswith("line %d: " % f["line"]) if f["line"] else
+                  not f["message"].startswith("line "),
+                  "case %s: message does not start with its line: %r" % (name, f["message"]))
+        covered |= {f["rule"] for f in findings}
+    rules = {name for name, _, _ in kforge_check.RULES}
+    check(covered == rules, "rules no case produces: %s" % sorted(rules - covered))
+
+
+def last_python_block(path):
+    """The code kforge would take from a reply: its last ```python block."""
+    blocks = re.findall(r"^```python\n(.*?)^```", open(path).read(), re.S | re.M)
+    return blocks[-1] if blocks else None
+
+
+def problem_for(name):
+    """L1_1_ReLU -> problems/level1/1_ReLU.py."""
+    level, rest = name.split("_", 1)
+    return os.path.join(ROOT, "problems", "level" + level[1:], rest + ".py")
+
+
+def honest_candidates():
+    """(label, source, problem path, device, format) of every honest candidate."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "configs", "demo_responses", "*", "*",
+                                              "*.md"))):
+        device, name = path.split(os.sep)[-3:-1]
+        source = last_python_block(path)
+        if source is not None:        # some demo turns are prose with no code, on purpose
+            found.append((os.path.relpath(path, ROOT), source, problem_for(name), device,
+                          "load_inline"))
+    for path in sorted(glob.glob(os.path.join(ROOT, "tools", "bench", "inner_data", "raw", "*",
+                                              "*.py"))):
+        device = path.split(os.sep)[-2]
+        name = os.path.basename(path)[:-3]
+        found.append((os.path.relpath(path, ROOT), open(path).read(), problem_for(name),
+                      device, "raw"))
+    return found
+
+
+def not_allowed(findings):
+    return [f for f in findings if f["severity"] == "error" or f["rule"] == "torch_compute"]
+
+
+def check_honest(candidates):
+    check(len(candidates) >= 40, "only %d demo and raw candidates found" % len(candidates))
+    slowest = 0.0
+    for label, source, problem, device, fmt in candidates:
+        check(os.path.exists(problem), "%s: no problem file %s" % (label, problem))
+        start = time.perf_counter()
+        findings = kforge_check.check(source, open(problem).read(), device, fmt, "fp32")
+        slowest = max(slowest, time.perf_counter() - start)
+        check(not not_allowed(findings), "honest %s: %s" % (label, not_allowed(findings)))
+    check(slowest < 0.25, "slowest honest candidate took %.3f s in check()" % slowest)
+    for name, (source, device, fmt) in HONEST.items():
+        findings = kforge_check.check(source, PROBLEM_SRC, device, fmt, "fp32")
+        check(not not_allowed(findings), "honest %s: %s" % (name, not_allowed(findings)))
+    print("honest candidates: %d checked, slowest %.1f ms in check()"
+          % (len(candidates) + len(HONEST), slowest * 1000))
+
+
+def run_cli(args):
+    start = time.perf_counter()
+    p = subprocess.run([sys.executable, "-SE", CHECKER] + args, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+    return p, time.perf_counter() - start
+
+
+def cli_args(candidate, problem=PROBLEM_RELU, device="cpu", fmt="load_inline",
+             precision="fp32"):
+    return ["--problem", problem, "--candidate", candidate, "--device", device,
+            "--format", fmt, "--precision", precision]
+
+
+def parse_output(p, what):
+    """The JSON line of a successful run, checked against the contract."""
+    check(p.returncode == 0, "%s: exit %d, stderr %r" % (what, p.returncode, p.stderr[-500:]))
+    lines = p.stdout.split("\n")
+    check(len(lines) == 2 and lines[1] == "", "%s: not exactly one line: %r" % (what, p.stdout))
+    try:
+        out = json.loads(lines[0])
+    except ValueError:
+        check(False, "%s: not JSON: %r" % (what, p.stdout[:200]))
+        return []
+    check(sorted(out) == ["findings", "version"] and out["version"] == 1,
+          "%s: keys or version: %r" % (what, sorted(out)))
+    findings = out.get("findings", [])
+    for f in findings:
+        check(sorted(f) == ["line", "message", "rule", "severity"] and
+              isinstance(f["line"], int) and f["severity"] in ("error", "warning") and
+              isinstance(f["message"], str) and "\n" not in f["message"],
+              "%s: finding shape: %r" % (what, f))
+    check([f["line"] for f in findings] == sorted(f["line"] for f in findings),
+          "%s: findings not sorted by line" % what)
+    return findings
+
+
+def check_cli(candidates, scratch):
+    slowest = 0.0
+    for label, source, problem, device, fmt in candidates:
+        path = os.path.join(scratch, "candidate.py")
+        with open(path, "w") as f:
+            f.write(source)
+        p, took = run_cli(cli_args(path, problem, device, fmt))
+        slowest = max(slowest, took)
+        findings = parse_output(p, "cli " + label)
+        check(not not_allowed(findings), "cli honest %s: %s" % (label, not_allowed(findings)))
+    check(slowest < 1.0, "slowest command-line check took %.3f s" % slowest)
+    print("command line: %d candidates, slowest %.0f ms including interpreter start"
+          % (len(candidates), slowest * 1000))
+
+    # A cheat through the command line, with --torch-ops error.
+    path = os.path.join(scratch, "cheat.py")
+    source = CASES["kernel_unused"][0]
+    with open(path, "w") as f:
+        f.write(source)
+    p, _ = run_cli(cli_args(path) + ["--torch-ops", "error"])
+    got = {(f["rule"], f["severity"], f["line"]) for f in parse_output(p, "cli cheat")}
+    want = {(r, "error", line) for r, _, line in expected_findings(source)}
+    check(got == want, "cli cheat: got %s, want %s" % (sorted(got), sorted(want)))
+
+    # A candidate that does not parse is a finding, not a failure of the checker.
+    with open(path, "w") as f:
+        f.write("import torch\n\nclass ModelNew(:\n    pass\n")
+    p, _ = run_cli(cli_args(path))
+    findings = parse_output(p, "cli syntax error")
+    check([(f["rule"], f["severity"], f["line"]) for f in findings] ==
+          [("syntax_error", "error", 3)], "cli syntax error: %s" % findings)
+    with open(path, "wb") as f:
+        f.write(b"import torch\nx = '\xff\xfe'\n")
+    p, _ = run_cli(cli_args(path))
+    findings = parse_output(p, "cli not utf-8")
+    check([(f["rule"], f["line"]) for f in findings] == [("syntax_error", 2)],
+          "cli not utf-8: %s" % findings)
+
+    # Usage errors and unreadable inputs: exit 2, one line on stderr, nothing on stdout.
+    big = os.path.join(scratch, "big.py")
+    with open(big, "w") as f:
+        f.write("x = 1\n" + "#" * (kforge_check.MAX_INPUT_BYTES + 1) + "\n")
+    usage_errors = {
+        "no arguments": [],
+        "missing --precision": cli_args(path)[:-2],
+        "bad --device": cli_args(path, device="tpu"),
+        "bad --torch-ops": cli_args(path) + ["--torch-ops", "maybe"],
+        "unknown option": cli_args(path) + ["--fast"],
+        "missing candidate": cli_args(os.path.join(scratch, "absent.py")),
+        "missing problem": cli_args(path, problem=os.path.join(scratch, "absent.py")),
+        "oversized candidate": cli_args(big),
+    }
+    for what, args in usage_errors.items():
+        p, _ = run_cli(args)
+        check(p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1,
+              "usage error %s: exit %d, stdout %r, stderr %r"
+              % (what, p.returncode, p.stdout[:200], p.stderr[:300]))
+
+
+def check_large(candidates):
+    """A 2 MB candidate, mostly kernel source, as a long reply would be."""
+    label, source, problem, device, fmt = candidates[0]
+    padding = "// a long kernel: float acc = 0.0f; acc += x[i] * w[i];\n" * 40000
+    big = source.replace('r"""\n', 'r"""\n' + padding, 1)
+    check(len(big) > 2000000, "the large candidate is only %d bytes" % len(big))
+    start = time.perf_counter()
+    findings = kforge_check.check(big, open(problem).read(), device, fmt, "fp32")
+    took = time.perf_counter() - start
+    check(not not_allowed(findings), "large candidate: %s" % not_allowed(findings))
+    check(took < 1.0, "the 2 MB candidate took %.3f s" % took)
+    print("2 MB candidate: %.0f ms in check()" % (took * 1000))
+
+
+def main():
+    check_cases()
+    candidates = honest_candidates()
+    check_honest(candidates)
+    with tempfile.TemporaryDirectory(prefix="kforge_check_test.") as scratch:
+        check_cli(candidates, scratch)
+    check_large(candidates)
+    if FAILURES:
+        print("feedback_static_check: %d failures" % len(FAILURES))
+        return 1
+    print("feedback_static_check: %d cheating cases, all rules covered; ok" % len(CASES))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
