@@ -325,6 +325,7 @@ struct kb_config {
 		char	*format;		/* "load_inline" (KernelBench's) | "raw" */
 		char	*torch_ops;		/* PyTorch compute in forward: "warning" | "error" */
 		bool	 baseline_compile;	/* also time the reference under torch.compile */
+		bool	 allow_tf32;		/* fp32 on CUDA: TF32 matmuls and convolutions */
 	} eval;
 	struct {
 		bool	 all;

@@ -170,12 +170,12 @@ fb_baseline_path(const struct kb_config *cfg, const char *problem_path, const ch
 	 * timing settings and where the inputs are made (the same seed gives other
 	 * tensors on the GPU); on the CPU, the threads an execution gets (feedback/run.c). */
 	kb_buf_printf(&key, "env=%s\ndevice_name=%s\nprecision=%s\nperf_trials=%ld\nwarmup=%ld\n"
-		      "seed=%ld\ntiming=%s\ncompile=%d\ninputs=%s\n", env, device_name,
+		      "seed=%ld\ntiming=%s\ncompile=%d\ninputs=%s\ntf32=%d\n", env, device_name,
 		      cfg->eval.precision != NULL ? cfg->eval.precision : "fp32",
 		      cfg->eval.perf_trials, cfg->eval.warmup, cfg->eval.seed, FB_TIMING_METHOD,
 		      cfg->eval.baseline_compile,
 		      cfg->eval.inputs != NULL && strcmp(device, "cpu") != 0 ? cfg->eval.inputs :
-		      "host");
+		      "host", cfg->eval.allow_tf32);
 	if (strcmp(device, "cpu") == 0)
 		kb_buf_printf(&key, "cpu_threads=%ld\n", fb_cpu_threads(cfg));
 	rc = kb_buf_append(&key, text, len);

@@ -16,7 +16,7 @@
  *            "device_index", "precision", "seed", "correctness_trials", "perf_trials",
  *            "warmup", "atol", "rtol" (null: the precision's default), "timing": {"method",
  *            "l2_flush", "discard_first"}, "excessive_speedup", "time_reference",
- *            "baseline_compile"}
+ *            "baseline_compile", "allow_tf32"}
  *   result   {"status", "mode", "compiled", "correct", "flags": [...], "details":
  *            {"message", "exception", "traceback", "compiler_output", "trials": [{"trial",
  *            "seed", "ok", "max_abs_diff", "avg_abs_diff"}], ...}, "timing": {"candidate",

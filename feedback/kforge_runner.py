@@ -495,6 +495,13 @@ class Runner:
             self.device = torch.device("cpu")
             self.env["device_name"] = platform.processor() or platform.machine() or "cpu"
             self.synchronize = lambda: None
+        # fp32 means fp32: TF32 matmuls and convolutions (10-bit mantissas) off unless the
+        # request allows them, for the reference and the candidate alike; check_patched
+        # puts them back if a candidate turns them on.
+        self.tf32 = bool(self.req.get("allow_tf32")) or self.precision != "fp32"
+        if not self.tf32:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
         self.dtype = {"fp32": torch.float32, "fp16": torch.float16,
                       "bf16": torch.bfloat16}[self.precision]
         tol = TOLERANCE[self.precision]
@@ -660,6 +667,16 @@ class Runner:
         if patched:
             self.flag("torch_patched")
             log("candidate patched %s (restored)" % ", ".join(patched))
+        if not self.tf32:
+            on = [name for owner, name in ((torch.backends.cuda.matmul, "matmul"),
+                                           (torch.backends.cudnn, "cudnn"))
+                  if getattr(owner, "allow_tf32", False)]
+            if on:
+                torch.backends.cuda.matmul.allow_tf32 = False
+                torch.backends.cudnn.allow_tf32 = False
+                self.flag("tf32_enabled")
+                log("candidate turned TF32 on for %s in an fp32 evaluation (restored)"
+                    % ", ".join(on))
 
     # ------------------------------------------------------------ models, inputs
 
@@ -1074,7 +1091,9 @@ class Runner:
     def check_leftovers(self):
         """Work must happen inside forward, in this thread: a thread or a child process of
         the candidate's still alive once its forward calls returned could compute outside
-        what the checks and the timing see (flags threads_left, processes_left)."""
+        what the checks and the timing see (flags threads_left, processes_left). What
+        forward patched is undone and flagged as what the import patched is."""
+        self.check_patched()
         threads = [t.name for t in threading.enumerate()
                    if t is not threading.main_thread() and t.name != RUNNER_THREAD]
         if threads:

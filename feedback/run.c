@@ -392,7 +392,7 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 	json_t		*r;
 
 	r = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o,"
-		      " s:{s:s, s:b, s:i}, s:f, s:b, s:b}",
+		      " s:{s:s, s:b, s:i}, s:f, s:b, s:b, s:b}",
 		      "mode", mode_names[req->mode],
 		      "device", cuda ? "cuda" : "cpu",
 		      "precision", precision,
@@ -408,7 +408,8 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 		      "excessive_speedup", FB_EXCESSIVE_SPEEDUP,
 		      "time_reference", req->time_reference,
 		      "baseline_compile", req->mode == FB_BASELINE && cuda &&
-					  cfg->eval.baseline_compile);
+					  cfg->eval.baseline_compile,
+		      "allow_tf32", cfg->eval.allow_tf32);
 	if (r == NULL)
 		return NULL;
 	/* The shared cache's precompiled headers, for the steps that may build. */

@@ -44,6 +44,9 @@ static const struct flag_rule {
 	{ "stray_processes", FB_VERDICT_REJECTED,
 	  "it left processes running after its step ended: work must happen inside forward, "
 	  "in this process" },
+	{ "tf32_enabled", FB_VERDICT_REJECTED,
+	  "it turned TF32 on in an fp32 evaluation (lower precision than the reference's; "
+	  "restored after it ran)" },
 	{ "threads_left", FB_VERDICT_REJECTED,
 	  "a thread it started was still running after forward returned: work must happen "
 	  "inside forward, in the caller's thread" },

@@ -116,6 +116,7 @@ static const struct cfg_key schema[] = {
 	{ KEY("eval.timeout_s", K_INT, eval.timeout_s), .def = "300", .lo = 1, .hi = 86400 },
 	{ KEY("eval.arch_list", K_STR, eval.arch_list), .def = "''" },
 	{ KEY("eval.baseline_compile", K_BOOL, eval.baseline_compile), .def = "false" },
+	{ KEY("eval.allow_tf32", K_BOOL, eval.allow_tf32), .def = "false" },
 	{ KEY("eval.inputs", K_ENUM, eval.inputs), .def = "host", .allowed = input_places },
 	{ KEY("eval.format", K_ENUM, eval.format), .def = "load_inline", .allowed = build_formats },
 	{ KEY("eval.torch_ops", K_ENUM, eval.torch_ops), .def = "warning", .allowed = severities },

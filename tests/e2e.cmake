@@ -21,6 +21,9 @@ set(kb_e2e_tests
   "e2e_test_eval_cache|test_eval_cache|e2e|1800"
   # eval.format raw: its prompt, the static check, a raw build run, judged and cached
   "e2e_test_raw_format|test_raw_format|e2e|1200"
+  # cheating and honest CPU candidates (tests/data/{adversarial,honest}/cpu): each one's
+  # verdict and reasons from kforge eval as its header expects, and the same in a run
+  "e2e_test_adversarial|test_adversarial|e2e|2400"
   # kforge doctor: every prerequisite named, a Python without torch and a GPU-less cuda refused
   "e2e_test_doctor|test_doctor|e2e|900"
   # the CPU demo, every turn judged against configs/demo_responses/expected.json

@@ -204,6 +204,18 @@ def main():
     check(r.get("details", {}).get("threads_left") == ["helper"],
           "threads_left names the candidate's thread: %s" % r.get("details", {}).get("threads_left"))
 
+    r, _, _, _ = e.run("execute", candidate="cand_tf32.py")
+    check(r.get("status") == "ok" and "tf32_enabled" in r.get("flags", []),
+          "TF32 turned on in forward, fp32: flagged (%s)" % r.get("flags"))
+    r, _, _, _ = e.run("execute", candidate="cand_tf32.py", allow_tf32=True)
+    check("tf32_enabled" not in r.get("flags", []), "TF32 allowed by the request: not flagged")
+
+    r, _, _, _ = e.run("execute", candidate="cand_tf32.py")
+    check(r.get("status") == "ok" and "tf32_enabled" in r.get("flags", []),
+          "TF32 turned on in forward, fp32: flagged (%s)" % r.get("flags"))
+    r, _, _, _ = e.run("execute", candidate="cand_tf32.py", allow_tf32=True)
+    check("tf32_enabled" not in r.get("flags", []), "TF32 allowed by the request: not flagged")
+
     r, _, _, _ = e.run("execute", problem="problem_zero.py", candidate="cand_zeros.py")
     check(r.get("status") == "ok" and "degenerate_output" in r.get("flags", []),
           "all-zero reference: degenerate_output")
