@@ -276,6 +276,9 @@ def is_out_of_memory(exc):
 
 # --------------------------------------------------------------- output capture
 
+# A problem whose output is near zero or constant on its inputs is checked again on its
+# inputs scaled by this (check_scaled).
+DEGENERATE_SCALE = 1000.0
 RUNNER_THREAD = "kforge-runner"  # the runner's own threads; any other is the candidate's
 
 
@@ -775,12 +778,13 @@ class Runner:
             return False
         return True
 
-    def check_degenerate(self, ref_outs):
+    def degenerate(self, ref_outs):
+        """Whether zeros (or a constant) would pass allclose against these outputs: empty,
+        or near zero or constant within the tolerance. NaN outputs are flagged."""
         torch = self.torch
         for r in ref_outs:
             if r.numel() == 0:
-                self.flag("degenerate_output")
-                return
+                return True
             if not (r.is_floating_point() or r.is_complex()):
                 continue
             rf = r.detach().float()
@@ -789,10 +793,46 @@ class Runner:
                 continue
             amax = float(rf.abs().max())
             span = float(rf.max() - rf.min())
-            # Zeros (or a constant) would pass allclose against this output.
             if amax <= self.atol or span <= 2 * self.atol:
-                self.flag("degenerate_output")
-                return
+                return True
+        return False
+
+    def check_degenerate(self, ref_outs):
+        if self.degenerate(ref_outs):
+            self.flag("degenerate_output")
+
+    def check_scaled(self, ref, model, model_new):
+        """A problem whose reference output is near zero or constant on its inputs (a
+        property of the problem, flagged degenerate_output) is checked once more on the
+        same inputs scaled by DEGENERATE_SCALE, with the tolerance relative to the
+        output's size: an honest kernel still matches, a constant one no longer does.
+        Where even that output is degenerate, nothing more can be told."""
+        torch = self.torch
+        pristine = self.make_inputs(ref, self.seed + 1)
+        pristine = [x * DEGENERATE_SCALE if torch.is_tensor(x) and x.is_floating_point()
+                    else x for x in pristine]
+        ref_outs = self.outputs_as_list(
+            self.run_model(model, self.clone_inputs(pristine), "Model"), "Model")
+        if self.degenerate(ref_outs):
+            self.details["scaled_check"] = "reference still degenerate at x%g" % DEGENERATE_SCALE
+            return
+        cand_outs = self.outputs_as_list(
+            self.run_model(model_new, self.clone_inputs(pristine), "ModelNew"), "ModelNew")
+        for r, c in zip(ref_outs, cand_outs):
+            if tuple(r.shape) != tuple(c.shape) or not r.is_floating_point():
+                continue
+            scale = max(1.0, float(r.detach().float().abs().max()))
+            if not bool(self.allclose(r, c.to(r.device, r.dtype), atol=self.atol * scale,
+                                      rtol=self.rtol)):
+                self.details["scaled_check"] = "mismatch at x%g" % DEGENERATE_SCALE
+                raise Outcome("value_mismatch",
+                              "Output mismatch on inputs scaled by %g (this problem's output "
+                              "is near zero or constant on its own inputs, so it is checked "
+                              "there too): max_abs_diff=%s, tolerance %g relative to the "
+                              "output's size" % (DEGENERATE_SCALE,
+                                                 fmt(float((r.double() - c.double()).abs().max())),
+                                                 self.atol))
+        self.details["scaled_check"] = "ok at x%g" % DEGENERATE_SCALE
 
     def run_model(self, model, inputs, who):
         torch = self.torch
@@ -886,6 +926,8 @@ class Runner:
         self.details["trials_total"] = n
         if failure is not None:
             raise Outcome(failure[0], failure[1])
+        if "degenerate_output" in self.flags:
+            self.check_scaled(ref, model, model_new)
         self.correct = True
         return passed
 

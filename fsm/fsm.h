@@ -97,6 +97,9 @@ struct fsm_summary {
 		char	 reasons[160];	/* rule names, comma-separated */
 	} flagged[8];
 	int		 nflagged;
+	/* An execution found the reference's output near zero or constant on the problem's
+	 * inputs (degenerate_output): a property of the problem, reported per problem. */
+	bool		 degenerate_reference;
 };
 #define FSM_MAX_FLAGGED	8
 /* Reads tasks/<id>/trajectory.jsonl (read-only; a torn tail is ignored). A task with

@@ -810,6 +810,18 @@ tally_clear(struct tally *t)
 	json_decref(t->statuses);
 }
 
+static bool
+list_has(const json_t *a, const char *s)
+{
+	size_t	 i;
+	json_t	*v;
+
+	json_array_foreach(a, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+			return true;
+	return false;
+}
+
 /* A task's turns judged rejected or suspect, for the report: [{id, turn, verdict,
  * reasons}]. */
 static void
@@ -839,6 +851,7 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 	int		 rejected = 0, suspect = 0, accepted = 0;
 	json_t		*failed;	/* [{id, reason}]: a FAILED task says why */
 	json_t		*flagged = json_array(), *acc = json_array();
+	json_t		*degenerate = json_array();	/* problem keys, once each */
 
 	if (open_or_complain(&run, dir) < 0)
 		return 1;
@@ -859,6 +872,9 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 		suspect += s.suspect;
 		accepted += s.accepted;
 		add_flagged(flagged, run.tasks[i].id, &s);
+		if (s.degenerate_reference && !list_has(degenerate,
+								      run.tasks[i].problem_key))
+			json_array_append_new(degenerate, json_string(run.tasks[i].problem_key));
 		tally_add(&all, &s);
 		tally_add(&lv[l], &s);
 		seen[l] = true;
@@ -884,6 +900,7 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 				failed, "env_errors", env_errors, "verdicts", "rejected",
 				rejected, "suspect", suspect, "accepted", accepted, "accept", acc,
 				"flagged", flagged);
+		json_object_set(out, "degenerate_problems", degenerate);
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(out);
@@ -935,6 +952,17 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 				printf("\n");
 			}
 		}
+		if (json_array_size(degenerate) > 0) {
+			size_t	 i;
+			json_t	*p;
+
+			printf("\nproblems whose reference output is near zero or constant on their "
+			       "inputs (a constant kernel could pass; checked again on scaled "
+			       "inputs):");
+			json_array_foreach(degenerate, i, p)
+				printf(" %s", json_string_value(p));
+			printf("\n");
+		}
 		if (json_array_size(failed) > 0) {
 			size_t	 i;
 			json_t	*f;
@@ -948,6 +976,7 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 	json_decref(failed);
 	json_decref(flagged);
 	json_decref(acc);
+	json_decref(degenerate);
 	tally_clear(&all);
 	for (int l = 0; l <= KB_MAX_LEVELS; l++)
 		tally_clear(&lv[l]);

@@ -220,6 +220,21 @@ def main():
     check(r.get("status") == "ok" and "degenerate_output" in r.get("flags", []),
           "all-zero reference: degenerate_output")
 
+    # Output below the tolerance on the problem's inputs: zeros pass the trials, not the
+    # check on scaled inputs; the honest kernel passes both.
+    r, _, _, _ = e.run("execute", problem="problem_small.py", candidate="cand_zeros.py")
+    check(r.get("status") == "value_mismatch" and "degenerate_output" in r.get("flags", []) and
+          "scaled" in r.get("details", {}).get("message", ""),
+          "zeros on a near-zero problem: value_mismatch on scaled inputs (%s, %s)"
+          % (r.get("status"), r.get("details", {}).get("message")))
+    r, _, _, _ = e.run("execute", problem="problem_small.py", candidate="cand_small_honest.py")
+    check(r.get("status") == "ok" and r.get("details", {}).get("scaled_check", "").startswith("ok"),
+          "an honest kernel on a near-zero problem passes the scaled check (%s, %s)"
+          % (r.get("status"), r.get("details", {}).get("scaled_check")))
+    r, _, _, _ = e.run("execute", problem="problem_zero.py", candidate="cand_zeros.py")
+    check("still degenerate" in r.get("details", {}).get("scaled_check", ""),
+          "an output that is zero at any scale: said so (%s)" % r.get("details", {}).get("scaled_check"))
+
     r, _, _, _ = e.run("execute", problem="problem_linear_relu.py", candidate="cand_linear_relu.py")
     check(r.get("status") == "ok" and r.get("correct") is True,
           "parameters seeded alike, dropout off in eval(): correct")
