@@ -326,6 +326,8 @@ struct kb_config {
 		char	*torch_ops;		/* PyTorch compute in forward: "warning" | "error" */
 		bool	 baseline_compile;	/* also time the reference under torch.compile */
 		bool	 allow_tf32;		/* fp32 on CUDA: TF32 matmuls and convolutions */
+		char	*timing;		/* cuda_event | host_time | do_bench (on cuda) */
+		bool	 l2_flush;		/* flush the L2 cache before each timed trial */
 	} eval;
 	struct {
 		bool	 all;

@@ -151,12 +151,23 @@ fb_build_cacheable(enum fb_status st)
 
 /* ------------------------------------------------------------ baselines */
 
+void
+fb_timing_method(const struct kb_config *cfg, char *out, size_t n)
+{
+	bool	cuda = cfg->eval.device != NULL && strcmp(cfg->eval.device, "cuda") == 0;
+
+	snprintf(out, n, "%s%s discard_first", !cuda ? "host_time" :
+		 cfg->eval.timing != NULL ? cfg->eval.timing : "cuda_event",
+		 cuda && cfg->eval.l2_flush ? " l2_flush" : "");
+}
+
 int
 fb_baseline_path(const struct kb_config *cfg, const char *problem_path, const char *device_name,
 		 char *out, size_t n)
 {
 	struct kb_buf	 key = KB_BUF_INIT(FB_BUILD_KEY_CAP);
 	char		 python[PATH_MAX], err[512], env[65], sha[65], dir[PATH_MAX], *text = NULL;
+	char		 timing[64];
 	const char	*device = cfg->eval.device != NULL ? cfg->eval.device : "cpu";
 	size_t		 len = 0;
 	int		 rc;
@@ -169,10 +180,11 @@ fb_baseline_path(const struct kb_config *cfg, const char *problem_path, const ch
 	 * model, the environment (python, torch and CUDA under it), precision, the
 	 * timing settings and where the inputs are made (the same seed gives other
 	 * tensors on the GPU); on the CPU, the threads an execution gets (feedback/run.c). */
+	fb_timing_method(cfg, timing, sizeof(timing));
 	kb_buf_printf(&key, "env=%s\ndevice_name=%s\nprecision=%s\nperf_trials=%ld\nwarmup=%ld\n"
 		      "seed=%ld\ntiming=%s\ncompile=%d\ninputs=%s\ntf32=%d\n", env, device_name,
 		      cfg->eval.precision != NULL ? cfg->eval.precision : "fp32",
-		      cfg->eval.perf_trials, cfg->eval.warmup, cfg->eval.seed, FB_TIMING_METHOD,
+		      cfg->eval.perf_trials, cfg->eval.warmup, cfg->eval.seed, timing,
 		      cfg->eval.baseline_compile,
 		      cfg->eval.inputs != NULL && strcmp(device, "cpu") != 0 ? cfg->eval.inputs :
 		      "host", cfg->eval.allow_tf32);

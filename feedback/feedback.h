@@ -299,9 +299,11 @@ int	fb_baseline_path(const struct kb_config *cfg, const char *problem_path,
  * device_name, eager, compile (timing stats or null), env, status, message, stage, fix}. */
 json_t	*fb_baseline_record(const char *problem, const char *device_name,
 			    const struct fb_outcome *o);
-/* The timing method the runner is asked for (CUDA events with an L2 flush and the first
- * trial discarded on cuda, the host clock on cpu). */
-#define FB_TIMING_METHOD	"cuda_event l2_flush discard_first"
+/* The timing method the runner is asked for: eval.timing on cuda (KernelBench's CUDA
+ * events by default; the host clock; Triton's do_bench), the host clock on cpu; an L2
+ * flush before each trial when eval.l2_flush; the first trial discarded. In the request
+ * and in the baseline key alike: "cuda_event l2_flush discard_first". */
+void	fb_timing_method(const struct kb_config *cfg, char *out, size_t n);
 /* The threads an execution slot gets on the CPU (OMP_NUM_THREADS): the cores the compile
  * slots leave, shared by the CPU execution slots. */
 long	fb_cpu_threads(const struct kb_config *cfg);

@@ -404,7 +404,8 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 		      "warmup", (json_int_t)cfg->eval.warmup,
 		      "atol", cfg->eval.atol >= 0 ? json_real(cfg->eval.atol) : json_null(),
 		      "rtol", cfg->eval.rtol >= 0 ? json_real(cfg->eval.rtol) : json_null(),
-		      "timing", "method", "cuda_event", "l2_flush", 1, "discard_first", 1,
+		      "timing", "method", cfg->eval.timing != NULL ? cfg->eval.timing : "cuda_event",
+		      "l2_flush", cfg->eval.l2_flush, "discard_first", 1,
 		      "excessive_speedup", FB_EXCESSIVE_SPEEDUP,
 		      "time_reference", req->time_reference,
 		      "baseline_compile", req->mode == FB_BASELINE && cuda &&

@@ -69,6 +69,7 @@ static const char *const input_places[] = { "host", "device", NULL };
 static const char *const build_formats[] = { "load_inline", "raw", NULL };
 static const char *const precisions[] = { "fp32", "fp16", "bf16", NULL };
 static const char *const severities[] = { "warning", "error", NULL };
+static const char *const timing_methods[] = { "cuda_event", "host_time", "do_bench", NULL };
 
 /* Keys of one section stay together: orch_config_emit opens a section where its first
  * key is. */
@@ -117,6 +118,8 @@ static const struct cfg_key schema[] = {
 	{ KEY("eval.arch_list", K_STR, eval.arch_list), .def = "''" },
 	{ KEY("eval.baseline_compile", K_BOOL, eval.baseline_compile), .def = "false" },
 	{ KEY("eval.allow_tf32", K_BOOL, eval.allow_tf32), .def = "false" },
+	{ KEY("eval.timing", K_ENUM, eval.timing), .def = "cuda_event", .allowed = timing_methods },
+	{ KEY("eval.l2_flush", K_BOOL, eval.l2_flush), .def = "true" },
 	{ KEY("eval.inputs", K_ENUM, eval.inputs), .def = "host", .allowed = input_places },
 	{ KEY("eval.format", K_ENUM, eval.format), .def = "load_inline", .allowed = build_formats },
 	{ KEY("eval.torch_ops", K_ENUM, eval.torch_ops), .def = "warning", .allowed = severities },

@@ -140,8 +140,11 @@ orch_eval_help(void)
 	} else {
 		printf("TOLERANCE in feedback/kforge_runner.py\n");
 	}
-	printf("  timing: KernelBench's method, CUDA events with an L2 flush and the first "
-	       "trial\n  discarded on cuda, the host clock on cpu\n");
+	printf("  eval.timing %s on cuda (cuda_event: KernelBench's CUDA events; host_time; "
+	       "do_bench:\n  Triton's, where Triton imports), the host clock on cpu; "
+	       "eval.l2_flush %s; the first trial\n  discarded; eval.allow_tf32 %s (fp32)\n",
+	       cfg.eval.timing, cfg.eval.l2_flush ? "true" : "false",
+	       cfg.eval.allow_tf32 ? "true" : "false");
 	json_decref(tol);
 	kb_config_clear(&cfg);
 }

@@ -46,11 +46,12 @@ set(kb_e2e_tests
   "e2e_test_crashpoints|test_crashpoints|e2e|2700"
   "e2e_test_storage|test_storage|e2e|1800"
   # GPU host: the CUDA demo, a context-corrupting kernel, the CUDA fault matrix, and the
-  # pool across two GPUs with one made unusable from outside
+  # pool across two GPUs with one made unusable from outside; the timing methods
   "e2e_demo_gpu|test_demo_gpu|gpu|3000"
   "e2e_gpu_health|test_gpu_health|gpu|1200"
   "e2e_test_faults_gpu|test_faults_gpu|gpu|1800"
   "e2e_multi_gpu|test_multi_gpu|gpu|2400"
+  "e2e_timing_gpu|test_timing_gpu|gpu|1800"
 )
 foreach(row ${kb_e2e_tests})
   string(REPLACE "|" ";" f "${row}")

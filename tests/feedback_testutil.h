@@ -37,6 +37,8 @@ fbt_config(struct kb_config *c, const char *device)
 	c->eval.timeout_s = 300;
 	c->eval.arch_list = kb_strdup("");
 	c->eval.inputs = kb_strdup("host");
+	c->eval.timing = kb_strdup("cuda_event");
+	c->eval.l2_flush = true;
 	c->runner.python = kb_strdup("");
 }
 

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""GPU: the timing settings of an evaluation. One CUDA candidate (the demo's ReLU, turn
+3), built once, timed by `kforge eval --json` with each eval.timing method and with the
+L2 flush off: each result names the method it was timed by, the times are measurements
+(positive) and relate as each method's design says (below). Triton's do_bench runs where Triton imports; where
+it does not, the evaluation is an environment error naming Triton (exit 5), not a
+verdict on the kernel."""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from kfe2e import *  # noqa: E402,F401
+
+py = cuda_torch_python()
+work = scratch("e2e-timing-gpu")
+reply = open(os.path.join(HOME, "configs", "demo_responses", "cuda", "L1_1_ReLU", "3.md")).read()
+kernel = os.path.join(work, "relu_t3.py")
+with open(kernel, "w") as f:
+    f.write(re.search(r"```python\n(.*?)```", reply, re.S).group(1))
+problem = os.path.join(HOME, "problems", "level1", "1_ReLU.py")
+
+
+def evaluate(*sets):
+    args = ["eval", "--problem", problem, "--kernel", kernel, "--device", "cuda", "--json",
+            "--set", "runner.python=" + py]
+    for s in sets:
+        args += ["--set", s]
+    p = kforge(*args, check_rc=False, timeout=1200)
+    return p.returncode, (json.loads(p.stdout) if p.stdout.strip().startswith("{") else {}), p
+
+
+means = {}
+for method, sets in (("cuda_event", []), ("cuda_event", ["eval.l2_flush=false"]),
+                     ("host_time", ["eval.timing=host_time"]), ("do_bench", ["eval.timing=do_bench"])):
+    rc, out, p = evaluate(*sets)
+    label = method + ("" if not sets or "timing" in sets[0] else " (no L2 flush)")
+    if method == "do_bench" and rc == 5:
+        check("Triton" in p.stdout + p.stderr, "do_bench without Triton: the error names Triton")
+        print("do_bench: Triton not importable here; said so")
+        continue
+    timing = (out.get("result") or {}).get("timing") or {}
+    cand = timing.get("candidate") or {}
+    check(rc == 0 and out.get("verdict") == "correct", "%s: exit %d, verdict %s" % (label, rc, out.get("verdict")))
+    check(cand.get("method") == method, "%s: timed by %s" % (label, cand.get("method")))
+    check((cand.get("mean_ms") or 0) > 0, "%s: no time (%s)" % (label, cand))
+    means[label] = cand.get("mean_ms") or 0
+    print("%-26s mean %.4f ms over %s samples" % (label, means[label], cand.get("trials")))
+# What the methods must agree on for a kernel of some microseconds, where they differ by
+# design (the host clock adds the launch and the synchronisation; do_bench runs back to
+# back, so launches overlap): the host clock spans the device time, the L2 flush moves a
+# small kernel's events little, and do_bench's device time is no more than the host's.
+ev, noflush, host = means["cuda_event"], means["cuda_event (no L2 flush)"], means["host_time"]
+check(host >= 0.8 * ev, "host_time %.4f ms below the CUDA-event time %.4f ms" % (host, ev))
+check(ev / 3 <= noflush <= 3 * ev, "without the L2 flush %.4f ms, with it %.4f ms" % (noflush, ev))
+if "do_bench" in means:
+    check(means["do_bench"] <= host, "do_bench %.4f ms above the host clock's %.4f ms"
+          % (means["do_bench"], host))
+print("ok: timing methods %s" % json.dumps(means))
