@@ -143,6 +143,7 @@ int	kb_proc_stat(pid_t pid, struct kb_proc_stat *out);
  * only where no other live process writes (a task's dirs under the task's lock). */
 int	kb_sweep_atomic_tmp(const char *dir);
 int	kb_write_atomic_json(const char *path, json_t *obj);	/* pretty, trailing newline */
+bool	kb_json_has_string(const json_t *array, const char *s);	/* NULL or a non-array: false */
 /* Read a whole file, refusing files over cap bytes (-KB_ETOOBIG). *out is NUL-terminated. */
 int	kb_read_file(const char *path, size_t cap, char **out, size_t *len);
 bool	kb_file_exists(const char *path);

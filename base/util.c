@@ -407,3 +407,15 @@ kb_config_clear(struct kb_config *c)
 	}
 	memset(c, 0, sizeof(*c));
 }
+
+bool
+kb_json_has_string(const json_t *array, const char *s)
+{
+	size_t	 i;
+	json_t	*v;
+
+	json_array_foreach(array, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+			return true;
+	return false;
+}

@@ -204,31 +204,42 @@ fb_rejection(const json_t *findings)
 	return result;
 }
 
+/* Adds to reasons the findings and flags that lead to verdict (REJECTED: the errors and
+ * the rejecting flags; SUSPECT: the warnings and the suspect flags); whether any did. */
 static bool
-has_flag(const json_t *flags, const char *name)
+add_reasons(json_t *reasons, const json_t *findings, const json_t *flags, enum fb_verdict verdict)
 {
-	size_t	 i;
-	json_t	*f;
+	const struct flag_rule	*rule;
+	bool			 added = false;
+	json_t			*f;
+	size_t			 i;
 
-	json_array_foreach(flags, i, f)
-		if (json_is_string(f) && strcmp(json_string_value(f), name) == 0)
-			return true;
-	return false;
+	json_array_foreach(findings, i, f) {
+		if (is_error(f) == (verdict == FB_VERDICT_REJECTED)) {
+			json_array_append_new(reasons, finding_reason(f));
+			added = true;
+		}
+	}
+	json_array_foreach(flags, i, f) {
+		if ((rule = flag_rule(json_string_value(f))) != NULL && rule->verdict == verdict) {
+			json_array_append_new(reasons, reason(rule->flag, "flag", rule->message, 0));
+			added = true;
+		}
+	}
+	return added;
 }
 
 enum fb_verdict
 fb_judge(json_t *result, const json_t *findings, double speedup)
 {
-	const struct flag_rule	*rule;
 	const char		*status = json_string_value(json_object_get(result, "status"));
 	bool			 correct = json_is_true(json_object_get(result, "correct"));
 	enum fb_verdict		 v;
-	json_t			*flags = json_object_get(result, "flags"), *reasons, *f;
-	size_t			 i;
+	json_t			*flags = json_object_get(result, "flags"), *reasons;
 
 	if (!json_is_array(flags))
 		json_object_set_new(result, "flags", flags = json_array());
-	if (speedup > FB_EXCESSIVE_SPEEDUP && !has_flag(flags, "excessive_speedup"))
+	if (speedup > FB_EXCESSIVE_SPEEDUP && !kb_json_has_string(flags, "excessive_speedup"))
 		json_array_append_new(flags, json_string("excessive_speedup"));
 	if (findings != NULL)
 		json_object_set(result, "findings", (json_t *)findings);
@@ -239,36 +250,12 @@ fb_judge(json_t *result, const json_t *findings, double speedup)
 	    FB_VERDICT_INCORRECT;
 	if (status != NULL && strcmp(status, "rejected") == 0)
 		v = FB_VERDICT_REJECTED;
-	/* Broken rules first: a rejected result says so whether or not it ran right. */
-	json_array_foreach(findings, i, f) {
-		if (is_error(f)) {
-			v = FB_VERDICT_REJECTED;
-			json_array_append_new(reasons, finding_reason(f));
-		}
-	}
-	json_array_foreach(flags, i, f) {
-		if ((rule = flag_rule(json_string_value(f))) == NULL ||
-		    rule->verdict != FB_VERDICT_REJECTED)
-			continue;
+	/* Broken rules first: a rejected result says so whether or not it ran right;
+	 * then what makes a correct result one to review. */
+	if (add_reasons(reasons, findings, flags, FB_VERDICT_REJECTED))
 		v = FB_VERDICT_REJECTED;
-		json_array_append_new(reasons, reason(rule->flag, "flag", rule->message, 0));
-	}
-	/* Then what makes a correct result one to review. */
-	if (v == FB_VERDICT_CORRECT || v == FB_VERDICT_SUSPECT) {
-		json_array_foreach(findings, i, f) {
-			if (!is_error(f)) {
-				v = FB_VERDICT_SUSPECT;
-				json_array_append_new(reasons, finding_reason(f));
-			}
-		}
-		json_array_foreach(flags, i, f) {
-			if ((rule = flag_rule(json_string_value(f))) == NULL ||
-			    rule->verdict != FB_VERDICT_SUSPECT)
-				continue;
-			v = FB_VERDICT_SUSPECT;
-			json_array_append_new(reasons, reason(rule->flag, "flag", rule->message, 0));
-		}
-	}
+	if (v == FB_VERDICT_CORRECT && add_reasons(reasons, findings, flags, FB_VERDICT_SUSPECT))
+		v = FB_VERDICT_SUSPECT;
 	if (v == FB_VERDICT_INCORRECT)
 		json_array_append_new(reasons, reason(status != NULL ? status : "crashed",
 						      "status", "its result was not correct", 0));

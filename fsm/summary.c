@@ -104,15 +104,9 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 		s->prompt_tokens += count_at(d, "prompt_tokens");
 		s->completion_tokens += count_at(d, "completion_tokens");
 	}
-	if (strcmp(rec->from, "EXECUTE") == 0) {
-		size_t	 i;
-		json_t	*f;
-
-		json_array_foreach(json_object_get(d, "flags"), i, f)
-			if (json_is_string(f) &&
-			    strcmp(json_string_value(f), "degenerate_output") == 0)
-				s->degenerate_reference = true;
-	}
+	if (strcmp(rec->from, "EXECUTE") == 0 &&
+	    kb_json_has_string(json_object_get(d, "flags"), "degenerate_output"))
+		s->degenerate_reference = true;
 	if (strcmp(rec->from, "FEEDBACK") != 0 || rec->turn < 1 || rec->turn > 256)
 		return 0;
 	s->turns_done = rec->turn;

@@ -810,18 +810,6 @@ tally_clear(struct tally *t)
 	json_decref(t->statuses);
 }
 
-static bool
-list_has(const json_t *a, const char *s)
-{
-	size_t	 i;
-	json_t	*v;
-
-	json_array_foreach(a, i, v)
-		if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
-			return true;
-	return false;
-}
-
 /* A task's turns judged rejected or suspect, for the report: [{id, turn, verdict,
  * reasons}]. */
 static void
@@ -872,7 +860,7 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 		suspect += s.suspect;
 		accepted += s.accepted;
 		add_flagged(flagged, run.tasks[i].id, &s);
-		if (s.degenerate_reference && !list_has(degenerate,
+		if (s.degenerate_reference && !kb_json_has_string(degenerate,
 								      run.tasks[i].problem_key))
 			json_array_append_new(degenerate, json_string(run.tasks[i].problem_key));
 		tally_add(&all, &s);
