@@ -467,7 +467,10 @@ class Runner:
         if threads.isdigit() and int(threads) > 0 and torch.get_num_threads() != int(threads):
             torch.set_num_threads(int(threads))
         # Bound before any candidate code runs, so a candidate that patches torch or
-        # time does not patch the judge.
+        # time does not patch the judge; and what the reference calls, so that a
+        # candidate that rebinds it (vars(torch), a C++ initialiser) is caught and undone.
+        self.namespaces = [(owner, dict(vars(owner))) for owner in
+                           (torch, torch.nn.functional, torch.Tensor)]
         self.allclose = torch.allclose
         self.tensor_equal = torch.equal
         self.perf_counter = time.perf_counter
@@ -669,6 +672,12 @@ class Runner:
             if getattr(owner, attr) is not saved:
                 patched.append(name)
                 setattr(owner, attr, saved)
+        for owner, saved in self.namespaces:
+            now = vars(owner)
+            for attr, obj in saved.items():
+                if now.get(attr, obj) is not obj:
+                    patched.append("%s.%s" % (owner.__name__, attr))
+                    setattr(owner, attr, obj)
         if patched:
             self.flag("torch_patched")
             log("candidate patched %s (restored)" % ", ".join(patched))
@@ -757,12 +766,21 @@ class Runner:
     def outputs_as_list(self, out, who):
         torch = self.torch
         if isinstance(out, torch.Tensor):
-            return [out]
-        if isinstance(out, (list, tuple)) and out and \
+            outs = [out]
+        elif isinstance(out, (list, tuple)) and out and \
                 all(isinstance(t, torch.Tensor) for t in out):
-            return list(out)
-        raise Outcome("runtime_error", "%s returned %s, not a tensor (or a tuple of tensors)"
-                      % (who, type(out).__name__))
+            outs = list(out)
+        else:
+            raise Outcome("runtime_error", "%s returned %s, not a tensor (or a tuple of tensors)"
+                          % (who, type(out).__name__))
+        # A Tensor subclass can answer the comparison itself (__torch_function__): only
+        # plain tensors are compared.
+        for t in outs:
+            if type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:
+                self.flag("output_subclass")
+                raise Outcome("value_mismatch", "%s returned a %s, a subclass of torch.Tensor; "
+                              "return plain tensors" % (who, type(t).__name__))
+        return outs
 
     def inputs_unchanged(self, pristine, used):
         torch = self.torch

@@ -44,6 +44,8 @@ static const struct flag_rule {
 	{ "stray_processes", FB_VERDICT_REJECTED,
 	  "it left processes running after its step ended: work must happen inside forward, "
 	  "in this process" },
+	{ "output_subclass", FB_VERDICT_REJECTED,
+	  "it returned a subclass of torch.Tensor, which can answer the comparison itself" },
 	{ "tf32_enabled", FB_VERDICT_REJECTED,
 	  "it turned TF32 on in an fp32 evaluation (lower precision than the reference's; "
 	  "restored after it ran)" },
