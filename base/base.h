@@ -325,6 +325,7 @@ struct kb_config {
 		char	*inputs;		/* "host" (made on the CPU, copied) | "device" */
 		char	*format;		/* "load_inline" (KernelBench's) | "raw" */
 		char	*torch_ops;		/* PyTorch compute in forward: "warning" | "error" */
+		bool	 static_checks;		/* false: no static gate (fb_static_check finds nothing) */
 		bool	 baseline_compile;	/* also time the reference under torch.compile */
 		bool	 allow_tf32;		/* fp32 on CUDA: TF32 matmuls and convolutions */
 		char	*timing;		/* cuda_event | host_time | do_bench (on cuda) */

@@ -345,7 +345,7 @@ enum fb_verdict { FB_VERDICT_CORRECT, FB_VERDICT_INCORRECT, FB_VERDICT_REJECTED,
 		  FB_VERDICT_SUSPECT };
 const char	*fb_verdict_name(enum fb_verdict v);
 /* The static checks of a candidate against its problem, by the config's device, format,
- * precision and eval.torch_ops: *findings is a new array of {rule, severity: error|
+ * precision and eval.torch_ops (none with eval.static_checks false): *findings is a new array of {rule, severity: error|
  * warning, line, message}. They only parse the code (Python's ast, no torch, nothing
  * of the candidate runs), in the runner's Python. < 0 with err when they could not run
  * (-KB_ENOPYTHON, -KB_EEXEC, -KB_ECORRUPT: the checker failed; a broken checker must not

@@ -91,6 +91,10 @@ fb_static_check(const struct kb_config *cfg, const char *problem_path,
 	int			 rc;
 
 	*findings = NULL;
+	if (!cfg->eval.static_checks) {
+		*findings = json_array();	/* the runtime checks alone judge */
+		return 0;
+	}
 	if ((rc = fb_find_python(cfg, python, sizeof(python), err, errlen)) < 0)
 		return rc;
 	if ((rc = kb_path_join(checker, sizeof(checker), kb_home(),
@@ -149,6 +153,17 @@ is_error(const json_t *finding)
 	return sev == NULL || strcmp(sev, "warning") != 0;
 }
 
+/* An error that rejects: every one but a syntax error, which is no broken rule but a
+ * failed build, and goes to the build so that the model reads Python's own message and
+ * the status is compile_error, as KernelBench's. */
+static bool
+rejects(const json_t *finding)
+{
+	const char *rule = json_string_value(json_object_get(finding, "rule"));
+
+	return is_error(finding) && (rule == NULL || strcmp(rule, "syntax_error") != 0);
+}
+
 bool
 fb_findings_reject(const json_t *findings)
 {
@@ -156,7 +171,7 @@ fb_findings_reject(const json_t *findings)
 	json_t	*f;
 
 	json_array_foreach(findings, i, f)
-		if (is_error(f))
+		if (rejects(f))
 			return true;
 	return false;
 }
@@ -189,7 +204,7 @@ fb_rejection(const json_t *findings)
 	json_t	*f;
 
 	json_array_foreach(findings, i, f) {
-		if (!is_error(f))
+		if (!rejects(f))
 			continue;
 		next = kb_asprintf("%s%s%s", message != NULL ? message : "",
 				   message != NULL ? "; " : "",
@@ -217,7 +232,7 @@ add_reasons(json_t *reasons, const json_t *findings, const json_t *flags, enum f
 	size_t			 i;
 
 	json_array_foreach(findings, i, f) {
-		if (is_error(f) == (verdict == FB_VERDICT_REJECTED)) {
+		if (verdict == FB_VERDICT_REJECTED ? rejects(f) : !is_error(f)) {
 			json_array_append_new(reasons, finding_reason(f));
 			added = true;
 		}

@@ -123,6 +123,7 @@ static const struct cfg_key schema[] = {
 	{ KEY("eval.inputs", K_ENUM, eval.inputs), .def = "host", .allowed = input_places },
 	{ KEY("eval.format", K_ENUM, eval.format), .def = "load_inline", .allowed = build_formats },
 	{ KEY("eval.torch_ops", K_ENUM, eval.torch_ops), .def = "warning", .allowed = severities },
+	{ KEY("eval.static_checks", K_BOOL, eval.static_checks), .def = "true" },
 	{ KEY("gpus.devices", K_DEVICES, gpus.devices), .def = "all" },
 	{ KEY("runner.python", K_STR, runner.python), .def = "''" },
 	{ KEY("runner.compile_slots", K_INT, runner.compile_slots), .def = "0",

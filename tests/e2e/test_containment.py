@@ -196,6 +196,9 @@ script = {"rules": [
     {"match": "Elementwise rectified linear unit", "replies": [fenced(VICTIM)]},
 ], "default": {"status": 500, "content": "unexpected prompt"}}
 mock = MockLLM(work, script)
+# The static checks would reject these candidates before they ran (files, sockets,
+# processes); the runtime's containment is under test here, so they run
+# (eval.static_checks: false).
 # The spinner must meet RLIMIT_CPU (CPU seconds, the same on any machine) and never the
 # wall-clock deadlines, which are generous for a loaded machine.
 config = write_config(os.path.join(work, "contain.yaml"), """
@@ -204,7 +207,7 @@ problems: {dir: %s, levels: [1]}
 llm: {provider: openai, base_url: "%s", model: mock-model, api_key_env: OPENAI_API_KEY, retries: 1}
 refinement: {turns: 5, feedback: [G, E]}
 eval: {device: cpu, correctness_trials: 1, perf_trials: 3, warmup: 1, timeout_s: 600,
-       compile_timeout_s: 600}
+       compile_timeout_s: 600, static_checks: false}
 runner: {python: %s, rlimit_cpu_s: 5, rlimit_fsize_mb: 1, rlimit_nofile: 256}
 workers: 1
 """ % (problems, mock.base_url, py))

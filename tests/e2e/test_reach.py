@@ -49,7 +49,8 @@ check(os.stat(closed).st_mode & 0o777 == 0o700, "mktemp -d did not make a 0700 d
 problems = copy_problems(os.path.join(closed, "problems"), ["level1/2_LeakyReLU.py"])
 home = os.path.join(closed, "checkout")
 os.makedirs(os.path.join(home, "feedback"))
-shutil.copy(os.path.join(HOME, "feedback", "kforge_runner.py"), os.path.join(home, "feedback"))
+for f in ("kforge_runner.py", "kforge_check.py"):
+    shutil.copy(os.path.join(HOME, "feedback", f), os.path.join(home, "feedback"))
 shutil.copytree(os.path.join(HOME, "llm", "prompts"), os.path.join(home, "llm", "prompts"))
 # A TMPDIR of root's alone, as some hosts set it: the runner's compiler cannot use it.
 tmpdir = os.path.join(closed, "tmp")
@@ -58,7 +59,8 @@ ENV = {"KFORGE_HOME": home, "TMPDIR": tmpdir}
 
 PLAIN = '''import torch
 import torch.nn as nn
-# a plain PyTorch candidate; the static check wants load_inline mentioned, nothing compiles
+# a plain PyTorch candidate, nothing compiles: the static checks would reject it, so the
+# runs that use it turn them off (their subject is where runners work, not the gate)
 
 
 class ModelNew(nn.Module):
@@ -71,16 +73,16 @@ class ModelNew(nn.Module):
 '''
 
 
-def config(name, mock):
+def config(name, mock, static_checks=True):
     return write_config(os.path.join(closed, name + ".yaml"), """
 name: %s
 problems: {dir: %s, levels: [1]}
 llm: {provider: openai, base_url: "%s", model: mock-model, retries: 1}
 refinement: {turns: 1, feedback: [G, E]}
-eval: {device: cpu, correctness_trials: 1, perf_trials: 3, warmup: 1}
+eval: {device: cpu, correctness_trials: 1, perf_trials: 3, warmup: 1, static_checks: %s}
 runner: {python: %s}
 workers: 1
-""" % (name, problems, mock.base_url, py))
+""" % (name, problems, mock.base_url, "true" if static_checks else "false", py))
 
 
 def snapshot(top):
@@ -171,7 +173,7 @@ mock = MockLLM(os.path.join(work, "mock2"), {"rules": [], "default": {
 run2 = os.path.join(closed, "run2")
 token = os.path.join(work, "crash-token")
 decoy = os.path.join(work, "decoy")
-cfg2 = config("reach2", mock)
+cfg2 = config("reach2", mock, static_checks=False)
 planted = None
 try:
     e = dict(os.environ, **ENV)
