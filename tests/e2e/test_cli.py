@@ -107,8 +107,15 @@ for name, want_correct, want_status, want_rc in (("relu_3.md", True, "ok", 0),
     k = kernel_from(name, os.path.join(work, name + ".py"))
     p = kforge("eval", "--problem", prob, "--kernel", k, "--device", "cpu", "--json",
                "--set", "eval.perf_trials=5", env=env, timeout=900, check_rc=False)
-    check(p.returncode == want_rc, "eval %s exited %d, want %d: %s" % (name, p.returncode, want_rc, p.stderr[-2000:]))
-    out = json.loads(p.stdout)
+    out = json.loads(p.stdout) if p.stdout.startswith("{") else {}
+    # A speedup above 10x makes a correct kernel suspect (exit 6). Against a reference
+    # timed on a loaded machine, a correct kernel can measure so: that alone is no error
+    # of the exit statuses, which are under test here.
+    timing_only = p.returncode == 6 and [r.get("rule") for r in out.get("reasons", [])] == \
+        ["excessive_speedup"]
+    check(p.returncode == want_rc or (want_rc == 0 and timing_only),
+          "eval %s exited %d, want %d: %s %s" % (name, p.returncode, want_rc, p.stderr[-2000:],
+                                                  p.stdout[:400]))
     for key in ("status", "correct", "flags", "runtime_ms", "ref_runtime_ms", "speedup"):
         check(key in out, "eval --json lacks %s" % key)
     check(out["status"] == want_status and out["correct"] is want_correct, "%s: %s" % (name, out["status"]))
@@ -120,17 +127,27 @@ for name, want_correct, want_status, want_rc in (("relu_3.md", True, "ok", 0),
 
 # Failures without a C++ build: a module that does not load is a compile error (3), a
 # forward that raises a runtime error (4), a Python without torch the environment (5).
+# These plain-Python candidates build no kernel, which the static checks reject (exit 3,
+# verdict rejected): they are off here, where the runner's statuses are under test.
 data = os.path.join(HOME, "tests", "data", "feedback")
 add = os.path.join(data, "problem_add.py")
-for cand, want_status, want_rc in (("cand_syntax_error.py", "compile_error", 3),
-                                   ("cand_raise.py", "runtime_error", 4)):
+NO_GATE = ("--set", "eval.static_checks=false")
+p = kforge("eval", "--problem", add, "--kernel", os.path.join(data, "cand_raise.py"), "--device",
+           "cpu", "--json", env=env, timeout=900, check_rc=False)
+check(p.returncode == 3 and json.loads(p.stdout)["verdict"] == "rejected" and
+      any(r["rule"] == "no_custom_kernel" for r in json.loads(p.stdout)["reasons"]),
+      "eval of a candidate that builds no kernel, static checks on: exit %d, %r"
+      % (p.returncode, p.stdout[-500:]))
+# A syntax error is a failed build, not a broken rule: compile_error with the gate on.
+for cand, want_status, want_rc, sets in (("cand_syntax_error.py", "compile_error", 3, ()),
+                                         ("cand_raise.py", "runtime_error", 4, NO_GATE)):
     p = kforge("eval", "--problem", add, "--kernel", os.path.join(data, cand), "--device", "cpu",
-               "--json", env=env, timeout=900, check_rc=False)
+               "--json", *sets, env=env, timeout=900, check_rc=False)
     check(p.returncode == want_rc and json.loads(p.stdout)["status"] == want_status,
           "eval %s: exit %d, %r; want %d, %s" % (cand, p.returncode, p.stdout[-500:], want_rc, want_status))
 no_torch = bare_python(work)
 p = kforge("eval", "--problem", add, "--kernel", os.path.join(data, "cand_raise.py"), "--device", "cpu",
-           env={"KFORGE_PYTHON": no_torch}, check_rc=False)
+           *NO_GATE, env={"KFORGE_PYTHON": no_torch}, check_rc=False)
 check(p.returncode == 5 and no_torch in p.stdout + p.stderr and "torch" in p.stdout + p.stderr and
       "The environment failed, not the kernel" in p.stdout,
       "eval without torch: exit %d, %r %r" % (p.returncode, p.stdout[-1000:], p.stderr[-1000:]))
