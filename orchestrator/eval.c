@@ -223,8 +223,9 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	if (fb_findings_reject(findings)) {
 		rejected = fb_rejection(findings);
 		pre.status = FB_ST_COMPILE_ERROR;	/* not built; the verdict says why */
-		pre.result = rejected;
+		pre.result = rejected;	/* judged by fb_rejection */
 		final = &pre;
+		verdict = FB_VERDICT_REJECTED;
 		goto judged;
 	}
 	req.problem_path = prob;
@@ -278,8 +279,6 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	}
 	verdict = fb_judge(final->result, findings, speedup);
 judged:
-	if (rejected != NULL)
-		verdict = FB_VERDICT_REJECTED;
 	status = json_string_value(json_object_get(final->result, "status"));
 	if (status == NULL)
 		status = fb_status_name(final->status);
