@@ -15,13 +15,15 @@
  *   request  {"mode", "problem", "candidate", "build_dir", "work_dir", "device": cpu|cuda,
  *            "device_index", "precision", "seed", "correctness_trials", "perf_trials",
  *            "warmup", "atol", "rtol" (null: the precision's default), "timing": {"method",
- *            "l2_flush", "discard_first"}, "excessive_speedup", "time_reference",
+ *            "l2_flush", "discard_first", "max_spread", "max_passes"}, "time_reference",
  *            "baseline_compile", "allow_tf32"}
  *   result   {"status", "mode", "compiled", "correct", "flags": [...], "details":
  *            {"message", "exception", "traceback", "compiler_output", "trials": [{"trial",
  *            "seed", "ok", "max_abs_diff", "avg_abs_diff"}], ...}, "timing": {"candidate",
  *            "reference", "reference_compile": {"mean_ms", "std_ms", "min_ms", "max_ms",
- *            "median_ms", "trials", "method", "stream_check"} | null}, "speedup",
+ *            "median_ms", "trials", "method", "stream_check"} | null, "pair":
+ *            {"speedup", "ci95": [lo, hi], "spread", "median_speedup", "passes",
+ *            "rounds"}}, "speedup",
  *            "profile", "env": {"device_name", "capability", "torch", "cuda", "python",
  *            "gpu_count"}}
  *            plus, added here, "wall_ms" and "runner": {"end", "exit_code", "signal",
@@ -104,8 +106,9 @@ struct fb_request {
 	int		 device_index;		/* CUDA ordinal; -1 for CPU */
 	const char	*device;		/* "cpu" | "cuda"; NULL: cfg->eval.device */
 	int		 timeout_s;		/* 0: the config's per-mode deadline */
-	/* execute: also time the reference in the same process (speedup, and the
-	 * excessive-speedup flag, from one process's measurements). */
+	/* execute: time the reference too, in the same process, interleaved with the
+	 * candidate (timing.pair): the speedup and its interval from one process's
+	 * measurements, whatever else the machine did meanwhile. */
 	bool		 time_reference;
 	/* Called with the runner's pid once it runs (to record it in the GPU pool). */
 	void		(*on_start)(pid_t pid, void *arg);
@@ -114,10 +117,14 @@ struct fb_request {
 	void		*stop_arg;
 };
 
-/* A speedup over the reference above this is flagged "excessive_speedup" (KernelBench's
- * review threshold), wherever a speedup is computed: the runner (told in the request),
- * a run's EXECUTE and `kforge eval`. */
+/* A speedup over the reference whose whole 95% interval lies above this is flagged
+ * "excessive_speedup" (KernelBench's review threshold), by fb_judge alone. */
 #define FB_EXCESSIVE_SPEEDUP	10.0
+/* Interleaved timing (time_reference): passes of perf_trials trials of each are added
+ * while the speedup's 95% interval is wider than FB_TIMING_MAX_SPREAD of it (relative
+ * half-width), up to FB_TIMING_MAX_PASSES in all. */
+#define FB_TIMING_MAX_SPREAD	0.10
+#define FB_TIMING_MAX_PASSES	3
 
 struct fb_outcome {
 	enum fb_status	 status;
@@ -357,10 +364,13 @@ bool	fb_findings_reject(const json_t *findings);
 /* The result of a candidate rejected by its findings: {status: "rejected", compiled:
  * false, correct: false, findings, details: {message}, verdict, reasons}. */
 json_t	*fb_rejection(const json_t *findings);
-/* Judges result (a runner's, or one of the above) in place: adds "excessive_speedup" to
- * its flags when speedup > FB_EXCESSIVE_SPEEDUP, keeps the static findings (NULL: none)
- * as "findings", and sets "verdict" and "reasons". Returns the verdict. */
-enum fb_verdict	fb_judge(json_t *result, const json_t *findings, double speedup);
+/* Judges result (a runner's, or one of the above) in place: settles its "speedup",
+ * "speedup_ci95" and "ref_runtime_ms" (the runner's when it timed the reference beside
+ * the candidate, else baseline's eager mean over the candidate's; baseline may be NULL),
+ * adds "excessive_speedup" to its flags when the speedup's interval lies wholly above
+ * FB_EXCESSIVE_SPEEDUP, keeps the static findings (NULL: none) as "findings", and sets
+ * "verdict" and "reasons". Returns the verdict. */
+enum fb_verdict	fb_judge(json_t *result, const json_t *findings, const json_t *baseline);
 /* The reasons of a judged result as text for the model, one "- line N: message" line
  * each, with a heading saying what the verdict means; NULL when the verdict is correct
  * or incorrect with no reason to add (the feedback says why already). */

@@ -31,7 +31,8 @@ tolerances, CUDA-event timing with warm-up, L2 flush and a discarded first trial
 its known holes: the reference and the candidate live in separate module namespaces, each
 model gets its own clone of the inputs and the candidate's clone is checked for mutation,
 the reference output stays alive while the candidate runs, both models are in eval() mode,
-side-stream work and degenerate outputs and excessive speedups are flagged, and the torch
+side-stream work and degenerate outputs are flagged (excessive speedups are kforge's to judge,
+feedback/verdict.c, from the interval this runner measures), and the torch
 functions the harness relies on are bound before candidate code runs.
 
 Written for Python >= 3.8 and torch 1.13 .. 2.x.
@@ -953,55 +954,111 @@ class Runner:
 
     # ------------------------------------------------------------ timing
 
+    def timing_setup(self):
+        """(method, trials, discard, warmup, flush buffer) of the request's timing."""
+        torch = self.torch
+        tcfg = self.req.get("timing") or {}
+        cuda = self.device.type == "cuda"
+        method = tcfg.get("method", "cuda_event") if cuda else "host_time"
+        flush_buf = None
+        if cuda and method != "do_bench" and tcfg.get("l2_flush", True):
+            flush_buf = torch.empty((32, 1024, 1024), dtype=torch.int64, device=self.device)
+        return (method, int(self.req.get("perf_trials", 100)), int(tcfg.get("discard_first", 1)),
+                int(self.req.get("warmup", 3)), flush_buf)
+
+    def trial(self, model, inputs, method, flush_buf):
+        """One timed call, KernelBench's way: synchronize, flush L2, then the call between
+        two CUDA events (or the host clock and a synchronize)."""
+        self.synchronize()
+        if flush_buf is not None:
+            flush_buf.fill_(42)
+        if method == "cuda_event":
+            start = self.Event(enable_timing=True)
+            end = self.Event(enable_timing=True)
+            self.event_record(start)
+            model(*inputs)
+            self.event_record(end)
+            self.synchronize()
+            return self.event_elapsed(start, end)
+        t0 = self.perf_counter()
+        model(*inputs)
+        self.synchronize()
+        return (self.perf_counter() - t0) * 1000.0
+
     def time_model(self, model, inputs):
         """KernelBench's cuda_event (or host_time) method: warm-ups, then trials with the
         first `discard_first` thrown away, synchronize and L2 flush before each. On CUDA a
         short extra pass compares wall and event time (stream_check)."""
-        torch = self.torch
-        tcfg = self.req.get("timing") or {}
-        warmup = int(self.req.get("warmup", 3))
-        trials = int(self.req.get("perf_trials", 100))
-        discard = int(tcfg.get("discard_first", 1))
-        cuda = self.device.type == "cuda"
-        method = tcfg.get("method", "cuda_event") if cuda else "host_time"
-        flush_buf = None
-        if cuda and tcfg.get("l2_flush", True):
-            flush_buf = torch.empty((32, 1024, 1024), dtype=torch.int64, device=self.device)
-        perf = self.perf_counter
-        samples = []
+        method, trials, discard, warmup, flush_buf = self.timing_setup()
         if method == "do_bench":
             return self.time_do_bench(model, inputs)
-        with torch.no_grad():
+        with self.torch.no_grad():
             for _ in range(warmup):
                 model(*inputs)
                 self.synchronize()
-            if cuda:
-                torch.cuda.empty_cache()
-            for i in range(trials + discard):
-                self.synchronize()
-                if flush_buf is not None:
-                    flush_buf.fill_(42)
-                if method == "cuda_event":
-                    start = self.Event(enable_timing=True)
-                    end = self.Event(enable_timing=True)
-                    self.event_record(start)
-                    model(*inputs)
-                    self.event_record(end)
-                    self.synchronize()
-                    ms = self.event_elapsed(start, end)
-                else:
-                    t0 = perf()
-                    model(*inputs)
-                    self.synchronize()
-                    ms = (perf() - t0) * 1000.0
-                if i >= discard:
-                    samples.append(ms)
+            if self.device.type == "cuda":
+                self.torch.cuda.empty_cache()
+            samples = [self.trial(model, inputs, method, flush_buf)
+                       for _ in range(trials + discard)][discard:]
             del flush_buf
             st = stats(samples)
             st["method"] = method
-            if cuda:
+            if self.device.type == "cuda":
                 st["stream_check"] = self.stream_check(model, inputs)
         return st
+
+    def time_pair(self, model, model_new, inputs):
+        """The reference and the candidate timed in this one process, interleaved, so that
+        whatever else the machine does (a build on the other core, clocks, another
+        process on the GPU) weighs on both alike: after the warm-ups of each, rounds of
+        a block of trials of one then a block of the other, the order swapped every
+        round (ABBA). A pass is perf_trials trials of each (plus the discarded first);
+        while the speedup's 95% interval is wider than eval.timing.max_spread of it (a
+        relative half-width), another pass is added, up to max_passes. Returns (candidate
+        stats, reference stats, pair) where pair holds the speedup (reference mean /
+        candidate mean, KernelBench's), its interval, the ratio of medians, the passes
+        and rounds. do_bench times each apart (Triton's own protocol), one after the
+        other."""
+        tcfg = self.req.get("timing") or {}
+        method, trials, discard, warmup, flush_buf = self.timing_setup()
+        if method == "do_bench":
+            st = self.time_do_bench(model_new, inputs)
+            rst = self.time_do_bench(model, inputs)
+            return st, rst, speedup_interval(rst, st, 1, 1)
+        max_spread = float(tcfg.get("max_spread", 0.1))
+        max_passes = max(1, int(tcfg.get("max_passes", 3)))
+        block = max(1, trials // 10)
+        ref_s, cand_s, passes, rounds = [], [], 0, 0
+        with self.torch.no_grad():
+            for _ in range(warmup):
+                for m in (model, model_new):
+                    m(*inputs)
+                    self.synchronize()
+            if self.device.type == "cuda":
+                self.torch.cuda.empty_cache()
+            for m in (model, model_new):  # the discarded first trials
+                for _ in range(discard):
+                    self.trial(m, inputs, method, flush_buf)
+            while True:
+                passes += 1
+                left = trials
+                while left > 0:
+                    n = min(block, left)
+                    order = ((model, ref_s), (model_new, cand_s))
+                    for m, out in (order if rounds % 2 == 0 else order[::-1]):
+                        out.extend(self.trial(m, inputs, method, flush_buf) for _ in range(n))
+                    left -= n
+                    rounds += 1
+                st, rst = stats(cand_s), stats(ref_s)
+                pair = speedup_interval(rst, st, passes, rounds)
+                if (passes >= max_passes or pair["speedup"] is None
+                        or pair["spread"] is None or pair["spread"] <= max_spread):
+                    break
+            del flush_buf
+            st["method"] = rst["method"] = method
+            if self.device.type == "cuda":
+                st["stream_check"] = self.stream_check(model_new, inputs)
+        return st, rst, pair
 
     def time_do_bench(self, model, inputs):
         """Triton's triton.testing.do_bench with its defaults (eval.timing do_bench): its
@@ -1066,8 +1123,25 @@ class Runner:
             self.flag("side_stream_suspected")
 
     def timed(self, model, inputs, who):
+        return self.timing_failed(lambda: self.time_model(model, inputs), who)
+
+    def timed_pair(self, model, model_new, inputs):
+        """time_pair into self.timing (candidate, reference, pair) and self.speedup; the
+        candidate's stats, or None when timing failed."""
+        got = self.timing_failed(lambda: self.time_pair(model, model_new, inputs),
+                                 "ModelNew or Model")
+        if got is None:
+            return None
+        st, rst, pair = got
+        self.timing.update(candidate=st, reference=rst, pair=pair)
+        self.speedup = pair["speedup"]
+        return st
+
+    def timing_failed(self, fn, who):
+        """fn(), or None when it raised: a CUDA error is the candidate's (cuda_error),
+        anything else is flagged timing_error and the result stays correct but untimed."""
         try:
-            return self.time_model(model, inputs)
+            return fn()
         except Exception as e:
             if is_cuda_error(e):
                 self.correct = False
@@ -1201,20 +1275,18 @@ class Runner:
         if int(self.req.get("perf_trials", 100)) <= 0:
             return "ok", msg
         inputs = self.make_inputs(ref, self.seed)
-        st = self.timed(model_new, inputs, "ModelNew")
-        self.timing["candidate"] = st
+        if self.req.get("time_reference"):
+            st = self.timed_pair(model, model_new, inputs)
+        else:
+            st = self.timed(model_new, inputs, "ModelNew")
+            self.timing["candidate"] = st
         if st is not None:
             self.check_side_stream(st)
             msg += ", %.4g ms" % st["mean_ms"]
-        if self.req.get("time_reference") and st is not None:
-            rst = self.timed(model, inputs, "Model")
-            self.timing["reference"] = rst
-            if rst is not None and st["mean_ms"] > 0:
-                self.speedup = rst["mean_ms"] / st["mean_ms"]
-                msg += " (reference %.4g ms, speedup %.3g)" % (rst["mean_ms"], self.speedup)
-                limit = self.req.get("excessive_speedup")  # kforge's FB_EXCESSIVE_SPEEDUP
-                if isinstance(limit, (int, float)) and self.speedup > limit:
-                    self.flag("excessive_speedup")
+        if self.speedup is not None:
+            msg += " (reference %.4g ms, speedup %.3g, 95%% interval %s)" % (
+                self.timing["reference"]["mean_ms"], self.speedup,
+                "-".join(fmt(x) for x in self.timing["pair"]["ci95"] or ["n/a"]))
         self.check_leftovers()
         return "ok", msg
 
@@ -2002,6 +2074,30 @@ def stats(samples):
     med = srt[n // 2] if n % 2 else 0.5 * (srt[n // 2 - 1] + srt[n // 2])
     return {"mean_ms": mean, "std_ms": math.sqrt(var), "min_ms": srt[0], "max_ms": srt[-1],
             "median_ms": med, "trials": n}
+
+
+def speedup_interval(rst, st, passes, rounds):
+    """The speedup of a reference over a candidate timed in one process: the ratio of
+    their means (KernelBench's speedup), a 95% interval for it from the trials' spread
+    (the delta method on the log of the ratio: a relative standard error of
+    sqrt(sd_r^2/(n_r mean_r^2) + sd_c^2/(n_c mean_c^2)), so the interval stays positive),
+    "spread" the interval's relative half-width, and the ratio of medians, which one
+    preempted trial cannot move."""
+    pair = {"speedup": None, "ci95": None, "spread": None, "median_speedup": None,
+            "passes": passes, "rounds": rounds}
+    if not rst or not st or not rst.get("mean_ms") or not st.get("mean_ms"):
+        return pair
+    pair["speedup"] = rst["mean_ms"] / st["mean_ms"]
+    if rst.get("median_ms") and st.get("median_ms"):
+        pair["median_speedup"] = rst["median_ms"] / st["median_ms"]
+    n_r, n_c = rst.get("trials") or 0, st.get("trials") or 0
+    if n_r > 1 and n_c > 1:
+        rel = math.sqrt((rst["std_ms"] / rst["mean_ms"]) ** 2 / n_r +
+                        (st["std_ms"] / st["mean_ms"]) ** 2 / n_c)
+        pair["ci95"] = [pair["speedup"] * math.exp(-1.96 * rel),
+                        pair["speedup"] * math.exp(1.96 * rel)]
+        pair["spread"] = math.exp(1.96 * rel) - 1.0
+    return pair
 
 
 def fmt(x):

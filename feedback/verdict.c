@@ -5,6 +5,7 @@
  * eval` both come here, so the same files get the same verdict in both.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,8 @@ static const struct flag_rule {
 	{ "processes_left", FB_VERDICT_REJECTED,
 	  "a child process it started was still running after forward returned" },
 	{ "excessive_speedup", FB_VERDICT_SUSPECT,
-	  "its speedup over the reference is above KernelBench's review threshold" },
+	  "its speedup over the reference, the whole of its 95% interval, is above "
+	  "KernelBench's review threshold (10x)" },
 	{ "side_stream_suspected", FB_VERDICT_SUSPECT,
 	  "its wall time is well above its CUDA-event time: work may run on a stream the "
 	  "timing does not see" },
@@ -217,7 +219,7 @@ fb_rejection(const json_t *findings)
 			   "details", "message", message != NULL ? message :
 			   "the static checks rejected it");
 	free(message);
-	(void)fb_judge(result, findings, -1);
+	(void)fb_judge(result, findings, NULL);
 	return result;
 }
 
@@ -246,8 +248,59 @@ add_reasons(json_t *reasons, const json_t *findings, const json_t *flags, enum f
 	return added;
 }
 
+/* A number of result's at path (NULL-terminated keys), or -1 where it is not a finite
+ * positive number. */
+static double
+positive_at(const json_t *v, const char *const *path)
+{
+	double	d;
+
+	for (; *path != NULL; path++)
+		v = json_object_get(v, *path);
+	d = json_is_number(v) ? json_number_value(v) : -1;
+	return isfinite(d) && d > 0 ? d : -1;
+}
+
+/*
+ * The speedup of a correct result, settled in one place for runs and `kforge eval`: the
+ * runner's, from the reference timed beside the candidate in one process (KernelBench's
+ * ratio of means, with its 95% interval); else, where the runner timed the candidate
+ * alone, the baseline's reference mean over the candidate's (no interval). Sets the
+ * result's speedup, speedup_ci95 and ref_runtime_ms (null where not measured); returns
+ * the interval's lower end, the speedup itself where it has none, or -1.
+ */
+static double
+settle_speedup(json_t *result, const json_t *baseline, bool correct)
+{
+	static const char *const cand[] = { "timing", "candidate", "mean_ms", NULL };
+	static const char *const ref[] = { "timing", "reference", "mean_ms", NULL };
+	static const char *const base[] = { "eager", "mean_ms", NULL };
+	double	 cand_ms = positive_at(result, cand), ref_ms = positive_at(result, ref);
+	double	 speedup = -1, low = -1;
+	json_t	*ci = NULL;
+
+	if (ref_ms > 0) {
+		ci = json_object_get(json_object_get(json_object_get(result, "timing"), "pair"),
+				     "ci95");
+		ci = json_array_size(ci) == 2 ? json_incref(ci) : NULL;
+	} else {
+		ref_ms = positive_at(baseline, base);
+	}
+	if (correct && cand_ms > 0 && ref_ms > 0) {
+		speedup = ref_ms / cand_ms;
+		low = ci != NULL && json_is_number(json_array_get(ci, 0)) ?
+		      json_number_value(json_array_get(ci, 0)) : speedup;
+	}
+	json_object_set_new(result, "ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null());
+	json_object_set_new(result, "speedup", speedup > 0 ? json_real(speedup) : json_null());
+	json_object_set_new(result, "speedup_ci95", speedup > 0 && ci != NULL ? ci : json_null());
+	if (speedup <= 0)
+		json_decref(ci);
+	return low;
+}
+
 enum fb_verdict
-fb_judge(json_t *result, const json_t *findings, double speedup)
+fb_judge(json_t *result, const json_t *findings, const json_t *baseline)
 {
 	const char		*status = json_string_value(json_object_get(result, "status"));
 	bool			 correct = json_is_true(json_object_get(result, "correct"));
@@ -256,7 +309,11 @@ fb_judge(json_t *result, const json_t *findings, double speedup)
 
 	if (!json_is_array(flags))
 		json_object_set_new(result, "flags", flags = json_array());
-	if (speedup > FB_EXCESSIVE_SPEEDUP && !kb_json_has_string(flags, "excessive_speedup"))
+	/* Flagged only when the whole interval lies above the threshold: a reference
+	 * slowed by one preempted trial does not make an honest kernel suspect. */
+	if (settle_speedup(result, baseline, correct && status != NULL &&
+			   strcmp(status, "ok") == 0) > FB_EXCESSIVE_SPEEDUP &&
+	    !kb_json_has_string(flags, "excessive_speedup"))
 		json_array_append_new(flags, json_string("excessive_speedup"));
 	if (findings != NULL)
 		json_object_set(result, "findings", (json_t *)findings);

@@ -445,6 +445,7 @@ runner_request(struct task_run *t, enum fb_mode mode, const struct candidate *c,
 	req->build_dir = c != NULL ? c->build : NULL;
 	req->work_dir = c != NULL ? c->work : NULL;
 	req->device_index = l->cls == GPOOL_EXEC ? gpool_device(l->pool, l->slot) : -1;
+	req->time_reference = mode == FB_EXECUTE;
 	req->on_start = mode == FB_PRECOMPILE ? record_runner_compiling :
 			mode == FB_EXECUTE ? record_runner_executing : record_runner;
 	req->on_start_arg = l;
@@ -594,17 +595,19 @@ slug(const char *in, char *out, size_t n)
 	out[j] = '\0';
 }
 
-/* The reference's timing on this device model, measured once and shared by every task of
+/* The reference alone on this device model, measured once and shared by every task of
  * the problem and by later runs (fb_baseline_path's key), flock'ed so two samples or two
- * runs do not both measure it. */
+ * runs do not both measure it: a reference that fails here is the problem's fault, not
+ * the candidate's. The speedup itself comes from the reference timed beside the
+ * candidate in the execute step (fb_judge). */
 static int
-baseline_ms(struct task_run *t, struct lease *lease, int device, double *ms, json_t **info)
+baseline_of(struct task_run *t, struct lease *lease, int device, json_t **info)
 {
 	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
 	char			 name[256], s[256], dir[PATH_MAX], path[PATH_MAX], lock[PATH_MAX];
 	char			 work[PATH_MAX], shared[PATH_MAX] = "", shared_lock[PATH_MAX];
-	json_t			*b = NULL, *eager;
+	json_t			*b = NULL;
 	int			 fd, sfd = -1, rc = 0;
 
 	device_name(t, device, name, sizeof(name));
@@ -652,8 +655,6 @@ baseline_ms(struct task_run *t, struct lease *lease, int device, double *ms, jso
 		json_decref(b);
 		return rc;
 	}
-	eager = json_object_get(b, "eager");
-	*ms = json_is_object(eager) ? json_number_value(json_object_get(eager, "mean_ms")) : -1;
 	*info = b;
 	return 0;
 }
@@ -799,7 +800,7 @@ fsm_act_execute(struct task_run *t)
 	struct fb_outcome	 o = { 0 };
 	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1, 0, 0 };
 	struct candidate	 c;
-	double			 ref_ms = -1, speedup = -1;
+	double			 speedup = -1;
 	json_t			*base = NULL, *result, *findings;
 	enum fb_status		 bst;
 	enum fb_verdict		 verdict;
@@ -817,7 +818,7 @@ fsm_act_execute(struct task_run *t)
 		if ((rc = lease_take(t, &lease)) < 0)
 			return rc;
 		device = gpool_device(t->ctx->pool, lease.slot);
-		rc = baseline_ms(t, &lease, device, &ref_ms, &base);
+		rc = baseline_of(t, &lease, device, &base);
 		bst = FB_ST_CRASHED;
 		if (rc == 0)
 			(void)fb_status_parse(json_string_value(json_object_get(base, "status")),
@@ -844,7 +845,6 @@ fsm_act_execute(struct task_run *t)
 		json_object_del(t->data, "gpus_left");
 		json_decref(base);
 		base = NULL;
-		ref_ms = -1;
 		fb_outcome_clear(&o);
 		memset(&o, 0, sizeof(o));
 	}
@@ -891,14 +891,12 @@ fsm_act_execute(struct task_run *t)
 		return ev;
 	}
 	result = json_incref(o.result);
-	if (o.correct && o.runtime_ms > 0 && ref_ms > 0)
-		speedup = ref_ms / o.runtime_ms;
 	findings = read_turn_json(t, t->turn, "static.json");
-	verdict = fb_judge(result, json_object_get(findings, "findings"), speedup);
+	verdict = fb_judge(result, json_object_get(findings, "findings"), base);
 	json_decref(findings);
 	json_object_set_new(result, "baseline", json_incref(base));
-	json_object_set_new(result, "ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null());
-	json_object_set_new(result, "speedup", speedup > 0 ? json_real(speedup) : json_null());
+	if (json_is_number(json_object_get(result, "speedup")))
+		speedup = json_number_value(json_object_get(result, "speedup"));
 	rc = o.log != NULL ? fsm_put_artifact(t, "execute_log", "execute.log", o.log,
 					      strlen(o.log)) : 0;
 	if (rc != -KB_ENOSPC)

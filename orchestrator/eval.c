@@ -101,6 +101,13 @@ runner_tolerances(void)
 	return tol;
 }
 
+/* A judged result's number (fb_judge settles them), or -1 where it is null. */
+static double
+measured_ms(const json_t *v)
+{
+	return json_is_number(v) ? json_number_value(v) : -1;
+}
+
 void
 orch_eval_help(void)
 {
@@ -142,9 +149,13 @@ orch_eval_help(void)
 	}
 	printf("  eval.timing %s on cuda (cuda_event: KernelBench's CUDA events; host_time; "
 	       "do_bench:\n  Triton's, where Triton imports), the host clock on cpu; "
-	       "eval.l2_flush %s; the first trial\n  discarded; eval.allow_tf32 %s (fp32)\n",
+	       "eval.l2_flush %s; the first trial\n  discarded; eval.allow_tf32 %s (fp32)\n"
+	       "  the reference timed beside the candidate in one process, interleaved; the speedup\n"
+	       "  (reference mean / candidate mean) with its 95%% interval, passes added while that\n"
+	       "  is wider than +-%.0f%% (at most %d); excessive_speedup when all of it is above %gx\n",
 	       cfg.eval.timing, cfg.eval.l2_flush ? "true" : "false",
-	       cfg.eval.allow_tf32 ? "true" : "false");
+	       cfg.eval.allow_tf32 ? "true" : "false", FB_TIMING_MAX_SPREAD * 100,
+	       FB_TIMING_MAX_PASSES, FB_EXCESSIVE_SPEEDUP);
 	json_decref(tol);
 	kb_config_clear(&cfg);
 }
@@ -267,17 +278,15 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 			if (base.status == FB_ST_OK && bpath[0] != '\0')
 				(void)kb_write_atomic_json(bpath, brec);
 		}
-		if (json_is_object(json_object_get(brec, "eager")))
-			ref_ms = json_number_value(json_object_get(json_object_get(brec, "eager"),
-								   "mean_ms"));
 		req.mode = FB_EXECUTE;
+		req.time_reference = true;
 		if ((rc = fb_run(&cfg, &req, &ex)) < 0)
 			goto out_fail;
 		final = &ex;
-		if (ex.correct && ex.runtime_ms > 0 && ref_ms > 0)
-			speedup = ref_ms / ex.runtime_ms;
 	}
-	verdict = fb_judge(final->result, findings, speedup);
+	verdict = fb_judge(final->result, findings, brec);
+	ref_ms = measured_ms(json_object_get(final->result, "ref_runtime_ms"));
+	speedup = measured_ms(json_object_get(final->result, "speedup"));
 judged:
 	status = json_string_value(json_object_get(final->result, "status"));
 	if (status == NULL)
@@ -292,6 +301,9 @@ judged:
 			"ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null(), "speedup",
 			speedup > 0 ? json_real(speedup) : json_null(), "device", cfg.eval.device,
 			"result", final->result);
+	json_object_set_new(out, "speedup_ci95", speedup > 0 &&
+			    json_object_get(final->result, "speedup_ci95") != NULL ?
+			    json_incref(json_object_get(final->result, "speedup_ci95")) : json_null());
 	/* What each step cost, for scripts and tools/bench/inner: 0 s on a cache hit. */
 	json_object_set_new(out, "steps", json_pack("{s:{s:f, s:b}, s:o, s:o}",
 		"precompile", "wall_s", pre_hit ? 0.0 : pre.wall_ms / 1000.0, "cache_hit", pre_hit,
@@ -312,7 +324,13 @@ judged:
 			printf("runtime: %.4f ms\n", final->runtime_ms);
 		if (ref_ms > 0)
 			printf("reference: %.4f ms\n", ref_ms);
-		if (speedup > 0)
+		if (speedup > 0 && json_array_size(json_object_get(final->result, "speedup_ci95")) == 2)
+			printf("speedup: %.3fx (95%% interval %.3f-%.3fx)\n", speedup,
+			       json_number_value(json_array_get(json_object_get(final->result,
+									"speedup_ci95"), 0)),
+			       json_number_value(json_array_get(json_object_get(final->result,
+									"speedup_ci95"), 1)));
+		else if (speedup > 0)
 			printf("speedup: %.3fx\n", speedup);
 		if (json_array_size(flags) > 0) {
 			char *f = json_dumps(flags, JSON_COMPACT);

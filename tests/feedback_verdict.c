@@ -4,6 +4,8 @@
  * broken rules winning over a correct output, the rejection record of static findings,
  * and the feedback text the model reads. No Python needed.
  */
+#include <math.h>
+
 #include "feedback_testutil.h"
 
 static json_t *
@@ -38,9 +40,20 @@ judge(const char *result_json, const char *findings_json, double speedup, json_t
 	json_t		*findings = findings_json != NULL ? parse(findings_json) : NULL;
 	enum fb_verdict	 v;
 
+	json_t		*baseline = NULL;
+
+	/* speedup > 0: a candidate timed alone at 1 ms against a baseline's reference. */
 	*out = parse(result_json);
-	v = fb_judge(*out, findings, speedup);
+	if (speedup > 0) {
+		json_object_set_new(*out, "timing", json_pack("{s:{s:f}}", "candidate", "mean_ms",
+							      1.0));
+		baseline = json_pack("{s:{s:f}}", "eager", "mean_ms", speedup);
+	}
+	v = fb_judge(*out, findings, baseline);
 	json_decref(findings);
+	json_decref(baseline);
+	if (speedup > 0 && v != FB_VERDICT_INCORRECT && v != FB_VERDICT_REJECTED)
+		CHECK(fabs(json_number_value(json_object_get(*out, "speedup")) - speedup) < 1e-12);
 	CHECK(strcmp(json_string_value(json_object_get(*out, "verdict")) ?: "",
 		     fb_verdict_name(v)) == 0);
 	return v;
@@ -120,6 +133,55 @@ test_verdicts(void)
 	json_decref(r);
 }
 
+/* The speedup is settled in fb_judge: the runner's reference, timed beside the candidate,
+ * over a baseline's; the excessive flag only where the whole interval is above the
+ * threshold; no speedup for a wrong result. */
+static void
+test_speedup(void)
+{
+	json_t	*base = parse("{\"eager\": {\"mean_ms\": 100.0}}");
+	json_t	*r;
+
+	/* In-process pair: 12x by the means, but the interval reaches below 10x. */
+	r = parse("{\"status\": \"ok\", \"correct\": true, \"timing\": {\"candidate\": "
+		  "{\"mean_ms\": 1.0}, \"reference\": {\"mean_ms\": 12.0}, \"pair\": "
+		  "{\"ci95\": [7.5, 19.0]}}}");
+	CHECK(fb_judge(r, NULL, base) == FB_VERDICT_CORRECT);
+	CHECK(fabs(json_number_value(json_object_get(r, "speedup")) - 12.0) < 1e-12);
+	CHECK(fabs(json_number_value(json_object_get(r, "ref_runtime_ms")) - 12.0) < 1e-12);
+	CHECK(json_number_value(json_array_get(json_object_get(r, "speedup_ci95"), 0)) == 7.5);
+	CHECK(!names(r, "excessive_speedup"));
+	json_decref(r);
+	/* The whole interval above it: suspect. */
+	r = parse("{\"status\": \"ok\", \"correct\": true, \"timing\": {\"candidate\": "
+		  "{\"mean_ms\": 1.0}, \"reference\": {\"mean_ms\": 12.0}, \"pair\": "
+		  "{\"ci95\": [10.5, 13.0]}}}");
+	CHECK(fb_judge(r, NULL, base) == FB_VERDICT_SUSPECT);
+	CHECK(names(r, "excessive_speedup"));
+	json_decref(r);
+	/* Timed alone: the baseline's reference, no interval (100x: suspect). */
+	r = parse("{\"status\": \"ok\", \"correct\": true, \"timing\": {\"candidate\": "
+		  "{\"mean_ms\": 1.0}}}");
+	CHECK(fb_judge(r, NULL, base) == FB_VERDICT_SUSPECT);
+	CHECK(fabs(json_number_value(json_object_get(r, "speedup")) - 100.0) < 1e-12);
+	CHECK(json_is_null(json_object_get(r, "speedup_ci95")));
+	json_decref(r);
+	/* Wrong: no speedup, whatever the timings; the reference's time is still told. */
+	r = parse("{\"status\": \"value_mismatch\", \"correct\": false, \"timing\": "
+		  "{\"candidate\": {\"mean_ms\": 0.01}}}");
+	CHECK(fb_judge(r, NULL, base) == FB_VERDICT_INCORRECT);
+	CHECK(json_is_null(json_object_get(r, "speedup")) && !names(r, "excessive_speedup"));
+	CHECK(fabs(json_number_value(json_object_get(r, "ref_runtime_ms")) - 100.0) < 1e-12);
+	json_decref(r);
+	/* No baseline and no reference: no speedup. */
+	r = parse("{\"status\": \"ok\", \"correct\": true, \"timing\": {\"candidate\": "
+		  "{\"mean_ms\": 1.0}}}");
+	CHECK(fb_judge(r, NULL, NULL) == FB_VERDICT_CORRECT);
+	CHECK(json_is_null(json_object_get(r, "speedup")));
+	json_decref(r);
+	json_decref(base);
+}
+
 static void
 test_rejection_and_text(void)
 {
@@ -154,7 +216,7 @@ test_rejection_and_text(void)
 
 	/* A suspect result lists its reasons, the line added where the message lacks it. */
 	r = parse("{\"status\": \"ok\", \"correct\": true}");
-	(void)fb_judge(r, warn_only, 1.0);
+	(void)fb_judge(r, warn_only, NULL);
 	text = fb_verdict_feedback(r);
 	CHECKM(text != NULL && strstr(text, "suspect") != NULL &&
 	       strstr(text, "- line 20: forward calls torch.relu (torch_compute)") != NULL,
@@ -164,7 +226,7 @@ test_rejection_and_text(void)
 
 	/* Correct with nothing to say: no text. */
 	r = parse("{\"status\": \"ok\", \"correct\": true}");
-	(void)fb_judge(r, NULL, 1.0);
+	(void)fb_judge(r, NULL, NULL);
 	CHECK(fb_verdict_feedback(r) == NULL);
 	json_decref(r);
 	json_decref(findings);
@@ -175,6 +237,7 @@ int
 main(void)
 {
 	test_verdicts();
+	test_speedup();
 	test_rejection_and_text();
 	return failures ? 1 : 0;
 }
