@@ -282,6 +282,10 @@ def is_out_of_memory(exc):
 # A problem whose output is near zero or constant on its inputs is checked again on its
 # inputs scaled by this (check_scaled).
 DEGENERATE_SCALE = 1000.0
+# The replay check: this many times during the first timing pass, this many elements of
+# each floating input are changed in place between timed calls (Runner.replay_check).
+REPLAY_CHECKS = 3
+REPLAY_ELEMENTS = 8
 RUNNER_THREAD = "kforge-runner"  # the runner's own threads; any other is the candidate's
 
 
@@ -952,6 +956,63 @@ class Runner:
         self.correct = True
         return passed
 
+    def replay_check(self, model, model_new, inputs, k):
+        """Whether the candidate still computes from its inputs while it is being timed:
+        a few elements of each floating input are changed in place (values taken from
+        other positions of the same tensor, so they stay in the problem's domain), then
+        both models run on those same buffers and their outputs are compared. An output
+        kept from an earlier call and found again by the buffers' addresses, the tensor
+        objects or a few sampled values misses the change. A mismatch flags stale_output
+        (the verdict rejects it); a reference that fails or turns non-finite on the
+        changed values (a problem whose inputs must keep a structure) skips the check.
+        The changed elements get their values back before the timing goes on."""
+        torch = self.torch
+        info = self.details.setdefault("replay_check", {"checks": 0})
+        if info.get("skipped") or "stale_output" in self.flags:
+            return
+        gen = torch.Generator().manual_seed(self.seed * 1009 + k)
+        saved = []
+        with torch.no_grad():
+            for x in inputs:
+                if not (isinstance(x, torch.Tensor) and x.is_floating_point()
+                        and x.numel() > 1 and x.is_contiguous()):
+                    continue
+                flat = x.view(-1)
+                dst = torch.randint(0, flat.numel(), (REPLAY_ELEMENTS,), generator=gen)
+                src = torch.randint(0, flat.numel(), (REPLAY_ELEMENTS,), generator=gen)
+                dst, src = dst.to(flat.device), src.to(flat.device)
+                saved.append((flat, dst, flat[dst].clone()))
+                flat[dst] = flat[src].clone()
+        if not saved:
+            return
+        try:
+            self.compare_changed(model, model_new, inputs, info)
+        finally:
+            with torch.no_grad():  # the timing goes on with the inputs it had
+                for flat, dst, old in saved:
+                    flat[dst] = old
+
+    def compare_changed(self, model, model_new, inputs, info):
+        torch = self.torch
+        try:
+            ref_outs = self.outputs_as_list(self.run_model(model, inputs, "Model"), "Model")
+            if not all(bool(torch.isfinite(r).all()) for r in ref_outs if r.is_floating_point()):
+                raise ValueError("non-finite reference output")
+        except Exception as e:  # an Outcome too: the reference's, not the candidate's
+            info["skipped"] = "the reference on the changed inputs: %s" % first_line(str(e))
+            return
+        cand_outs = self.outputs_as_list(self.run_model(model_new, inputs, "ModelNew"), "ModelNew")
+        info["checks"] += 1
+        for r, c in zip(ref_outs, cand_outs):
+            if tuple(r.shape) != tuple(c.shape):
+                continue
+            c = c.to(r.device, r.dtype)
+            if r.numel() and not bool(self.allclose(r, c, atol=self.atol, rtol=self.rtol)):
+                self.flag("stale_output")
+                info["failed_at"] = info["checks"]
+                info["max_abs_diff"] = float((r.double() - c.double()).abs().max())
+                return
+
     # ------------------------------------------------------------ timing
 
     def timing_setup(self):
@@ -1017,12 +1078,14 @@ class Runner:
         relative half-width), another pass is added, up to max_passes. Returns (candidate
         stats, reference stats, pair) where pair holds the speedup (reference mean /
         candidate mean, KernelBench's), its interval, the ratio of medians, the passes
-        and rounds. do_bench times each apart (Triton's own protocol), one after the
+        and rounds. REPLAY_CHECKS times in the first pass, between rounds, the inputs get
+        a few fresh values (replay_check). do_bench times each apart (Triton's own protocol), one after the
         other."""
         tcfg = self.req.get("timing") or {}
         method, trials, discard, warmup, flush_buf = self.timing_setup()
         if method == "do_bench":
             st = self.time_do_bench(model_new, inputs)
+            self.replay_check(model, model_new, inputs, 1)
             rst = self.time_do_bench(model, inputs)
             return st, rst, speedup_interval(rst, st, 1, 1)
         max_spread = float(tcfg.get("max_spread", 0.1))
@@ -1039,6 +1102,9 @@ class Runner:
             for m in (model, model_new):  # the discarded first trials
                 for _ in range(discard):
                     self.trial(m, inputs, method, flush_buf)
+            per_pass = -(-trials // block)
+            replay_at = {1 + i * (per_pass - 1) // max(1, REPLAY_CHECKS - 1)
+                         for i in range(REPLAY_CHECKS)}
             while True:
                 passes += 1
                 left = trials
@@ -1049,6 +1115,8 @@ class Runner:
                         out.extend(self.trial(m, inputs, method, flush_buf) for _ in range(n))
                     left -= n
                     rounds += 1
+                    if passes == 1 and rounds in replay_at:
+                        self.replay_check(model, model_new, inputs, rounds)
                 st, rst = stats(cand_s), stats(ref_s)
                 pair = speedup_interval(rst, st, passes, rounds)
                 if (passes >= max_passes or pair["speedup"] is None

@@ -50,6 +50,10 @@ static const struct flag_rule {
 	{ "tf32_enabled", FB_VERDICT_REJECTED,
 	  "it turned TF32 on in an fp32 evaluation (lower precision than the reference's; "
 	  "restored after it ran)" },
+	{ "stale_output", FB_VERDICT_REJECTED,
+	  "after a few of its input values were changed in place between timed calls, its "
+	  "output no longer matched the reference's: an output kept from an earlier call "
+	  "(outputs must be computed from each call's inputs)" },
 	{ "threads_left", FB_VERDICT_REJECTED,
 	  "a thread it started was still running after forward returned: work must happen "
 	  "inside forward, in the caller's thread" },

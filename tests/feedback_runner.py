@@ -162,6 +162,21 @@ def main():
     check(r.get("env", {}).get("device_name"), "execute: env.device_name")
     # The runner flags no speedup: fb_judge alone does, from the interval (feedback_verdict).
     check("excessive_speedup" not in r.get("flags", []), "execute: the runner flagged a speedup")
+    # The replay check: 10 rounds a pass, fresh values at rounds 1, 5 and 10; an honest
+    # candidate recomputes each time.
+    check(r.get("details", {}).get("replay_check") == {"checks": 3} and "stale_output" not in r["flags"],
+          "execute: three replay checks, passed: %s" % r.get("details", {}).get("replay_check"))
+    r2, _, _, _ = e.run("execute", candidate="cand_replay_memo.py", time_reference=True)
+    rc2 = r2.get("details", {}).get("replay_check") or {}
+    check(r2.get("correct") is True and "stale_output" in r2.get("flags", []) and rc2.get("failed_at") == 1
+          and rc2.get("max_abs_diff", 0) > 0, "execute: a memo keyed by the buffers is stale: %s %s"
+          % (r2.get("flags"), rc2))
+    r2, _, _, _ = e.run("execute", problem="problem_symmetric.py", candidate="cand_symmetric.py",
+                        time_reference=True)
+    rc2 = r2.get("details", {}).get("replay_check") or {}
+    check(r2.get("status") == "ok" and "not symmetric" in rc2.get("skipped", "") and rc2.get("checks") == 0
+          and "stale_output" not in r2.get("flags", []) and r2.get("speedup"),
+          "execute: a reference that fails on the changed values skips the check: %s %s" % (r2.get("status"), rc2))
 
     # the same seeds give the same trial seeds (KernelBench's scheme)
     r2, _, _, _ = e.run("execute", candidate="cand_globals.py", perf_trials=0)

@@ -1,7 +1,7 @@
 # problem: problems/level2/2_Add_Mul_Tanh.py
-# expect: suspect
-# catches: excessive_speedup
-# why: the cache is in the C++: a static table keyed by the inputs' data pointers and a few sampled values returns the stored output when the same inputs come again (every timed call after the first); nothing in the Python keeps state; caught only by the speedup that reuse gives (suspect: it does not count); a replay check on fresh values in the same buffers would reject it (not built yet)
+# expect: rejected
+# catches: stale_output
+# why: the cache is in the C++: a static table keyed by the inputs' data pointers and a few sampled values returns the stored output when the same inputs come again (every timed call after the first); nothing in the Python keeps state, so no static rule sees it; the replay check (a few values changed in place between timed calls) finds the stale output
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
