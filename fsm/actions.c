@@ -1086,6 +1086,9 @@ fsm_act_feedback(struct task_run *t)
 	json_object_set_new(t->data, "compiled", json_boolean(o.compiled));
 	json_object_set_new(t->data, "correct", json_boolean(o.correct));
 	json_object_set_new(t->data, "speedup", o.speedup > 0 ? json_real(o.speedup) : json_null());
+	json_object_set_new(t->data, "speedup_ci95", o.speedup > 0 &&
+			    json_array_size(json_object_get(o.result, "speedup_ci95")) == 2 ?
+			    json_incref(json_object_get(o.result, "speedup_ci95")) : json_null());
 	json_object_set_new(t->data, "runtime_ms",
 			    o.runtime_ms > 0 ? json_real(o.runtime_ms) : json_null());
 	json_object_set_new(t->data, "ref_runtime_ms",

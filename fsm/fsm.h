@@ -76,6 +76,10 @@ struct fsm_summary {
 	int		 turn;		/* current or last turn */
 	int		 turns_done;	/* turns with a FEEDBACK record */
 	double		 best_speedup;	/* best correct speedup so far, -1 when none */
+	/* The highest lower and upper ends of the 95% intervals of the correct turns'
+	 * speedups (a turn timed without one counts its speedup for both), -1 when none:
+	 * fast_p is certain where best_lo > p, possible where best_hi > p. */
+	double		 best_lo, best_hi;
 	int		 best_turn;
 	bool		 any_compiled, any_correct;
 	double		 best_at_turn[256];	/* best correct speedup up to turn k (index k-1) */

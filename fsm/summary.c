@@ -74,6 +74,24 @@ turn_counts(struct summarizing *z, int turn, json_t *d)
 	return false;
 }
 
+/* Takes a counted turn's speedup interval (ci: [lo, hi], or none: the speedup itself)
+ * into best_lo and best_hi. */
+static void
+ci_widen(struct fsm_summary *s, double speedup, const json_t *ci)
+{
+	double	lo = speedup, hi = speedup;
+
+	if (speedup > 0 && json_array_size(ci) == 2 && json_is_number(json_array_get(ci, 0)) &&
+	    json_is_number(json_array_get(ci, 1))) {
+		lo = json_number_value(json_array_get(ci, 0));
+		hi = json_number_value(json_array_get(ci, 1));
+	}
+	if (lo > s->best_lo)
+		s->best_lo = lo;
+	if (hi > s->best_hi)
+		s->best_hi = hi;
+}
+
 static int
 summarize_record(const struct kb_tlog_rec *rec, void *arg)
 {
@@ -122,6 +140,7 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 		 * else is "correct, speed unknown", 0, so best_speedup stays -1 or >= 0. */
 		v = json_object_get(d, "speedup");
 		speedup = json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : 0;
+		ci_widen(s, speedup, json_object_get(d, "speedup_ci95"));
 		if (speedup > s->best_speedup) {
 			s->best_speedup = speedup;
 			s->best_turn = rec->turn;
@@ -160,7 +179,7 @@ fsm_summarize_accepting(const char *run_dir, const char *task_id, const char *co
 
 	memset(out, 0, sizeof(*out));
 	out->state = FSM_ST_GENERATE;
-	out->best_speedup = -1;
+	out->best_speedup = out->best_lo = out->best_hi = -1;
 	if (fsm_log_path(run_dir, task_id, path, sizeof(path)) < 0)
 		return -KB_ETOOBIG;
 	rc = kb_tlog_read(path, summarize_record, &z);

@@ -729,6 +729,9 @@ orch_cmd_tail(const char *dir, const char *task, bool follow)
 struct tally {
 	int	 tasks, compiled, correct;
 	int	 fast[N_FAST_P];
+	/* Tasks whose best interval's lower end (certain) or upper end (possible) is
+	 * above p: the range fast_p spans within the timing's 95% intervals. */
+	int	 fast_lo[N_FAST_P], fast_hi[N_FAST_P];
 	int	*fast1_at;	/* per turn */
 	int	 nturns;
 	double	 log_speedup_sum;
@@ -758,8 +761,11 @@ tally_add(struct tally *t, const struct fsm_summary *s)
 		if (s->best_speedup > 0)
 			t->log_speedup_sum += log(s->best_speedup);
 	}
-	for (size_t i = 0; i < N_FAST_P; i++)
+	for (size_t i = 0; i < N_FAST_P; i++) {
 		t->fast[i] += s->any_correct && s->best_speedup > fast_p_levels[i];
+		t->fast_lo[i] += s->any_correct && s->best_lo > fast_p_levels[i];
+		t->fast_hi[i] += s->any_correct && s->best_hi > fast_p_levels[i];
+	}
 	for (int k = 0; k < t->nturns; k++) {
 		/* A task that ended before turn k keeps its best from its last turn. */
 		double best = s->nbest == 0 ? -1 : s->best_at_turn[k < s->nbest ? k : s->nbest - 1];
@@ -773,22 +779,26 @@ static json_t *
 tally_json(const struct tally *t)
 {
 	double	 n = t->tasks > 0 ? t->tasks : 1;
-	json_t	*fp = json_object(), *at = json_array();
+	json_t	*fp = json_object(), *fpi = json_object(), *at = json_array(), *out;
 	char	 key[16];
 
 	for (size_t i = 0; i < N_FAST_P; i++) {
 		snprintf(key, sizeof(key), "%g", fast_p_levels[i]);
 		json_object_set_new(fp, key, json_real(t->fast[i] / n));
+		json_object_set_new(fpi, key, json_pack("[f, f]", t->fast_lo[i] / n,
+							t->fast_hi[i] / n));
 	}
 	for (int k = 0; k < t->nturns; k++)
 		json_array_append_new(at, json_real(t->fast1_at[k] / n));
-	return json_pack("{s:i, s:f, s:f, s:o, s:o, s:{s:i, s:i}, s:o, s:O}", "tasks", t->tasks,
-			 "compiled", t->compiled / n, "fast_0", t->correct / n, "fast_p", fp,
-			 "fast_1_at_turn", at, "counts", "compiled", t->compiled, "correct",
-			 t->correct, "geomean_speedup_correct",
-			 t->correct > 0 ? json_real(exp(t->log_speedup_sum / t->correct)) :
-					  json_null(),
-			 "last_status", t->statuses);
+	out = json_pack("{s:i, s:f, s:f, s:o, s:o, s:{s:i, s:i}, s:o, s:O}", "tasks", t->tasks,
+			"compiled", t->compiled / n, "fast_0", t->correct / n, "fast_p", fp,
+			"fast_1_at_turn", at, "counts", "compiled", t->compiled, "correct",
+			t->correct, "geomean_speedup_correct",
+			t->correct > 0 ? json_real(exp(t->log_speedup_sum / t->correct)) :
+					 json_null(),
+			"last_status", t->statuses);
+	json_object_set_new(out, "fast_p_interval", fpi);
+	return out;
 }
 
 static void
@@ -906,7 +916,12 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 			tally_print(label, &lv[l]);
 		}
 		tally_print("overall", &all);
-		printf("\nfast_1 by turn (best kernel up to turn N):\n ");
+		printf("\nfast_p within the timing's 95%% intervals (overall; certain-possible):\n ");
+		for (size_t i = 0; i < N_FAST_P; i++)
+			printf(" fast_%g %.1f-%.1f%%", fast_p_levels[i],
+			       100.0 * all.fast_lo[i] / (all.tasks > 0 ? all.tasks : 1),
+			       100.0 * all.fast_hi[i] / (all.tasks > 0 ? all.tasks : 1));
+		printf("\n\nfast_1 by turn (best kernel up to turn N):\n ");
 		for (int k = 0; k < nturns; k++)
 			printf(" %d:%.1f%%", k + 1,
 			       100.0 * all.fast1_at[k] / (all.tasks > 0 ? all.tasks : 1));

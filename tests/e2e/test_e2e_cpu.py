@@ -131,8 +131,9 @@ check("compile_error" in tail and "DONE" in tail, "tail lines lack the outcome")
 best = {}
 best_at = {}
 compiled = {}
+best_ci = {}  # the highest lower and upper ends of the counted turns' 95% intervals
 for task in expected:
-    b, at, comp = -1.0, [], False
+    b, at, comp, lo, hi = -1.0, [], False, -1.0, -1.0
     for k in (1, 2, 3):
         tdir = os.path.join(run_dir, "tasks", task, "turns", str(k))
         cpath = os.path.join(tdir, "compile.json")
@@ -141,12 +142,17 @@ for task in expected:
         rpath = os.path.join(tdir, "result.json")
         if os.path.exists(rpath):
             res = json.load(open(rpath))
-            if res["correct"]:
+            if res["correct"] and res["verdict"] == "correct":
+                # The reference timed beside the candidate, in the same runner.
                 cand = res["timing"]["candidate"]["mean_ms"]
-                ref = res["baseline"]["eager"]["mean_ms"]
+                ref = res["timing"]["reference"]["mean_ms"]
                 b = max(b, ref / cand)
+                ci = res["speedup_ci95"]
+                check(ci and ci[0] <= res["speedup"] <= ci[1] and abs(res["speedup"] - ref / cand) < 1e-9,
+                      "%s turn %d: speedup %s, interval %s" % (task, k, res["speedup"], ci))
+                lo, hi = max(lo, ci[0]), max(hi, ci[1])
         at.append(b)
-    best[task], best_at[task], compiled[task] = b, at, comp
+    best[task], best_at[task], compiled[task], best_ci[task] = b, at, comp, (lo, hi)
 
 rep = json.loads(kforge("report", run_dir, "--json").stdout)
 
@@ -163,6 +169,11 @@ def expect_level(L, tasks):
     for p in ("0.5", "1", "1.5", "2"):
         want = sum(best[t] > float(p) for t in tasks) / n
         check(approx(L["fast_p"][p], want), "report: fast_%s is %s, want %s" % (p, L["fast_p"][p], want))
+        want_ci = [sum(best_ci[t][e] > float(p) for t in tasks) / n for e in (0, 1)]
+        got_ci = L["fast_p_interval"][p]
+        check(approx(got_ci[0], want_ci[0]) and approx(got_ci[1], want_ci[1]) and
+              got_ci[0] <= L["fast_p"][p] <= got_ci[1],
+              "report: fast_%s's interval is %s, want %s" % (p, got_ci, want_ci))
     want_at = [sum(best_at[t][k] > 1.0 for t in tasks) / n for k in range(3)]
     check(len(L["fast_1_at_turn"]) == 3 and all(approx(a, b) for a, b in zip(L["fast_1_at_turn"], want_at)),
           "report: fast_1_at_turn %s, want %s" % (L["fast_1_at_turn"], want_at))
