@@ -117,8 +117,9 @@ struct fb_request {
 	void		*stop_arg;
 };
 
-/* A speedup over the reference whose whole 95% interval lies above this is flagged
- * "excessive_speedup" (KernelBench's review threshold), by fb_judge alone. */
+/* A speedup over the reference above this, by the ratio of means and by the ratio of
+ * medians (where the runner timed both models), is flagged "excessive_speedup"
+ * (KernelBench's review threshold), by fb_judge alone. */
 #define FB_EXCESSIVE_SPEEDUP	10.0
 /* Interleaved timing (time_reference): passes of perf_trials trials of each are added
  * while the speedup's 95% interval is wider than FB_TIMING_MAX_SPREAD of it (relative
@@ -367,13 +368,94 @@ json_t	*fb_rejection(const json_t *findings);
 /* Judges result (a runner's, or one of the above) in place: settles its "speedup",
  * "speedup_ci95" and "ref_runtime_ms" (the runner's when it timed the reference beside
  * the candidate, else baseline's eager mean over the candidate's; baseline may be NULL),
- * adds "excessive_speedup" to its flags when the speedup's interval lies wholly above
- * FB_EXCESSIVE_SPEEDUP, keeps the static findings (NULL: none) as "findings", and sets
+ * adds "excessive_speedup" to its flags when the speedup, by the means and by the
+ * medians, is above FB_EXCESSIVE_SPEEDUP, keeps the static findings (NULL: none) as "findings", and sets
  * "verdict" and "reasons". Returns the verdict. */
 enum fb_verdict	fb_judge(json_t *result, const json_t *findings, const json_t *baseline);
 /* The reasons of a judged result as text for the model, one "- line N: message" line
  * each, with a heading saying what the verdict means; NULL when the verdict is correct
  * or incorrect with no reason to add (the feedback says why already). */
 char	*fb_verdict_feedback(const json_t *result);
+
+/* ------------------------------------------------------------ the evaluation (evaluate.c)
+ * What every candidate goes through, one way for a run's turns and `kforge eval`: the
+ * static checks (fb_static_check, below), the build through the build cache
+ * (fb_eval_build), the reference alone through the baseline cache (fb_eval_baseline),
+ * the execution with the reference timed beside the candidate (fb_run), and the verdict
+ * with its speedup (fb_judge). fb_evaluate takes a candidate through all of them in a
+ * row (`kforge eval`); a run takes each step in the state and slot it belongs to
+ * (PRECOMPILE in a compile slot, EXECUTE on a leased GPU, with the GPU health rule after
+ * a fault), through the same functions. */
+
+/* A slot a step runs its runner in (a run's compile slot), taken only when the step
+ * must run one: take (< 0: not taken, the step returns it), ready (held, the runner is
+ * next), give. Any may be NULL. */
+struct fb_slot {
+	int	(*take)(void *arg);
+	void	(*ready)(void *arg);
+	void	(*give)(void *arg);
+	void	*arg;
+};
+struct fb_build {
+	json_t			*result;	/* the precompile's result (compile.json) */
+	bool			 cache_hit;	/* found beside the build, no runner ran */
+	struct fb_outcome	 ran;		/* the runner's, when one ran (its log) */
+};
+/* The build of req->candidate_path in req->build_dir (mode FB_PRECOMPILE): the outcome
+ * cached beside it (compile.json) for the same code, else a precompile in slot (the
+ * cache looked at again once the slot is held: another task may have built the same
+ * code meanwhile), whose outcome is cached, when it is the code's alone, before the slot
+ * is given back. A runner that failed for want of disk space (fb_runner_hit_full_disk)
+ * is -KB_ENOSPC, never cached. out is the caller's to fb_build_clear. */
+int	fb_eval_build(const struct kb_config *cfg, const struct fb_request *req,
+		      const char *run_dir, const struct fb_slot *slot, struct fb_build *out);
+void	fb_build_clear(struct fb_build *b);
+/* Whether a runner that failed did so because the disk is full (it said "No space left
+ * on device" and run_dir, the staging directory or the build cache is nearly full): no
+ * result about the kernel, to be neither cached nor fed back. */
+bool	fb_runner_hit_full_disk(const struct fb_outcome *o, const char *run_dir);
+
+struct fb_baseline {
+	json_t		*record;	/* fb_baseline_record's */
+	bool		 cache_hit;	/* the run's copy or the shared cache had it */
+	int64_t		 wall_ms;	/* of the baseline runner, when one ran */
+};
+/* The reference of req->problem_path alone on device_name (req's device, paths and
+ * hooks; run as FB_BASELINE): the run's own record (<run_dir>/baselines/<device>/
+ * <problem_key>.json: a resumed run compares against what it began with; run_dir NULL:
+ * none), else the shared cache's (fb_baseline_path), else measured and kept in both (an
+ * ok one only). Each is flock'ed, so two samples or two runs do not both measure it. */
+int	fb_eval_baseline(const struct kb_config *cfg, const struct fb_request *req,
+			 const char *problem_key, const char *device_name, const char *run_dir,
+			 struct fb_baseline *out);
+bool	fb_baseline_ok(const struct fb_baseline *b);
+void	fb_baseline_clear(struct fb_baseline *b);
+
+struct fb_evaluation {
+	enum fb_verdict		 verdict;
+	enum fb_status		 status;	/* the last step's; env_error for a failing
+						 * reference */
+	bool			 rejected;	/* by the static checks, never built */
+	bool			 compiled, correct;
+	json_t			*result;	/* judged: verdict, reasons, speedup,
+						 * speedup_ci95, ref_runtime_ms */
+	struct fb_build		 build;
+	struct fb_baseline	 baseline;
+	struct fb_outcome	 executed;	/* status 0 and no result: not executed */
+};
+/* Every step for one candidate, in a row: the static checks (a rejected candidate is
+ * not built), the build, the reference alone (a failing one makes the result env_error,
+ * as a run's turn does), the execution with the reference timed beside it, the verdict.
+ * req holds the problem, the candidate, the build and work directories and the device;
+ * device_name keys the baseline. < 0 with err when a step could not run at all. */
+int	fb_evaluate(const struct kb_config *cfg, const struct fb_request *req,
+		    const char *device_name, struct fb_evaluation *ev, char *err,
+		    size_t errlen);
+void	fb_evaluation_clear(struct fb_evaluation *ev);
+/* The outcome of a judged result (fb_judge's, or a rejection): its status (crashed when
+ * it has none), compiled (executed, or a build that succeeded), correct, the candidate's
+ * mean, the reference's and the speedup as judged. o->result becomes result (the
+ * caller's reference passes to o). */
+void	fb_outcome_of_judged(json_t *result, bool executed, struct fb_outcome *o);
 
 #endif /* KFORGE_FEEDBACK_H */

@@ -60,8 +60,8 @@ static const struct flag_rule {
 	{ "processes_left", FB_VERDICT_REJECTED,
 	  "a child process it started was still running after forward returned" },
 	{ "excessive_speedup", FB_VERDICT_SUSPECT,
-	  "its speedup over the reference, the whole of its 95% interval, is above "
-	  "KernelBench's review threshold (10x)" },
+	  "its speedup over the reference, by the means and by the medians of its timed "
+	  "calls, is above KernelBench's review threshold (10x)" },
 	{ "side_stream_suspected", FB_VERDICT_SUSPECT,
 	  "its wall time is well above its CUDA-event time: work may run on a stream the "
 	  "timing does not see" },
@@ -270,37 +270,43 @@ positive_at(const json_t *v, const char *const *path)
  * runner's, from the reference timed beside the candidate in one process (KernelBench's
  * ratio of means, with its 95% interval); else, where the runner timed the candidate
  * alone, the baseline's reference mean over the candidate's (no interval). Sets the
- * result's speedup, speedup_ci95 and ref_runtime_ms (null where not measured); returns
- * the interval's lower end, the speedup itself where it has none, or -1.
+ * result's speedup, speedup_ci95 and ref_runtime_ms (null where not measured). Returns
+ * the speedup to judge an excessive one by, -1 when none: the lower of the ratio of
+ * means and the ratio of medians where the runner measured both. A few preempted trials
+ * of the reference raise its mean, not its median, so an honest kernel is not flagged
+ * for them; and a candidate cannot hide a large speedup behind a few slow calls that
+ * widen its interval, since its median stays fast (to bring the median down it must be
+ * slow on most calls, which leaves its mean at most about twice as fast as its median).
  */
 static double
 settle_speedup(json_t *result, const json_t *baseline, bool correct)
 {
 	static const char *const cand[] = { "timing", "candidate", "mean_ms", NULL };
 	static const char *const ref[] = { "timing", "reference", "mean_ms", NULL };
+	static const char *const median[] = { "timing", "pair", "median_speedup", NULL };
 	static const char *const base[] = { "eager", "mean_ms", NULL };
 	double	 cand_ms = positive_at(result, cand), ref_ms = positive_at(result, ref);
-	double	 speedup = -1, low = -1;
+	double	 speedup = -1, judged = -1, med = -1;
 	json_t	*ci = NULL;
 
 	if (ref_ms > 0) {
 		ci = json_object_get(json_object_get(json_object_get(result, "timing"), "pair"),
 				     "ci95");
 		ci = json_array_size(ci) == 2 ? json_incref(ci) : NULL;
+		med = positive_at(result, median);
 	} else {
 		ref_ms = positive_at(baseline, base);
 	}
 	if (correct && cand_ms > 0 && ref_ms > 0) {
 		speedup = ref_ms / cand_ms;
-		low = ci != NULL && json_is_number(json_array_get(ci, 0)) ?
-		      json_number_value(json_array_get(ci, 0)) : speedup;
+		judged = med > 0 && med < speedup ? med : speedup;
 	}
 	json_object_set_new(result, "ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null());
 	json_object_set_new(result, "speedup", speedup > 0 ? json_real(speedup) : json_null());
 	json_object_set_new(result, "speedup_ci95", speedup > 0 && ci != NULL ? ci : json_null());
 	if (speedup <= 0)
 		json_decref(ci);
-	return low;
+	return judged;
 }
 
 enum fb_verdict
@@ -313,8 +319,6 @@ fb_judge(json_t *result, const json_t *findings, const json_t *baseline)
 
 	if (!json_is_array(flags))
 		json_object_set_new(result, "flags", flags = json_array());
-	/* Flagged only when the whole interval lies above the threshold: a reference
-	 * slowed by one preempted trial does not make an honest kernel suspect. */
 	if (settle_speedup(result, baseline, correct && status != NULL &&
 			   strcmp(status, "ok") == 0) > FB_EXCESSIVE_SPEEDUP &&
 	    !kb_json_has_string(flags, "excessive_speedup"))

@@ -2,15 +2,12 @@
  * its artifacts atomically, fills the record's data and returns an event. Each is safe
  * to re-run: resume re-enters the last logged state and its outputs are keyed by turn. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include "fsm/fsm_int.h"
-
 
 static char *
 read_turn_file(const struct task_run *t, int turn, const char *name)
@@ -143,35 +140,12 @@ env_failure_python(struct task_run *t, int rc)
 	return rc;
 }
 
-/* A runner that failed because the run's disk is full (a compiler or torch reporting
- * ENOSPC while the filesystem is in fact full) produced no result about the kernel: it
- * must be neither cached nor fed back. A kernel merely printing the words does not stop
- * the run, since the disk must also be full. */
+/* A runner that failed because the run's disk is full produced no result about the
+ * kernel: it must be neither cached nor fed back (fb_runner_hit_full_disk). */
 static bool
 runner_hit_full_disk(const struct task_run *t, const struct fb_outcome *o)
 {
-	char		*text, cache[PATH_MAX];
-	const char	*full;
-	bool		 said;
-
-	if (o->status == FB_ST_OK)
-		return false;
-	said = o->log != NULL && strstr(o->log, "No space left on device") != NULL;
-	if (!said && (text = json_dumps(o->result, JSON_COMPACT)) != NULL) {
-		said = strstr(text, "No space left on device") != NULL;
-		free(text);
-	}
-	/* The runner writes where runners work, which may be a staging directory, and
-	 * builds in the cache that runs share. */
-	full = kb_fs_nearly_full(t->ctx->run_dir) ? t->ctx->run_dir :
-	       fb_stage_dir() != NULL && kb_fs_nearly_full(fb_stage_dir()) ? fb_stage_dir() :
-	       fb_cache_dir("builds", NULL, cache, sizeof(cache)) == 0 &&
-	       kb_fs_nearly_full(cache) ? cache : NULL;
-	if (!said || full == NULL)
-		return false;
-	log_warnx("turn %d: the runner failed for want of disk space under %s: no space left "
-		  "on device", t->turn, full);
-	return true;
+	return fb_runner_hit_full_disk(o, t->ctx->run_dir);
 }
 
 /* Waiting for an LLM slot also ends when the run is paused (either kind); waiting for
@@ -452,14 +426,46 @@ runner_request(struct task_run *t, enum fb_mode mode, const struct candidate *c,
 	req->should_stop = fsm_should_stop;
 }
 
+/* The compile slot a build that must run takes (struct fb_slot's hooks). */
+struct compile_slot {
+	struct task_run	*t;
+	struct lease	*lease;
+};
+
+static int
+compile_slot_take(void *arg)
+{
+	struct compile_slot	*cs = arg;
+
+	return lease_take(cs->t, cs->lease);
+}
+
+static void
+compile_slot_ready(void *arg)
+{
+	(void)arg;
+	kb_crashpoint("precompile-before-runner");
+}
+
+static void
+compile_slot_give(void *arg)
+{
+	struct compile_slot	*cs = arg;
+
+	lease_give(cs->t, cs->lease);
+}
+
 int
 fsm_act_precompile(struct task_run *t)
 {
 	struct fb_request	 req;
-	struct fb_outcome	 o = { 0 };
+	struct fb_build		 b;
 	struct lease		 lease = { t->ctx->pool, GPOOL_COMPILE, -1, 0, 0 };
+	struct compile_slot	 cs = { t, &lease };
+	const struct fb_slot	 slot = { compile_slot_take, compile_slot_ready,
+					  compile_slot_give, &cs };
 	struct candidate	 c;
-	char			 cache[PATH_MAX], err[512];
+	char			 err[512];
 	json_t			*result, *findings;
 	int			 rc, ev;
 
@@ -492,60 +498,39 @@ fsm_act_precompile(struct task_run *t)
 	json_decref(findings);
 	if (rc < 0)
 		return rc;
-	snprintf(cache, sizeof(cache), "%s/compile.json", c.build);
 	if ((rc = fb_stage_mkdir(c.build)) < 0 || (rc = fb_stage_mkdir(c.work)) < 0)
 		return rc;
 	json_object_set_new(t->data, "build_dir", json_string(c.build));
-	if ((result = json_load_file(cache, 0, NULL)) != NULL) {
+	runner_request(t, FB_PRECOMPILE, &c, &lease, &req);
+	rc = fb_eval_build(t->cfg, &req, t->ctx->run_dir, &slot, &b);
+	if (b.cache_hit)
 		json_object_set_new(t->data, "cache_hit", json_true());
-	} else {
-		if ((rc = lease_take(t, &lease)) < 0)
-			return rc;
-		/* Another task may have built the same code while this one waited. */
-		if ((result = json_load_file(cache, 0, NULL)) != NULL) {
-			lease_give(t, &lease);
-			json_object_set_new(t->data, "cache_hit", json_true());
-			goto have_result;
-		}
-		runner_request(t, FB_PRECOMPILE, &c, &lease, &req);
-		kb_crashpoint("precompile-before-runner");
-		rc = fb_run(t->cfg, &req, &o);
-		if (rc == 0 && runner_hit_full_disk(t, &o))
-			rc = -KB_ENOSPC;
-		/* Deterministic outcomes are cached for every task that writes the same code,
-		 * before the slot is given back: a task waiting for it with the same code
-		 * then finds the build instead of compiling it again. */
-		if (rc == 0 && fb_build_cacheable(o.status) &&
-		    kb_write_atomic_json(cache, o.result) == -KB_ENOSPC)
-			rc = -KB_ENOSPC;
-		lease_give(t, &lease);
-		if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC)
-			return env_failure_python(t, rc);
-		if (rc < 0) {
-			fb_outcome_clear(&o);
-			if (not_the_tasks_fault(rc))
-				return rc;
-			snprintf(t->fail_reason, sizeof(t->fail_reason), "precompile: %s",
-				 kb_strerror(rc));
-			return FSM_EV_fatal;
-		}
-		result = json_incref(o.result);
-		if (o.log != NULL)
-			rc = fsm_put_artifact(t, "compile_log", "compile.log", o.log, strlen(o.log));
-		fb_outcome_clear(&o);
-		if (rc == -KB_ENOSPC) {
-			json_decref(result);
-			return rc;
-		}
-		if (json_is_string(json_object_get(result, "status")) &&
-		    strcmp(json_string_value(json_object_get(result, "status")),
-			   fb_status_name(FB_ST_ENV_ERROR)) == 0) {
-			ev = env_failure_from(t, result);
-			json_decref(result);
-			return ev;
-		}
+	if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC) {
+		fb_build_clear(&b);
+		return env_failure_python(t, rc);
 	}
-have_result:
+	if (rc < 0) {
+		fb_build_clear(&b);
+		if (not_the_tasks_fault(rc))
+			return rc;
+		snprintf(t->fail_reason, sizeof(t->fail_reason), "precompile: %s", kb_strerror(rc));
+		return FSM_EV_fatal;
+	}
+	result = json_incref(b.result);
+	if (b.ran.log != NULL)
+		rc = fsm_put_artifact(t, "compile_log", "compile.log", b.ran.log, strlen(b.ran.log));
+	fb_build_clear(&b);
+	if (rc == -KB_ENOSPC) {
+		json_decref(result);
+		return rc;
+	}
+	if (json_is_string(json_object_get(result, "status")) &&
+	    strcmp(json_string_value(json_object_get(result, "status")),
+		   fb_status_name(FB_ST_ENV_ERROR)) == 0) {
+		ev = env_failure_from(t, result);
+		json_decref(result);
+		return ev;
+	}
 	rc = put_json(t, "compile", "compile.json", result);
 	{
 		const char *st = json_string_value(json_object_get(result, "status"));
@@ -581,81 +566,26 @@ device_name(const struct task_run *t, int device, char *out, size_t n)
 	json_decref(gpus);
 }
 
-static void
-slug(const char *in, char *out, size_t n)
-{
-	size_t	j = 0;
-
-	for (size_t i = 0; in[i] != '\0' && j + 1 < n; i++) {
-		char c = in[i];
-
-		out[j++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			   (c >= '0' && c <= '9') || c == '-' || c == '.' ? c : '_';
-	}
-	out[j] = '\0';
-}
-
-/* The reference alone on this device model, measured once and shared by every task of
- * the problem and by later runs (fb_baseline_path's key), flock'ed so two samples or two
- * runs do not both measure it: a reference that fails here is the problem's fault, not
- * the candidate's. The speedup itself comes from the reference timed beside the
- * candidate in the execute step (fb_judge). */
+/* The reference alone on this device model (fb_eval_baseline: the run's own record,
+ * then the cache runs share, then a measurement): a reference that fails here is the
+ * problem's fault, not the candidate's. The speedup itself comes from the reference
+ * timed beside the candidate in the execute step (fb_judge). */
 static int
 baseline_of(struct task_run *t, struct lease *lease, int device, json_t **info)
 {
 	struct fb_request	 req;
-	struct fb_outcome	 o = { 0 };
-	char			 name[256], s[256], dir[PATH_MAX], path[PATH_MAX], lock[PATH_MAX];
-	char			 work[PATH_MAX], shared[PATH_MAX] = "", shared_lock[PATH_MAX];
-	json_t			*b = NULL;
-	int			 fd, sfd = -1, rc = 0;
+	struct fb_baseline	 b;
+	char			 name[256], work[PATH_MAX];
+	int			 rc;
 
 	device_name(t, device, name, sizeof(name));
-	slug(name, s, sizeof(s));
-	snprintf(dir, sizeof(dir), "%s/baselines/%s", t->ctx->run_dir, s);
-	snprintf(path, sizeof(path), "%s/%s.json", dir, t->task->problem_key);
-	snprintf(lock, sizeof(lock), "%s/%s.lock", dir, t->task->problem_key);
 	work_dir_for(t, work, sizeof(work));
-	if ((rc = kb_mkdir_p(dir, 0755)) < 0)
+	runner_request(t, FB_BASELINE, NULL, lease, &req);
+	req.work_dir = work;
+	if ((rc = fb_eval_baseline(t->cfg, &req, t->task->problem_key, name, t->ctx->run_dir,
+				   &b)) < 0)
 		return rc;
-	if ((fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1)
-		return -kb_errno_to_err(errno);
-	while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
-		;
-	/* The run's own record first (a resumed run compares against what it began with),
-	 * then the cache shared by runs, then a measurement that fills both. */
-	if ((b = json_load_file(path, 0, NULL)) == NULL &&
-	    fb_baseline_path(t->cfg, t->task->problem_path, name, shared, sizeof(shared)) == 0) {
-		snprintf(shared_lock, sizeof(shared_lock), "%.*s.lock",
-			 (int)(strlen(shared) - 5), shared);
-		if ((sfd = open(shared_lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) != -1)
-			while (flock(sfd, LOCK_EX) == -1 && errno == EINTR)
-				;
-		if ((b = json_load_file(shared, 0, NULL)) != NULL) {
-			json_object_set_new(b, "cache", json_string(shared));
-			json_object_set_new(b, "problem", json_string(t->task->problem_key));
-			rc = kb_write_atomic_json(path, b);
-		}
-	}
-	if (b == NULL && rc == 0) {
-		runner_request(t, FB_BASELINE, NULL, lease, &req);
-		req.work_dir = work;
-		if ((rc = fb_run(t->cfg, &req, &o)) == 0) {
-			b = fb_baseline_record(t->task->problem_key, name, &o);
-			if (o.status == FB_ST_OK && (rc = kb_write_atomic_json(path, b)) == 0 &&
-			    shared[0] != '\0')
-				(void)kb_write_atomic_json(shared, b);
-		}
-		fb_outcome_clear(&o);
-	}
-	if (sfd != -1)
-		close(sfd);
-	close(fd);
-	if (rc < 0) {
-		json_decref(b);
-		return rc;
-	}
-	*info = b;
+	*info = b.record;
 	return 0;
 }
 
@@ -1006,27 +936,9 @@ turn_outcome(struct task_run *t, struct fb_outcome *o, const char **label, char 
 		return 0;
 	}
 	result = read_turn_json(t, t->turn, "result.json");
-	if (result == NULL) {
-		o->result = compile;
-	} else {
+	if (result != NULL)
 		json_decref(compile);
-		o->result = result;
-	}
-	st = json_string_value(json_object_get(o->result, "status"));
-	if (st == NULL || fb_status_parse(st, &o->status) < 0)
-		o->status = FB_ST_CRASHED;
-	o->compiled = result != NULL || o->status == FB_ST_OK;
-	o->correct = json_is_true(json_object_get(o->result, "correct"));
-	if (json_is_number(json_object_get(o->result, "speedup")))
-		o->speedup = json_number_value(json_object_get(o->result, "speedup"));
-	if (json_is_number(json_object_get(o->result, "ref_runtime_ms")))
-		o->ref_runtime_ms = json_number_value(json_object_get(o->result, "ref_runtime_ms"));
-	{
-		json_t *cand = json_object_get(json_object_get(o->result, "timing"), "candidate");
-
-		if (json_is_object(cand))
-			o->runtime_ms = json_number_value(json_object_get(cand, "mean_ms"));
-	}
+	fb_outcome_of_judged(result != NULL ? result : compile, result != NULL, o);
 	*label = fb_status_name(o->status);
 	/* A result that stopped at the build was never judged: it is not correct. */
 	*verdict = json_string_value(json_object_get(o->result, "verdict"));

@@ -101,13 +101,6 @@ runner_tolerances(void)
 	return tol;
 }
 
-/* A judged result's number (fb_judge settles them), or -1 where it is null. */
-static double
-measured_ms(const json_t *v)
-{
-	return json_is_number(v) ? json_number_value(v) : -1;
-}
-
 void
 orch_eval_help(void)
 {
@@ -152,12 +145,79 @@ orch_eval_help(void)
 	       "eval.l2_flush %s; the first trial\n  discarded; eval.allow_tf32 %s (fp32)\n"
 	       "  the reference timed beside the candidate in one process, interleaved; the speedup\n"
 	       "  (reference mean / candidate mean) with its 95%% interval, passes added while that\n"
-	       "  is wider than +-%.0f%% (at most %d); excessive_speedup when all of it is above %gx\n",
+	       "  is wider than +-%.0f%% (at most %d); excessive_speedup above %gx by the means and\n"
+	       "  by the medians\n",
 	       cfg.eval.timing, cfg.eval.l2_flush ? "true" : "false",
 	       cfg.eval.allow_tf32 ? "true" : "false", FB_TIMING_MAX_SPREAD * 100,
 	       FB_TIMING_MAX_PASSES, FB_EXCESSIVE_SPEEDUP);
 	json_decref(tol);
 	kb_config_clear(&cfg);
+}
+
+/* The evaluation's outcome on standard output: JSON (with each step's wall time and
+ * whether it was a cache hit, for scripts and tools/bench/inner) or text. */
+static void
+print_evaluation(const struct kb_config *cfg, struct fb_evaluation *ev, bool as_json)
+{
+	struct fb_outcome	 o;
+	const char		*status = json_string_value(json_object_get(ev->result, "status"));
+	json_t			*flags = json_object_get(ev->result, "flags");
+	json_t			*ci = json_object_get(ev->result, "speedup_ci95"), *out;
+	bool			 executed = ev->executed.result != NULL;
+
+	if (status == NULL)
+		status = fb_status_name(ev->status);
+	fb_outcome_of_judged(json_incref(ev->result), executed, &o);
+	if (as_json) {
+		out = json_pack("{s:s, s:s, s:O, s:b, s:b, s:O, s:o, s:o, s:o, s:O, s:s, s:O}",
+				"status", status, "verdict", fb_verdict_name(ev->verdict),
+				"reasons", json_object_get(ev->result, "reasons"),
+				"compiled", !ev->rejected && o.compiled, "correct", o.correct,
+				"flags", flags != NULL ? flags : json_array(),
+				"runtime_ms", o.runtime_ms > 0 ? json_real(o.runtime_ms) : json_null(),
+				"ref_runtime_ms",
+				o.ref_runtime_ms > 0 ? json_real(o.ref_runtime_ms) : json_null(),
+				"speedup", o.speedup > 0 ? json_real(o.speedup) : json_null(),
+				"speedup_ci95", o.speedup > 0 && ci != NULL ? ci : json_null(),
+				"device", cfg->eval.device, "result", ev->result);
+		json_object_set_new(out, "steps", json_pack("{s:{s:f, s:b}, s:{s:f, s:b}, s:o}",
+			"precompile", "wall_s", ev->build.ran.wall_ms / 1000.0, "cache_hit",
+			ev->build.cache_hit, "baseline", "wall_s", ev->baseline.wall_ms / 1000.0,
+			"cache_hit", ev->baseline.cache_hit, "execute", executed ?
+			json_pack("{s:f}", "wall_s", ev->executed.wall_ms / 1000.0) : json_null()));
+		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		printf("\n");
+		json_decref(out);
+	} else {
+		char *text = ev->rejected ? NULL : fb_exec_feedback(cfg, &o);
+		char *why = fb_verdict_feedback(ev->result);
+
+		printf("status: %s%s\n", status, o.correct ? " (correct)" : "");
+		printf("verdict: %s\n", fb_verdict_name(ev->verdict));
+		if (o.runtime_ms > 0)
+			printf("runtime: %.4f ms\n", o.runtime_ms);
+		if (o.ref_runtime_ms > 0)
+			printf("reference: %.4f ms\n", o.ref_runtime_ms);
+		if (o.speedup > 0 && json_array_size(ci) == 2)
+			printf("speedup: %.3fx (95%% interval %.3f-%.3fx)\n", o.speedup,
+			       json_number_value(json_array_get(ci, 0)),
+			       json_number_value(json_array_get(ci, 1)));
+		else if (o.speedup > 0)
+			printf("speedup: %.3fx\n", o.speedup);
+		if (json_array_size(flags) > 0) {
+			char *f = json_dumps(flags, JSON_COMPACT);
+
+			printf("flags: %s\n", f);
+			free(f);
+		}
+		if (text != NULL)
+			printf("\n%s\n", text);
+		if (why != NULL)
+			printf("\n%s", why);
+		free(text);
+		free(why);
+	}
+	fb_outcome_clear(&o);
 }
 
 int
@@ -166,22 +226,12 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 {
 	struct kb_config	 cfg;
 	struct fb_request	 req = { 0 };
-	struct fb_outcome	 pre = { 0 }, base = { 0 }, ex = { 0 };
+	struct fb_evaluation	 ev = { 0 };
 	char			 err[512], tmpl[PATH_MAX], build[PATH_MAX], work[PATH_MAX];
-	char			 prob[PATH_MAX], kern[PATH_MAX], cached[PATH_MAX + 16];
+	char			 prob[PATH_MAX], kern[PATH_MAX];
 	char			*src = NULL;
-	size_t			 src_len = 0;
-	bool			 pre_hit = false, base_hit = false;
-	char			 bpath[PATH_MAX];
-	const char		*devname;
-	json_t			*dev, *brec = NULL;
-	const char		*tmp = getenv("TMPDIR");
-	json_t			*gpus = NULL, *out, *flags;
-	double			 ref_ms = -1, speedup = -1;
-	struct fb_outcome	*final;
-	json_t			*findings = NULL, *rejected = NULL;
-	enum fb_verdict		 verdict = FB_VERDICT_INCORRECT;
-	const char		*status;
+	const char		*devname, *tmp = getenv("TMPDIR");
+	json_t			*gpus = NULL, *dev;
 	int			 rc, code = EVAL_EXIT_ENV;
 
 	if (realpath(problem, prob) == NULL || realpath(kernel, kern) == NULL) {
@@ -221,142 +271,34 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	    fb_build_dir(&cfg, src, build, sizeof(build)) < 0)
 		fb_stage_build_dir(tmpl, "candidate", build, sizeof(build));
 	free(src);
-	src = NULL;
 	fb_stage_work_dir(tmpl, "eval", work, sizeof(work));
-	snprintf(cached, sizeof(cached), "%s/compile.json", build);
-
-	/* The static checks first, as a run's PRECOMPILE does: a rejected kernel is not
-	 * built. */
-	if ((rc = fb_static_check(&cfg, prob, kern, &findings, err, sizeof(err))) < 0) {
-		fprintf(stderr, "kforge: %s\n", err);
-		goto out_clean;
-	}
-	if (fb_findings_reject(findings)) {
-		rejected = fb_rejection(findings);
-		pre.status = FB_ST_COMPILE_ERROR;	/* not built; the verdict says why */
-		pre.result = rejected;	/* judged by fb_rejection */
-		final = &pre;
-		verdict = FB_VERDICT_REJECTED;
-		goto judged;
-	}
+	if ((rc = fb_stage_mkdir(build)) < 0 || (rc = fb_stage_mkdir(work)) < 0)
+		goto out_fail;
+	dev = json_array_get(json_object_get(gpus, "devices"), 0);
+	devname = strcmp(cfg.eval.device, "cuda") == 0 &&
+		  json_is_string(json_object_get(dev, "name")) ?
+		  json_string_value(json_object_get(dev, "name")) : cfg.eval.device;
 	req.problem_path = prob;
 	req.candidate_path = kern;
 	req.build_dir = build;
 	req.work_dir = work;
-	req.device_index = -1;
-	req.mode = FB_PRECOMPILE;
-	if (kb_read_file(cached, FB_BUILD_KEY_CAP, &src, &src_len) == 0 &&
-	    fb_result_parse(src, src_len, &pre, err, sizeof(err)) == 0) {
-		pre_hit = true;
-	} else {
-		fb_outcome_clear(&pre);
-		if ((rc = fb_run(&cfg, &req, &pre)) < 0)
-			goto out_fail;
-		if (fb_build_cacheable(pre.status))
-			(void)kb_write_atomic_json(cached, pre.result);
+	req.device_index = strcmp(cfg.eval.device, "cuda") == 0 ?
+			   (int)json_integer_value(json_object_get(dev, "index")) : -1;
+	if ((rc = fb_evaluate(&cfg, &req, devname, &ev, err, sizeof(err))) < 0) {
+		if (err[0] != '\0')
+			fprintf(stderr, "kforge: %s\n", err);
+		else
+			fprintf(stderr, "kforge: evaluation failed: %s\n", kb_strerror(rc));
+		goto out_clean;
 	}
-	final = &pre;
-	if (pre.status == FB_ST_OK) {
-		req.device_index = strcmp(cfg.eval.device, "cuda") == 0 ?
-			(int)json_integer_value(json_object_get(
-				json_array_get(json_object_get(gpus, "devices"), 0), "index")) : -1;
-		/* The reference's timings from the cache that runs share, else measured (and
-		 * kept there). */
-		dev = json_array_get(json_object_get(gpus, "devices"), 0);
-		devname = strcmp(cfg.eval.device, "cuda") == 0 &&
-			  json_is_string(json_object_get(dev, "name")) ?
-			  json_string_value(json_object_get(dev, "name")) : cfg.eval.device;
-		if (fb_baseline_path(&cfg, prob, devname, bpath, sizeof(bpath)) < 0)
-			bpath[0] = '\0';
-		if (bpath[0] != '\0' && (brec = json_load_file(bpath, 0, NULL)) != NULL) {
-			base_hit = true;
-		} else {
-			req.mode = FB_BASELINE;
-			if ((rc = fb_run(&cfg, &req, &base)) < 0)
-				goto out_fail;
-			brec = fb_baseline_record(prob, devname, &base);
-			if (base.status == FB_ST_OK && bpath[0] != '\0')
-				(void)kb_write_atomic_json(bpath, brec);
-		}
-		req.mode = FB_EXECUTE;
-		req.time_reference = true;
-		if ((rc = fb_run(&cfg, &req, &ex)) < 0)
-			goto out_fail;
-		final = &ex;
-	}
-	verdict = fb_judge(final->result, findings, brec);
-	ref_ms = measured_ms(json_object_get(final->result, "ref_runtime_ms"));
-	speedup = measured_ms(json_object_get(final->result, "speedup"));
-judged:
-	status = json_string_value(json_object_get(final->result, "status"));
-	if (status == NULL)
-		status = fb_status_name(final->status);
-	flags = json_incref(json_object_get(final->result, "flags"));
-	out = json_pack("{s:s, s:s, s:O, s:b, s:b, s:o, s:o, s:o, s:o, s:s, s:O}", "status",
-			status, "verdict", fb_verdict_name(verdict),
-			"reasons", json_object_get(final->result, "reasons"),
-			"compiled", rejected == NULL && (final->compiled || final == &ex),
-			"correct", final->correct, "flags", flags, "runtime_ms",
-			final->runtime_ms > 0 ? json_real(final->runtime_ms) : json_null(),
-			"ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null(), "speedup",
-			speedup > 0 ? json_real(speedup) : json_null(), "device", cfg.eval.device,
-			"result", final->result);
-	json_object_set_new(out, "speedup_ci95", speedup > 0 &&
-			    json_object_get(final->result, "speedup_ci95") != NULL ?
-			    json_incref(json_object_get(final->result, "speedup_ci95")) : json_null());
-	/* What each step cost, for scripts and tools/bench/inner: 0 s on a cache hit. */
-	json_object_set_new(out, "steps", json_pack("{s:{s:f, s:b}, s:o, s:o}",
-		"precompile", "wall_s", pre_hit ? 0.0 : pre.wall_ms / 1000.0, "cache_hit", pre_hit,
-		"baseline", json_pack("{s:f, s:b}", "wall_s", base.wall_ms / 1000.0, "cache_hit",
-				      base_hit),
-		"execute", ex.result != NULL ? json_pack("{s:f}", "wall_s", ex.wall_ms / 1000.0) :
-		json_null()));
-	if (as_json) {
-		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		printf("\n");
-	} else {
-		char *text = rejected != NULL ? NULL : fb_exec_feedback(&cfg, final);
-		char *why = fb_verdict_feedback(final->result);
-
-		printf("status: %s%s\n", status, final->correct ? " (correct)" : "");
-		printf("verdict: %s\n", fb_verdict_name(verdict));
-		if (final->runtime_ms > 0)
-			printf("runtime: %.4f ms\n", final->runtime_ms);
-		if (ref_ms > 0)
-			printf("reference: %.4f ms\n", ref_ms);
-		if (speedup > 0 && json_array_size(json_object_get(final->result, "speedup_ci95")) == 2)
-			printf("speedup: %.3fx (95%% interval %.3f-%.3fx)\n", speedup,
-			       json_number_value(json_array_get(json_object_get(final->result,
-									"speedup_ci95"), 0)),
-			       json_number_value(json_array_get(json_object_get(final->result,
-									"speedup_ci95"), 1)));
-		else if (speedup > 0)
-			printf("speedup: %.3fx\n", speedup);
-		if (json_array_size(flags) > 0) {
-			char *f = json_dumps(flags, JSON_COMPACT);
-
-			printf("flags: %s\n", f);
-			free(f);
-		}
-		if (text != NULL)
-			printf("\n%s\n", text);
-		if (why != NULL)
-			printf("\n%s", why);
-		free(text);
-		free(why);
-	}
-	json_decref(out);
-	code = eval_exit_code(status, verdict);
+	print_evaluation(&cfg, &ev, as_json);
+	code = eval_exit_code(json_string_value(json_object_get(ev.result, "status")) ?:
+			      fb_status_name(ev.status), ev.verdict);
 	goto out_clean;
 out_fail:
 	fprintf(stderr, "kforge: evaluation failed: %s\n", kb_strerror(rc));
 out_clean:
-	free(src);
-	json_decref(findings);
-	json_decref(brec);
-	fb_outcome_clear(&pre);
-	fb_outcome_clear(&base);
-	fb_outcome_clear(&ex);
+	fb_evaluation_clear(&ev);
 	/* The scratch directory stays when KFORGE_KEEP is set, for a look at the build. */
 	(void)fb_stage_close(getenv("KFORGE_KEEP") == NULL);
 	if (getenv("KFORGE_KEEP") == NULL) {

@@ -29,10 +29,12 @@ comment lines
   its compile.json, else its FEEDBACK record, holds the verdict). The FEEDBACK record's
   verdict must be the same.
 
-excessive_speedup (a speedup above 10x over the reference) is a measurement, and on a
-shared 2-core machine, or one whose BLAS is slow, it comes and goes with the load: a
-suspect verdict whose only reason is excessive_speedup counts as correct, for the
-expectation and for the agreement of run and eval (the table marks it with ~).
+excessive_speedup (a speedup above 10x over the reference by the means and by the
+medians, both timed in one runner) is a measurement: an honest kernel against a slow BLAS (the
+demo's CPU matmul against Debian's torch) can earn it, and on a shared 2-core machine
+its interval comes and goes with the load: a suspect verdict whose only reason is
+excessive_speedup counts as correct, for the expectation and for the agreement of run and
+eval (the table marks it with ~).
 
 A table (candidate, expect, eval verdict, run verdict, reasons) ends the output; each
 eval's JSON is kept under the scratch directory (evals/).

@@ -145,6 +145,16 @@ for cand, want_status, want_rc, sets in (("cand_syntax_error.py", "compile_error
                "--json", *sets, env=env, timeout=900, check_rc=False)
     check(p.returncode == want_rc and json.loads(p.stdout)["status"] == want_status,
           "eval %s: exit %d, %r; want %d, %s" % (cand, p.returncode, p.stdout[-500:], want_rc, want_status))
+# A reference that fails by itself: the environment's error (5), as a run's turn has it,
+# with the reference's own message; the candidate is never executed.
+p = kforge("eval", "--problem", os.path.join(data, "problem_broken.py"), "--kernel",
+           os.path.join(data, "cand_globals.py"), "--device", "cpu", "--json", *NO_GATE, env=env,
+           timeout=900, check_rc=False)
+out = json.loads(p.stdout) if p.stdout.strip().startswith("{") else {}
+check(p.returncode == 5 and out.get("status") == "env_error" and out.get("speedup") is None and
+      "broken on purpose" in out.get("result", {}).get("details", {}).get("message", "") and
+      out.get("steps", {}).get("execute") is None,
+      "eval against a broken reference: exit %d, %r" % (p.returncode, p.stdout[-800:]))
 no_torch = bare_python(work)
 p = kforge("eval", "--problem", add, "--kernel", os.path.join(data, "cand_raise.py"), "--device", "cpu",
            *NO_GATE, env={"KFORGE_PYTHON": no_torch}, check_rc=False)

@@ -1,0 +1,307 @@
+/*
+ * evaluate.c: the one evaluation of a candidate (feedback.h, "the evaluation"): its
+ * build through the build cache, the reference alone through the baseline cache, and
+ * fb_evaluate, which takes a candidate through every step in a row as `kforge eval`
+ * does. A run's turn takes the same steps, each in the state and slot it belongs to
+ * (fsm/actions.c: PRECOMPILE holds a compile slot, EXECUTE a GPU), so a file gets the
+ * same build, the same reference and the same verdict in both.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "feedback/feedback.h"
+
+/* An exclusive flock on path (created), or -1: the caller goes on unlocked. */
+static int
+lock_file(const char *path)
+{
+	int	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	if (fd != -1)
+		while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
+			;
+	return fd;
+}
+
+bool
+fb_runner_hit_full_disk(const struct fb_outcome *o, const char *run_dir)
+{
+	char		*text, cache[PATH_MAX];
+	const char	*full;
+	bool		 said;
+
+	if (o->status == FB_ST_OK)
+		return false;
+	said = o->log != NULL && strstr(o->log, "No space left on device") != NULL;
+	if (!said && (text = json_dumps(o->result, JSON_COMPACT)) != NULL) {
+		said = strstr(text, "No space left on device") != NULL;
+		free(text);
+	}
+	/* The runner writes where runners work, which may be a staging directory, and
+	 * builds in the cache that runs share. */
+	full = run_dir != NULL && kb_fs_nearly_full(run_dir) ? run_dir :
+	       fb_stage_dir() != NULL && kb_fs_nearly_full(fb_stage_dir()) ? fb_stage_dir() :
+	       fb_cache_dir("builds", NULL, cache, sizeof(cache)) == 0 &&
+	       kb_fs_nearly_full(cache) ? cache : NULL;
+	if (!said || full == NULL)
+		return false;
+	log_warnx("the runner failed for want of disk space under %s: no space left on device",
+		  full);
+	return true;
+}
+
+int
+fb_eval_build(const struct kb_config *cfg, const struct fb_request *req, const char *run_dir,
+	      const struct fb_slot *slot, struct fb_build *out)
+{
+	char			 cache[PATH_MAX];
+	int			 rc;
+
+	memset(out, 0, sizeof(*out));
+	out->ran.runtime_ms = out->ran.ref_runtime_ms = out->ran.speedup = -1;
+	snprintf(cache, sizeof(cache), "%s/compile.json", req->build_dir);
+	if ((out->result = json_load_file(cache, 0, NULL)) != NULL) {
+		out->cache_hit = true;
+		return 0;
+	}
+	if (slot != NULL && slot->take != NULL && (rc = slot->take(slot->arg)) < 0)
+		return rc;
+	/* Another task may have built the same code while this one waited. */
+	if ((out->result = json_load_file(cache, 0, NULL)) != NULL) {
+		out->cache_hit = true;
+		rc = 0;
+		goto out_give;
+	}
+	if (slot != NULL && slot->ready != NULL)
+		slot->ready(slot->arg);
+	rc = fb_run(cfg, req, &out->ran);
+	if (rc == 0 && fb_runner_hit_full_disk(&out->ran, run_dir))
+		rc = -KB_ENOSPC;
+	/* Deterministic outcomes are cached for every task that writes the same code,
+	 * before the slot is given back: a task waiting for it with the same code then
+	 * finds the build instead of compiling it again. */
+	if (rc == 0 && fb_build_cacheable(out->ran.status) &&
+	    kb_write_atomic_json(cache, out->ran.result) == -KB_ENOSPC)
+		rc = -KB_ENOSPC;
+	if (rc == 0)
+		out->result = json_incref(out->ran.result);
+out_give:
+	if (slot != NULL && slot->give != NULL)
+		slot->give(slot->arg);
+	return rc;
+}
+
+void
+fb_build_clear(struct fb_build *b)
+{
+	json_decref(b->result);
+	fb_outcome_clear(&b->ran);
+	memset(b, 0, sizeof(*b));
+}
+
+/* A device name as a path component. */
+static void
+slug(const char *in, char *out, size_t n)
+{
+	size_t	j = 0;
+
+	for (size_t i = 0; in[i] != '\0' && j + 1 < n; i++) {
+		char c = in[i];
+
+		out[j++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			   (c >= '0' && c <= '9') || c == '-' || c == '.' ? c : '_';
+	}
+	out[j] = '\0';
+}
+
+int
+fb_eval_baseline(const struct kb_config *cfg, const struct fb_request *req,
+		 const char *problem_key, const char *device_name, const char *run_dir,
+		 struct fb_baseline *out)
+{
+	struct fb_request	 breq = *req;
+	struct fb_outcome	 o = { 0 };
+	char			 s[256], dir[PATH_MAX] = "", path[PATH_MAX] = "", lock[PATH_MAX];
+	char			 shared[PATH_MAX] = "", shared_lock[PATH_MAX];
+	json_t			*b = NULL;
+	int			 fd = -1, sfd = -1, rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (run_dir != NULL) {
+		slug(device_name, s, sizeof(s));
+		snprintf(dir, sizeof(dir), "%s/baselines/%s", run_dir, s);
+		snprintf(path, sizeof(path), "%s/%s.json", dir, problem_key);
+		snprintf(lock, sizeof(lock), "%s/%s.lock", dir, problem_key);
+		if ((rc = kb_mkdir_p(dir, 0755)) < 0)
+			return rc;
+		if ((fd = lock_file(lock)) == -1)
+			return -kb_errno_to_err(errno);
+		b = json_load_file(path, 0, NULL);
+	}
+	/* The run's own record first (a resumed run compares against what it began with),
+	 * then the cache shared by runs, then a measurement that fills both. */
+	if (b == NULL && fb_baseline_path(cfg, req->problem_path, device_name, shared,
+					  sizeof(shared)) == 0) {
+		snprintf(shared_lock, sizeof(shared_lock), "%.*s.lock",
+			 (int)(strlen(shared) - 5), shared);
+		sfd = lock_file(shared_lock);
+		if ((b = json_load_file(shared, 0, NULL)) != NULL) {
+			json_object_set_new(b, "cache", json_string(shared));
+			json_object_set_new(b, "problem", json_string(problem_key));
+			if (path[0] != '\0')
+				rc = kb_write_atomic_json(path, b);
+		}
+	}
+	if (b != NULL) {
+		out->cache_hit = true;
+	} else if (rc == 0) {
+		breq.mode = FB_BASELINE;
+		breq.candidate_path = NULL;
+		breq.build_dir = NULL;
+		breq.time_reference = false;
+		if ((rc = fb_run(cfg, &breq, &o)) == 0) {
+			out->wall_ms = o.wall_ms;
+			b = fb_baseline_record(problem_key, device_name, &o);
+			if (o.status == FB_ST_OK) {
+				if (path[0] != '\0')
+					rc = kb_write_atomic_json(path, b);
+				if (rc == 0 && shared[0] != '\0')
+					(void)kb_write_atomic_json(shared, b);
+			}
+		}
+		fb_outcome_clear(&o);
+	}
+	if (sfd != -1)
+		close(sfd);
+	if (fd != -1)
+		close(fd);
+	if (rc < 0) {
+		json_decref(b);
+		return rc;
+	}
+	out->record = b;
+	return 0;
+}
+
+bool
+fb_baseline_ok(const struct fb_baseline *b)
+{
+	const char	*st = json_string_value(json_object_get(b->record, "status"));
+
+	return st != NULL && strcmp(st, fb_status_name(FB_ST_OK)) == 0;
+}
+
+void
+fb_baseline_clear(struct fb_baseline *b)
+{
+	json_decref(b->record);
+	memset(b, 0, sizeof(*b));
+}
+
+int
+fb_evaluate(const struct kb_config *cfg, const struct fb_request *req,
+	    const char *device_name, struct fb_evaluation *ev, char *err, size_t errlen)
+{
+	struct fb_request	 r = *req;
+	json_t			*findings = NULL;
+	int			 rc;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->verdict = FB_VERDICT_INCORRECT;
+	/* The static checks first, as a run's PRECOMPILE does: a rejected kernel is not
+	 * built. */
+	if ((rc = fb_static_check(cfg, req->problem_path, req->candidate_path, &findings, err,
+				  errlen)) < 0)
+		return rc;
+	if (fb_findings_reject(findings)) {
+		ev->result = fb_rejection(findings);	/* judged there */
+		ev->verdict = FB_VERDICT_REJECTED;
+		ev->rejected = true;
+		json_decref(findings);
+		return 0;
+	}
+	r.mode = FB_PRECOMPILE;
+	r.device_index = -1;
+	r.time_reference = false;
+	if ((rc = fb_eval_build(cfg, &r, NULL, NULL, &ev->build)) < 0)
+		goto out;
+	if (fb_status_parse(json_string_value(json_object_get(ev->build.result, "status")),
+			    &ev->status) < 0)
+		ev->status = FB_ST_CRASHED;
+	if (ev->status != FB_ST_OK) {
+		ev->result = json_incref(ev->build.result);
+		goto judge;
+	}
+	ev->compiled = true;
+	/* The reference alone, from the cache that runs share, else measured (and kept
+	 * there); a reference that fails by itself is the environment's error. */
+	r = *req;
+	if ((rc = fb_eval_baseline(cfg, &r, req->problem_path, device_name, NULL,
+				   &ev->baseline)) < 0)
+		goto out;
+	if (!fb_baseline_ok(&ev->baseline)) {
+		char *msg = kb_asprintf("the reference problem itself fails on this device, "
+					"without any candidate (%s: %s)",
+					json_string_value(json_object_get(ev->baseline.record,
+									  "status")) ?: "no status",
+					json_string_value(json_object_get(ev->baseline.record,
+									  "message")) ?: "no message");
+
+		ev->status = FB_ST_ENV_ERROR;
+		ev->result = json_pack("{s:s, s:b, s:b, s:O, s:{s:s}}", "status",
+				       fb_status_name(FB_ST_ENV_ERROR), "compiled", 1, "correct", 0,
+				       "baseline", ev->baseline.record, "details", "message", msg);
+		free(msg);
+		goto judge;
+	}
+	r.mode = FB_EXECUTE;
+	r.time_reference = true;
+	if ((rc = fb_run(cfg, &r, &ev->executed)) < 0)
+		goto out;
+	ev->status = ev->executed.status;
+	ev->result = json_incref(ev->executed.result);
+judge:
+	ev->verdict = fb_judge(ev->result, findings, ev->baseline.record);
+	ev->correct = json_is_true(json_object_get(ev->result, "correct"));
+out:
+	json_decref(findings);
+	return rc;
+}
+
+void
+fb_outcome_of_judged(json_t *result, bool executed, struct fb_outcome *o)
+{
+	json_t	*v;
+
+	memset(o, 0, sizeof(*o));
+	o->runtime_ms = o->ref_runtime_ms = o->speedup = -1;
+	o->result = result;
+	if (fb_status_parse(json_string_value(json_object_get(result, "status")), &o->status) < 0)
+		o->status = FB_ST_CRASHED;
+	o->compiled = executed || o->status == FB_ST_OK;
+	o->correct = json_is_true(json_object_get(result, "correct"));
+	if (json_is_number(v = json_object_get(result, "speedup")))
+		o->speedup = json_number_value(v);
+	if (json_is_number(v = json_object_get(result, "ref_runtime_ms")))
+		o->ref_runtime_ms = json_number_value(v);
+	v = json_object_get(json_object_get(json_object_get(result, "timing"), "candidate"),
+			    "mean_ms");
+	if (json_is_number(v))
+		o->runtime_ms = json_number_value(v);
+}
+
+void
+fb_evaluation_clear(struct fb_evaluation *ev)
+{
+	json_decref(ev->result);
+	fb_build_clear(&ev->build);
+	fb_baseline_clear(&ev->baseline);
+	fb_outcome_clear(&ev->executed);
+	memset(ev, 0, sizeof(*ev));
+}
