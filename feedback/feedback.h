@@ -16,10 +16,13 @@
  *            "device_index", "precision", "seed", "correctness_trials", "perf_trials",
  *            "warmup", "atol", "rtol" (null: the precision's default), "timing": {"method",
  *            "l2_flush", "discard_first", "max_spread", "max_passes"}, "time_reference",
- *            "baseline_compile", "allow_tf32"}
+ *            "baseline_compile", "allow_tf32", "cpus": [core, ...] (on the CPU: builds on
+ *            the compile slots' cores, every other step on the rest; empty: anywhere)}
  *   result   {"status", "mode", "compiled", "correct", "flags": [...], "details":
  *            {"message", "exception", "traceback", "compiler_output", "trials": [{"trial",
- *            "seed", "ok", "max_abs_diff", "avg_abs_diff"}], ...}, "timing": {"candidate",
+ *            "seed", "ok", "max_abs_diff", "avg_abs_diff"}], "cpus" (those it runs on),
+ *            "replay_check": {"checks", "failed_at", "max_abs_diff", "skipped"}, ...},
+ *            "timing": {"candidate",
  *            "reference", "reference_compile": {"mean_ms", "std_ms", "min_ms", "max_ms",
  *            "median_ms", "trials", "method", "stream_check"} | null, "pair":
  *            {"speedup", "ci95": [lo, hi], "spread", "median_speedup", "passes",

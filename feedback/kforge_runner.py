@@ -2243,6 +2243,23 @@ def take_request_context(req):
     set_dumpable(True)
 
 
+def pin_cpus(req):
+    """The cores the request gives this step (kforge keeps a run's builds and timings on
+    cores of their own, on the CPU): those of them this process may use, as a sorted
+    list; None where none is given or none is usable (left where it is)."""
+    cpus = req.get("cpus")
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        return None
+    try:
+        want = {int(c) for c in cpus} & os.sched_getaffinity(0)
+        if want:
+            os.sched_setaffinity(0, want)
+            return sorted(want)
+    except (OSError, ValueError, TypeError) as e:
+        log("cpus %s not taken: %s" % (cpus, e))
+    return None
+
+
 def main():
     faulthandler.enable(file=sys.stderr, all_threads=True)
     warm = "--warm" in sys.argv[1:]
@@ -2262,10 +2279,14 @@ def main():
         r.details["exception"] = describe_exception(e)
         r.write_result("runtime_error", "bad request: %s" % first_line(e))
         return 0
-    log("mode=%s device=%s precision=%s problem=%s candidate=%s" % (
+    pinned = pin_cpus(req)
+    log("mode=%s device=%s precision=%s problem=%s candidate=%s cpus=%s" % (
         req.get("mode"), req.get("device"), req.get("precision"), req.get("problem"),
-        req.get("candidate")))
-    Runner(req, result_file).run()
+        req.get("candidate"), pinned))
+    runner = Runner(req, result_file)
+    if pinned is not None:
+        runner.details["cpus"] = pinned
+    runner.run()
     return 0
 
 

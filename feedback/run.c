@@ -111,16 +111,42 @@ env_clear(struct fb_env *e)
 /* On the CPU an execution slot gets its share of the cores left over by the compile
  * slots: torch's intra-op pool would otherwise spin on cores a compile is using, and the
  * timings (reference and candidate alike) would measure the contention. */
+static long
+compile_cores(const struct kb_config *cfg, long cores)
+{
+	return cfg->runner.compile_slots > 0 ? cfg->runner.compile_slots :
+	       (cores > 1 ? cores / 2 : 1);
+}
+
 long
 fb_cpu_threads(const struct kb_config *cfg)
 {
 	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
-	long	compile = cfg->runner.compile_slots > 0 ? cfg->runner.compile_slots :
-			  (cores > 1 ? cores / 2 : 1);
 	long	slots = cfg->runner.cpu_exec_slots > 0 ? cfg->runner.cpu_exec_slots : 1;
-	long	n = (cores - compile) / slots;
+	long	n = (cores - compile_cores(cfg, cores)) / slots;
 
 	return n > 0 ? n : 1;
+}
+
+/* On the CPU the cores a step runs on ("cpus" in the request): builds (precompile,
+ * selftest) on the first ones, as many as the compile slots, and every other step on the
+ * rest, so a timing never shares a core with a build of the same run (the reference and
+ * the candidate alike). An empty list leaves the runner where it is: on a GPU (where
+ * the timing is the GPU's), or where one core is all there is. */
+static json_t *
+step_cpus(const struct kb_config *cfg, const struct fb_request *req, bool cuda)
+{
+	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
+	long	compile = compile_cores(cfg, cores), first, last;
+	json_t	*cpus = json_array();
+
+	if (cuda || cores < 2 || compile >= cores)
+		return cpus;
+	first = req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST ? 0 : compile;
+	last = first == 0 ? compile : cores;
+	for (long c = first; c < last; c++)
+		json_array_append_new(cpus, json_integer(c));
+	return cpus;
 }
 
 static void
@@ -426,6 +452,7 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 		json_object_set_new(r, "work_dir", json_string(req->work_dir));
 	if (cuda && cfg->eval.inputs != NULL && strcmp(cfg->eval.inputs, "device") == 0)
 		json_object_set_new(r, "input_placement", json_string("device"));
+	json_object_set_new(r, "cpus", step_cpus(cfg, req, cuda));
 	return r;
 }
 

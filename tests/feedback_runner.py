@@ -178,6 +178,14 @@ def main():
           and "stale_output" not in r2.get("flags", []) and r2.get("speedup"),
           "execute: a reference that fails on the changed values skips the check: %s %s" % (r2.get("status"), rc2))
 
+    # a step kept on the cores the request names (those this process may use)
+    mine = sorted(os.sched_getaffinity(0))
+    r2, _, _, _ = e.run("execute", candidate="cand_globals.py", perf_trials=0, cpus=[mine[-1], 4096])
+    check(r2.get("details", {}).get("cpus") == [mine[-1]], "execute: pinned to core %d of [%d, 4096]: %s"
+          % (mine[-1], mine[-1], r2.get("details", {}).get("cpus")))
+    check("cpus" not in r.get("details", {}), "execute without cpus: left where it was: %s"
+          % r.get("details", {}).get("cpus"))
+
     # the same seeds give the same trial seeds (KernelBench's scheme)
     r2, _, _, _ = e.run("execute", candidate="cand_globals.py", perf_trials=0)
     check([t["seed"] for t in r2.get("details", {}).get("trials", [])] ==

@@ -139,6 +139,13 @@ for task in expected:
         cpath = os.path.join(tdir, "compile.json")
         if os.path.exists(cpath) and json.load(open(cpath))["status"] == "ok":
             comp = True
+            # Builds and timings of a run on cores of their own (on a machine of two or more).
+            rpath = os.path.join(tdir, "result.json")
+            if (os.cpu_count() or 1) >= 2 and os.path.exists(rpath):
+                bc = json.load(open(cpath))["details"].get("cpus")
+                ec = json.load(open(rpath))["details"].get("cpus")
+                check(bc and ec and not set(bc) & set(ec),
+                      "%s turn %d: build on cores %s, execution on %s" % (task, k, bc, ec))
         rpath = os.path.join(tdir, "result.json")
         if os.path.exists(rpath):
             res = json.load(open(rpath))
