@@ -32,6 +32,7 @@ static int	cmd_run(int argc, char **argv);
 static int	cmd_resume(int argc, char **argv);
 static int	cmd_view(int argc, char **argv);
 static int	cmd_report(int argc, char **argv);
+static int	cmd_viewer(int argc, char **argv);
 static int	cmd_tail(int argc, char **argv);
 static int	cmd_stop(int argc, char **argv);
 static int	cmd_eval(int argc, char **argv);
@@ -97,6 +98,14 @@ static const struct command commands[] = {
 	  "timeline and every turn's prompt, reply, kernel (with a diff against the previous\n"
 	  "turn's), build output, results, verdict, profile and feedback. With several run\n"
 	  "directories --csv, --svg and --html cover them all, the plots overlaid." },
+	{ .name = "view", .run = cmd_viewer,
+	  .usage = "view DIR [--port N] [--bind ADDR]",
+	  .help = "Serve the report page of a run (as report --html writes it) on http://ADDR:N/,\n"
+	  "default 127.0.0.1:" STR(ORCH_VIEW_PORT) "; --port 0 takes a free port. The page follows the run as it\n"
+	  "moves on (it polls for a change in the trajectories and redraws). Read-only: only\n"
+	  "GET; files are served as text from inside the run directory only. It listens on\n"
+	  "loopback unless --bind names another address (the page shows model output and\n"
+	  "the run's files: bind elsewhere only on a trusted network). Ctrl-C stops it." },
 	{ .name = "stop", .run = cmd_stop,
 	  .usage = "stop DIR [--timeout SECONDS]",
 	  .help = "Ask the run's supervisor to stop gracefully and wait until it has." },
@@ -176,7 +185,8 @@ struct run_opts {
 	const char	*accept[MAX_SETS + 1];	/* NULL-ended */
 	int		 nsets, naccept, timeout, progress_interval;
 	bool		 detach, json, follow, quiet, fresh, csv;
-	const char	*html, *svg;
+	const char	*html, *svg, *bind;
+	int		 port;
 };
 
 static int
@@ -209,6 +219,13 @@ on_opt(int c, const char *arg, void *st)
 	case 'c': o->csv = true; break;
 	case 'H': o->html = arg; break;
 	case 'S': o->svg = arg; break;
+	case 'B': o->bind = arg; break;
+	case 'P':
+		if (kb_parse_int(arg, 0, 65535, &v) < 0)
+			return usage_error("--port wants a port number (0 to 65535; 0: any free "
+					   "one), got '%s'", arg);
+		o->port = (int)v;
+		break;
 	case 'a':
 		if (o->naccept >= MAX_SETS)
 			return usage_error("too many --accept options (%s)", arg);
@@ -243,6 +260,8 @@ static const struct option all_longopts[] = {
 	{ "csv", no_argument, NULL, 'c' },
 	{ "html", required_argument, NULL, 'H' },
 	{ "svg", required_argument, NULL, 'S' },
+	{ "port", required_argument, NULL, 'P' },
+	{ "bind", required_argument, NULL, 'B' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -367,6 +386,21 @@ cmd_report(int argc, char **argv)
 		return usage_error("wants exactly one run directory (several only with --csv, "
 				   "--html or --svg)%s", "");
 	return orch_cmd_report(rest[0], o.json, o.accept);
+}
+
+static int
+cmd_viewer(int argc, char **argv)
+{
+	struct run_opts	o = { 0 };
+	char		**rest;
+	int		nrest;
+
+	o.port = ORCH_VIEW_PORT;
+	o.bind = "127.0.0.1";
+	PARSE_OR_RETURN("PB");
+	if (nrest != 1)
+		return usage_error("wants exactly one run directory%s", "");
+	return orch_cmd_viewer(rest[0], o.bind, o.port);
 }
 
 static int

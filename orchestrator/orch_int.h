@@ -195,6 +195,12 @@ struct orch_report_out {
 int	orch_cmd_report_out(const char *const *dirs, int ndirs, const char *const *accept,
 			    const struct orch_report_out *o);
 
+#define ORCH_VIEW_PORT	8737	/* kforge view's default port */
+/* viewer.c: `kforge view DIR`: serves the page on bind:port (port 0: any free one; the
+ * URL is printed) with libmicrohttpd until SIGINT or SIGTERM. */
+int	orch_cmd_viewer(const char *dir, const char *bind, int port);
+/* What changes whenever the run moves on: the sizes and times of its logs and run.json. */
+void	orch_run_stamp(const struct orch_run *run, char *out, size_t len);
 
 /* eval.c. orch_cmd_eval's return value is the verdict as an exit status (the table in
  * eval.c); orch_eval_help prints that table and the evaluation's defaults, for

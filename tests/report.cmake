@@ -6,3 +6,7 @@ find_package(Python3 COMPONENTS Interpreter REQUIRED)
 kb_add_script_test(unit_report_files
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/report_files.py
                    LABELS unit TIMEOUT 300)
+# kforge view over real HTTP: every way out of the run directory refused, loopback only
+kb_add_script_test(unit_viewer_paths
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/viewer_paths.py
+                   LABELS unit TIMEOUT 300)

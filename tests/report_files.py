@@ -314,6 +314,10 @@ refused(["report", run1, os.path.join(work, "missing"), "--html", os.path.join(w
 refused(["report", run1, "--html", os.path.join(work, "no", "such", "dir", "x.html")], 1, "cannot write")
 refused(["report", run1, "--json", "--csv"], 2, "--json")
 refused(["report", run1, run2], 2, "exactly one run directory")
+refused(["view", run1, "--port", "70000"], 2, "--port wants")
+refused(["view", run1, "--port", "http"], 2, "--port wants")
+refused(["view", run1, "--bind", "example.com"], 2, "--bind wants")
+refused(["view", os.path.join(work, "missing")], 1, "not a kforge run directory")
 check(not os.path.exists(os.path.join(work, "x.html")), "a failed report wrote its page")
 print("ok: CSV rows and columns equal the records; plot points equal report --json, status --json, "
       "the CSV and the leases, for one run and two; the page escapes the run's text; bad input refused")
