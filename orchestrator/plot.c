@@ -434,7 +434,8 @@ plot_turn_status(json_t *models, struct kb_buf *out)
 	c.x1 = maxturn + 0.5;
 	c.y1 = top;
 	chart_open(&c, "turn_status", "status of every turn",
-		   "turns by outcome, stacked per turn (one bar per run)");
+		   nm > 1 ? "turns by outcome, stacked per turn (one bar per run, numbered as "
+			    "the runs)" : "turns by outcome, stacked per turn");
 	chart_axes(&c, "turn", "turns", 0, top < 10 ? top : 5, "%g", "%.0f", NULL);
 	for (int k2 = 1; k2 <= maxturn; k2++)
 		kb_buf_printf(out, "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n",
@@ -446,6 +447,12 @@ plot_turn_status(json_t *models, struct kb_buf *out)
 		for (int k2 = 0; k2 < maxturn; k2++) {
 			int	 below = 0;
 			json_t	*arr;
+
+			if (nm > 1)	/* which run a bar is: its number, as in the legend */
+				kb_buf_printf(out, "<text x=\"%.2f\" y=\"%d\" font-size=\"9\" "
+					      "text-anchor=\"middle\" fill=\"#555\">%zu</text>\n",
+					      px(&c, k2 + 0.6) + w * ((double)m + 0.5),
+					      PLOT_H - PLOT_BOTTOM + 27, m + 1);
 
 			json_object_foreach(v, cat, arr) {
 				int n = (int)json_integer_value(json_array_get(arr, (size_t)k2));
