@@ -319,5 +319,8 @@ refused(["view", run1, "--port", "http"], 2, "--port wants")
 refused(["view", run1, "--bind", "example.com"], 2, "--bind wants")
 refused(["view", os.path.join(work, "missing")], 1, "not a kforge run directory")
 check(not os.path.exists(os.path.join(work, "x.html")), "a failed report wrote its page")
+for cmd, words in (("view", "--port N"), ("report", "--html FILE")):
+    p = kforge(cmd, "--help")
+    check(p.stdout.startswith("usage: kforge " + cmd) and words in p.stdout, "%s --help: %r" % (cmd, p.stdout[:200]))
 print("ok: CSV rows and columns equal the records; plot points equal report --json, status --json, "
       "the CSV and the leases, for one run and two; the page escapes the run's text; bad input refused")

@@ -128,6 +128,11 @@ check(status == 405, "POST: %d, want 405" % status)
 status, _ = get("/files/tasks.json", method="DELETE")
 check(status == 405, "DELETE: %d, want 405" % status)
 
+# a second viewer on the port in use: one line, nonzero
+p = kforge("view", run, "--port", str(port), check_rc=False, timeout=120)
+check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and "cannot listen" in p.stderr,
+      "a viewer on a port in use: rc %d, %r" % (p.returncode, p.stderr))
+
 view.send_signal(signal.SIGTERM)
 try:
     rc = view.wait(timeout=120)
@@ -136,4 +141,4 @@ except subprocess.TimeoutExpired:
     fail("kforge view did not stop on SIGTERM")
 check(rc == 0, "kforge view exited %d on SIGTERM" % rc)
 print("ok: %d ways out of the run directory refused, nothing outside served; loopback only; "
-      "foreign Host 403, POST 405" % len(attempts))
+      "foreign Host 403, POST 405; a port in use refused" % len(attempts))
