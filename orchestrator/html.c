@@ -72,12 +72,15 @@ static const char page_js[] =
 	"open.forEach(function(id){var d=document.getElementById(id);if(d)d.open=true;});"
 	"stamp=nm.getAttribute('data-stamp');wire();"
 	"document.getElementById('live').textContent='live: updated '+new Date().toLocaleTimeString();}\n"
-	"function poll(){fetch('stamp',{cache:'no-store'}).then(function(r){return r.text();})"
+	/* The next look waits at least a second, and three times what the last took, so that
+	 * a large run's page is not rendered back to back. */
+	"function poll(){var t0=Date.now();fetch('stamp',{cache:'no-store'})"
+	".then(function(r){return r.text();})"
 	".then(function(s){if(s.trim()===stamp)return;return fetch('./',{cache:'no-store'})"
 	".then(function(r){return r.text();}).then(redraw);})"
 	".catch(function(){document.getElementById('live').textContent="
 	"'live: the viewer does not answer';})"
-	".then(function(){setTimeout(poll,1000);});}\n"
+	".then(function(){setTimeout(poll,Math.max(1000,3*(Date.now()-t0)));});}\n"
 	"setTimeout(poll,1000);\n"
 	"})();\n";
 
