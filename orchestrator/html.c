@@ -22,6 +22,8 @@ static const struct {
 } shown_artifacts[] = {
 	{ "prompt", "Prompt" },
 	{ "response", "Reply" },
+	{ "response_raw", "Reply as received" },
+	{ "reply_refused", "Reply refused" },
 	{ "kernel", "Kernel" },
 	{ "static", "Static checks" },
 	{ "compile", "Build result" },
@@ -29,8 +31,10 @@ static const struct {
 	{ "execute_log", "Execution output" },
 	{ "result", "Results" },
 	{ "profile", "Profile" },
+	{ "profile_feedback", "Profile as told to the model" },
 	{ "feedback", "Feedback sent next" },
 	{ "response_meta", "Reply metadata" },
+	{ "env_error", "Environment error" },
 };
 #define NSHOWN (sizeof(shown_artifacts) / sizeof(shown_artifacts[0]))
 
