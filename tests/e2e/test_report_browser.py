@@ -161,7 +161,9 @@ try:
 finally:
     browser.close()
     view.send_signal(signal.SIGTERM)
-    view.wait(60)
+    view.wait(120)
     mock.stop()
+check(view.returncode == 0, "kforge view exited %d on SIGTERM: %s" % (view.returncode,
+                                                                 open(os.path.join(work, "view.err")).read()[-3000:]))
 print("ok: viewer and report in Chromium: no console errors, a row per task, kernels and diffs equal the "
       "run's files, the live page showed turn 2 in place; screenshots in %s" % work)
