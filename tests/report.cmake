@@ -10,3 +10,6 @@ kb_add_script_test(unit_report_files
 kb_add_script_test(unit_viewer_paths
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/viewer_paths.py
                    LABELS unit TIMEOUT 300)
+# the kernel diff (rebuilds both sides, as short as an LCS allows), escaping, CSV quoting
+kb_add_test(orchestrator_report SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_report.c
+            LIBS kb_orch LABELS unit)
