@@ -129,21 +129,27 @@ cell(struct kb_buf *out, json_t *v)
 }
 
 /* The text of an artifact under the task's directory, at most ARTIFACT_MAX bytes, or
- * NULL. No link is followed at the last component (the run's own files are regular). */
+ * NULL. What the path resolves to, links included, must be a regular file inside the
+ * task's directory: the page shows nothing from elsewhere, whatever a record names. */
 static char *
 read_artifact(const char *run_dir, const char *task, const char *rel, bool *cut)
 {
-	char		 path[PATH_MAX];
+	char		 path[PATH_MAX], real[PATH_MAX], top[PATH_MAX], task_dir[PATH_MAX];
 	struct stat	 st;
 	char		*buf;
 	ssize_t		 n;
-	size_t		 got = 0;
+	size_t		 got = 0, toplen;
 	int		 fd;
 
 	*cut = false;
-	if (snprintf(path, sizeof(path), "%s/tasks/%s/%s", run_dir, task, rel) >= (int)sizeof(path))
+	if (snprintf(task_dir, sizeof(task_dir), "%s/tasks/%s", run_dir, task) >= (int)sizeof(task_dir) ||
+	    snprintf(path, sizeof(path), "%s/%s", task_dir, rel) >= (int)sizeof(path) ||
+	    realpath(task_dir, top) == NULL || realpath(path, real) == NULL)
 		return NULL;
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	toplen = strlen(top);
+	if (strncmp(real, top, toplen) != 0 || real[toplen] != '/')
+		return NULL;
+	if ((fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return NULL;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (buf = malloc(ARTIFACT_MAX + 1)) == NULL) {
 		close(fd);

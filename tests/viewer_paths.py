@@ -9,6 +9,7 @@ served as it is. The viewer listens on 127.0.0.1 only (by /proc/net/tcp), answer
 foreign Host with 403 and a POST with 405, and stops on SIGTERM with status 0.
 """
 import http.client
+import json
 import os
 import secrets
 import signal
@@ -34,6 +35,16 @@ os.symlink(outside, os.path.join(run, "link-out"))
 os.symlink(os.path.join(outside, "secret.txt"), os.path.join(run, "link-file"))
 os.symlink("../../../../outside/secret.txt", os.path.join(run, "tasks", "A", "turns", "1", "evil.txt"))
 os.symlink("/etc", os.path.join(run, "etc"))
+os.symlink(outside, os.path.join(run, "tasks", "A", "turns", "9"))
+# records that name those links as a turn's artifacts: the page must not show them either
+log = os.path.join(run, "tasks", "A", "trajectory.jsonl")
+recs = [json.loads(l) for l in open(log)]
+gen = [r for r in recs if r["from"] == "GENERATE" and r["event"] == "ok"][0]
+for key, rel in (("leak_file", "turns/1/evil.txt"), ("leak_dir", "turns/9/secret.txt"),
+                 ("leak_abs", os.path.join(outside, "secret.txt")), ("leak_up", "../../../outside/secret.txt")):
+    gen["data"][key] = {"path": rel, "sha256": "0" * 64}
+with open(log, "w") as f:
+    f.writelines(json.dumps(r) + "\n" for r in recs)
 
 view = subprocess.Popen([BIN, "view", run, "--port", "0"], stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True)
@@ -87,6 +98,8 @@ status, body = get("/files/tasks/A/turns/1/kernel.txt")
 check(status == 200 and body == b"print('inside')\n", "a turn's kernel: %d %r" % (status, body))
 status, body = get("/")
 check(status == 200 and b"<table class=\"sortable tasks\"" in body, "the page: %d" % status)
+check(SECRET.encode() not in body, "the page shows a file outside the run that a record names")
+check(body.count(b"(cannot be read)") == 2, "the page should show the two linked artifacts as unreadable")
 status, body = get("/stamp")
 check(status == 200 and len(body.strip()) == 16, "/stamp: %d %r" % (status, body))
 
