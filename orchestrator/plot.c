@@ -370,6 +370,14 @@ plot_speedups(json_t *models, struct kb_buf *out)
 		}
 		chart_legend(&c, label, palette[m % NPALETTE]);
 	}
+	if (lo == -2 && hi == 1 && top == 1) {
+		bool any = false;
+
+		for (size_t i = 0; i < nm * NB && !any; i++)
+			any = count[i / NB][i % NB] > 0;
+		if (!any)
+			chart_empty(&c, "no correct kernel with a timing yet");
+	}
 	free(count);
 	chart_close(&c);
 }
