@@ -300,6 +300,18 @@ for bad_ref in ('src="http', "href=\"http", "@import", "url("):
     check(bad_ref not in page, "the page refers to an outside resource: %s" % bad_ref)
 check('class="diff" data-added="2" data-removed="2"' in page, "turn 2 of A: no diff of its kernel against turn 1's")
 
+# ---- a run not started yet: a header alone, plots that say they have nothing, a row per task
+fresh = os.path.join(work, "fresh")
+fake_run(fresh, "fresh", [{"id": "A", "level": 1, "turns": []}, {"id": "B", "level": 2, "turns": []}], turns=2)
+for t in ("A", "B"):
+    os.unlink(os.path.join(fresh, "tasks", t, "trajectory.jsonl"))
+check(kforge("report", fresh, "--csv").stdout.count("\n") == 1, "the CSV of a fresh run is not a header alone")
+kforge("report", fresh, "--svg", os.path.join(work, "fresh-svg"), "--html", os.path.join(work, "fresh.html"))
+for name, words in (("speedups", "no correct kernel"), ("turn_status", "no turn has started"),
+                    ("slot_use", "no slot was leased")):
+    check(words in open(os.path.join(work, "fresh-svg", name + ".svg")).read(), "%s.svg of a fresh run" % name)
+check(open(os.path.join(work, "fresh.html")).read().count('<tr class="task-row"') == 2, "fresh.html task rows")
+
 # ---- bad input: one line, nonzero
 def refused(args, rc, words):
     p = kforge(*args, check_rc=False)
