@@ -173,6 +173,11 @@ class Page:
                 out.append("request failed: %s" % p.get("errorText"))
         return out
 
+    def requests(self):
+        """The URLs the page asked for, in order."""
+        self.eval("1")
+        return [e["params"]["request"]["url"] for e in self.events if e["method"] == "Network.requestWillBeSent"]
+
     def screenshot(self, path):
         r = self.call("Page.captureScreenshot", format="png")
         with open(path, "wb") as f:

@@ -130,6 +130,9 @@ try:
 
     check_turn2(page, "viewer")
     check(page.errors() == [], "the viewer's page logged errors: %s" % page.errors())
+    asked = [u for u in page.requests() if not u.startswith("data:")]
+    check(asked and all(u in (url, url + "stamp") for u in asked),
+          "the live page asked for something other than the viewer's page and stamp: %s" % sorted(set(asked)))
     page.eval("document.getElementById('turn-0-0-2').open = true; "
               "document.getElementById('turn-0-0-2').scrollIntoView(); 1")
     page.screenshot(os.path.join(work, "viewer-after.png"))
@@ -156,6 +159,9 @@ try:
           "sorting by best speedup: %s then %s" % (up, down))
     page.eval("document.getElementById('task-0-0').open = true; document.getElementById('turn-0-0-2').open = true; 1")
     check(page.errors() == [], "the report page logged errors: %s" % page.errors())
+    # self-contained: nothing asked for but the file itself (and inline data)
+    asked = [u for u in page.requests() if not u.startswith("data:")]
+    check(asked == ["file://" + html], "the report page asked for more than its file: %s" % asked)
     page.screenshot(os.path.join(work, "report.png"))
     page.close()
 finally:
