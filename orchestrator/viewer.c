@@ -44,7 +44,39 @@ struct viewer {
 	char	real[PATH_MAX];		/* resolved: the only tree files are served from */
 	char	hosts[4][96];		/* Host header values accepted */
 	int	nhosts;
+	bool	wildcard;		/* bound to every address: any literal address */
+	int	port;
 };
+
+/* Whether a Host header names this server: one of the names it was bound as, or, bound
+ * to every address, any numeric address with its port. A DNS name never passes (but
+ * localhost), so that a page elsewhere cannot reach the viewer by rebinding one. */
+static bool
+host_ok(const struct viewer *v, const char *host)
+{
+	char		 name[96], port[8];
+	unsigned char	 addr[16];
+	const char	*colon;
+	size_t		 n;
+
+	if (host == NULL)
+		return false;
+	for (int i = 0; i < v->nhosts; i++)
+		if (strcmp(host, v->hosts[i]) == 0)
+			return true;
+	if (!v->wildcard || (colon = strrchr(host, ':')) == NULL)
+		return false;
+	snprintf(port, sizeof(port), "%d", v->port);
+	n = (size_t)(colon - host);
+	if (strcmp(colon + 1, port) != 0 || n >= sizeof(name))
+		return false;
+	if (host[0] == '[' && n > 2 && host[n - 1] == ']') {
+		snprintf(name, sizeof(name), "%.*s", (int)n - 2, host + 1);
+		return inet_pton(AF_INET6, name, addr) == 1;
+	}
+	snprintf(name, sizeof(name), "%.*s", (int)n, host);
+	return inet_pton(AF_INET, name, addr) == 1;
+}
 
 void
 orch_run_stamp(const struct orch_run *run, char *out, size_t len)
@@ -223,7 +255,6 @@ answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 {
 	struct viewer	*v = cls;
 	const char	*host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
-	bool		 host_ok = false;
 	static int	 seen;
 
 	(void)version;
@@ -236,9 +267,7 @@ answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 		return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "no request body is accepted");
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only: GET and HEAD only");
-	for (int i = 0; host != NULL && i < v->nhosts; i++)
-		host_ok = host_ok || strcmp(host, v->hosts[i]) == 0;
-	if (!host_ok)
+	if (!host_ok(v, host))
 		return send_error(c, MHD_HTTP_FORBIDDEN, "forbidden: unknown Host");
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		size_t n = strlen(routes[i].path);
@@ -308,6 +337,9 @@ orch_cmd_viewer(const char *dir, const char *addr, int port)
 	snprintf(v.hosts[v.nhosts++], sizeof(v.hosts[0]), "localhost:%d", bound);
 	snprintf(v.hosts[v.nhosts++], sizeof(v.hosts[0]), "127.0.0.1:%d", bound);
 	snprintf(v.hosts[v.nhosts++], sizeof(v.hosts[0]), "[::1]:%d", bound);
+	v.port = bound;
+	v.wildcard = v6 ? IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr) :
+			  s4->sin_addr.s_addr == htonl(INADDR_ANY);
 	/* Stopped by SIGINT or SIGTERM, taken by sigwait here: blocked before the server's
 	 * thread starts, so that it inherits the mask. */
 	sigemptyset(&stop);

@@ -146,6 +146,22 @@ p = kforge("view", run, "--port", str(port), check_rc=False, timeout=120)
 check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and "cannot listen" in p.stderr,
       "a viewer on a port in use: rc %d, %r" % (p.returncode, p.stderr))
 
+# told to bind every address: it does, and a numeric Host passes, a DNS name does not
+wide = subprocess.Popen([BIN, "view", run, "--port", "0", "--bind", "0.0.0.0"], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+wline = wide.stdout.readline()
+check("http://0.0.0.0:" in wline, "kforge view --bind 0.0.0.0 printed %r" % wline)
+wport = int(wline.split("http://0.0.0.0:", 1)[1].split("/", 1)[0])
+check(listening_addresses(wport) == ["00000000"], "--bind 0.0.0.0 listens on %s" % listening_addresses(wport))
+saved, port = port, wport
+for h, want in (("127.0.0.1:%d" % wport, 200), ("10.1.2.3:%d" % wport, 200), ("[::1]:%d" % wport, 200),
+                ("rebound.example:%d" % wport, 403), ("10.1.2.3:%d" % (wport + 1), 403)):
+    status, _ = get("/stamp", headers={"Host": h})
+    check(status == want, "--bind 0.0.0.0, Host %s: %d, want %d" % (h, status, want))
+port = saved
+wide.send_signal(signal.SIGTERM)
+check(wide.wait(timeout=120) == 0, "kforge view --bind 0.0.0.0 did not stop cleanly")
+
 view.send_signal(signal.SIGTERM)
 try:
     rc = view.wait(timeout=120)
