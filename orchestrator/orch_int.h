@@ -175,14 +175,13 @@ extern const struct orch_plot orch_plots[];	/* ends with a NULL name */
 void	orch_xml_escape(struct kb_buf *out, const char *s);
 /* A turn row's outcome as the status plot and the page name it. */
 const char *orch_turn_category(json_t *row);
-/* Slots of a lease class held over time (seconds since the run's first lease, count). */
-int	orch_slot_use(json_t *model, const char *cls, double **xs, double **ys);
 
 /* html.c: the report page of run models: summary, plots, a sortable task table, each
  * task's timeline and turns (prompt, reply, kernel with its diff against the previous
  * turn's, build output, result, verdict, profile, feedback), every text escaped. With a
  * live_stamp (orch_run_stamp when rendered) the page polls the viewer's "stamp" for a
- * change and redraws itself (kforge view); NULL: a self-contained file. -KB_ETOOBIG past the buffer's cap. */
+ * change and redraws itself (kforge view); NULL: a self-contained file. -KB_ETOOBIG
+ * past the buffer's cap. */
 int	orch_html_page(json_t *models, const char *live_stamp, struct kb_buf *out);
 /* A line diff of old against new (LCS), as HTML lines classed add, del or same. */
 void	orch_html_diff(const char *old, const char *new, struct kb_buf *out);
@@ -196,9 +195,10 @@ int	orch_cmd_report_out(const char *const *dirs, int ndirs, const char *const *a
 			    const struct orch_report_out *o);
 
 #define ORCH_VIEW_PORT	8737	/* kforge view's default port */
-/* viewer.c: `kforge view DIR`: serves the page on bind:port (port 0: any free one; the
- * URL is printed) with libmicrohttpd until SIGINT or SIGTERM. */
-int	orch_cmd_viewer(const char *dir, const char *bind, int port);
+/* viewer.c: `kforge view DIR`: serves the page on addr:port (port 0: any free one; the
+ * URL is printed) with libmicrohttpd until SIGINT or SIGTERM. 0, or 1 (2 for a bad
+ * address) with a line on stderr. */
+int	orch_cmd_viewer(const char *dir, const char *addr, int port);
 /* What changes whenever the run moves on: the sizes and times of its logs and run.json. */
 void	orch_run_stamp(const struct orch_run *run, char *out, size_t len);
 

@@ -522,8 +522,8 @@ cmp_event(const void *a, const void *b)
 /* The slots of a class held over time: (seconds since the run's first lease, slots held
  * from then on), one point per moment a count changes. Returns the number of points
  * (xs and ys malloc'd, the caller frees), 0 when none. */
-int
-orch_slot_use(json_t *model, const char *cls, double **xs, double **ys)
+static int
+slot_use(json_t *model, const char *cls, double **xs, double **ys)
 {
 	json_t			*leases = json_object_get(model, "leases"), *l;
 	size_t			 n = json_array_size(leases), i, ne = 0;
@@ -576,7 +576,7 @@ plot_slot_use(json_t *models, struct kb_buf *out)
 	json_array_foreach(models, m, model)
 		for (size_t k = 0; k < sizeof(slot_classes) / sizeof(slot_classes[0]); k++) {
 			double	*xs, *ys;
-			int	 n = orch_slot_use(model, slot_classes[k].cls, &xs, &ys);
+			int	 n = slot_use(model, slot_classes[k].cls, &xs, &ys);
 
 			for (int i = 0; i < n; i++) {
 				c.x1 = xs[i] > c.x1 ? xs[i] : c.x1;
@@ -596,7 +596,7 @@ plot_slot_use(json_t *models, struct kb_buf *out)
 			bool		 cpu = strcmp(json_string_value(json_object_get(model,
 						"device")) ?: "", "cpu") == 0;
 			double		*xs, *ys;
-			int		 n = orch_slot_use(model, slot_classes[k].cls, &xs, &ys);
+			int		 n = slot_use(model, slot_classes[k].cls, &xs, &ys);
 
 			if (n == 0)
 				continue;
