@@ -8,6 +8,7 @@ the links — is refused with 403 or 404 and never returns the secret; what is i
 served as it is. The viewer listens on 127.0.0.1 only (by /proc/net/tcp), answers a
 foreign Host with 403 and a POST with 405, and stops on SIGTERM with status 0.
 """
+import atexit
 import http.client
 import json
 import os
@@ -48,6 +49,9 @@ with open(log, "w") as f:
 
 view = subprocess.Popen([BIN, "view", run, "--port", "0"], stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True)
+# a failed check exits at once: the viewers it started must not outlive it
+started = [view]
+atexit.register(lambda: [p.kill() for p in started if p.poll() is None])
 line = ""
 deadline = time.time() + STARTUP_WAIT_S
 while "http://" not in line:
@@ -149,6 +153,7 @@ check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and "cannot 
 # told to bind every address: it does, and a numeric Host passes, a DNS name does not
 wide = subprocess.Popen([BIN, "view", run, "--port", "0", "--bind", "0.0.0.0"], stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True)
+started.append(wide)
 wline = wide.stdout.readline()
 check("http://0.0.0.0:" in wline, "kforge view --bind 0.0.0.0 printed %r" % wline)
 wport = int(wline.split("http://0.0.0.0:", 1)[1].split("/", 1)[0])

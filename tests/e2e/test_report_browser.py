@@ -18,6 +18,7 @@ while both tasks wait for their turn-2 reply (SIGKILL of the whole run). Then:
 Screenshots of the viewer (before and after the new turn) and of the report are kept in
 the test's scratch directory.
 """
+import atexit
 import json
 import os
 import signal
@@ -42,6 +43,7 @@ script = {"rules": [
     {"replies": [turn1]},
 ]}
 mock = MockLLM(work, script)
+atexit.register(mock.stop)
 config = write_config(os.path.join(work, "browser.yaml"), """
 name: browser
 problems: {dir: %s, levels: [1], samples: 2}
@@ -77,6 +79,7 @@ def kernel_lines(task, turn):
 # ---- the viewer
 view = subprocess.Popen([BIN, "view", run_dir, "--port", "0"], stdout=subprocess.PIPE,
                         stderr=open(os.path.join(work, "view.err"), "w"), text=True)
+atexit.register(lambda: view.poll() is None and view.kill())  # a failed check exits at once
 line = view.stdout.readline()
 check("http://127.0.0.1:" in line, "kforge view printed %r: %s" % (line, open(os.path.join(work, "view.err")).read()))
 url = "http://" + line.split("http://", 1)[1].split()[0]
