@@ -32,6 +32,7 @@ static int	cmd_run(int argc, char **argv);
 static int	cmd_resume(int argc, char **argv);
 static int	cmd_view(int argc, char **argv);
 static int	cmd_report(int argc, char **argv);
+static int	cmd_viewer(int argc, char **argv);
 static int	cmd_tail(int argc, char **argv);
 static int	cmd_stop(int argc, char **argv);
 static int	cmd_eval(int argc, char **argv);
@@ -80,13 +81,31 @@ static const struct command commands[] = {
 	  "with the retries, the worker restarts and the resumes; -f follows live until the\n"
 	  "followed tasks finish." },
 	{ .name = "report", .run = cmd_report,
-	  .usage = "report DIR [--json] [--accept RULE ...]",
+	  .usage = "report DIR [--json] [--accept RULE ...]\n"
+		   "         report DIR... [--csv] [--html FILE] [--svg DIR] [--accept RULE ...]",
 	  .help = "Compile rate, correctness (fast_0), fast_p for p in 0.5, 1, 1.5, 2 per level and\n"
 	  "overall, fast_1 by turn (best kernel up to turn N), and last statuses. Only a\n"
 	  "correct verdict counts: turns judged rejected (a rule broken) or suspect (flagged\n"
 	  "for review) are listed with their reasons. --accept RULE counts a suspect turn\n"
 	  "whose every reason is an accepted rule (a flag such as excessive_speedup, or a\n"
-	  "static warning such as torch_compute) as correct; repeat it for several." },
+	  "static warning such as torch_compute) as correct; repeat it for several.\n"
+	  "--csv prints one row per task and turn: status, verdict, reasons, speedup and its\n"
+	  "95% interval, runtimes, per-stage slot wait and hold (ms), LLM requests and tokens.\n"
+	  "--svg DIR writes the plots, drawn by kforge itself: fast_p against p per level,\n"
+	  "fast_1 by turn, the best speedups of correct kernels, the status of every turn\n"
+	  "by turn, GPU and compile slot use over time. --html FILE writes one self-contained\n"
+	  "page: the summary, the plots, a sortable table of tasks and, per task, its\n"
+	  "timeline and every turn's prompt, reply, kernel (with a diff against the previous\n"
+	  "turn's), build output, results, verdict, profile and feedback. With several run\n"
+	  "directories --csv, --svg and --html cover them all, the plots overlaid." },
+	{ .name = "view", .run = cmd_viewer,
+	  .usage = "view DIR [--port N] [--bind ADDR]",
+	  .help = "Serve the report page of a run (as report --html writes it) on http://ADDR:N/,\n"
+	  "default 127.0.0.1:" STR(ORCH_VIEW_PORT) "; --port 0 takes a free port. The page follows the run as it\n"
+	  "moves on (it polls for a change in the trajectories and redraws). Read-only: only\n"
+	  "GET; files are served as text from inside the run directory only. It listens on\n"
+	  "loopback unless --bind names another address (the page shows model output and\n"
+	  "the run's files: bind elsewhere only on a trusted network). Ctrl-C stops it." },
 	{ .name = "stop", .run = cmd_stop,
 	  .usage = "stop DIR [--timeout SECONDS]",
 	  .help = "Ask the run's supervisor to stop gracefully and wait until it has." },
@@ -165,7 +184,9 @@ struct run_opts {
 	const char	*run_dir, *sets[MAX_SETS], *device, *problem, *kernel;
 	const char	*accept[MAX_SETS + 1];	/* NULL-ended */
 	int		 nsets, naccept, timeout, progress_interval;
-	bool		 detach, json, follow, quiet, fresh;
+	bool		 detach, json, follow, quiet, fresh, csv;
+	const char	*html, *svg, *bind;
+	int		 port;
 };
 
 static int
@@ -194,6 +215,16 @@ on_opt(int c, const char *arg, void *st)
 		if (kb_parse_int(arg, 1, 86400, &v) < 0)
 			return usage_error("--timeout wants seconds, got '%s'", arg);
 		o->timeout = (int)v;
+		break;
+	case 'c': o->csv = true; break;
+	case 'H': o->html = arg; break;
+	case 'S': o->svg = arg; break;
+	case 'B': o->bind = arg; break;
+	case 'P':
+		if (kb_parse_int(arg, 0, 65535, &v) < 0)
+			return usage_error("--port wants a port number (0 to 65535; 0: any free "
+					   "one), got '%s'", arg);
+		o->port = (int)v;
 		break;
 	case 'a':
 		if (o->naccept >= MAX_SETS)
@@ -226,6 +257,11 @@ static const struct option all_longopts[] = {
 	{ "timeout", required_argument, NULL, 't' },
 	{ "fresh", no_argument, NULL, 'F' },
 	{ "accept", required_argument, NULL, 'a' },
+	{ "csv", no_argument, NULL, 'c' },
+	{ "html", required_argument, NULL, 'H' },
+	{ "svg", required_argument, NULL, 'S' },
+	{ "port", required_argument, NULL, 'P' },
+	{ "bind", required_argument, NULL, 'B' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -234,7 +270,7 @@ static int
 parse_for(int argc, char **argv, const char *allowed, struct run_opts *o, char ***rest,
 	  int *nrest)
 {
-	struct option	opts[16];
+	struct option	opts[sizeof(all_longopts) / sizeof(all_longopts[0])];
 	int		n = 0, rc;
 
 	for (const struct option *p = all_longopts; p->name != NULL; p++)
@@ -334,11 +370,37 @@ cmd_report(int argc, char **argv)
 	char		**rest;
 	int		nrest;
 
-	PARSE_OR_RETURN("ja");
+	PARSE_OR_RETURN("jacHS");
+	o.accept[o.naccept] = NULL;
+	if (o.csv || o.html != NULL || o.svg != NULL) {
+		struct orch_report_out out = { o.csv, o.html, o.svg };
+
+		if (o.json)
+			return usage_error("--json prints the report alone; leave it out with "
+					   "--csv, --html or --svg%s", "");
+		if (nrest < 1)
+			return usage_error("wants at least one run directory%s", "");
+		return orch_cmd_report_out((const char *const *)rest, nrest, o.accept, &out);
+	}
+	if (nrest != 1)
+		return usage_error("wants exactly one run directory (several only with --csv, "
+				   "--html or --svg)%s", "");
+	return orch_cmd_report(rest[0], o.json, o.accept);
+}
+
+static int
+cmd_viewer(int argc, char **argv)
+{
+	struct run_opts	o = { 0 };
+	char		**rest;
+	int		nrest;
+
+	o.port = ORCH_VIEW_PORT;
+	o.bind = "127.0.0.1";
+	PARSE_OR_RETURN("PB");
 	if (nrest != 1)
 		return usage_error("wants exactly one run directory%s", "");
-	o.accept[o.naccept] = NULL;
-	return orch_cmd_report(rest[0], o.json, o.accept);
+	return orch_cmd_viewer(rest[0], o.bind, o.port);
 }
 
 static int

@@ -144,6 +144,63 @@ int	orch_cmd_tail(const char *dir, const char *task, bool follow);
 /* accept: NULL-ended rules whose suspect turns count as correct (report --accept). */
 int	orch_cmd_report(const char *dir, bool json, const char *const *accept);
 int	orch_cmd_stop(const char *dir, int timeout_s);
+/* The report's tally of an open run, as `report --json` prints it (fast_0, fast_p per
+ * level and overall, fast_1 by turn, ...): the one count that --csv, the plots and the
+ * HTML page show. NULL on OOM. */
+json_t	*orch_report_json(const struct orch_run *run, const char *const *accept);
+
+/* runmodel.c: a run read back for the CSV, the plots and the page: {dir, name, device,
+ * turns, report (orch_report_json), tasks: [{id, level, problem, state, turn,
+ * turns_done, best_speedup, last_status, fail_reason, rows: [one per turn, keyed by
+ * orch_turn_columns, plus artifacts {key: path in the task dir}], records: [{seq, ts,
+ * turn, from, event, to, lease?, reason?}]}], leases: [{class, slot, task, turn,
+ * acquired_ms, released_ms}]}. Bounded: at most 256 turns and 20000 records a task. */
+struct orch_column {
+	const char	*name, *help;
+};
+extern const struct orch_column orch_turn_columns[];	/* ends with a NULL name */
+json_t	*orch_run_model(const struct orch_run *run, const char *const *accept);
+/* The rows of every model (a JSON array of run models) as CSV, a header first. */
+int	orch_csv_write(json_t *models, struct kb_buf *out);
+
+/* plot.c: SVG charts of run models, kforge's own SVG (no plotting library). Each draws
+ * every model of the array overlaid, its numbers in data-* attributes. */
+struct orch_plot {
+	const char	*name;	/* file name (NAME.svg) and element id (plot-NAME) */
+	const char	*title;
+	void		(*draw)(json_t *models, struct kb_buf *out);
+};
+extern const struct orch_plot orch_plots[];	/* ends with a NULL name */
+/* &, <, >, quotes escaped; control characters other than whitespace replaced. */
+void	orch_xml_escape(struct kb_buf *out, const char *s);
+/* A turn row's outcome as the status plot and the page name it. */
+const char *orch_turn_category(json_t *row);
+
+/* html.c: the report page of run models: summary, plots, a sortable task table, each
+ * task's timeline and turns (prompt, reply, kernel with its diff against the previous
+ * turn's, build output, result, verdict, profile, feedback), every text escaped. With a
+ * live_stamp (orch_run_stamp when rendered) the page polls the viewer's "stamp" for a
+ * change and redraws itself (kforge view); NULL: a self-contained file. -KB_ETOOBIG
+ * past the buffer's cap. */
+int	orch_html_page(json_t *models, const char *live_stamp, struct kb_buf *out);
+/* A line diff of old against new (LCS), as HTML lines classed add, del or same. */
+void	orch_html_diff(const char *old, const char *new, struct kb_buf *out);
+
+/* report.c: `kforge report DIR... --csv | --html FILE | --svg DIR` over one run or several. */
+struct orch_report_out {
+	bool		 csv;
+	const char	*html, *svg_dir;
+};
+int	orch_cmd_report_out(const char *const *dirs, int ndirs, const char *const *accept,
+			    const struct orch_report_out *o);
+
+#define ORCH_VIEW_PORT	8737	/* kforge view's default port */
+/* viewer.c: `kforge view DIR`: serves the page on addr:port (port 0: any free one; the
+ * URL is printed) with libmicrohttpd until SIGINT or SIGTERM. 0, or 1 (2 for a bad
+ * address) with a line on stderr. */
+int	orch_cmd_viewer(const char *dir, const char *addr, int port);
+/* What changes whenever the run moves on: the sizes and times of its logs and run.json. */
+void	orch_run_stamp(const struct orch_run *run, char *out, size_t len);
 
 /* eval.c. orch_cmd_eval's return value is the verdict as an exit status (the table in
  * eval.c); orch_eval_help prints that table and the evaluation's defaults, for

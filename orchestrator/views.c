@@ -839,66 +839,117 @@ add_flagged(json_t *list, const char *id, const struct fsm_summary *s)
 	}
 }
 
+/* What report counts over a run's tasks: the one tally that the text, --json, --csv, the
+ * plots and the HTML page all read (through orch_report_json). */
+struct report {
+	struct tally	 all, lv[KB_MAX_LEVELS + 1];
+	bool		 seen[KB_MAX_LEVELS + 1];
+	int		 nturns, env_errors;	/* env_errors: never in the rates */
+	int		 rejected, suspect, accepted;
+	json_t		*failed;	/* [{id, reason}]: a FAILED task says why */
+	json_t		*flagged;
+	json_t		*degenerate;	/* problem keys, once each */
+};
+
+static void
+report_build(const struct orch_run *run, const char *const *accept, struct report *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->failed = json_array();
+	r->flagged = json_array();
+	r->degenerate = json_array();
+	r->nturns = (int)run->cfg.refinement.turns;
+	tally_init(&r->all, r->nturns);
+	for (int l = 0; l <= KB_MAX_LEVELS; l++)
+		tally_init(&r->lv[l], r->nturns);
+	for (int i = 0; i < run->ntasks; i++) {
+		struct fsm_summary	s;
+		int			l = run->tasks[i].level;
+
+		if (l < 0 || l > KB_MAX_LEVELS)
+			l = 0;
+		fsm_summarize_accepting(run->dir, run->tasks[i].id, accept, &s);
+		r->env_errors += s.env_errors;
+		r->rejected += s.rejected;
+		r->suspect += s.suspect;
+		r->accepted += s.accepted;
+		add_flagged(r->flagged, run->tasks[i].id, &s);
+		if (s.degenerate_reference && !kb_json_has_string(r->degenerate,
+								      run->tasks[i].problem_key))
+			json_array_append_new(r->degenerate, json_string(run->tasks[i].problem_key));
+		tally_add(&r->all, &s);
+		tally_add(&r->lv[l], &s);
+		r->seen[l] = true;
+		if (s.state == FSM_ST_FAILED)
+			json_array_append_new(r->failed, json_pack("{s:s, s:s}", "id",
+				run->tasks[i].id, "reason",
+				s.fail_reason[0] ? s.fail_reason : "no reason recorded"));
+	}
+}
+
+static void
+report_clear(struct report *r)
+{
+	json_decref(r->failed);
+	json_decref(r->flagged);
+	json_decref(r->degenerate);
+	tally_clear(&r->all);
+	for (int l = 0; l <= KB_MAX_LEVELS; l++)
+		tally_clear(&r->lv[l]);
+}
+
+static json_t *
+report_json(const struct orch_run *run, const struct report *r, const char *const *accept)
+{
+	json_t	*levels = json_object(), *acc = json_array(), *out;
+	char	 key[8];
+
+	for (int l = 0; l <= KB_MAX_LEVELS; l++) {
+		if (!r->seen[l])
+			continue;
+		snprintf(key, sizeof(key), "%d", l);
+		json_object_set_new(levels, key, tally_json(&r->lv[l]));
+	}
+	for (int a = 0; accept != NULL && accept[a] != NULL; a++)
+		json_array_append_new(acc, json_string(accept[a]));
+	out = json_pack("{s:s, s:s, s:i, s:o, s:o, s:O, s:i, s:{s:i, s:i, s:i, s:o, s:O}}",
+			"run", run->cfg.name, "device", run->cfg.eval.device, "turns",
+			r->nturns, "overall", tally_json(&r->all), "levels", levels, "failed",
+			r->failed, "env_errors", r->env_errors, "verdicts", "rejected",
+			r->rejected, "suspect", r->suspect, "accepted", r->accepted, "accept", acc,
+			"flagged", r->flagged);
+	if (out != NULL)
+		json_object_set(out, "degenerate_problems", r->degenerate);
+	return out;
+}
+
+json_t *
+orch_report_json(const struct orch_run *run, const char *const *accept)
+{
+	struct report	 r;
+	json_t		*out;
+
+	report_build(run, accept, &r);
+	out = report_json(run, &r, accept);
+	report_clear(&r);
+	return out;
+}
+
 int
 orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 {
 	struct orch_run	 run;
-	struct tally	 all, lv[KB_MAX_LEVELS + 1];
-	bool		 seen[KB_MAX_LEVELS + 1] = { false };
-	int		 nturns, env_errors = 0;	/* never in the rates */
-	int		 rejected = 0, suspect = 0, accepted = 0;
-	json_t		*failed;	/* [{id, reason}]: a FAILED task says why */
-	json_t		*flagged = json_array(), *acc = json_array();
-	json_t		*degenerate = json_array();	/* problem keys, once each */
+	struct report	 r;
+	struct tally	*all = &r.all;
+	int		 nturns;
 
 	if (open_or_complain(&run, dir) < 0)
 		return 1;
-	failed = json_array();
-	nturns = (int)run.cfg.refinement.turns;
-	tally_init(&all, nturns);
-	for (int l = 0; l <= KB_MAX_LEVELS; l++)
-		tally_init(&lv[l], nturns);
-	for (int i = 0; i < run.ntasks; i++) {
-		struct fsm_summary	s;
-		int			l = run.tasks[i].level;
-
-		if (l < 0 || l > KB_MAX_LEVELS)
-			l = 0;
-		fsm_summarize_accepting(run.dir, run.tasks[i].id, accept, &s);
-		env_errors += s.env_errors;
-		rejected += s.rejected;
-		suspect += s.suspect;
-		accepted += s.accepted;
-		add_flagged(flagged, run.tasks[i].id, &s);
-		if (s.degenerate_reference && !kb_json_has_string(degenerate,
-								      run.tasks[i].problem_key))
-			json_array_append_new(degenerate, json_string(run.tasks[i].problem_key));
-		tally_add(&all, &s);
-		tally_add(&lv[l], &s);
-		seen[l] = true;
-		if (s.state == FSM_ST_FAILED)
-			json_array_append_new(failed, json_pack("{s:s, s:s}", "id", run.tasks[i].id,
-				"reason", s.fail_reason[0] ? s.fail_reason : "no reason recorded"));
-	}
+	report_build(&run, accept, &r);
+	nturns = r.nturns;
 	if (as_json) {
-		json_t *levels = json_object(), *out;
-		char	key[8];
+		json_t *out = report_json(&run, &r, accept);
 
-		for (int l = 0; l <= KB_MAX_LEVELS; l++) {
-			if (!seen[l])
-				continue;
-			snprintf(key, sizeof(key), "%d", l);
-			json_object_set_new(levels, key, tally_json(&lv[l]));
-		}
-		for (int a = 0; accept != NULL && accept[a] != NULL; a++)
-			json_array_append_new(acc, json_string(accept[a]));
-		out = json_pack("{s:s, s:s, s:i, s:o, s:o, s:O, s:i, s:{s:i, s:i, s:i, s:O, s:O}}",
-				"run", run.cfg.name, "device", run.cfg.eval.device, "turns",
-				nturns, "overall", tally_json(&all), "levels", levels, "failed",
-				failed, "env_errors", env_errors, "verdicts", "rejected",
-				rejected, "suspect", suspect, "accepted", accepted, "accept", acc,
-				"flagged", flagged);
-		json_object_set(out, "degenerate_problems", degenerate);
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(out);
@@ -910,79 +961,73 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 		for (int l = 0; l <= KB_MAX_LEVELS; l++) {
 			char label[16];
 
-			if (!seen[l])
+			if (!r.seen[l])
 				continue;
 			snprintf(label, sizeof(label), "L%d", l);
-			tally_print(label, &lv[l]);
+			tally_print(label, &r.lv[l]);
 		}
-		tally_print("overall", &all);
+		tally_print("overall", all);
 		printf("\nfast_p within the timing's 95%% intervals (overall; certain-possible):\n ");
 		for (size_t i = 0; i < N_FAST_P; i++)
 			printf(" fast_%g %.1f-%.1f%%", fast_p_levels[i],
-			       100.0 * all.fast_lo[i] / (all.tasks > 0 ? all.tasks : 1),
-			       100.0 * all.fast_hi[i] / (all.tasks > 0 ? all.tasks : 1));
+			       100.0 * all->fast_lo[i] / (all->tasks > 0 ? all->tasks : 1),
+			       100.0 * all->fast_hi[i] / (all->tasks > 0 ? all->tasks : 1));
 		printf("\n\nfast_1 by turn (best kernel up to turn N):\n ");
 		for (int k = 0; k < nturns; k++)
 			printf(" %d:%.1f%%", k + 1,
-			       100.0 * all.fast1_at[k] / (all.tasks > 0 ? all.tasks : 1));
+			       100.0 * all->fast1_at[k] / (all->tasks > 0 ? all->tasks : 1));
 		printf("\n\nlast status of each task:");
 		{
 			const char	*key;
 			json_t		*v;
 
-			json_object_foreach(all.statuses, key, v)
+			json_object_foreach(all->statuses, key, v)
 				printf("  %s %lld", key, (long long)json_integer_value(v));
 		}
 		printf("\n");
-		if (env_errors > 0)
+		if (r.env_errors > 0)
 			printf("\nenvironment errors: %d step(s) failed for a reason no candidate "
-			       "can cause; not scored, each redone on resume\n", env_errors);
-		if (rejected + suspect > 0) {
+			       "can cause; not scored, each redone on resume\n", r.env_errors);
+		if (r.rejected + r.suspect > 0) {
 			size_t	 i, j;
-			json_t	*f, *r;
+			json_t	*f, *rs;
 
 			printf("\nturns that do not count: %d rejected (a rule broken), %d suspect "
-			       "(flagged for review)", rejected, suspect);
-			if (accepted > 0)
-				printf("; %d suspect turn(s) counted by --accept", accepted);
+			       "(flagged for review)", r.rejected, r.suspect);
+			if (r.accepted > 0)
+				printf("; %d suspect turn(s) counted by --accept", r.accepted);
 			printf("\n");
-			json_array_foreach(flagged, i, f) {
+			json_array_foreach(r.flagged, i, f) {
 				printf("  %s turn %d: %s:", json_string_value(json_object_get(f, "id")),
 				       (int)json_integer_value(json_object_get(f, "turn")),
 				       json_string_value(json_object_get(f, "verdict")));
-				json_array_foreach(json_object_get(f, "reasons"), j, r)
-					printf("%s%s", j > 0 ? ", " : " ", json_string_value(r));
+				json_array_foreach(json_object_get(f, "reasons"), j, rs)
+					printf("%s%s", j > 0 ? ", " : " ", json_string_value(rs));
 				printf("\n");
 			}
 		}
-		if (json_array_size(degenerate) > 0) {
+		if (json_array_size(r.degenerate) > 0) {
 			size_t	 i;
 			json_t	*p;
 
 			printf("\nproblems whose reference output is near zero or constant on their "
 			       "inputs (a constant kernel could pass; checked again on scaled "
 			       "inputs):");
-			json_array_foreach(degenerate, i, p)
+			json_array_foreach(r.degenerate, i, p)
 				printf(" %s", json_string_value(p));
 			printf("\n");
 		}
-		if (json_array_size(failed) > 0) {
+		if (json_array_size(r.failed) > 0) {
 			size_t	 i;
 			json_t	*f;
 
 			printf("\nfailed tasks:\n");
-			json_array_foreach(failed, i, f)
+			json_array_foreach(r.failed, i, f)
 				printf("  %s: %s\n", json_string_value(json_object_get(f, "id")),
 				       json_string_value(json_object_get(f, "reason")));
 		}
 	}
-	json_decref(failed);
-	json_decref(flagged);
-	json_decref(acc);
-	json_decref(degenerate);
-	tally_clear(&all);
-	for (int l = 0; l <= KB_MAX_LEVELS; l++)
-		tally_clear(&lv[l]);
+	report_clear(&r);
 	orch_run_clear(&run);
 	return 0;
 }

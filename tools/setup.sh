@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what kforge needs on a Debian machine, and nothing that is already there: a C
-# toolchain, clang, CMake, libyaml, jansson, libcurl, libcrypto, ninja, ccache, and a Python that
+# toolchain, clang, CMake, libyaml, jansson, libcurl, libcrypto, libmicrohttpd, ninja, ccache, and a Python that
 # imports torch *and can build a torch extension* (torch's C++ headers and pybind11:
 # Debian's python3-torch ships neither, libtorch-dev and pybind11-dev do; GPU hosts bring
-# a pip torch that has its own), and what the tests use (python3, python3-venv). Says what
+# a pip torch that has its own), and what the tests use (python3, python3-venv, chromium). Says what
 # it installed, builds kforge (tools/build.sh, given this script's arguments, so that the
 # build after it is a no-op) and ends with `kforge doctor`, so that a machine that cannot
 # run kforge fails here, loudly, naming the fix.
@@ -21,12 +21,16 @@ have_pc yaml-0.1 || need+=(libyaml-dev)
 have_pc jansson || need+=(libjansson-dev)
 have_pc libcurl || need+=(libcurl4-openssl-dev)
 have_pc libcrypto || need+=(libssl-dev)
+# kforge view serves the run's HTML page through libmicrohttpd (no hand-written HTTP).
+have_pc libmicrohttpd || need+=(libmicrohttpd-dev)
 command -v ninja >/dev/null || need+=(ninja-build)
 command -v ccache >/dev/null || need+=(ccache)
 # clang++ builds a candidate's binding file through a precompiled header of torch's in
 # seconds (kforge_runner.py's fast builds); without it kforge falls back to c++'s slower one.
 command -v clang++ >/dev/null || need+=(clang)
 command -v python3 >/dev/null || need+=(python3)
+# The report and viewer tests open the pages in a real headless browser.
+command -v chromium >/dev/null || need+=(chromium)
 # The tests make a bare venv (a Python without torch) with Debian's python3.
 [ ! -x /usr/bin/python3 ] || /usr/bin/python3 -c "import ensurepip" >/dev/null 2>&1 \
   || need+=(python3-venv)

@@ -242,3 +242,90 @@ def demo_check(run_dir, device):
     finished process, whose stderr names every task whose turns differ from expected.json."""
     return subprocess.run([sys.executable, os.path.join(HOME, "tools", "demo_check.py"), run_dir, device],
                           capture_output=True, text=True, timeout=120)
+
+
+# ---- a hand-built run directory (the report's and the viewer's unit tests)
+
+def fake_run(path, name, tasks, turns, t0_ms=1_800_000_000_000):
+    """Writes a run directory as a run leaves it, without running anything: config.yaml,
+    tasks.json and, per task, trajectory.jsonl and the artifacts its records name.
+    tasks: [{"id", "level", "turns": [turn, ...], "fail": reason or None}], each turn
+    {"outcome": FEEDBACK data or None (the turn is under way after GENERATE),
+     "compiled": bool (False: PRECOMPILE goes to FEEDBACK), "files": {key: text},
+     "tokens": (prompt, completion), "attempts": n, "leases": {stage: (wait, hold)}}.
+    Lease times advance by 1 s per step from t0_ms. Returns the records per task."""
+    os.makedirs(os.path.join(path, "tasks"), exist_ok=True)
+    with open(os.path.join(path, "config.yaml"), "w") as f:
+        f.write("name: %s\nproblems: {dir: %s, levels: [1, 2]}\n"
+                "llm: {provider: replay, replay_dir: %s}\nrefinement: {turns: %d}\n"
+                "eval: {device: cpu}\n" % (name, os.path.join(HOME, "problems"),
+                                           os.path.join(HOME, "configs", "demo_responses"), turns))
+    manifest = [{"id": t["id"], "level": t["level"], "problem_id": 1,
+                 "problem_key": "L%d_%s" % (t["level"], t["id"]), "problem_name": t["id"],
+                 "problem_path": "/nonexistent/%s.py" % t["id"], "sample": 0} for t in tasks]
+    with open(os.path.join(path, "tasks.json"), "w") as f:
+        json.dump(manifest, f)
+    clock = [t0_ms]
+    out = {}
+    for t in tasks:
+        tdir = os.path.join(path, "tasks", t["id"])
+        os.makedirs(tdir, exist_ok=True)
+        recs = []
+
+        def rec(turn, frm, event, to, data):
+            recs.append({"seq": len(recs) + 1, "ts": "2026-01-01T00:%02d:%02d.000Z" % divmod(len(recs) % 3600, 60),
+                         "task": t["id"], "turn": turn, "from": frm, "event": event, "to": to, "data": data})
+
+        def lease(cls, spec):
+            wait, hold = spec
+            clock[0] += 1000
+            return {"class": cls, "slot": 0, "wait_ms": wait, "acquired_ms": clock[0],
+                    "released_ms": clock[0] + hold}
+
+        def artifacts(k, keys, files):
+            d = {}
+            for key in keys:
+                if key in files:
+                    rel = "turns/%d/%s.txt" % (k, key)
+                    os.makedirs(os.path.join(tdir, "turns", str(k)), exist_ok=True)
+                    data = files[key].encode()
+                    with open(os.path.join(tdir, rel), "wb") as f:
+                        f.write(data)
+                    d[key] = {"path": rel, "sha256": hashlib.sha256(data).hexdigest()}
+            return d
+
+        rec(1, "GENERATE", "start", "GENERATE", {"level": t["level"]})
+        for k, turn in enumerate(t["turns"], 1):
+            leases = turn.get("leases", {})
+            files = turn.get("files", {})
+            g = {"attempts": turn.get("attempts", 1), "prompt_tokens": turn.get("tokens", (0, 0))[0],
+                 "completion_tokens": turn.get("tokens", (0, 0))[1]}
+            g.update(artifacts(k, ("prompt", "response", "kernel"), files))
+            if "GENERATE" in leases:
+                g["lease"] = lease("llm", leases["GENERATE"])
+            if turn.get("outcome") is None:
+                rec(k, "GENERATE", "ok", "PRECOMPILE", g)
+                break
+            rec(k, "GENERATE", "ok", "PRECOMPILE", g)
+            p = artifacts(k, ("compile_log",), files)
+            if "PRECOMPILE" in leases:
+                p["lease"] = lease("compile", leases["PRECOMPILE"])
+            if not turn.get("compiled", True):
+                rec(k, "PRECOMPILE", "compile_error", "FEEDBACK", p)
+            else:
+                rec(k, "PRECOMPILE", "ok", "EXECUTE", p)
+                e = artifacts(k, ("result",), files)
+                if "EXECUTE" in leases:
+                    e["lease"] = lease("exec", leases["EXECUTE"])
+                rec(k, "EXECUTE", turn["outcome"].get("verdict", "ok"), "FEEDBACK", e)
+            fb = dict(turn["outcome"])
+            fb.update(artifacts(k, ("feedback",), files))
+            last = k == turns
+            rec(k, "FEEDBACK", "done" if last else "next_turn", "DONE" if last else "GENERATE", fb)
+        if t.get("fail"):
+            rec(recs[-1]["turn"], recs[-1]["to"], "fatal", "FAILED", {"reason": t["fail"]})
+        with open(os.path.join(tdir, "trajectory.jsonl"), "w") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
+        out[t["id"]] = recs
+    return out

@@ -1,0 +1,15 @@
+# The report's files and the live viewer (orchestrator/runmodel.c, plot.c, html.c,
+# report.c, viewer.c). The unit tests read hand-built run directories with known records
+# and need no torch; the browser test is a real CPU run opened in headless Chromium.
+find_package(Python3 COMPONENTS Interpreter REQUIRED)
+# report --csv and --svg equal the records and report --json; --html escapes; bad input
+kb_add_script_test(unit_report_files
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/report_files.py
+                   LABELS unit TIMEOUT 300)
+# kforge view over real HTTP: every way out of the run directory refused, loopback only
+kb_add_script_test(unit_viewer_paths
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/viewer_paths.py
+                   LABELS unit TIMEOUT 300)
+# the kernel diff (rebuilds both sides, as short as an LCS allows), escaping, CSV quoting
+kb_add_test(orchestrator_report SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_report.c
+            LIBS kb_orch LABELS unit)
