@@ -64,7 +64,8 @@ struct cfg_key {
 			.size = sizeof(((struct kb_config *)0)->f)
 
 static const char *const providers[] = { "openai", "replay", NULL };
-static const char *const prompts[] = { "one_shot", "zero_shot", NULL };
+static const char *const prompts[] = { "one_shot", "zero_shot", "few_shot", NULL };
+static const char *const backends[] = { "cuda", "triton", NULL };
 static const char *const eval_devices[] = { "cpu", "cuda", "auto", NULL };
 static const char *const input_places[] = { "host", "device", NULL };
 static const char *const build_formats[] = { "load_inline", "raw", NULL };
@@ -120,6 +121,11 @@ static const struct cfg_key schema[] = {
 	  .doc = "the first prompt's style: with no example, one example, or refinement.examples of them" },
 	{ KEY("refinement.prompts_dir", K_PATH, refinement.prompts_dir), .def = "''",
 	  .doc = "a copy of llm/prompts with edited templates ('' uses the bundled ones)" },
+	/* hi: the example pairs bundled in llm/prompts (example, example2, example3) */
+	{ KEY("refinement.examples", K_INT, refinement.examples), .def = "2", .lo = 1, .hi = 3,
+	  .doc = "few_shot: how many example pairs (problem and its custom-kernel version) the prompt shows" },
+	{ KEY("refinement.hardware", K_BOOL, refinement.hardware), .def = "false",
+	  .doc = "describe the device the code runs on in every prompt (GPU: SMs, memory, bandwidth, caches; CPU: model, cores, SIMD, caches)" },
 	{ KEY("refinement.feedback_max_chars", K_INT, refinement.feedback_max_chars),
 	  .def = "4000", .lo = 100, .hi = 1000000,
 	  .doc = "the most characters of compiler or execution output fed back" },
@@ -161,6 +167,8 @@ static const struct cfg_key schema[] = {
 	  .doc = "where each trial's inputs are made: on the host then copied, or on the device" },
 	{ KEY("eval.format", K_ENUM, eval.format), .def = "load_inline", .allowed = build_formats,
 	  .doc = "how candidates build: torch's load_inline, or raw extern \"C\" launchers" },
+	{ KEY("eval.backend", K_ENUM, eval.backend), .def = "cuda", .allowed = backends,
+	  .doc = "what kernels are written in on a GPU: CUDA C++, or Triton (eval.device cuda, Triton importable)" },
 	{ KEY("eval.torch_ops", K_ENUM, eval.torch_ops), .def = "warning", .allowed = severities,
 	  .doc = "what PyTorch compute doing the work in forward makes a turn: suspect or rejected" },
 	{ KEY("eval.static_checks", K_BOOL, eval.static_checks), .def = "true",
