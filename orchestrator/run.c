@@ -381,6 +381,13 @@ orch_run_create(struct orch_run *run, const char *config_path, const char *run_d
 	}
 	if ((rc = check_before_creating(&run->cfg, err, errlen)) < 0)
 		goto out;
+	if (run->cfg.refinement.hardware) {
+		char python[PATH_MAX];
+
+		if ((rc = fb_find_python(&run->cfg, python, sizeof(python), err, errlen)) < 0 ||
+		    (rc = orch_probe_hardware(&run->cfg, python, gpus, err, errlen)) < 0)
+			goto out;
+	}
 	snprintf(path, sizeof(path), "%s/tasks", run->dir);
 	if ((rc = kb_mkdir_p(path, 0755)) < 0) {
 		snprintf(err, errlen, "cannot create '%s': %s", path, strerror(errno));
