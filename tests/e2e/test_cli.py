@@ -11,6 +11,7 @@ runner define them."""
 import json
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -122,6 +123,23 @@ check(blocks["eval.precision"][0] == "type: one of fp32 | fp16 | bf16" and block
 check(blocks["refinement.turns"][0] == "type: integer in 1..256", "bounds of refinement.turns: %r" % blocks["refinement.turns"])
 check("required when: llm.provider is openai" in blocks["llm.model"], "llm.model's condition: %r" % blocks["llm.model"])
 check(blocks["name"][1] == "default: none (required)", "name is required: %r" % blocks["name"])
+
+# eval.backend triton: only on a GPU, and only where Triton imports (kforge doctor says which)
+p = kforge("run", good, "--run-dir", run_dir, "--set", "eval.device=cpu", "--set", "eval.backend=triton", check_rc=False)
+check(p.returncode == 2 and p.stderr == "kforge: eval.backend: triton runs only with eval.device cuda (the device is cpu)\n",
+      "triton on the CPU: one line, exit 2, got %d %r" % (p.returncode, p.stderr))
+check(not os.path.exists(run_dir), "a refused triton run left %s behind" % run_dir)
+has_triton = subprocess.run([py, "-c", "import triton"], capture_output=True).returncode == 0
+for backend in ("triton", "cuda"):
+    doctor_config = write_config(os.path.join(work, "doctor-%s.yaml" % backend),
+                                 open(good).read() + "eval: {backend: %s}\n" % backend)
+    p = kforge("doctor", doctor_config, "--device", "cuda", "--json", check_rc=False)
+    items = {i["item"]: i for i in json.loads(p.stdout)}
+    t = items.get("triton")
+    check(t is not None and t["ok"] == has_triton and t["required"] == (backend == "triton"),
+          "doctor's triton line with backend %s: %s" % (backend, t))
+    if t is not None and not has_triton:
+        check("pip install triton" in (t.get("fix") or "") and "import" in t["detail"], "doctor's triton fix: %s" % t)
 
 p = kforge("run", good, "--run-dir", run_dir, "--set", "runner.python=/nonexistent/python3", check_rc=False)
 check(p.returncode == 2 and p.stderr.count("\n") == 1 and "runner.python=/nonexistent/python3: no executable Python there" in p.stderr,
