@@ -64,6 +64,13 @@ orch_probe_hardware(const struct kb_config *cfg, const char *python, json_t *gpu
 			json_object_set_new(dev, "hardware", facts);
 			break;
 		}
+		if (json_object_get(dev, "hardware") == NULL) {
+			snprintf(err, errlen, "refinement.hardware: the device probe (%s) has no facts "
+				 "about device %lld (torch sees %zu there)", python, (long long)index,
+				 json_array_size(json_object_get(answer, "devices")));
+			json_decref(answer);
+			return -KB_ECONFIG;
+		}
 	}
 	json_decref(answer);
 	return 0;
