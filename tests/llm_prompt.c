@@ -447,6 +447,29 @@ test_prompts_dir_overrides(void)
 		}
 		kb_config_clear(&cfg);
 	}
+
+	/* the refinement prompt's own templates */
+	{
+		static const char *const refine_files[] = { "refine.md", "feedback_g.md",
+			"feedback_e.md", "feedback_p.md", "statement_cuda.md", "example.md" };
+		struct llm_feedback fb = { .prev_kernel = "prev", .exec_text = "exec",
+					   .profile_text = "prof" };
+
+		tu_config(&cfg, "replay", NULL);
+		tu_set(&cfg.refinement.prompts_dir, dir);
+		for (size_t f = 0; f < sizeof(refine_files) / sizeof(refine_files[0]); f++) {
+			copy_bundled(dir);
+			snprintf(mark, sizeof(mark), "MARK-%s-MARK", refine_files[f]);
+			tu_write(dir, refine_files[f], mark);
+			p = NULL;
+			CHECK_RC(llm_prompt_refine(&cfg, NULL, problem, &fb, &p, err, sizeof(err)), 0);
+			if (p == NULL || strstr(p, mark) == NULL)
+				fprintf(stderr, "%s: not taken from prompts_dir\n", refine_files[f]);
+			CHECK(p != NULL && strstr(p, mark) != NULL);
+			free(p);
+		}
+		kb_config_clear(&cfg);
+	}
 	tu_rm_rf(dir);
 	free(dir);
 }
