@@ -307,8 +307,10 @@ struct kb_config {
 	struct {
 		long	 turns;
 		bool	 feedback_g, feedback_e, feedback_p;
-		char	*prompt;		/* one_shot | zero_shot */
+		char	*prompt;		/* one_shot | zero_shot | few_shot */
 		char	*prompts_dir;		/* "" = the bundled llm/prompts */
+		long	 examples;		/* few_shot: how many example pairs */
+		bool	 hardware;		/* a block describing the device in prompts */
 		long	 feedback_max_chars;	/* cap on E text */
 	} refinement;
 	struct {
@@ -324,6 +326,7 @@ struct kb_config {
 		char	*arch_list;		/* TORCH_CUDA_ARCH_LIST; "" = detect from the GPUs */
 		char	*inputs;		/* "host" (made on the CPU, copied) | "device" */
 		char	*format;		/* "load_inline" (KernelBench's) | "raw" */
+		char	*backend;		/* what kernels are written in: "cuda" | "triton" */
 		char	*torch_ops;		/* PyTorch compute in forward: "warning" | "error" */
 		bool	 static_checks;		/* false: no static gate (fb_static_check finds nothing) */
 		bool	 baseline_compile;	/* also time the reference under torch.compile */

@@ -3,7 +3,8 @@
 
 A candidate is a Python file defining `class ModelNew(nn.Module)` that must compute what
 the problem's `class Model` computes, with a kernel of its own built by load_inline (format
-load_inline) or by kforge's load_cuda / load_cpp (format raw). This module reads the
+load_inline) or by kforge's load_cuda / load_cpp (format raw), or, with the Triton backend,
+a @triton.jit function launched from forward. This module reads the
 candidate with the standard library's ast: it never imports or runs it, and never imports
 torch. It finds the ways a candidate can pass without doing the work in its kernel (the
 reference reused, PyTorch ops doing the work, fallbacks, cached outputs, patched or seeded
@@ -14,7 +15,7 @@ Command line (the C side depends on it exactly):
 
   python3 -SE feedback/kforge_check.py --problem PROBLEM.py --candidate CANDIDATE.py
       --device cpu|cuda --format load_inline|raw --precision fp32|fp16|bf16
-      [--torch-ops error|warning]
+      [--torch-ops error|warning] [--backend cuda|triton]
 
 prints one line of JSON, {"findings": [{"rule", "severity", "line", "message"}, ...],
 "version": 1}, findings sorted by line, at most 50 (then one "too_many_findings"), and
@@ -49,9 +50,11 @@ RULES = (
      "candidate), the candidate uses the reference class, or it reaches the reference module"),
     ("no_custom_kernel", "error",
      "no extension is built (load_inline / cpp_extension.load; load_cuda or load_cpp from "
-     "kforge in the raw format), or on cuda no string holds a __global__ kernel"),
+     "kforge in the raw format), or on cuda no string holds a __global__ kernel; with the "
+     "Triton backend, no @triton.jit function"),
     ("kernel_unused", "error",
-     "forward, and the code it calls, never calls the extension the candidate built"),
+     "forward, and the code it calls, never calls the extension the candidate built (or "
+     "never launches its Triton kernel)"),
     ("torch_compute", "--torch-ops",
      "forward's code computes with PyTorch: a torch / F function or tensor method outside the "
      "allow list, an nn layer of __init__, an operator on a tensor, or torch:: / at:: compute "
@@ -101,6 +104,7 @@ REFERENCE_MODULE = "kforge_reference"   # the name kforge_runner.py loads the pr
 LOAD_INLINE_FUNCS = frozenset(("torch.utils.cpp_extension.load_inline",
                                "torch.utils.cpp_extension.load"))
 RAW_LOAD_FUNC = {"cuda": "kforge.load_cuda", "cpu": "kforge.load_cpp"}
+TRITON_JIT = "triton.jit"       # the decorator that makes a function a Triton kernel
 LOAD_FUNCS = LOAD_INLINE_FUNCS | frozenset(RAW_LOAD_FUNC.values())
 
 # What forward may do with PyTorch itself: allocate, view, move, convert, ask. Anything
@@ -578,6 +582,12 @@ class Candidate:
         self.reference_classes = reference_classes
         self.load_calls = [c for c in self.nodes[ast.Call]
                            if self.names.qualname(c.func) in LOAD_FUNCS]
+        # Triton kernels: module-level functions decorated @triton.jit (under any alias,
+        # autotune or heuristics around it); launched as kernel[grid](...), they count
+        # as the extension's handles.
+        self.triton_kernels = [fn for fn in self.functions.values()
+                               if any(name == TRITON_JIT for _, name in
+                                      decorator_names(fn, self.names))]
         self.op_namespaces = {ns for n in self.nodes[ast.Constant]
                               if isinstance(n.value, str) and "TORCH_LIBRARY" in n.value
                               for ns in KERNEL_OP_LIBRARY.findall(n.value)}
@@ -615,6 +625,8 @@ class Candidate:
     # function that passes it on; found by repeating until nothing new turns up.
     def find_handles(self):
         self.handle_names, self.handle_funcs, self.all_handle_attrs = set(), set(), set()
+        self.handle_names.update(fn.name for fn in self.triton_kernels
+                                 if fn.name not in self.names.aliases)
         for _ in range(4):
             before = (len(self.handle_names), len(self.handle_funcs), len(self.all_handle_attrs))
             for target, value in self.assigned():
@@ -1128,8 +1140,9 @@ def reference_use(name):
 
 # ------------------------------------------------------------------- the class structure
 
-def check_structure(cand, findings, device, fmt):
-    """ModelNew exists and does not inherit the reference; an extension is built."""
+def check_structure(cand, findings, device, fmt, backend="cuda"):
+    """ModelNew exists and does not inherit the reference; an extension is built (with the
+    Triton backend, a Triton kernel is defined)."""
     model = cand.model_new
     if model is None:
         findings.add("no_model_new", 0, "the code defines no class ModelNew at module level; "
@@ -1140,6 +1153,12 @@ def check_structure(cand, findings, device, fmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and \
                     node.id in cand.reference_classes:
                 findings.add("inherits_reference", node.lineno, reference_use(node.id))
+    if backend == "triton":
+        if not cand.triton_kernels and not cand.load_calls:
+            findings.add("no_custom_kernel", 0, "the code defines no @triton.jit function: "
+                         "with the Triton backend the problem must be computed by a Triton "
+                         "kernel you write and launch from forward (kernel[grid](...))")
+        return
     wanted = LOAD_INLINE_FUNCS if fmt == "load_inline" else {RAW_LOAD_FUNC[device]}
     builds = [c for c in cand.load_calls if cand.names.qualname(c.func) in wanted]
     if not builds:
@@ -1776,7 +1795,7 @@ def check_forward(cand, findings):
         return
     flow = Flow(cand, findings)
     forward = flow.run(model)
-    if cand.load_calls and not flow.kernel_called:
+    if (cand.load_calls or cand.triton_kernels) and not flow.kernel_called:
         line = forward.lineno if forward is not None else model.node.lineno
         handles = sorted(cand.handle_names) or ["the extension"]
         findings.add("kernel_unused", line, "forward never calls the extension it builds (%s), "
@@ -1805,11 +1824,12 @@ def parse_candidate(candidate_src):
         return None, (0, "the code cannot be read as Python: %s" % (str(e) or type(e).__name__))
 
 
-def check(candidate_src, problem_src, device, fmt, precision, torch_ops="warning"):
+def check(candidate_src, problem_src, device, fmt, precision, torch_ops="warning",
+          backend="cuda"):
     """The findings for one candidate, as the command line prints them."""
     for value, allowed in ((device, ("cpu", "cuda")), (fmt, ("load_inline", "raw")),
                            (precision, ("fp32", "fp16", "bf16")),
-                           (torch_ops, ("error", "warning"))):
+                           (torch_ops, ("error", "warning")), (backend, ("cuda", "triton"))):
         if value not in allowed:
             raise ValueError("%r is not one of %s" % (value, ", ".join(allowed)))
     findings = Findings(torch_ops)
@@ -1819,7 +1839,7 @@ def check(candidate_src, problem_src, device, fmt, precision, torch_ops="warning
         return findings.result()
     try:
         cand = Candidate(tree, reference_class_names(problem_src))
-        check_structure(cand, findings, device, fmt)
+        check_structure(cand, findings, device, fmt, backend)
         ModuleChecks(cand, findings, fmt, precision).run()
         check_forward(cand, findings)
     except RecursionError:
@@ -1871,6 +1891,7 @@ def main(argv=None):
     parser.add_argument("--format", required=True, choices=("load_inline", "raw"))
     parser.add_argument("--precision", required=True, choices=("fp32", "fp16", "bf16"))
     parser.add_argument("--torch-ops", default="warning", choices=("error", "warning"))
+    parser.add_argument("--backend", default="cuda", choices=("cuda", "triton"))
     try:
         args = parser.parse_args(argv)
         candidate = read_source(args.candidate, "candidate")
@@ -1883,7 +1904,7 @@ def main(argv=None):
         findings = [bad_text]
     else:
         findings = check(source, problem.decode("utf-8", "replace"), args.device, args.format,
-                         args.precision, args.torch_ops)
+                         args.precision, args.torch_ops, args.backend)
     sys.stdout.write(json.dumps({"findings": findings, "version": VERSION}) + "\n")
     return 0
 

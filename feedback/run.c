@@ -186,6 +186,15 @@ env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_dir,
 	}
 	if (build_dir != NULL)
 		env_set(e, "TORCH_EXTENSIONS_DIR", build_dir);
+	/* Triton compiles a kernel at its first launch, into its cache: the build's own
+	 * directory, not a HOME the runner's user may not write. */
+	if (build_dir != NULL && cfg != NULL && cfg->eval.backend != NULL &&
+	    strcmp(cfg->eval.backend, "triton") == 0) {
+		char cache[PATH_MAX];
+
+		if (kb_path_join(cache, sizeof(cache), build_dir, "triton") == 0)
+			env_set(e, "TRITON_CACHE_DIR", cache);
+	}
 	/* One arch list for precompile and execute, or ninja rebuilds at execute time. */
 	arch = cfg != NULL && cfg->eval.arch_list != NULL && cfg->eval.arch_list[0] != '\0' ?
 	       cfg->eval.arch_list : getenv("TORCH_CUDA_ARCH_LIST");

@@ -111,7 +111,8 @@ fb_static_check(const struct kb_config *cfg, const char *problem_path,
 	const char *argv[] = { python, "-SE", checker, "--problem", problem_path,
 			       "--candidate", candidate_path, "--device", cfg->eval.device,
 			       "--format", fmt, "--precision", cfg->eval.precision,
-			       "--torch-ops", torch_ops, NULL };
+			       "--torch-ops", torch_ops, "--backend",
+			       cfg->eval.backend != NULL ? cfg->eval.backend : "cuda", NULL };
 
 	o.argv = argv;
 	o.envp = envp;

@@ -195,6 +195,61 @@ lease_give(struct task_run *t, struct lease *l)
 
 /* ------------------------------------------------------------ GENERATE */
 
+static void
+copy_fact(char *dst, size_t n, json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	snprintf(dst, n, "%s", v != NULL ? v : "");
+}
+
+/* The run's first device as the supervisor's probe recorded it in gpus.json
+ * ("hardware"), for the prompt's hardware block; NULL when the run has none. Read once:
+ * the facts do not change during a run. */
+static const struct llm_hardware *
+hardware_of(struct task_run *t)
+{
+	char		 path[PATH_MAX];
+	json_t		*gpus, *h, *simd, *v;
+	size_t		 i;
+
+	if (!t->cfg->refinement.hardware || t->hw_state != 0)
+		return t->hw_state > 0 ? &t->hw : NULL;
+	t->hw_state = -1;
+	snprintf(path, sizeof(path), "%s/gpus.json", t->ctx->run_dir);
+	if ((gpus = json_load_file(path, 0, NULL)) == NULL)
+		return NULL;
+	h = json_object_get(json_array_get(json_object_get(gpus, "devices"), 0), "hardware");
+	if (json_is_object(h)) {
+		memset(&t->hw, 0, sizeof(t->hw));
+		t->hw.gpu = json_is_true(json_object_get(h, "gpu"));
+		copy_fact(t->hw.name, sizeof(t->hw.name), h, "name");
+		copy_fact(t->hw.arch, sizeof(t->hw.arch), h, "arch");
+		copy_fact(t->hw.bandwidth_source, sizeof(t->hw.bandwidth_source), h,
+			  "bandwidth_source");
+		copy_fact(t->hw.caches, sizeof(t->hw.caches), h, "caches");
+		t->hw.units = (long)json_integer_value(json_object_get(h, "units"));
+		t->hw.memory_bytes = json_integer_value(json_object_get(h, "memory_bytes"));
+		t->hw.bandwidth_gbps = json_number_value(json_object_get(h, "bandwidth_gbps"));
+		t->hw.smem_per_block = json_integer_value(json_object_get(h, "smem_per_block"));
+		t->hw.smem_per_block_optin = json_integer_value(json_object_get(h,
+						"smem_per_block_optin"));
+		t->hw.smem_per_sm = json_integer_value(json_object_get(h, "smem_per_sm"));
+		t->hw.l2_bytes = json_integer_value(json_object_get(h, "l2_bytes"));
+		simd = json_object_get(h, "simd");
+		json_array_foreach(simd, i, v) {
+			size_t used = strlen(t->hw.simd);
+
+			if (json_is_string(v))
+				snprintf(t->hw.simd + used, sizeof(t->hw.simd) - used, "%s%s",
+					 used > 0 ? " " : "", json_string_value(v));
+		}
+		t->hw_state = 1;
+	}
+	json_decref(gpus);
+	return t->hw_state > 0 ? &t->hw : NULL;
+}
+
 static int
 build_prompt(struct task_run *t, char **prompt, char *err, size_t errlen)
 {
@@ -203,7 +258,7 @@ build_prompt(struct task_run *t, char **prompt, char *err, size_t errlen)
 	int			 rc;
 
 	if (t->turn == 1)
-		return llm_prompt_initial(t->cfg, t->problem_src, prompt, err, errlen);
+		return llm_prompt_initial(t->cfg, hardware_of(t), t->problem_src, prompt, err, errlen);
 	if (t->cfg->refinement.feedback_g) {
 		prev = read_turn_file(t, t->turn - 1, "kernel.py");
 		if (prev == NULL)	/* no code last turn: show what the model said */
@@ -214,7 +269,7 @@ build_prompt(struct task_run *t, char **prompt, char *err, size_t errlen)
 		fb.exec_text = exec_text = read_turn_file(t, t->turn - 1, "feedback.md");
 	if (t->cfg->refinement.feedback_p)
 		fb.profile_text = prof = read_turn_file(t, t->turn - 1, "profile_feedback.md");
-	rc = llm_prompt_refine(t->cfg, t->problem_src, &fb, prompt, err, errlen);
+	rc = llm_prompt_refine(t->cfg, hardware_of(t), t->problem_src, &fb, prompt, err, errlen);
 	free(prev);
 	free(exec_text);
 	free(prof);

@@ -75,11 +75,29 @@ struct llm_feedback {
 	const char	*profile_text;	/* P: profiler summary (NULL: none/not enabled) */
 };
 
+/* The device a task's code runs on, for the prompt's hardware block
+ * (refinement.hardware): what the supervisor's probe recorded in gpus.json, read by the
+ * worker. A fact that is 0 or "" is unknown and left out of the block. */
+struct llm_hardware {
+	bool		 gpu;			/* false: the CPU */
+	char		 name[128];		/* "NVIDIA H100 80GB HBM3", the CPU's model name */
+	char		 arch[96];		/* "compute capability 9.0 (Hopper)", "x86_64" */
+	long		 units;			/* GPU: SMs; CPU: the cores an execution gets */
+	long long	 memory_bytes;		/* GPU memory; on the CPU the machine's RAM */
+	double		 bandwidth_gbps;	/* peak memory bandwidth, GB/s */
+	char		 bandwidth_source[96];	/* how it was found */
+	long long	 smem_per_block, smem_per_block_optin, smem_per_sm, l2_bytes;
+	char		 simd[256];		/* CPU: SIMD extensions, space-separated */
+	char		 caches[160];		/* CPU: "L1d 48 KiB, L2 2 MiB, L3 30 MiB" */
+};
+
 /* Build the turn-1 prompt, or a refinement prompt for turn >= 2, from the template
- * files in refinement.prompts_dir (or the bundled llm/prompts). *out: caller frees. */
-int	llm_prompt_initial(const struct kb_config *cfg, const char *problem_src, char **out,
-			   char *err, size_t errlen);
-int	llm_prompt_refine(const struct kb_config *cfg, const char *problem_src,
-			  const struct llm_feedback *fb, char **out, char *err, size_t errlen);
+ * files in refinement.prompts_dir (or the bundled llm/prompts). hw: the device, used
+ * when refinement.hardware is on (NULL then: an error). *out: caller frees. */
+int	llm_prompt_initial(const struct kb_config *cfg, const struct llm_hardware *hw,
+			   const char *problem_src, char **out, char *err, size_t errlen);
+int	llm_prompt_refine(const struct kb_config *cfg, const struct llm_hardware *hw,
+			  const char *problem_src, const struct llm_feedback *fb, char **out,
+			  char *err, size_t errlen);
 
 #endif /* KFORGE_LLM_H */

@@ -22,14 +22,18 @@
 #define PROMPT_NAME_MAX	64
 
 #define PROMPT_VARS(X)                                                         \
-	X(BACKEND, "backend")		/* CUDA | C++ */                       \
+	X(BACKEND, "backend")		/* CUDA | C++ | Triton */              \
 	X(DEVICE, "device")		/* cuda | cpu */                       \
 	X(PRECISION, "precision")	/* fp32 | fp16 | bf16 */               \
 	X(DTYPE, "dtype")		/* torch.float32 ... */                \
 	X(STATEMENT, "statement")	/* fragment statement_<device>.md */   \
-	X(EXAMPLE, "example")		/* fragment example.md (one_shot) */   \
+	X(EXAMPLE, "example")		/* fragment example.md or examples */  \
 	X(EXAMPLE_SRC, "example_src")                                          \
 	X(EXAMPLE_NEW_SRC, "example_new_src")                                  \
+	X(EXAMPLE_NUMBER, "example_number")	/* few_shot: 1, 2, ... */      \
+	X(EXAMPLE_COUNT, "example_count")                                      \
+	X(HARDWARE, "hardware")		/* fragment hardware.md, or empty */   \
+	X(HARDWARE_FACTS, "hardware_facts")	/* one "- fact" line each */   \
 	X(PROBLEM_SRC, "problem_src")                                          \
 	X(PRECISION_NOTE, "precision_note") /* fragment, fp16/bf16 only */     \
 	X(FEEDBACK, "feedback")		/* feedback_{g,e,p}.md, refine only */ \
@@ -50,6 +54,7 @@ struct prompt_ctx {
 	char		*owned[PV__N];
 	char		*err;
 	size_t		 errlen;
+	bool		 few;		/* few_shot: examples rendered by example_few.md */
 };
 
 static void
@@ -200,17 +205,123 @@ load_code(struct prompt_ctx *x, enum prompt_var v, const char *file)
 	return 0;
 }
 
+/* "48 KiB", "80 GiB": whole units where the value is one, else one decimal. */
+static void
+bytes_text(long long v, char *buf, size_t len)
+{
+	static const char *const units[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+	double	d = (double)v;
+	int	u = 0;
+
+	while (d >= 1024 && u < 4) {
+		d /= 1024;
+		u++;
+	}
+	if (u == 0 || d == (double)(long long)d)
+		snprintf(buf, len, "%lld %s", (long long)d, units[u]);
+	else
+		snprintf(buf, len, "%.1f %s", d, units[u]);
+}
+
+/* The facts of hw as "- label: value" lines, in a fixed order; unknown ones left out. */
+static char *
+hardware_facts(const struct llm_hardware *hw)
+{
+	struct kb_buf	b = KB_BUF_INIT(8192);
+	char		t1[32], t2[32];
+
+	if (hw->name[0] != '\0')
+		kb_buf_printf(&b, "- %s: %s\n", hw->gpu ? "GPU" : "CPU", hw->name);
+	if (hw->arch[0] != '\0')
+		kb_buf_printf(&b, "- Architecture: %s\n", hw->arch);
+	if (hw->units > 0)
+		kb_buf_printf(&b, hw->gpu ? "- Streaming multiprocessors (SMs): %ld\n" :
+			      "- Cores this code may use: %ld\n", hw->units);
+	if (hw->memory_bytes > 0) {
+		bytes_text(hw->memory_bytes, t1, sizeof(t1));
+		kb_buf_printf(&b, "- %s: %s\n", hw->gpu ? "GPU memory" : "Main memory", t1);
+	}
+	if (hw->bandwidth_gbps > 0)
+		kb_buf_printf(&b, "- Peak memory bandwidth: %.0f GB/s%s%s%s\n", hw->bandwidth_gbps,
+			      hw->bandwidth_source[0] != '\0' ? " (" : "", hw->bandwidth_source,
+			      hw->bandwidth_source[0] != '\0' ? ")" : "");
+	if (hw->smem_per_block > 0) {
+		bytes_text(hw->smem_per_block, t1, sizeof(t1));
+		kb_buf_printf(&b, "- Shared memory per block: %s", t1);
+		if (hw->smem_per_block_optin > hw->smem_per_block) {
+			bytes_text(hw->smem_per_block_optin, t2, sizeof(t2));
+			kb_buf_printf(&b, " (up to %s when a kernel opts in)", t2);
+		}
+		kb_buf_printf(&b, "\n");
+	}
+	if (hw->smem_per_sm > 0) {
+		bytes_text(hw->smem_per_sm, t1, sizeof(t1));
+		kb_buf_printf(&b, "- Shared memory per SM: %s\n", t1);
+	}
+	if (hw->l2_bytes > 0) {
+		bytes_text(hw->l2_bytes, t1, sizeof(t1));
+		kb_buf_printf(&b, "- L2 cache: %s\n", t1);
+	}
+	if (hw->caches[0] != '\0')
+		kb_buf_printf(&b, "- Caches: %s\n", hw->caches);
+	if (hw->simd[0] != '\0')
+		kb_buf_printf(&b, "- SIMD extensions: %s\n", hw->simd);
+	return kb_buf_steal(&b);
+}
+
+/* The examples: one_shot's example.md, or few_shot's examples each rendered from
+ * example_few.md. Example k's problem is example<k>_<device>.py and its answer
+ * example<k>_<device><variant>_new.py, the first without the number. */
+static int
+render_examples(struct prompt_ctx *x, long count, const char *device, const char *variant)
+{
+	struct kb_buf	 all = KB_BUF_INIT(PROMPT_OUT_CAP);
+	char		 problem[64], answer[96], number[24], total[24], *s;
+	int		 rc = 0;
+
+	snprintf(total, sizeof(total), "%ld", count);
+	for (long k = 1; k <= count && rc == 0; k++) {
+		char	stem[24] = "example";
+
+		if (k > 1)
+			snprintf(stem, sizeof(stem), "example%ld", k);
+		snprintf(problem, sizeof(problem), "%s_%s.py", stem, device);
+		snprintf(answer, sizeof(answer), "%s_%s%s_new.py", stem, device, variant);
+		snprintf(number, sizeof(number), "%ld", k);
+		x->val[PV_EXAMPLE_NUMBER] = number;
+		x->val[PV_EXAMPLE_COUNT] = total;
+		if ((rc = load_code(x, PV_EXAMPLE_SRC, problem)) < 0 ||
+		    (rc = load_code(x, PV_EXAMPLE_NEW_SRC, answer)) < 0 ||
+		    (rc = render(x, x->few ? "example_few.md" : "example.md", true, &s)) < 0)
+			break;
+		rc = kb_buf_append(&all, s, strlen(s));
+		free(s);
+		if (rc < 0)
+			snprintf(x->err, x->errlen, "the examples exceed 16 MiB");
+	}
+	x->val[PV_EXAMPLE_NUMBER] = x->val[PV_EXAMPLE_COUNT] = NULL;
+	if (rc == 0)
+		ctx_set_owned(x, PV_EXAMPLE, kb_buf_steal(&all));
+	kb_buf_clear(&all);
+	return rc;
+}
+
 /* Everything the initial and refinement prompts share. */
 static int
-ctx_init(struct prompt_ctx *x, const struct kb_config *cfg, const char *problem_src,
-	 char *err, size_t errlen)
+ctx_init(struct prompt_ctx *x, const struct kb_config *cfg, const struct llm_hardware *hw,
+	 const char *problem_src, char *err, size_t errlen)
 {
 	const char	*dir = cfg->refinement.prompts_dir;
 	const char	*prec = cfg->eval.precision ? cfg->eval.precision : "fp32";
 	const char	*style = cfg->refinement.prompt ? cfg->refinement.prompt : "one_shot";
 	bool		 cpu = cfg->eval.device != NULL && strcmp(cfg->eval.device, "cpu") == 0;
 	bool		 raw = cfg->eval.format != NULL && strcmp(cfg->eval.format, "raw") == 0;
-	char		 statement[64], example_new[64];
+	bool		 triton = !cpu && cfg->eval.backend != NULL &&
+				  strcmp(cfg->eval.backend, "triton") == 0;
+	/* the backend's or the build format's own statement and example answers */
+	const char	*variant = triton ? "_triton" : raw ? "_raw" : "";
+	const char	*device = cpu ? "cpu" : "cuda";
+	char		 statement[64], *facts;
 	int		 rc;
 
 	memset(x, 0, sizeof(*x));
@@ -224,28 +335,36 @@ ctx_init(struct prompt_ctx *x, const struct kb_config *cfg, const char *problem_
 		snprintf(err, errlen, "refinement.prompts_dir: path too long");
 		return -KB_ECONFIG;
 	}
-	x->val[PV_DEVICE] = cpu ? "cpu" : "cuda";
-	x->val[PV_BACKEND] = cpu ? "C++" : "CUDA";
+	x->val[PV_DEVICE] = device;
+	x->val[PV_BACKEND] = cpu ? "C++" : triton ? "Triton" : "CUDA";
 	x->val[PV_PRECISION] = prec;
 	x->val[PV_DTYPE] = strcmp(prec, "fp16") == 0 ? "torch.float16" :
 	    strcmp(prec, "bf16") == 0 ? "torch.bfloat16" : "torch.float32";
 	ctx_set_owned(x, PV_PROBLEM_SRC, trimmed_copy(problem_src, ""));
 
-	/* The raw build format has its own statement and example answer. */
-	snprintf(statement, sizeof(statement), "statement_%s%s.md", cpu ? "cpu" : "cuda",
-		 raw ? "_raw" : "");
-	snprintf(example_new, sizeof(example_new), "example_%s%s_new.py", cpu ? "cpu" : "cuda",
-		 raw ? "_raw" : "");
+	snprintf(statement, sizeof(statement), "statement_%s%s.md", device, variant);
 	if ((rc = render_var(x, PV_STATEMENT, statement)) < 0)
 		return rc;
-	if (strcmp(style, "one_shot") == 0) {
-		if ((rc = load_code(x, PV_EXAMPLE_SRC, cpu ? "example_cpu.py" : "example_cuda.py")) < 0 ||
-		    (rc = load_code(x, PV_EXAMPLE_NEW_SRC, example_new)) < 0 ||
-		    (rc = render_var(x, PV_EXAMPLE, "example.md")) < 0)
+	if (cfg->refinement.hardware) {
+		if (hw == NULL) {
+			snprintf(err, errlen, "refinement.hardware: no facts about the device "
+				 "(gpus.json has no \"hardware\")");
+			return -KB_ECONFIG;
+		}
+		facts = hardware_facts(hw);
+		ctx_set_owned(x, PV_HARDWARE_FACTS, trimmed_copy(facts, ""));
+		free(facts);
+		if ((rc = render_var(x, PV_HARDWARE, "hardware.md")) < 0)
+			return rc;
+	}
+	if (strcmp(style, "one_shot") == 0 || strcmp(style, "few_shot") == 0) {
+		x->few = strcmp(style, "few_shot") == 0;
+		if ((rc = render_examples(x, x->few ? cfg->refinement.examples : 1, device,
+					  variant)) < 0)
 			return rc;
 	} else if (strcmp(style, "zero_shot") != 0) {
-		snprintf(err, errlen, "refinement.prompt: expected one_shot or zero_shot, got '%s'",
-		    style);
+		snprintf(err, errlen, "refinement.prompt: expected one_shot, zero_shot or few_shot, "
+			 "got '%s'", style);
 		return -KB_ECONFIG;
 	}
 	if (strcmp(prec, "fp32") != 0 &&
@@ -255,22 +374,23 @@ ctx_init(struct prompt_ctx *x, const struct kb_config *cfg, const char *problem_
 }
 
 int
-llm_prompt_initial(const struct kb_config *cfg, const char *problem_src, char **out,
-		   char *err, size_t errlen)
+llm_prompt_initial(const struct kb_config *cfg, const struct llm_hardware *hw,
+		   const char *problem_src, char **out, char *err, size_t errlen)
 {
 	struct prompt_ctx	x;
 	int			rc;
 
 	*out = NULL;
-	if ((rc = ctx_init(&x, cfg, problem_src, err, errlen)) == 0)
+	if ((rc = ctx_init(&x, cfg, hw, problem_src, err, errlen)) == 0)
 		rc = render(&x, "initial.md", false, out);
 	ctx_clear(&x);
 	return rc;
 }
 
 int
-llm_prompt_refine(const struct kb_config *cfg, const char *problem_src,
-		  const struct llm_feedback *fb, char **out, char *err, size_t errlen)
+llm_prompt_refine(const struct kb_config *cfg, const struct llm_hardware *hw,
+		  const char *problem_src, const struct llm_feedback *fb, char **out, char *err,
+		  size_t errlen)
 {
 	static const struct {
 		enum prompt_var	 var;
@@ -289,7 +409,7 @@ llm_prompt_refine(const struct kb_config *cfg, const char *problem_src,
 	int			 rc;
 
 	*out = NULL;
-	if ((rc = ctx_init(&x, cfg, problem_src, err, errlen)) < 0)
+	if ((rc = ctx_init(&x, cfg, hw, problem_src, err, errlen)) < 0)
 		goto out;
 	for (int i = 0; i < 3; i++)
 		if (on[i] && text[i] != NULL)

@@ -38,6 +38,7 @@ static int	cmd_stop(int argc, char **argv);
 static int	cmd_eval(int argc, char **argv);
 static int	cmd_doctor(int argc, char **argv);
 static int	cmd_baseline(int argc, char **argv);
+static int	cmd_config(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ .name = "run", .run = cmd_run,
@@ -123,6 +124,15 @@ static const struct command commands[] = {
 	  "already timed for this environment and these settings (precision, perf_trials,\n"
 	  "warmup, seed, eval.baseline_compile) is not timed again. One line per problem;\n"
 	  "exits 0 when every problem has its timings, 1 when one failed." },
+	{ .name = "config", .run = cmd_config,
+	  .usage = "config CONFIG [--set key=value ...] | config --reference",
+	  .help = "Print the frozen config a run of CONFIG would write as its config.yaml: every\n"
+	  "key, defaults filled in, --set overrides applied, eval.device auto and an empty\n"
+	  "eval.arch_list resolved on this machine. A bad config is reported as 'run' reports\n"
+	  "it (FILE:LINE:COLUMN: key: what is wrong) and exits 2.\n"
+	  "--reference prints every config key instead: its type, default, allowed values or\n"
+	  "bounds, when it is required, and one line of meaning, generated from the table\n"
+	  "the loader checks configs against." },
 	{ .name = "doctor", .run = cmd_doctor,
 	  .usage = "doctor [CONFIG] [--device cpu|cuda|auto] [--json] [--fresh]",
 	  .help = "Check every prerequisite of a run, one line per item: the C toolchain, the\n"
@@ -184,7 +194,7 @@ struct run_opts {
 	const char	*run_dir, *sets[MAX_SETS], *device, *problem, *kernel;
 	const char	*accept[MAX_SETS + 1];	/* NULL-ended */
 	int		 nsets, naccept, timeout, progress_interval;
-	bool		 detach, json, follow, quiet, fresh, csv;
+	bool		 detach, json, follow, quiet, fresh, csv, reference;
 	const char	*html, *svg, *bind;
 	int		 port;
 };
@@ -217,6 +227,7 @@ on_opt(int c, const char *arg, void *st)
 		o->timeout = (int)v;
 		break;
 	case 'c': o->csv = true; break;
+	case 'R': o->reference = true; break;
 	case 'H': o->html = arg; break;
 	case 'S': o->svg = arg; break;
 	case 'B': o->bind = arg; break;
@@ -262,6 +273,7 @@ static const struct option all_longopts[] = {
 	{ "svg", required_argument, NULL, 'S' },
 	{ "port", required_argument, NULL, 'P' },
 	{ "bind", required_argument, NULL, 'B' },
+	{ "reference", no_argument, NULL, 'R' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -465,6 +477,37 @@ cmd_baseline(int argc, char **argv)
 	if (nrest != 1)
 		return usage_error("wants exactly one CONFIG%s", nrest > 1 ? " (extra arguments)" : "");
 	return orch_cmd_baseline(rest[0], o.sets, o.nsets);
+}
+
+static int
+cmd_config(int argc, char **argv)
+{
+	struct run_opts	 o = { 0 };
+	struct kb_config cfg;
+	json_t		*gpus = NULL;
+	char		 err[1024], **rest;
+	int		 nrest, rc;
+
+	PARSE_OR_RETURN("sR");
+	if (o.reference) {
+		if (nrest > 0 || o.nsets > 0)
+			return usage_error("--reference takes no CONFIG and no --set%s", "");
+		return orch_config_reference(stdout) < 0 ? 1 : 0;
+	}
+	if (nrest != 1)
+		return usage_error("wants exactly one CONFIG%s", nrest > 1 ? " (extra arguments)" : "");
+	if (orch_config_load(rest[0], o.sets, o.nsets, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		return 2;
+	}
+	/* what orch_run_create does before it freezes the config */
+	if ((rc = orch_resolve_devices(&cfg, &gpus, err, sizeof(err))) < 0)
+		fprintf(stderr, "kforge: %s\n", err);
+	else
+		rc = orch_config_emit(&cfg, stdout);
+	json_decref(gpus);
+	kb_config_clear(&cfg);
+	return rc < 0 ? 2 : 0;
 }
 
 static int

@@ -57,13 +57,15 @@ struct cfg_key {
 	const char *const *allowed;	/* K_ENUM, NULL-terminated */
 	const char	*when, *is;	/* required (and non-empty) when key `when` equals `is` */
 	unsigned	 flags;
+	const char	*doc;		/* one line of meaning, for kforge config --reference */
 };
 
 #define KEY(p, k, f)	.path = (p), .kind = (k), .off = offsetof(struct kb_config, f), \
 			.size = sizeof(((struct kb_config *)0)->f)
 
 static const char *const providers[] = { "openai", "replay", NULL };
-static const char *const prompts[] = { "one_shot", "zero_shot", NULL };
+static const char *const prompts[] = { "one_shot", "zero_shot", "few_shot", NULL };
+static const char *const backends[] = { "cuda", "triton", NULL };
 static const char *const eval_devices[] = { "cpu", "cuda", "auto", NULL };
 static const char *const input_places[] = { "host", "device", NULL };
 static const char *const build_formats[] = { "load_inline", "raw", NULL };
@@ -74,78 +76,140 @@ static const char *const timing_methods[] = { "cuda_event", "host_time", "do_ben
 /* Keys of one section stay together: orch_config_emit opens a section where its first
  * key is. */
 static const struct cfg_key schema[] = {
-	{ KEY("name", K_NAME, name) },
-	{ KEY("problems.dir", K_PATH, problems.dir), .flags = F_NONEMPTY },
-	{ KEY("problems.levels", K_LEVELS, problems.levels), .def = "[1, 2, 3]" },
-	{ KEY("problems.ids", K_IDS, problems.ids), .def = "all" },
-	{ KEY("problems.samples", K_INT, problems.samples), .def = "1", .lo = 1, .hi = 1000 },
-	{ KEY("llm.provider", K_ENUM, llm.provider), .allowed = providers },
+	{ KEY("name", K_NAME, name),
+	  .doc = "the run's name; the run directory defaults to runs/<name>" },
+	{ KEY("problems.dir", K_PATH, problems.dir), .flags = F_NONEMPTY,
+	  .doc = "the KernelBench problems directory (holding level1/, level2/ ...)" },
+	{ KEY("problems.levels", K_LEVELS, problems.levels), .def = "[1, 2, 3]",
+	  .doc = "the levels whose problems are run" },
+	{ KEY("problems.ids", K_IDS, problems.ids), .def = "all",
+	  .doc = "the problem ids run within each level: all, or ranges such as \"1-100,3\"" },
+	{ KEY("problems.samples", K_INT, problems.samples), .def = "1", .lo = 1, .hi = 1000,
+	  .doc = "independent trajectories per problem (fast_p@k)" },
+	{ KEY("llm.provider", K_ENUM, llm.provider), .allowed = providers,
+	  .doc = "where replies come from: an OpenAI-compatible endpoint, or saved replies" },
 	{ KEY("llm.base_url", K_STR, llm.base_url), .def = "''",
-	  .when = "llm.provider", .is = "openai" },
+	  .when = "llm.provider", .is = "openai",
+	  .doc = "the endpoint's base URL (.../v1)" },
 	{ KEY("llm.model", K_STR, llm.model), .def = "''",
-	  .when = "llm.provider", .is = "openai" },
-	{ KEY("llm.api_key_env", K_ENVNAME, llm.api_key_env), .def = "''" },
-	{ KEY("llm.temperature", K_NUM, llm.temperature), .def = "0.0", .dlo = 0, .dhi = 2 },
-	{ KEY("llm.max_tokens", K_INT, llm.max_tokens), .def = "8192", .lo = 1, .hi = 1000000 },
-	{ KEY("llm.timeout_s", K_INT, llm.timeout_s), .def = "600", .lo = 1, .hi = 86400 },
-	{ KEY("llm.retries", K_INT, llm.retries), .def = "6", .lo = 0, .hi = 100 },
-	{ KEY("llm.concurrency", K_INT, llm.concurrency), .def = "8", .lo = 1, .hi = 4096 },
+	  .when = "llm.provider", .is = "openai",
+	  .doc = "the model name sent with every request" },
+	{ KEY("llm.api_key_env", K_ENVNAME, llm.api_key_env), .def = "''",
+	  .doc = "the environment variable holding the API key ('' sends none)" },
+	{ KEY("llm.temperature", K_NUM, llm.temperature), .def = "0.0", .dlo = 0, .dhi = 2,
+	  .doc = "the sampling temperature" },
+	{ KEY("llm.max_tokens", K_INT, llm.max_tokens), .def = "8192", .lo = 1, .hi = 1000000,
+	  .doc = "the most tokens a reply may have" },
+	{ KEY("llm.timeout_s", K_INT, llm.timeout_s), .def = "600", .lo = 1, .hi = 86400,
+	  .doc = "seconds one request may take before it is retried" },
+	{ KEY("llm.retries", K_INT, llm.retries), .def = "6", .lo = 0, .hi = 100,
+	  .doc = "retries of a request that failed transiently (429, 5xx, timeout)" },
+	{ KEY("llm.concurrency", K_INT, llm.concurrency), .def = "8", .lo = 1, .hi = 4096,
+	  .doc = "LLM requests in flight at once, across all tasks" },
 	{ KEY("llm.max_response_bytes", K_INT, llm.max_response_bytes), .def = "4194304",
-	  .lo = 1024, .hi = 1073741824 },
+	  .lo = 1024, .hi = 1073741824,
+	  .doc = "the largest reply body read; a larger one is an error" },
 	{ KEY("llm.replay_dir", K_PATH, llm.replay_dir), .def = "''",
-	  .when = "llm.provider", .is = "replay" },
-	{ KEY("refinement.turns", K_INT, refinement.turns), .def = "10", .lo = 1, .hi = 256 },
-	{ KEY("refinement.feedback", K_FEEDBACK, refinement.feedback_g), .def = "[G, E]" },
+	  .when = "llm.provider", .is = "replay",
+	  .doc = "the directory of saved replies the replay provider serves" },
+	{ KEY("refinement.turns", K_INT, refinement.turns), .def = "10", .lo = 1, .hi = 256,
+	  .doc = "turns per task: the first prompt and its refinements" },
+	{ KEY("refinement.feedback", K_FEEDBACK, refinement.feedback_g), .def = "[G, E]",
+	  .doc = "what refinement prompts show: G previous kernel, E build and execution result, P profile" },
 	{ KEY("refinement.prompt", K_ENUM, refinement.prompt), .def = "one_shot",
-	  .allowed = prompts },
-	{ KEY("refinement.prompts_dir", K_PATH, refinement.prompts_dir), .def = "''" },
+	  .allowed = prompts,
+	  .doc = "the first prompt's style: with no example, one example, or refinement.examples of them" },
+	{ KEY("refinement.prompts_dir", K_PATH, refinement.prompts_dir), .def = "''",
+	  .doc = "a copy of llm/prompts with edited templates ('' uses the bundled ones)" },
+	/* hi: the example pairs bundled in llm/prompts (example, example2, example3) */
+	{ KEY("refinement.examples", K_INT, refinement.examples), .def = "2", .lo = 1, .hi = 3,
+	  .doc = "few_shot: how many example pairs (problem and its custom-kernel version) the prompt shows" },
+	{ KEY("refinement.hardware", K_BOOL, refinement.hardware), .def = "false",
+	  .doc = "describe the device the code runs on in every prompt (GPU: SMs, memory, bandwidth, caches; CPU: model, cores, SIMD, caches)" },
 	{ KEY("refinement.feedback_max_chars", K_INT, refinement.feedback_max_chars),
-	  .def = "4000", .lo = 100, .hi = 1000000 },
-	{ KEY("eval.device", K_ENUM, eval.device), .def = "auto", .allowed = eval_devices },
-	{ KEY("eval.precision", K_ENUM, eval.precision), .def = "fp32", .allowed = precisions },
+	  .def = "4000", .lo = 100, .hi = 1000000,
+	  .doc = "the most characters of compiler or execution output fed back" },
+	{ KEY("eval.device", K_ENUM, eval.device), .def = "auto", .allowed = eval_devices,
+	  .doc = "where candidates run: cpu, cuda, or auto (cuda when a GPU is visible)" },
+	{ KEY("eval.precision", K_ENUM, eval.precision), .def = "fp32", .allowed = precisions,
+	  .doc = "the dtype of inputs and parameters" },
 	{ KEY("eval.correctness_trials", K_INT, eval.correctness_trials), .def = "5",
-	  .lo = 1, .hi = 100 },
+	  .lo = 1, .hi = 100,
+	  .doc = "runs with fresh random inputs compared with the reference" },
 	{ KEY("eval.atol", K_NUM, eval.atol), .def = "default", .dlo = 0, .dhi = HUGE_VAL,
-	  .flags = F_DEFAULT_WORD },
+	  .flags = F_DEFAULT_WORD,
+	  .doc = "absolute tolerance of the comparison (default: the precision's own)" },
 	{ KEY("eval.rtol", K_NUM, eval.rtol), .def = "default", .dlo = 0, .dhi = HUGE_VAL,
-	  .flags = F_DEFAULT_WORD },
-	{ KEY("eval.perf_trials", K_INT, eval.perf_trials), .def = "100", .lo = 1, .hi = 10000 },
-	{ KEY("eval.warmup", K_INT, eval.warmup), .def = "3", .lo = 0, .hi = 1000 },
-	{ KEY("eval.seed", K_INT, eval.seed), .def = "42", .lo = LONG_MIN, .hi = LONG_MAX },
+	  .flags = F_DEFAULT_WORD,
+	  .doc = "relative tolerance of the comparison (default: the precision's own)" },
+	{ KEY("eval.perf_trials", K_INT, eval.perf_trials), .def = "100", .lo = 1, .hi = 10000,
+	  .doc = "timed calls of the reference and the candidate per pass" },
+	{ KEY("eval.warmup", K_INT, eval.warmup), .def = "3", .lo = 0, .hi = 1000,
+	  .doc = "untimed calls before timing" },
+	{ KEY("eval.seed", K_INT, eval.seed), .def = "42", .lo = LONG_MIN, .hi = LONG_MAX,
+	  .doc = "the seed of inputs and weights" },
 	{ KEY("eval.compile_timeout_s", K_INT, eval.compile_timeout_s), .def = "900",
-	  .lo = 1, .hi = 7200 },
-	{ KEY("eval.timeout_s", K_INT, eval.timeout_s), .def = "300", .lo = 1, .hi = 86400 },
-	{ KEY("eval.arch_list", K_STR, eval.arch_list), .def = "''" },
-	{ KEY("eval.baseline_compile", K_BOOL, eval.baseline_compile), .def = "false" },
-	{ KEY("eval.allow_tf32", K_BOOL, eval.allow_tf32), .def = "false" },
-	{ KEY("eval.timing", K_ENUM, eval.timing), .def = "cuda_event", .allowed = timing_methods },
-	{ KEY("eval.l2_flush", K_BOOL, eval.l2_flush), .def = "true" },
-	{ KEY("eval.inputs", K_ENUM, eval.inputs), .def = "host", .allowed = input_places },
-	{ KEY("eval.format", K_ENUM, eval.format), .def = "load_inline", .allowed = build_formats },
-	{ KEY("eval.torch_ops", K_ENUM, eval.torch_ops), .def = "warning", .allowed = severities },
-	{ KEY("eval.static_checks", K_BOOL, eval.static_checks), .def = "true" },
-	{ KEY("gpus.devices", K_DEVICES, gpus.devices), .def = "all" },
-	{ KEY("runner.python", K_STR, runner.python), .def = "''" },
+	  .lo = 1, .hi = 7200,
+	  .doc = "seconds a candidate's build may take" },
+	{ KEY("eval.timeout_s", K_INT, eval.timeout_s), .def = "300", .lo = 1, .hi = 86400,
+	  .doc = "seconds an execution (correctness and timing) may take" },
+	{ KEY("eval.arch_list", K_STR, eval.arch_list), .def = "''",
+	  .doc = "TORCH_CUDA_ARCH_LIST for builds ('' : the capabilities of the GPUs used)" },
+	{ KEY("eval.baseline_compile", K_BOOL, eval.baseline_compile), .def = "false",
+	  .doc = "also time the reference under torch.compile" },
+	{ KEY("eval.allow_tf32", K_BOOL, eval.allow_tf32), .def = "false",
+	  .doc = "allow TF32 matmuls and convolutions in fp32 (reference and candidate alike)" },
+	{ KEY("eval.timing", K_ENUM, eval.timing), .def = "cuda_event", .allowed = timing_methods,
+	  .doc = "how calls are timed: CUDA events, host clock, or triton's do_bench" },
+	{ KEY("eval.l2_flush", K_BOOL, eval.l2_flush), .def = "true",
+	  .doc = "flush the GPU's L2 cache before each timed call" },
+	{ KEY("eval.inputs", K_ENUM, eval.inputs), .def = "host", .allowed = input_places,
+	  .doc = "where each trial's inputs are made: on the host then copied, or on the device" },
+	{ KEY("eval.format", K_ENUM, eval.format), .def = "load_inline", .allowed = build_formats,
+	  .doc = "how candidates build: torch's load_inline, or raw extern \"C\" launchers" },
+	{ KEY("eval.backend", K_ENUM, eval.backend), .def = "cuda", .allowed = backends,
+	  .doc = "what kernels are written in on a GPU: CUDA C++, or Triton (eval.device cuda, Triton importable)" },
+	{ KEY("eval.torch_ops", K_ENUM, eval.torch_ops), .def = "warning", .allowed = severities,
+	  .doc = "what PyTorch compute doing the work in forward makes a turn: suspect or rejected" },
+	{ KEY("eval.static_checks", K_BOOL, eval.static_checks), .def = "true",
+	  .doc = "run the static checks before the build" },
+	{ KEY("gpus.devices", K_DEVICES, gpus.devices), .def = "all",
+	  .doc = "the GPUs used: all, or a list of indices" },
+	{ KEY("runner.python", K_STR, runner.python), .def = "''",
+	  .doc = "the Python that runs the runner ('' : $KFORGE_PYTHON, else the first with torch)" },
 	{ KEY("runner.compile_slots", K_INT, runner.compile_slots), .def = "0",
-	  .lo = 0, .hi = 1024 },
+	  .lo = 0, .hi = 1024,
+	  .doc = "builds at once (0: half the cores, at least one)" },
 	{ KEY("runner.cpu_exec_slots", K_INT, runner.cpu_exec_slots), .def = "1",
-	  .lo = 1, .hi = 64 },
+	  .lo = 1, .hi = 64,
+	  .doc = "CPU executions at once when eval.device is cpu" },
 	{ KEY("runner.max_host_memory_mb", K_INT, runner.max_host_memory_mb), .def = "0",
-	  .lo = 0, .hi = 1L << 30 },
-	{ KEY("runner.user", K_USER, runner.user), .def = "nobody" },
-	{ KEY("runner.isolate_network", K_BOOL, runner.isolate_network), .def = "true" },
-	{ KEY("runner.selftest", K_BOOL, runner.selftest), .def = "true" },
-	{ KEY("runner.fast_build", K_BOOL, runner.fast_build), .def = "true" },
-	{ KEY("runner.warm", K_BOOL, runner.warm), .def = "true" },
+	  .lo = 0, .hi = 1L << 30,
+	  .doc = "memory one runner's processes may hold, in MiB (0: half the machine's RAM)" },
+	{ KEY("runner.user", K_USER, runner.user), .def = "nobody",
+	  .doc = "the user runners run as ('' keeps the caller)" },
+	{ KEY("runner.isolate_network", K_BOOL, runner.isolate_network), .def = "true",
+	  .doc = "run runners in a network namespace with no network" },
+	{ KEY("runner.selftest", K_BOOL, runner.selftest), .def = "true",
+	  .doc = "build and run a tiny extension before any model request" },
+	{ KEY("runner.fast_build", K_BOOL, runner.fast_build), .def = "true",
+	  .doc = "faster builds: arch list from the GPUs, parallel units, a precompiled header" },
+	{ KEY("runner.warm", K_BOOL, runner.warm), .def = "true",
+	  .doc = "keep a runner with torch imported waiting for the next step" },
 	{ KEY("runner.cache_max_gb", K_INT, runner.cache_max_gb), .def = "20",
-	  .lo = 1, .hi = 1L << 20 },
+	  .lo = 1, .hi = 1L << 20,
+	  .doc = "the size of the shared build cache before old builds are removed" },
 	{ KEY("runner.rlimit_cpu_s", K_INT, runner.rlimit_cpu_s), .def = "0",
-	  .lo = 0, .hi = 10000000 },
+	  .lo = 0, .hi = 10000000,
+	  .doc = "CPU seconds a runner may use (0: no limit)" },
 	{ KEY("runner.rlimit_fsize_mb", K_INT, runner.rlimit_fsize_mb), .def = "1024",
-	  .lo = 1, .hi = 1048576 },
+	  .lo = 1, .hi = 1048576,
+	  .doc = "the largest file a runner may write, in MiB" },
 	{ KEY("runner.rlimit_nofile", K_INT, runner.rlimit_nofile), .def = "1024",
-	  .lo = 64, .hi = 1048576 },
-	{ KEY("workers", K_INT, workers), .def = "16", .lo = 1, .hi = 4096 },
+	  .lo = 64, .hi = 1048576,
+	  .doc = "file descriptors a runner may hold" },
+	{ KEY("workers", K_INT, workers), .def = "16", .lo = 1, .hi = 4096,
+	  .doc = "tasks worked on at once" },
 };
 #define NKEYS	((int)(sizeof(schema) / sizeof(schema[0])))
 
@@ -1641,6 +1705,67 @@ orch_config_load(const char *path, const char *const *sets, int nsets, struct kb
 }
 
 /* ---------------------------------------------------------------- emit */
+
+/* The value a key takes, in words, from the same fields the setters check. */
+static void
+reference_type(const struct cfg_key *k, FILE *fp)
+{
+	switch (k->kind) {
+	case K_STR: fputs("string", fp); break;
+	case K_NAME: fputs("name: 1 to 64 characters from A-Z a-z 0-9 . _ -", fp); break;
+	case K_ENVNAME: fputs("environment variable name (A-Z 0-9 _), or ''", fp); break;
+	case K_USER: fputs("user name (up to 32 of A-Z a-z 0-9 . _ -), or ''", fp); break;
+	case K_BOOL: fputs("true | false", fp); break;
+	case K_PATH:
+		fputs("path (~ expanded; relative to the config's directory)", fp);
+		break;
+	case K_ENUM:
+		fputs("one of ", fp);
+		for (const char *const *a = k->allowed; *a != NULL; a++)
+			fprintf(fp, "%s%s", a == k->allowed ? "" : " | ", *a);
+		break;
+	case K_INT: fprintf(fp, "integer in %ld..%ld", k->lo, k->hi); break;
+	case K_NUM:
+		if (k->dhi == HUGE_VAL)
+			fprintf(fp, "number >= %g", k->dlo);
+		else
+			fprintf(fp, "number in %g..%g", k->dlo, k->dhi);
+		if (k->flags & F_DEFAULT_WORD)
+			fputs(", or default", fp);
+		break;
+	case K_LEVELS: fputs("list of levels, each 1..4 (or one level)", fp); break;
+	case K_IDS: fputs("all, or ids and ranges: \"1-100,3\" or a list of them", fp); break;
+	case K_FEEDBACK: fputs("list of G, E, P (or [] for none)", fp); break;
+	case K_DEVICES:
+		fprintf(fp, "all, or a list of GPU indices 0..%d", KB_MAX_DEVICES - 1);
+		break;
+	}
+	if ((k->flags & F_NONEMPTY) && k->kind != K_NAME)
+		fputs(", not empty", fp);
+}
+
+int
+orch_config_reference(FILE *fp)
+{
+	fputs("# kforge config keys: the key, then its type, default, when it is required and\n"
+	      "# what it means. Generated from the table the loader checks configs against.\n", fp);
+	for (int i = 0; i < NKEYS; i++) {
+		const struct cfg_key *k = &schema[i];
+
+		fprintf(fp, "\n%s\n    type: ", k->path);
+		reference_type(k, fp);
+		if (k->def != NULL)
+			fprintf(fp, "\n    default: %s", k->def);
+		else
+			fputs("\n    default: none (required)", fp);
+		if (k->when != NULL)
+			fprintf(fp, "\n    required when: %s is %s", k->when, k->is);
+		fprintf(fp, "\n    %s\n", k->doc != NULL ? k->doc : "");
+	}
+	if (fflush(fp) == EOF || ferror(fp))
+		return -kb_errno_to_err(errno);
+	return 0;
+}
 
 int
 orch_config_emit(const struct kb_config *c, FILE *fp)

@@ -55,6 +55,11 @@ static const char probe_py[] =
 	"    # the compiler's own search path is where Debian's pybind11-dev puts it\n"
 	"    r['pybind11'] = find('pybind11/pybind11.h',\n"
 	"                         paths + [inc, '/usr/local/include', '/usr/include'])\n"
+	"    try:\n"
+	"        import triton\n"
+	"        r['triton'] = triton.__version__\n"
+	"    except BaseException as e:\n"
+	"        r['triton_error'] = ('%s: %s' % (type(e).__name__, e)).splitlines()[0][:300]\n"
 	"    if sys.argv[1] == 'cuda':\n"
 	"        try:\n"
 	"            r['cuda_available'] = torch.cuda.is_available()\n"
@@ -602,6 +607,31 @@ check_cache(struct doctor *d, const struct check *c)
 	     u.builds, (double)u.bytes / (1024.0 * 1024 * 1024), d->cfg.runner.cache_max_gb);
 }
 
+/* Triton, for eval.backend triton: required then, else only reported. */
+static void
+check_triton(struct doctor *d, const struct check *c)
+{
+	struct check	 as_used = *c;
+	const char	*fix = "pip install triton for this Python (a version that matches its torch), "
+			       "or set eval.backend: cuda";
+
+	if (d->cfg.eval.backend != NULL && strcmp(d->cfg.eval.backend, "triton") == 0)
+		as_used.required = DR_CUDA;
+	if (d->probe == NULL) {
+		emit(d, &as_used, NULL, false, NULL, NULL, fix, "not checked: %s", d->probe_err);
+		return;
+	}
+	if (probe_str(d, "triton") == NULL) {
+		emit(d, &as_used, NULL, false, NULL, NULL, fix, "Triton does not import in %s: %s%s",
+		     d->python, probe_str(d, "triton_error") != NULL ? probe_str(d, "triton_error") :
+		     "torch does not import", as_used.required ? "" : " (needed only for "
+		     "eval.backend: triton)");
+		return;
+	}
+	emit(d, &as_used, NULL, true, probe_str(d, "triton"), NULL, NULL, "Triton %s",
+	     probe_str(d, "triton"));
+}
+
 static const struct check checks[] = {
 	/* item            checked on  required on  */
 	{ "cc",             DR_ALL,    0,           check_compiler },
@@ -618,6 +648,7 @@ static const struct check checks[] = {
 	{ "driver",         DR_CUDA,   DR_CUDA,     check_driver },
 	{ "gpu",            DR_CUDA,   DR_CUDA,     check_gpus },
 	{ "cuda-extension", DR_CUDA,   DR_CUDA,     check_selftest },
+	{ "triton",         DR_CUDA,   0,           check_triton },
 	{ "cupti",          DR_CUDA,   0,           check_cupti },
 	{ "perf-counters",  DR_CUDA,   0,           check_counters },
 	{ "runner-user",    DR_ALL,    DR_ALL,      check_user },

@@ -36,6 +36,11 @@ void	orch_run_clear(struct orch_run *run);
 #define ORCH_RUNS_DIR "runs"
 /* Resolves eval.device auto and lists the devices: fills gpus.json in the run dir. */
 int	orch_resolve_devices(struct kb_config *cfg, json_t **gpus, char *err, size_t errlen);
+/* refinement.hardware: the facts of every device of gpus (the document gpus.json
+ * holds), from feedback/kforge_hardware.py run in python as a runner would run, added as
+ * each device's "hardware". -KB_ECONFIG with a one-line message when the probe fails. */
+int	orch_probe_hardware(const struct kb_config *cfg, const char *python, json_t *gpus,
+			    char *err, size_t errlen);
 /* The GPUs by nvidia-smi (index and name), else by /dev/nvidiaN: a JSON array, empty
  * when none. */
 json_t	*orch_detect_gpus(void);

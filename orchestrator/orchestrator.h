@@ -38,6 +38,10 @@ int	orch_config_load_string(const char *yaml, size_t len, const char *name,
 /* Writes the fully resolved config as YAML that orch_config_load reads back to an
  * equal struct. */
 int	orch_config_emit(const struct kb_config *c, FILE *fp);
+/* Writes every key the loader knows, from its schema table: the key alone on a line,
+ * then indented lines "type: ...", "default: ...", "required when: K is V" (only where
+ * one applies) and the key's meaning. kforge config --reference prints it. */
+int	orch_config_reference(FILE *fp);
 
 /* ----------------------------------------------------------------- tasks */
 

@@ -336,6 +336,44 @@ orch_run_update(const struct orch_run *run, json_t *fields)
  * reachable for that user (what else the runner reads, kforge stages where that user
  * can reach it). A run that would stop there stops before it creates anything, so the
  * same command can simply be run again. */
+/* eval.backend triton: a GPU run, and Triton importable in the runner's Python (the
+ * same check kforge doctor's "triton" line makes). */
+static int
+check_backend(const struct kb_config *cfg, const char *python, char *err, size_t errlen)
+{
+	static const char import_triton[] =
+		"import sys\n"
+		"try:\n"
+		"    import triton\n"
+		"except BaseException as e:\n"
+		"    print(('%s: %s' % (type(e).__name__, e)).splitlines()[0][:200])\n"
+		"    sys.exit(1)\n";
+	struct kb_spawn_result	r = { 0 };
+	int			rc;
+
+	if (cfg->eval.backend == NULL || strcmp(cfg->eval.backend, "triton") != 0)
+		return 0;
+	if (strcmp(cfg->eval.device, "cuda") != 0) {
+		snprintf(err, errlen, "eval.backend: triton runs only with eval.device cuda "
+			 "(the device is %s)", cfg->eval.device);
+		return -KB_ECONFIG;
+	}
+	rc = fb_python_snippet(cfg, python, import_triton, NULL, false, 60000, &r);
+	if (rc < 0 || r.end != KB_END_EXITED || r.exit_code != 0) {
+		char	why[256] = "";
+
+		if (r.out.p != NULL)
+			snprintf(why, sizeof(why), "%.*s", (int)strcspn(r.out.p, "\n"), r.out.p);
+		snprintf(err, errlen, "eval.backend: triton does not import in %s (%s); pip install "
+			 "triton for it, or set eval.backend: cuda", python,
+			 why[0] != '\0' ? why : rc < 0 ? kb_strerror(rc) : "it did not run");
+		kb_spawn_result_clear(&r);
+		return -KB_ECONFIG;
+	}
+	kb_spawn_result_clear(&r);
+	return 0;
+}
+
 static int
 check_before_creating(const struct kb_config *cfg, char *err, size_t errlen)
 {
@@ -344,7 +382,8 @@ check_before_creating(const struct kb_config *cfg, char *err, size_t errlen)
 
 	if ((rc = llm_check_config(cfg, err, errlen)) < 0 ||
 	    (rc = fb_contain_setup(cfg, err, errlen)) < 0 ||
-	    (rc = fb_find_python(cfg, python, sizeof(python), err, errlen)) < 0)
+	    (rc = fb_find_python(cfg, python, sizeof(python), err, errlen)) < 0 ||
+	    (rc = check_backend(cfg, python, err, errlen)) < 0)
 		return rc;
 	return 0;
 }
@@ -381,6 +420,13 @@ orch_run_create(struct orch_run *run, const char *config_path, const char *run_d
 	}
 	if ((rc = check_before_creating(&run->cfg, err, errlen)) < 0)
 		goto out;
+	if (run->cfg.refinement.hardware) {
+		char python[PATH_MAX];
+
+		if ((rc = fb_find_python(&run->cfg, python, sizeof(python), err, errlen)) < 0 ||
+		    (rc = orch_probe_hardware(&run->cfg, python, gpus, err, errlen)) < 0)
+			goto out;
+	}
 	snprintf(path, sizeof(path), "%s/tasks", run->dir);
 	if ((rc = kb_mkdir_p(path, 0755)) < 0) {
 		snprintf(err, errlen, "cannot create '%s': %s", path, strerror(errno));

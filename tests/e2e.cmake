@@ -54,6 +54,8 @@ set(kb_e2e_tests
   "e2e_test_faults_gpu|test_faults_gpu|gpu|1800"
   "e2e_multi_gpu|test_multi_gpu|gpu|2400"
   "e2e_timing_gpu|test_timing_gpu|gpu|1800"
+  # every bundled CUDA and Triton example answer judged correct; the hardware block's GPU facts
+  "e2e_prompts_gpu|test_prompts_gpu|gpu|3000"
 )
 foreach(row ${kb_e2e_tests})
   string(REPLACE "|" ";" f "${row}")

@@ -31,6 +31,10 @@ kb_add_script_test(feedback_raw
                    LABELS unit python TIMEOUT 300)
 kb_add_test(feedback_gpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_gpu.c LIBS kb_fb
             LABELS gpu TIMEOUT 900)
+# the device facts of the prompt's hardware block (feedback/kforge_hardware.py)
+kb_add_script_test(feedback_hardware
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_hardware.py
+                   LABELS unit python TIMEOUT 120)
 kb_add_script_test(feedback_static_check
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_static_check.py
                    LABELS unit python TIMEOUT 120)

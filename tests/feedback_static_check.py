@@ -5,6 +5,10 @@
   them (`#! rule severity` on the line the finding must name; `#!0` for line 0);
 - honest candidates (the demo replies in configs/demo_responses, the raw-format files in
   tools/bench/inner_data/raw, and a few written here) give no error and no torch_compute;
+- the Triton backend: a @triton.jit function launched from forward is the custom kernel
+  (the bundled Triton examples and a few written here pass); a Triton candidate that
+  defines none, or never launches it, is caught, as is a Triton-only candidate checked
+  for the CUDA C++ backend;
 - the command line: one line of JSON and exit 0 (a syntax error is a finding), exit 2 with
   one line on stderr for usage errors and unreadable or oversized inputs;
 - time: each demo candidate well under a second, a 2 MB candidate quickly.
@@ -70,9 +74,30 @@ class ModelNew(nn.Module):
 CASES = {}
 
 
-def case(name, source, device="cpu", fmt="load_inline", precision="fp32", torch_ops="warning"):
+def case(name, source, device="cpu", fmt="load_inline", precision="fp32", torch_ops="warning",
+         backend="cuda"):
     CASES[name] = (source, dict(device=device, fmt=fmt, precision=precision,
-                                torch_ops=torch_ops))
+                                torch_ops=torch_ops, backend=backend))
+
+
+# An honest ReLU in Triton (eval.backend triton); cases add to it as to CPU_BASE.
+TRITON_BASE = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offsets < n
+    x = tl.load(x_ptr + offsets, mask=inside)
+    tl.store(out_ptr + offsets, tl.maximum(x, 0.0), mask=inside)
+'''
+TRITON_LAUNCH = '''        out = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
+'''
 
 
 case("syntax_error", CPU_BASE + MODEL +
@@ -307,6 +332,22 @@ name = "rel" + "u"
 op = getattr(torch, name)  #! exec_eval warning
 ''' + MODEL + '''        return ext.relu_forward(x)
 ''')
+case("triton_no_kernel", '''#!0 no_custom_kernel error
+import torch
+import torch.nn as nn
+import triton
+''' + MODEL + '''        return torch.relu(x)  #! torch_compute warning
+''', device="cuda", backend="triton")
+case("triton_kernel_unused", TRITON_BASE + MODEL.replace("    def forward(self, x):\n",
+                                                        "    def forward(self, x):  #! kernel_unused error\n")
+     + '''        return torch.relu(x)  #! torch_compute warning
+''', device="cuda", backend="triton")
+case("triton_kernel_plus_torch", TRITON_BASE + MODEL + '''        out = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return torch.sigmoid(out)  #! torch_compute warning
+''', device="cuda", backend="triton")
+case("triton_for_the_cuda_backend", "#!0 no_custom_kernel error\n" + TRITON_BASE + MODEL + TRITON_LAUNCH,
+     device="cuda")
 case("too_many_findings", CPU_BASE + MODEL + "        y = ext.relu_forward(x)\n" +
      "".join("        y = torch.relu(y)%s\n" % ("  #! torch_compute warning" if i < 50 else "")
              for i in range(60)) + "        return y\n")
@@ -391,6 +432,44 @@ class ModelNew(nn.Module):
 }
 
 
+# Honest Triton candidates (checked with backend triton): ours written here, and the
+# bundled Triton examples of the prompts with their problems.
+TRITON_HONEST = {
+    "launch": TRITON_BASE + MODEL + TRITON_LAUNCH,
+    "jit_imported_by_name": TRITON_BASE.replace("import triton\n", "import triton\nfrom triton import jit\n")
+    .replace("@triton.jit", "@jit") + MODEL + TRITON_LAUNCH,
+    "autotuned": TRITON_BASE.replace("@triton.jit", "@triton.autotune(configs=[triton.Config({'BLOCK': 1024})], "
+                                     "key=['n'])\n@triton.jit") + MODEL + '''        out = torch.empty_like(x)
+        grid = lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)
+        relu_kernel[grid](x, out, x.numel())
+        return out
+''',
+    "through_a_helper": TRITON_BASE + '''
+
+def relu(x):
+    out = torch.empty_like(x)
+    relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+    return out
+''' + MODEL + '''        return relu(x.contiguous())
+''',
+}
+
+
+def check_triton_honest():
+    prompts = os.path.join(ROOT, "llm", "prompts")
+    bundled = sorted(glob.glob(os.path.join(prompts, "example*_cuda_triton_new.py")))
+    check(len(bundled) == 3, "bundled Triton examples: %s" % bundled)
+    for path in bundled:
+        problem = path.replace("_triton_new.py", ".py")
+        findings = kforge_check.check(open(path).read(), open(problem).read(), "cuda",
+                                      "load_inline", "fp32", "warning", "triton")
+        check(findings == [], "bundled %s: %s" % (os.path.basename(path), findings))
+    for name, source in TRITON_HONEST.items():
+        findings = kforge_check.check(source, PROBLEM_SRC, "cuda", "load_inline", "fp32",
+                                      "warning", "triton")
+        check(findings == [], "honest Triton %s: %s" % (name, findings))
+
+
 def expected_findings(source):
     """(rule, severity, line) for each `#! rule severity[, rule severity]` mark."""
     expected = set()
@@ -408,7 +487,8 @@ def check_cases():
     covered = set()
     for name, (source, options) in sorted(CASES.items()):
         findings = kforge_check.check(source, PROBLEM_SRC, options["device"], options["fmt"],
-                                      options["precision"], options["torch_ops"])
+                                      options["precision"], options["torch_ops"],
+                                      options["backend"])
         got = {(f["rule"], f["severity"], f["line"]) for f in findings}
         want = expected_findings(source)
         if name == "too_many_findings":
@@ -592,6 +672,7 @@ def check_large(candidates):
 
 def main():
     check_cases()
+    check_triton_honest()
     candidates = honest_candidates()
     check_honest(candidates)
     with tempfile.TemporaryDirectory(prefix="kforge_check_test.") as scratch:

@@ -1,7 +1,9 @@
 /*
  * llm_prompt.c: the prompts built from the bundled templates (KFORGE_HOME points at
- * the source tree under ctest) and from a user's prompts_dir.
+ * the source tree under ctest) and from a user's prompts_dir: zero-, one- and few-shot,
+ * the build formats, the Triton backend and the hardware block.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,7 @@ initial(const struct kb_config *cfg)
 {
 	char	*out = NULL, err[512];
 
-	CHECK_RC(llm_prompt_initial(cfg, problem, &out, err, sizeof(err)), 0);
+	CHECK_RC(llm_prompt_initial(cfg, NULL, problem, &out, err, sizeof(err)), 0);
 	if (out == NULL) {
 		fprintf(stderr, "llm_prompt_initial: %s\n", err);
 		exit(1);
@@ -154,7 +156,7 @@ test_refine_sections(void)
 		cfg.refinement.feedback_e = mask & 2;
 		cfg.refinement.feedback_p = mask & 4;
 		p = NULL;
-		CHECK_RC(llm_prompt_refine(&cfg, problem, &fb, &p, err, sizeof(err)), 0);
+		CHECK_RC(llm_prompt_refine(&cfg, NULL, problem, &fb, &p, err, sizeof(err)), 0);
 		if (p == NULL)
 			continue;
 		CHECK_HAS(p, problem);
@@ -177,7 +179,7 @@ test_refine_sections(void)
 
 	/* Enabled, but the previous turn left no profile (it did not run correctly). */
 	fb.profile_text = NULL;
-	CHECK_RC(llm_prompt_refine(&cfg, problem, &fb, &p, err, sizeof(err)), 0);
+	CHECK_RC(llm_prompt_refine(&cfg, NULL, problem, &fb, &p, err, sizeof(err)), 0);
 	CHECK_HAS(p, g_head);
 	CHECK_HAS(p, e_head);
 	CHECK_LACKS(p, p_head);
@@ -185,27 +187,291 @@ test_refine_sections(void)
 	kb_config_clear(&cfg);
 }
 
+/* Every bundled template into dir, so that a test can replace one. */
 static void
 copy_bundled(const char *dir)
 {
-	static const char *const files[] = {
-		"statement_cuda.md", "statement_cpu.md", "example.md", "example_cuda.py",
-		"example_cuda_new.py", "example_cpu.py", "example_cpu_new.py",
-		"precision_note.md", "initial.md", "refine.md", "feedback_g.md",
-		"feedback_e.md", "feedback_p.md",
-	};
-	char	*src, *text;
+	char		*bundled = kb_asprintf("%s/llm/prompts", kb_home()), *src, *text;
+	DIR		*d = opendir(bundled);
+	struct dirent	*e;
 
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		src = kb_asprintf("%s/llm/prompts/%s", kb_home(), files[i]);
+	if (d == NULL) {
+		fprintf(stderr, "cannot open %s\n", bundled);
+		exit(1);
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		src = kb_asprintf("%s/%s", bundled, e->d_name);
 		if (kb_read_file(src, 1 << 20, &text, NULL) < 0) {
 			fprintf(stderr, "cannot read %s\n", src);
 			exit(1);
 		}
-		tu_write(dir, files[i], text);
+		tu_write(dir, e->d_name, text);
 		free(text);
 		free(src);
 	}
+	closedir(d);
+	free(bundled);
+}
+
+/* How many times needle occurs in p. */
+static int
+count_of(const char *p, const char *needle)
+{
+	int	n = 0;
+
+	for (const char *q = p; (q = strstr(q, needle)) != NULL; q += strlen(needle))
+		n++;
+	return n;
+}
+
+/* few_shot: N example pairs, each headed "Example k of N", in order, for every device,
+ * build format and backend; the refinement prompt shows them too. */
+static void
+test_few_shot(void)
+{
+	static const struct {
+		const char	*device, *format, *backend;
+		const char	*marks[3];	/* a line only example k's answer has */
+	} cases[] = {
+		{ "cuda", "load_inline", "cuda", { "add_kernel<<<", "bias_relu_kernel<<<",
+		  "row_softmax_kernel<<<" } },
+		{ "cuda", "raw", "cuda", { "extern \"C\" void add_forward(",
+		  "extern \"C\" void bias_relu_forward(", "extern \"C\" void row_softmax_forward(" } },
+		{ "cuda", "load_inline", "triton", { "add_kernel[grid](", "bias_relu_kernel[grid](",
+		  "row_softmax_kernel[(rows,)](" } },
+		{ "cpu", "load_inline", "cuda", { "name=\"example_add_cpu\"",
+		  "name=\"example_bias_relu_cpu\"", "name=\"example_row_softmax_cpu\"" } },
+		{ "cpu", "raw", "cuda", { "add_ops = load_cpp(", "bias_relu_ops = load_cpp(",
+		  "softmax_ops = load_cpp(" } },
+	};
+	static const char *const problems[3] = { "return a + b", "torch.relu(x + self.bias)",
+		"torch.softmax(x, dim=1)" };
+	struct kb_config	 cfg;
+	struct llm_feedback	 fb = { .exec_text = "it compiled" };
+	char			*p, head[64], err[512];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		tu_config(&cfg, "replay", NULL);
+		tu_set(&cfg.eval.device, cases[c].device);
+		tu_set(&cfg.eval.format, cases[c].format);
+		tu_set(&cfg.eval.backend, cases[c].backend);
+		tu_set(&cfg.refinement.prompt, "few_shot");
+		for (long n = 1; n <= 3; n++) {
+			cfg.refinement.examples = n;
+			p = initial(&cfg);
+			for (long k = 1; k <= 3; k++) {
+				snprintf(head, sizeof(head), "Example %ld of %ld.", k, n);
+				CHECK(count_of(p, head) == (k <= n));
+				CHECK(count_of(p, cases[c].marks[k - 1]) == (k <= n));
+				CHECK(count_of(p, problems[k - 1]) == (k <= n));
+				if (k > 1 && k <= n)
+					CHECK(strstr(p, cases[c].marks[k - 2]) <
+					      strstr(p, cases[c].marks[k - 1]));
+			}
+			CHECK(count_of(p, "class ModelNew(nn.Module)") == n);
+			CHECK(strstr(p, cases[c].marks[n - 1]) < strstr(p, problem));
+			CHECK_LACKS(p, "The example below shows");
+			CHECK_LACKS(p, "{example");
+			if (strcmp(cases[c].format, "raw") == 0)
+				CHECK_LACKS(p, "load_inline");
+			free(p);
+		}
+		CHECK_RC(llm_prompt_refine(&cfg, NULL, problem, &fb, &p, err, sizeof(err)), 0);
+		CHECK(p != NULL && count_of(p, "Example 3 of 3.") == 1 &&
+		      count_of(p, cases[c].marks[2]) == 1);
+		free(p);
+		kb_config_clear(&cfg);
+	}
+}
+
+/* eval.backend triton: its own statement and Triton answers; ignored on the CPU. */
+static void
+test_triton(void)
+{
+	struct kb_config	 cfg;
+	char			*p;
+
+	tu_config(&cfg, "replay", NULL);
+	tu_set(&cfg.eval.backend, "triton");
+	p = initial(&cfg);
+	CHECK_HAS(p, "custom Triton kernels");
+	CHECK_HAS(p, "@triton.jit");
+	CHECK_HAS(p, "import triton.language as tl");
+	CHECK_HAS(p, "a custom Triton operator");
+	CHECK_HAS(p, "Optimize the architecture named Model with custom Triton operators");
+	CHECK_LACKS(p, "load_inline(");
+	CHECK_LACKS(p, "__global__");
+	free(p);
+
+	tu_set(&cfg.eval.device, "cpu");
+	p = initial(&cfg);
+	CHECK_HAS(p, "custom C++ operators");
+	CHECK_LACKS(p, "triton");
+	free(p);
+	kb_config_clear(&cfg);
+}
+
+/* refinement.hardware: the device's facts, one line each in a fixed order, the unknown
+ * ones left out; after the statement, before the examples. */
+static void
+test_hardware(void)
+{
+	struct kb_config	 cfg;
+	struct llm_hardware	 gpu = {
+		.gpu = true, .name = "NVIDIA H100 80GB HBM3",
+		.arch = "compute capability 9.0 (Hopper), sm_90", .units = 132,
+		.memory_bytes = 85520809984LL, .bandwidth_gbps = 3352,
+		.bandwidth_source = "from the memory clock (2619 MHz) and bus width (5120 bits)",
+		.smem_per_block = 49152, .smem_per_block_optin = 232448, .smem_per_sm = 233472,
+		.l2_bytes = 52428800,
+	};
+	struct llm_hardware	 cpu = {
+		.name = "AMD EPYC 9654", .arch = "x86_64", .units = 3,
+		.memory_bytes = 25769803776LL, .simd = "avx2 fma avx512f",
+		.caches = "L1d 32 KiB, L2 1024 KiB, L3 32768 KiB",
+	};
+	static const char gpu_block[] =
+		"The code will run on this hardware; choose block sizes, tiling and memory "
+		"traffic to suit it:\n\n"
+		"- GPU: NVIDIA H100 80GB HBM3\n"
+		"- Architecture: compute capability 9.0 (Hopper), sm_90\n"
+		"- Streaming multiprocessors (SMs): 132\n"
+		"- GPU memory: 79.6 GiB\n"
+		"- Peak memory bandwidth: 3352 GB/s (from the memory clock (2619 MHz) and bus "
+		"width (5120 bits))\n"
+		"- Shared memory per block: 48 KiB (up to 227 KiB when a kernel opts in)\n"
+		"- Shared memory per SM: 228 KiB\n"
+		"- L2 cache: 50 MiB\n\n";
+	static const char cpu_block[] =
+		"- CPU: AMD EPYC 9654\n"
+		"- Architecture: x86_64\n"
+		"- Cores this code may use: 3\n"
+		"- Main memory: 24 GiB\n"
+		"- Caches: L1d 32 KiB, L2 1024 KiB, L3 32768 KiB\n"
+		"- SIMD extensions: avx2 fma avx512f\n\n";
+	struct llm_feedback	 fb = { .exec_text = "it compiled" };
+	char			*p, *again, err[512];
+
+	tu_config(&cfg, "replay", NULL);
+	p = initial(&cfg);
+	CHECK_LACKS(p, "on this hardware");
+	free(p);
+
+	cfg.refinement.hardware = true;
+	CHECK_RC(llm_prompt_initial(&cfg, &gpu, problem, &p, err, sizeof(err)), 0);
+	CHECK_HAS(p, gpu_block);
+	CHECK(strstr(p, "custom CUDA kernels") < strstr(p, gpu_block));
+	CHECK(strstr(p, gpu_block) < strstr(p, "return a + b"));
+	CHECK_RC(llm_prompt_initial(&cfg, &gpu, problem, &again, err, sizeof(err)), 0);
+	CHECK(strcmp(p, again) == 0);
+	free(again);
+	free(p);
+	CHECK_RC(llm_prompt_refine(&cfg, &gpu, problem, &fb, &p, err, sizeof(err)), 0);
+	CHECK_HAS(p, gpu_block);
+	free(p);
+
+	/* unknown facts are left out, the rest keep their order */
+	gpu.bandwidth_gbps = 0;
+	gpu.smem_per_block_optin = 0;
+	gpu.l2_bytes = 0;
+	CHECK_RC(llm_prompt_initial(&cfg, &gpu, problem, &p, err, sizeof(err)), 0);
+	CHECK_HAS(p, "- GPU memory: 79.6 GiB\n- Shared memory per block: 48 KiB\n"
+		  "- Shared memory per SM: 228 KiB\n\n");
+	CHECK_LACKS(p, "bandwidth");
+	CHECK_LACKS(p, "L2 cache");
+	free(p);
+
+	tu_set(&cfg.eval.device, "cpu");
+	CHECK_RC(llm_prompt_initial(&cfg, &cpu, problem, &p, err, sizeof(err)), 0);
+	CHECK_HAS(p, cpu_block);
+	CHECK(strstr(p, "custom C++ operators") < strstr(p, cpu_block));
+	free(p);
+
+	CHECK_RC(llm_prompt_initial(&cfg, NULL, problem, &p, err, sizeof(err)), -KB_ECONFIG);
+	CHECK_HAS(err, "refinement.hardware");
+	kb_config_clear(&cfg);
+}
+
+/* Every template a prompt is built from comes from refinement.prompts_dir: each file,
+ * replaced there by a marker, shows the marker in the prompt that uses it. */
+static void
+test_prompts_dir_overrides(void)
+{
+	static const struct {
+		const char	*device, *format, *backend, *prompt;
+		const char	*files[11];
+	} cases[] = {
+		{ "cuda", "load_inline", "triton", "few_shot", { "statement_cuda_triton.md",
+		  "hardware.md", "example_few.md", "example_cuda.py", "example_cuda_triton_new.py",
+		  "example2_cuda.py", "example2_cuda_triton_new.py", "example3_cuda.py",
+		  "example3_cuda_triton_new.py", "initial.md", NULL } },
+		{ "cuda", "load_inline", "cuda", "few_shot", { "statement_cuda.md",
+		  "example_cuda_new.py", "example2_cuda_new.py", "example3_cuda_new.py",
+		  "precision_note.md", NULL } },
+		{ "cuda", "raw", "cuda", "one_shot", { "statement_cuda_raw.md", "example.md",
+		  "example_cuda.py", "example_cuda_raw_new.py", NULL } },
+		{ "cpu", "raw", "cuda", "few_shot", { "statement_cpu_raw.md", "example_cpu.py",
+		  "example_cpu_raw_new.py", "example2_cpu.py", "example2_cpu_raw_new.py",
+		  "example3_cpu.py", "example3_cpu_raw_new.py", "hardware.md", NULL } },
+		{ "cpu", "load_inline", "cuda", "few_shot", { "statement_cpu.md",
+		  "example_cpu_new.py", "example2_cpu_new.py", "example3_cpu_new.py", NULL } },
+	};
+	struct llm_hardware	 hw = { .name = "some device" };
+	struct kb_config	 cfg;
+	char			*dir = tu_tmpdir("llm-prompts-each"), *p, mark[128], err[512];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		tu_config(&cfg, "replay", NULL);
+		tu_set(&cfg.refinement.prompts_dir, dir);
+		tu_set(&cfg.eval.device, cases[c].device);
+		tu_set(&cfg.eval.format, cases[c].format);
+		tu_set(&cfg.eval.backend, cases[c].backend);
+		tu_set(&cfg.eval.precision, "fp16");
+		tu_set(&cfg.refinement.prompt, cases[c].prompt);
+		cfg.refinement.examples = 3;
+		cfg.refinement.hardware = true;
+		for (int f = 0; cases[c].files[f] != NULL; f++) {
+			copy_bundled(dir);
+			snprintf(mark, sizeof(mark), "MARK-%s-MARK", cases[c].files[f]);
+			tu_write(dir, cases[c].files[f], mark);
+			p = NULL;
+			CHECK_RC(llm_prompt_initial(&cfg, &hw, problem, &p, err, sizeof(err)), 0);
+			if (p == NULL || strstr(p, mark) == NULL)
+				fprintf(stderr, "%s (%s %s %s): not taken from prompts_dir\n",
+					cases[c].files[f], cases[c].device, cases[c].format,
+					cases[c].backend);
+			CHECK(p != NULL && strstr(p, mark) != NULL);
+			free(p);
+		}
+		kb_config_clear(&cfg);
+	}
+
+	/* the refinement prompt's own templates */
+	{
+		static const char *const refine_files[] = { "refine.md", "feedback_g.md",
+			"feedback_e.md", "feedback_p.md", "statement_cuda.md", "example.md" };
+		struct llm_feedback fb = { .prev_kernel = "prev", .exec_text = "exec",
+					   .profile_text = "prof" };
+
+		tu_config(&cfg, "replay", NULL);
+		tu_set(&cfg.refinement.prompts_dir, dir);
+		for (size_t f = 0; f < sizeof(refine_files) / sizeof(refine_files[0]); f++) {
+			copy_bundled(dir);
+			snprintf(mark, sizeof(mark), "MARK-%s-MARK", refine_files[f]);
+			tu_write(dir, refine_files[f], mark);
+			p = NULL;
+			CHECK_RC(llm_prompt_refine(&cfg, NULL, problem, &fb, &p, err, sizeof(err)), 0);
+			if (p == NULL || strstr(p, mark) == NULL)
+				fprintf(stderr, "%s: not taken from prompts_dir\n", refine_files[f]);
+			CHECK(p != NULL && strstr(p, mark) != NULL);
+			free(p);
+		}
+		kb_config_clear(&cfg);
+	}
+	tu_rm_rf(dir);
+	free(dir);
 }
 
 static void
@@ -219,18 +485,18 @@ test_prompts_dir(void)
 	tu_set(&cfg.refinement.prompts_dir, dir);
 
 	tu_write(dir, "initial.md", "Mine: {{literal}} {backend} {precision} {device}\n{problem_src}\n");
-	CHECK_RC(llm_prompt_initial(&cfg, "src {x}", &p, err, sizeof(err)), 0);
+	CHECK_RC(llm_prompt_initial(&cfg, NULL, "src {x}", &p, err, sizeof(err)), 0);
 	CHECK(p != NULL && strcmp(p, "Mine: {literal} CUDA fp32 cuda\nsrc {x}\n") == 0);
 	free(p);
 
 	tu_write(dir, "initial.md", "Hello {problem_source}\n");
-	CHECK_RC(llm_prompt_initial(&cfg, problem, &p, err, sizeof(err)), -KB_ECONFIG);
+	CHECK_RC(llm_prompt_initial(&cfg, NULL, problem, &p, err, sizeof(err)), -KB_ECONFIG);
 	CHECK_HAS(err, "unknown placeholder {problem_source}");
 	CHECK_HAS(err, "initial.md");
 
 	/* Braces that are not placeholders stay as they are. */
 	tu_write(dir, "initial.md", "{ } {1} {not closed {x y} }}\n");
-	CHECK_RC(llm_prompt_initial(&cfg, problem, &p, err, sizeof(err)), 0);
+	CHECK_RC(llm_prompt_initial(&cfg, NULL, problem, &p, err, sizeof(err)), 0);
 	CHECK(p != NULL && strcmp(p, "{ } {1} {not closed {x y} }\n") == 0);
 	free(p);
 
@@ -240,7 +506,7 @@ test_prompts_dir(void)
 	{
 		struct llm_feedback fb = { .exec_text = "boom" };
 
-		CHECK_RC(llm_prompt_refine(&cfg, problem, &fb, &p, err, sizeof(err)), -KB_ECONFIG);
+		CHECK_RC(llm_prompt_refine(&cfg, NULL, problem, &fb, &p, err, sizeof(err)), -KB_ECONFIG);
 		CHECK_HAS(err, "{exec_txt}");
 	}
 
@@ -250,12 +516,12 @@ test_prompts_dir(void)
 		remove(gone);
 		free(gone);
 	}
-	CHECK_RC(llm_prompt_initial(&cfg, problem, &p, err, sizeof(err)), -KB_ECONFIG);
+	CHECK_RC(llm_prompt_initial(&cfg, NULL, problem, &p, err, sizeof(err)), -KB_ECONFIG);
 	CHECK_HAS(err, "statement_cuda.md");
 
-	tu_set(&cfg.refinement.prompt, "few_shot");
+	tu_set(&cfg.refinement.prompt, "many_shot");
 	tu_set(&cfg.refinement.prompts_dir, "");
-	CHECK_RC(llm_prompt_initial(&cfg, problem, &p, err, sizeof(err)), -KB_ECONFIG);
+	CHECK_RC(llm_prompt_initial(&cfg, NULL, problem, &p, err, sizeof(err)), -KB_ECONFIG);
 	CHECK_HAS(err, "refinement.prompt");
 
 	tu_rm_rf(dir);
@@ -271,6 +537,10 @@ main(void)
 	test_initial_raw();
 	test_refine_sections();
 	test_prompts_dir();
+	test_few_shot();
+	test_triton();
+	test_hardware();
+	test_prompts_dir_overrides();
 	if (failures > 0) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

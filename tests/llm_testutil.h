@@ -142,10 +142,12 @@ tu_config(struct kb_config *c, const char *provider, const char *base_url)
 	c->refinement.feedback_g = c->refinement.feedback_e = c->refinement.feedback_p = true;
 	c->refinement.prompt = kb_strdup("one_shot");
 	c->refinement.prompts_dir = kb_strdup("");
+	c->refinement.examples = 2;
 	c->refinement.feedback_max_chars = 4000;
 	c->eval.device = kb_strdup("cuda");
 	c->eval.precision = kb_strdup("fp32");
 	c->eval.arch_list = kb_strdup("");
+	c->eval.backend = kb_strdup("cuda");
 	c->runner.python = kb_strdup("");
 }
 

@@ -218,6 +218,9 @@ test_defaults(void)
 	CHECK(c.refinement.feedback_g && c.refinement.feedback_e && !c.refinement.feedback_p);
 	CHECK_STR(c.refinement.prompt, "one_shot");
 	CHECK_STR(c.refinement.prompts_dir, "");
+	CHECK(c.refinement.examples == 2);
+	CHECK(!c.refinement.hardware);
+	CHECK_STR(c.eval.backend, "cuda");
 	CHECK(c.refinement.feedback_max_chars == 4000);
 	CHECK_STR(c.eval.device, "auto");
 	CHECK_STR(c.eval.precision, "fp32");

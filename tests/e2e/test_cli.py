@@ -11,6 +11,7 @@ runner define them."""
 import json
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -74,6 +75,71 @@ try:
     check(len(mock.requests()) == 1, "the keyed run made %d requests, want 1" % len(mock.requests()))
 finally:
     mock.stop()
+
+# kforge config: the frozen config a run would write, the same text as the run's own
+frozen = open(os.path.join(key_run, "config.yaml")).read()
+p = kforge("config", keyed)
+check(p.stdout == frozen, "kforge config differs from the run's config.yaml:\n%s\n---\n%s" % (p.stdout, frozen))
+p = kforge("config", keyed, "--set", "refinement.turns=7", "--set", "eval.precision=bf16")
+check("\n  turns: 7\n" in p.stdout and "\n  precision: bf16\n" in p.stdout and "\n  turns: 1\n" not in p.stdout,
+      "--set applied to the printed config: %r" % p.stdout)
+p = kforge("config", bad, check_rc=False)
+check(p.returncode == 2 and re.fullmatch(r"kforge: .*bad\.yaml:6:3: llm\.temprature: unknown key \(did you mean 'temperature'\?\)\n", p.stderr)
+      and p.stdout == "", "kforge config on a bad config: file:line:column, exit 2, got %d %r" % (p.returncode, p.stderr))
+p = kforge("config", keyed, "--set", "eval.device=gpu", check_rc=False)
+check(p.returncode == 2 and "--set eval.device=gpu: eval.device: expected one of" in p.stderr, "a bad --set: %r" % p.stderr)
+p = kforge("config", check_rc=False)
+check(p.returncode == 2 and "usage: kforge config" in p.stderr, "config without CONFIG")
+
+# kforge config --reference: exactly the keys a frozen config has, each with a type, a
+# default and one line of meaning
+frozen_keys, section = [], None
+for line in frozen.splitlines():
+    if line.startswith("#") or not line.strip():
+        continue
+    key = line.strip().split(":", 1)[0]
+    if line.startswith("  "):
+        frozen_keys.append(section + "." + key)
+    elif line.rstrip().endswith(":"):
+        section = key
+    else:
+        frozen_keys.append(key)
+ref = kforge("config", "--reference").stdout
+blocks = {}
+for block in ref.split("\n\n")[1:]:
+    lines = block.strip("\n").split("\n")
+    check(lines[0] and not lines[0].startswith(" ") and all(l.startswith("    ") for l in lines[1:]),
+          "a reference block is a key and indented lines: %r" % block)
+    blocks[lines[0]] = [l.strip() for l in lines[1:]]
+check(list(blocks) == frozen_keys, "the reference's keys differ from the frozen config's:\n%s\n%s" % (list(blocks), frozen_keys))
+for key, lines in blocks.items():
+    fields = [l for l in lines if l.startswith(("type: ", "default: ", "required when: "))]
+    meaning = [l for l in lines if l not in fields]
+    check(lines[0].startswith("type: ") and len(lines[0]) > 6, "%s: no type" % key)
+    check(lines[1].startswith("default: "), "%s: no default" % key)
+    check(len(meaning) == 1 and len(meaning[0]) >= 10, "%s: wants one line of meaning, got %r" % (key, meaning))
+check(blocks["eval.precision"][0] == "type: one of fp32 | fp16 | bf16" and blocks["eval.precision"][1] == "default: fp32",
+      "eval.precision's entry: %r" % blocks["eval.precision"])
+check(blocks["refinement.turns"][0] == "type: integer in 1..256", "bounds of refinement.turns: %r" % blocks["refinement.turns"])
+check("required when: llm.provider is openai" in blocks["llm.model"], "llm.model's condition: %r" % blocks["llm.model"])
+check(blocks["name"][1] == "default: none (required)", "name is required: %r" % blocks["name"])
+
+# eval.backend triton: only on a GPU, and only where Triton imports (kforge doctor says which)
+p = kforge("run", good, "--run-dir", run_dir, "--set", "eval.device=cpu", "--set", "eval.backend=triton", check_rc=False)
+check(p.returncode == 2 and p.stderr == "kforge: eval.backend: triton runs only with eval.device cuda (the device is cpu)\n",
+      "triton on the CPU: one line, exit 2, got %d %r" % (p.returncode, p.stderr))
+check(not os.path.exists(run_dir), "a refused triton run left %s behind" % run_dir)
+has_triton = subprocess.run([py, "-c", "import triton"], capture_output=True).returncode == 0
+for backend in ("triton", "cuda"):
+    doctor_config = write_config(os.path.join(work, "doctor-%s.yaml" % backend),
+                                 open(good).read() + "eval: {backend: %s}\n" % backend)
+    p = kforge("doctor", doctor_config, "--device", "cuda", "--json", check_rc=False)
+    items = {i["item"]: i for i in json.loads(p.stdout)}
+    t = items.get("triton")
+    check(t is not None and t["ok"] == has_triton and t["required"] == (backend == "triton"),
+          "doctor's triton line with backend %s: %s" % (backend, t))
+    if t is not None and not has_triton:
+        check("pip install triton" in (t.get("fix") or "") and "import" in t["detail"], "doctor's triton fix: %s" % t)
 
 p = kforge("run", good, "--run-dir", run_dir, "--set", "runner.python=/nonexistent/python3", check_rc=False)
 check(p.returncode == 2 and p.stderr.count("\n") == 1 and "runner.python=/nonexistent/python3: no executable Python there" in p.stderr,

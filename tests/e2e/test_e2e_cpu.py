@@ -3,7 +3,10 @@
 the real mock OpenAI server on loopback, with real compiles and real executions. Checks
 every turn's transitions, the artifacts and their hashes, the prompts the server
 actually received (problem, G and E from turn 2), status/tail output, and the report's
-numbers against a recomputation from the raw results."""
+numbers against a recomputation from the raw results. Then a short run with
+refinement.prompt few_shot (3 examples) and refinement.hardware: the probe's CPU facts
+in gpus.json, and every prompt sent (prompt.md, and what the server received) with the
+hardware block made of those facts and the three examples."""
 import json
 import os
 import sys
@@ -194,4 +197,53 @@ check(rep["overall"]["fast_0"] == 1.0 and rep["overall"]["compiled"] == 1.0, "re
 check(rep["levels"]["1"]["fast_1_at_turn"][0] == 0.0, "no level-1 task had a correct kernel at turn 1")
 text = kforge("report", run_dir).stdout
 check("fast_1" in text and "overall" in text, "text report lacks its table")
+
+# ---- few_shot and the hardware block, on a run of its own (replies without code: no builds)
+hw_work = os.path.join(work, "hw")
+os.makedirs(hw_work)
+hw_mock = MockLLM(hw_work, {"rules": [], "default": {"content": "No code this time."}})
+hw_config = write_config(os.path.join(hw_work, "hw.yaml"), """
+name: e2e-hw
+problems: {dir: %s, levels: [1], ids: "1"}
+llm: {provider: openai, base_url: "%s", model: mock-model, retries: 1, timeout_s: 60}
+refinement: {turns: 2, feedback: [G, E], prompt: few_shot, examples: 3, hardware: true}
+eval: {device: cpu}
+runner: {python: %s}
+""" % (problems, hw_mock.base_url, py))
+hw_run = os.path.join(hw_work, "run")
+try:
+    kforge("run", hw_config, "--run-dir", hw_run, timeout=900)
+    hw_reqs = hw_mock.requests()
+finally:
+    hw_mock.stop()
+with open(os.path.join(hw_run, "gpus.json")) as f:
+    facts = json.load(f)["devices"][0].get("hardware", {})
+model = ""
+with open("/proc/cpuinfo") as f:
+    model = next((l.split(":", 1)[1].strip() for l in f if l.lower().startswith("model name")), "")
+check(facts.get("gpu") is False and facts.get("arch") and facts.get("units", 0) >= 1 and
+      facts.get("memory_bytes", 0) > 0, "gpus.json's CPU facts: %s" % facts)
+check(not model or facts.get("name") == model, "the CPU's name %r, /proc/cpuinfo says %r" % (facts.get("name"), model))
+lines = ["- CPU: %s\n" % facts["name"], "- Architecture: %s\n" % facts["arch"],
+         "- Cores this code may use: %d\n" % facts["units"]]
+if facts.get("caches"):
+    lines.append("- Caches: %s\n" % facts["caches"])
+if facts.get("simd"):
+    lines.append("- SIMD extensions: %s\n" % " ".join(facts["simd"]))
+check(len(hw_reqs) == 2, "the hardware run made %d requests, want 2" % len(hw_reqs))
+for turn in (1, 2):
+    with open(os.path.join(hw_run, "tasks", "L1_1_ReLU_s0", "turns", str(turn), "prompt.md")) as f:
+        hp = f.read()
+    check(any(r["body"]["messages"][-1]["content"] == hp for r in hw_reqs),
+          "turn %d: prompt.md is not what the server received" % turn)
+    check("The code will run on this hardware" in hp, "turn %d: no hardware block" % turn)
+    at = [hp.find(l) for l in lines]
+    check(all(a >= 0 for a in at) and at == sorted(at), "turn %d: the block lacks %s" %
+          (turn, [l for l, a in zip(lines, at) if a < 0]))
+    for k in (1, 2, 3):
+        check(hp.count("Example %d of 3." % k) == 1, "turn %d: example %d of 3 shown %d times" % (turn, k, hp.count("Example %d of 3." % k)))
+    check(hp.count("class ModelNew(nn.Module)") == 3 and "row_softmax_forward" in hp,
+          "turn %d: three example answers" % turn)
+    check(hp.find("The code will run on this hardware") < hp.find("Example 1 of 3.") < hp.find(relu_src.strip()),
+          "turn %d: statement, hardware, examples, then the problem" % turn)
 print("ok: e2e cpu run, %d records checked" % sum(len(records(run_dir, t)) for t in expected))
