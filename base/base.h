@@ -208,6 +208,9 @@ struct kb_spawn_opts {
 	size_t		 out_cap;	/* cap for captured stdout+stderr (0: 1 MiB) */
 	bool		 want_result;	/* open fd 3 in the child as a result pipe */
 	size_t		 result_cap;	/* cap for fd 3 (0: 16 MiB) */
+	/* The child's stderr goes to the result buffer instead (no fd 3), so that out holds
+	 * its stdout alone: for a program whose stdout is its answer. */
+	bool		 stderr_apart;
 	int		 timeout_ms;	/* wall-clock deadline; 0: none */
 	int		 grace_ms;	/* SIGTERM -> SIGKILL grace (0: 2000) */
 	/* rlimits, 0 = leave as is */
