@@ -11,6 +11,7 @@ JSON on stdin and acts on the tag "mode=NAME;" in the user message:
   signal    kills itself with SIGKILL
   hang      sleeps far past any test's llm.timeout_s
   big       writes 300000 bytes
+  code      a JSON answer with a ModelNew in a python block and usage 120/30 (for a run)
 """
 import json
 import os
@@ -51,5 +52,10 @@ elif mode == "signal":
     os.kill(os.getpid(), signal.SIGKILL)
 elif mode == "hang":
     time.sleep(600)
+elif mode == "code":
+    json.dump({"content": "```python\nimport torch\nimport torch.nn as nn\n\n\n"
+                          "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+                          "        return torch.relu(x)\n```\n",
+               "usage": {"prompt_tokens": 120, "completion_tokens": 30}}, sys.stdout)
 elif mode == "big":
     sys.stdout.write("y" * 300000)
