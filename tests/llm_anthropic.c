@@ -141,8 +141,10 @@ test_normal(void)
 	kb_config_clear(&cfg);
 }
 
+/* min_wait_s: the server's retry-after, which the client must have slept (the backoff
+ * alone is milliseconds here), a lower bound that load can only lengthen. */
 static void
-test_retried(const char *tag, const char *want, int attempts)
+test_retried(const char *tag, const char *want, int attempts, double min_wait_s)
 {
 	struct kb_config	 cfg;
 	struct llm_reply	 r;
@@ -153,6 +155,7 @@ test_retried(const char *tag, const char *want, int attempts)
 	CHECK_RC(ask(&cfg, prompt, &r, err, sizeof(err)), 0);
 	CHECK(r.content && strcmp(r.content, want) == 0);
 	CHECK(r.attempts == attempts);
+	CHECK(r.latency_s >= min_wait_s);
 	CHECK(tu_mock_count(&mock, tag) == (size_t)attempts);
 	llm_reply_clear(&r);
 	kb_config_clear(&cfg);
@@ -248,10 +251,10 @@ main(void)
 		return rc;
 	snprintf(base_url, sizeof(base_url), "http://127.0.0.1:%d", mock.port);
 	test_normal();
-	test_retried("case=429;", "after 429", 2);
-	test_retried("case=529;", "after 529", 2);
-	test_retried("case=500;", "after 500", 2);
-	test_retried("case=malformed;", "after junk", 4);
+	test_retried("case=429;", "after 429", 2, 1.0);
+	test_retried("case=529;", "after 529", 2, 1.0);
+	test_retried("case=500;", "after 500", 2, 0);
+	test_retried("case=malformed;", "after junk", 4, 0);
 	test_failures();
 	test_max_tokens();
 	test_config();
