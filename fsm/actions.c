@@ -229,7 +229,7 @@ build_prompt(struct task_run *t, char **prompt, char *err, size_t errlen)
 static int
 pause_generation(struct task_run *t, const char *err)
 {
-	char	*why = kb_asprintf("%s refused the credentials (%s)", t->cfg->llm.base_url, err);
+	char	*why = kb_asprintf("%s refused the credentials (%s)", llm_endpoint(t->llm), err);
 	int	 rc = gpool_pause(t->ctx->pool, GPOOL_PAUSE_LLM_AUTH, t->task->id, why);
 
 	free(why);

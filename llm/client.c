@@ -125,3 +125,20 @@ llm_backoff_scale(const struct llm_client *c)
 {
 	return c != NULL && c->provider != LLM_PROVIDER_REPLAY ? c->backoff_scale : 1.0;
 }
+
+const char *
+llm_endpoint(const struct llm_client *c)
+{
+	if (c == NULL)
+		return "";
+	switch (c->provider) {
+	case LLM_PROVIDER_OPENAI:
+	case LLM_PROVIDER_ANTHROPIC:
+		return c->endpoint != NULL ? c->endpoint : "";
+	case LLM_PROVIDER_COMMAND:
+		return c->command != NULL && c->command[0] != NULL ? c->command[0] : "";
+	case LLM_PROVIDER_REPLAY:
+		return c->replay_dir != NULL ? c->replay_dir : "";
+	}
+	return "";
+}

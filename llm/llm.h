@@ -75,6 +75,10 @@ int	llm_complete(struct llm_client *c, const struct llm_request *req, struct llm
 		     char *err, size_t errlen);
 void	llm_reply_clear(struct llm_reply *r);
 
+/* Where the client's requests go, for messages: the URL, the command's program, or
+ * the replay directory. Borrowed from the client. */
+const char *llm_endpoint(const struct llm_client *c);
+
 /* KFORGE_LLM_BACKOFF_SCALE as the client read it (1 by default, and for replay): the
  * worker scales its own backoff between failed turns' requests by it too. */
 double	llm_backoff_scale(const struct llm_client *c);

@@ -108,4 +108,18 @@ config = write_config(os.path.join(work, "command.yaml"),
 run_dir = os.path.join(work, "run-command")
 kforge("run", config, "--run-dir", run_dir, timeout=600)
 check_use(run_dir, 120, 30, (120 * 2 + 30 * 10) / 1e6)
+
+# ------------------------------------------------------------------ command, exit 77
+# The program's "credentials refused" pauses the run as an HTTP 401 does: exit 75, no
+# task failed, the program and its complaint named.
+config = write_config(os.path.join(work, "noperm.yaml"),
+                      CONFIG % ("noperm_run", problems_with("mode=noperm;"), llm, py))
+run_dir = os.path.join(work, "run-noperm")
+p = kforge("run", config, "--run-dir", run_dir, timeout=600, check_rc=False)
+check(p.returncode == 75, "exit 77: the run exits %d, want 75 (paused)\n%s" % (p.returncode, p.stderr[-3000:]))
+st = json.loads(kforge("status", run_dir, "--json").stdout)
+why = st["run"].get("llm_paused") or ""
+check(st["run"]["status"] == "paused" and "status 77: no credentials" in why and
+      "python3" in why, "exit 77: status %s, llm_paused %r" % (st["run"]["status"], why))
+check(all(t["state"] != "FAILED" for t in st["tasks"]), "exit 77 failed a task")
 print("test_providers: ok")
