@@ -4,7 +4,8 @@
  * llama.cpp, Ollama): one non-streaming POST of {model, messages: [{role: user,
  * content: prompt}], temperature, max_tokens} per attempt, on one curl handle reused
  * so the connection is kept. Reasoning models: llm.max_completion_tokens is sent
- * instead of max_tokens when set, llm.reasoning_effort only when set, and
+ * instead of max_tokens when set, llm.reasoning_effort only when set (and then no
+ * temperature, which OpenAI's reasoning models refuse), and
  * usage.completion_tokens_details.reasoning_tokens is kept. The anthropic provider
  * (anthropic.c) differs only in its endpoint, headers, body and reply; its 529
  * (overloaded) is a 5xx and retried like the rest.
@@ -130,6 +131,11 @@ llm_http_check(const struct kb_config *cfg, char *err, size_t errlen)
 			  strpbrk(cfg->llm.anthropic_version, "\r\n") != NULL)) {
 		snprintf(err, errlen, "llm.anthropic_version: required with provider anthropic, "
 			 "one line");
+		return -KB_ECONFIG;
+	}
+	if (anthropic && cfg->llm.temperature > 1.0) {
+		snprintf(err, errlen, "llm.temperature: %g is above 1, the most the Anthropic "
+			 "Messages API accepts", cfg->llm.temperature);
 		return -KB_ECONFIG;
 	}
 	if (llm_backoff_scale_env(&scale, err, errlen) < 0)
@@ -621,10 +627,12 @@ request_body(const struct llm_client *c, const char *prompt)
 	}
 	msg = json_pack("{s:s, s:s}", "role", "user", "content", clean);
 	free(clean);
-	root = json_pack("{s:s, s:[o], s:f}", "model", c->model, "messages", msg,
-	    "temperature", c->temperature);
+	root = json_pack("{s:s, s:[o]}", "model", c->model, "messages", msg);
 	if (root == NULL)
 		return NULL;
+	/* OpenAI's reasoning models refuse any temperature but their own. */
+	if (c->reasoning_effort == NULL)
+		json_object_set_new(root, "temperature", json_real(c->temperature));
 	if (c->max_completion_tokens > 0)
 		json_object_set_new(root, "max_completion_tokens",
 		    json_integer(c->max_completion_tokens));

@@ -233,6 +233,11 @@ test_config(void)
 	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), -KB_ECONFIG);
 	CHECK_HAS(err, "llm.model");
 	tu_set(&cfg.llm.model, "m");
+	cfg.llm.temperature = 1.5;	/* the config allows 2; Anthropic's API 1 */
+	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), -KB_ECONFIG);
+	CHECK_HAS(err, "llm.temperature");
+	cfg.llm.temperature = 1.0;
+	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), 0);
 	tu_set(&cfg.llm.api_key_env, "KB_TEST_ANTHROPIC_UNSET");
 	unsetenv("KB_TEST_ANTHROPIC_UNSET");
 	CHECK_RC(llm_check_config(&cfg, err, sizeof(err)), -KB_ECONFIG);

@@ -140,6 +140,7 @@ test_reasoning_model(void)
 	CHECK(json_object_get(body, "max_tokens") == NULL);
 	CHECK(json_is_string(json_object_get(body, "reasoning_effort")) &&
 	    strcmp(json_string_value(json_object_get(body, "reasoning_effort")), "high") == 0);
+	CHECK(json_object_get(body, "temperature") == NULL);
 	json_decref(reqs);
 	kb_config_clear(&cfg);
 
