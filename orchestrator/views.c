@@ -567,6 +567,8 @@ format_record(const struct kb_tlog_rec *r)
 		ADD("  (saved reply reused)");
 	if (json_is_integer(v = json_object_get(d, "completion_tokens")) && json_integer_value(v))
 		ADD("  %lld tokens", (long long)json_integer_value(v));
+	if (json_is_number(v = json_object_get(d, "cost_usd")))
+		ADD("  $%.4f", json_number_value(v));
 	if (json_is_string(v = json_object_get(d, "reason")))
 		ADD("  %s", json_string_value(v));
 	if (json_is_string(v = json_object_get(d, "error")))

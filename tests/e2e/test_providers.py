@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The anthropic and command providers in a whole run: `kforge run` for one turn of a
 bundled problem on the CPU with each, prices in the config, then the tokens and cost
-in `status --json`, `status`, `report --json`, `report` and `report --csv`.
+in `status --json`, `status`, `report --json`, `report`, `report --csv` and `tail`.
 
 anthropic: the real mock server speaking the Messages API (tests/mock_llm_server.py on
 a path ending in /messages); the request's headers are checked in its log. command:
@@ -55,6 +55,7 @@ def check_use(run_dir, ptok, ctok, cost):
     check(near(rep["cost_usd"], cost) and near(rep["tasks"][0]["cost_usd"], cost)
           and rep["tasks"][0]["id"] == task, "report cost %r" % rep)
     check("$%.4f" % cost in kforge("report", run_dir).stdout, "report text lacks the cost")
+    check("$%.4f" % cost in kforge("tail", run_dir).stdout, "tail lacks the turn's cost")
     rows = list(csv.DictReader(io.StringIO(kforge("report", run_dir, "--csv").stdout)))
     check(len(rows) == 1 and rows[0]["turn"] == "1", "CSV rows %r" % rows)
     check(rows[0]["prompt_tokens"] == str(ptok) and rows[0]["completion_tokens"] == str(ctok)
