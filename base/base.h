@@ -208,6 +208,9 @@ struct kb_spawn_opts {
 	size_t		 out_cap;	/* cap for captured stdout+stderr (0: 1 MiB) */
 	bool		 want_result;	/* open fd 3 in the child as a result pipe */
 	size_t		 result_cap;	/* cap for fd 3 (0: 16 MiB) */
+	/* The child's stderr goes to the result buffer instead (no fd 3), so that out holds
+	 * its stdout alone: for a program whose stdout is its answer. */
+	bool		 stderr_apart;
 	int		 timeout_ms;	/* wall-clock deadline; 0: none */
 	int		 grace_ms;	/* SIGTERM -> SIGKILL grace (0: 2000) */
 	/* rlimits, 0 = leave as is */
@@ -292,7 +295,7 @@ struct kb_config {
 		char	*dir_at, *levels_at, *ids_at;
 	} problems;
 	struct {
-		char	*provider;		/* openai | replay */
+		char	*provider;		/* openai | anthropic | command | replay */
 		char	*base_url;
 		char	*model;
 		char	*api_key_env;		/* name of the env var holding the key */
@@ -303,6 +306,12 @@ struct kb_config {
 		long	 concurrency;		/* LLM requests in flight, run-wide */
 		long	 max_response_bytes;
 		char	*replay_dir;		/* provider replay */
+		char	*anthropic_version;	/* provider anthropic: anthropic-version header */
+		char	**command;		/* provider command: argv, NULL-terminated; NULL: unset */
+		long	 max_completion_tokens;	/* openai: sent instead of max_tokens when > 0 */
+		char	*reasoning_effort;	/* openai: "default" (not sent) | none..high */
+		double	 price_input_per_mtok;	/* USD per million prompt tokens; 0: not priced */
+		double	 price_output_per_mtok;	/* USD per million completion tokens */
 	} llm;
 	struct {
 		long	 turns;

@@ -74,6 +74,7 @@ struct spawn_plan {
 	int		 fd_in, fd_out, fd_res, fd_err;	/* child ends, all >= SPAWN_MIN_FD */
 	int		 fd_scan_cap;
 	enum kb_netns	 netns;
+	bool		 stderr_apart;	/* fd_res is the child's stderr, not its fd 3 */
 	char		 uid_map[48], gid_map[48];	/* KB_NETNS_USERNS: "id id 1" */
 	bool		 drop_user;
 	uid_t		 uid;
@@ -207,11 +208,12 @@ child_exec(const struct spawn_plan *pl)
 
 	/* Every source fd is >= SPAWN_MIN_FD, so no dup2 clobbers another source and
 	 * each dup2 creates a fresh descriptor without FD_CLOEXEC. */
-	if (dup2(pl->fd_in, 0) == -1 || dup2(pl->fd_out, 1) == -1 || dup2(pl->fd_out, 2) == -1)
+	if (dup2(pl->fd_in, 0) == -1 || dup2(pl->fd_out, 1) == -1 ||
+	    dup2(pl->stderr_apart ? pl->fd_res : pl->fd_out, 2) == -1)
 		child_fail(pl, STEP_DUP2);
-	if (pl->fd_res >= 0 && dup2(pl->fd_res, 3) == -1)
+	if (pl->fd_res >= 0 && !pl->stderr_apart && dup2(pl->fd_res, 3) == -1)
 		child_fail(pl, STEP_DUP2);
-	child_close_fds(pl, pl->fd_res >= 0 ? 4 : 3);
+	child_close_fds(pl, pl->fd_res >= 0 && !pl->stderr_apart ? 4 : 3);
 
 	for (i = 0; i < pl->nlim; i++)
 		if (setrlimit(pl->lim[i].res, &pl->lim[i].rl) == -1)
@@ -308,6 +310,7 @@ static void
 plan_contain(struct spawn_plan *pl, const struct kb_spawn_opts *o)
 {
 	pl->netns = o->netns;
+	pl->stderr_apart = o->stderr_apart;
 	pl->drop_user = o->drop_user;
 	pl->uid = o->uid;
 	pl->gid = o->gid;
@@ -593,7 +596,8 @@ setup_fds(const struct kb_spawn_opts *o, struct spawn_plan *pl, struct spawn_io 
 	int	ep[2];
 
 	if (make_pipe(&io->out, &pl->fd_out, false) == -1 ||
-	    (o->want_result && make_pipe(&io->res, &pl->fd_res, false) == -1))
+	    ((o->want_result || o->stderr_apart) &&
+	     make_pipe(&io->res, &pl->fd_res, false) == -1))
 		return -1;
 	if (o->stdin_data != NULL) {
 		if (make_pipe(&io->in, &pl->fd_in, true) == -1)

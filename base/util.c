@@ -399,12 +399,16 @@ kb_config_clear(struct kb_config *c)
 		&c->eval.timing, &c->eval.backend,
 		&c->runner.python,
 		&c->runner.user,
+		&c->llm.anthropic_version, &c->llm.reasoning_effort,
 	};
 
 	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
 		free(*strings[i]);
 		*strings[i] = NULL;
 	}
+	for (char **a = c->llm.command; a != NULL && *a != NULL; a++)
+		free(*a);
+	free(c->llm.command);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -284,7 +284,7 @@ build_prompt(struct task_run *t, char **prompt, char *err, size_t errlen)
 static int
 pause_generation(struct task_run *t, const char *err)
 {
-	char	*why = kb_asprintf("%s refused the credentials (%s)", t->cfg->llm.base_url, err);
+	char	*why = kb_asprintf("%s refused the credentials (%s)", llm_endpoint(t->llm), err);
 	int	 rc = gpool_pause(t->ctx->pool, GPOOL_PAUSE_LLM_AUTH, t->task->id, why);
 
 	free(why);
@@ -302,6 +302,8 @@ call_model(struct task_run *t, const char *prompt, char **content)
 	char			 err[512] = "";
 	struct lease		 lease = { t->ctx->pool, GPOOL_LLM, -1, 0, 0 };
 	json_t			*meta;
+	double			 cost_usd;
+	bool			 priced;
 	int			 rc;
 
 	req.prompt = prompt;
@@ -344,12 +346,20 @@ call_model(struct task_run *t, const char *prompt, char **content)
 			 err[0] ? err : kb_strerror(rc));
 		return FSM_EV_fatal;
 	}
+	/* Priced only when the config has prices: a cost of 0 would read as "free". */
+	priced = t->cfg->llm.price_input_per_mtok > 0 || t->cfg->llm.price_output_per_mtok > 0;
+	cost_usd = ((double)reply.prompt_tokens * t->cfg->llm.price_input_per_mtok +
+		    (double)reply.completion_tokens * t->cfg->llm.price_output_per_mtok) / 1e6;
 	meta = json_pack("{s:s?, s:s?, s:I, s:I, s:i, s:i, s:f, s:s?, s:s?}", "model",
 			 t->cfg->llm.model, "provider", t->cfg->llm.provider, "prompt_tokens",
 			 (json_int_t)reply.prompt_tokens, "completion_tokens",
 			 (json_int_t)reply.completion_tokens, "http_status", reply.http_status,
 			 "attempts", reply.attempts, "latency_s", reply.latency_s, "finish_reason",
 			 reply.finish_reason, "reasoning", reply.reasoning);
+	if (meta != NULL && reply.reasoning_tokens > 0)
+		json_object_set_new(meta, "reasoning_tokens", json_integer(reply.reasoning_tokens));
+	if (meta != NULL && priced)
+		json_object_set_new(meta, "cost_usd", json_real(cost_usd));
 	/* Metadata first, the response last: response.md existing is what says "this
 	 * reply was paid for, never ask again". */
 	rc = put_json(t, "response_meta", "response.json", meta);
@@ -365,6 +375,11 @@ call_model(struct task_run *t, const char *prompt, char **content)
 		json_object_set_new(t->data, "prompt_tokens", json_integer(reply.prompt_tokens));
 		json_object_set_new(t->data, "completion_tokens",
 				    json_integer(reply.completion_tokens));
+		if (reply.reasoning_tokens > 0)
+			json_object_set_new(t->data, "reasoning_tokens",
+					    json_integer(reply.reasoning_tokens));
+		if (priced)
+			json_object_set_new(t->data, "cost_usd", json_real(cost_usd));
 		json_object_set_new(t->data, "attempts", json_integer(reply.attempts));
 		json_object_set_new(t->data, "latency_s", json_real(reply.latency_s));
 		*content = kb_strdup(reply.content);

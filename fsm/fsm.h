@@ -92,6 +92,8 @@ struct fsm_summary {
 						 * record is one, else "" */
 	int64_t		 last_seq;
 	long		 llm_requests, prompt_tokens, completion_tokens;
+	long		 reasoning_tokens;	/* of completion_tokens, where servers said */
+	double		 cost_usd;	/* the GENERATE records' cost_usd (priced runs) */
 	/* Turns judged rejected or suspect (fb_judge), which never count as correct
 	 * unless accepted; the first FSM_MAX_FLAGGED of them with their reasons. */
 	int		 rejected, suspect, accepted;

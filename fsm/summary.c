@@ -121,6 +121,10 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 		s->llm_requests += count_at(d, "attempts");
 		s->prompt_tokens += count_at(d, "prompt_tokens");
 		s->completion_tokens += count_at(d, "completion_tokens");
+		s->reasoning_tokens += count_at(d, "reasoning_tokens");
+		if (json_is_number(v = json_object_get(d, "cost_usd")) &&
+		    json_number_value(v) >= 0 && json_number_value(v) < 1e9)
+			s->cost_usd += json_number_value(v);
 	}
 	if (strcmp(rec->from, "EXECUTE") == 0 &&
 	    kb_json_has_string(json_object_get(d, "flags"), "degenerate_output"))

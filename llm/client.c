@@ -13,8 +13,10 @@ llm_check_config(const struct kb_config *cfg, char *err, size_t errlen)
 	const char	*provider = cfg->llm.provider ? cfg->llm.provider : "";
 	struct stat	 st;
 
-	if (strcmp(provider, "openai") == 0)
-		return llm_openai_check(cfg, err, errlen);
+	if (strcmp(provider, "openai") == 0 || strcmp(provider, "anthropic") == 0)
+		return llm_http_check(cfg, err, errlen);
+	if (strcmp(provider, "command") == 0)
+		return llm_command_check(cfg, err, errlen);
 	if (strcmp(provider, "replay") == 0) {
 		if (cfg->llm.replay_dir == NULL || cfg->llm.replay_dir[0] == '\0') {
 			snprintf(err, errlen, "llm.replay_dir: required with provider replay");
@@ -27,8 +29,8 @@ llm_check_config(const struct kb_config *cfg, char *err, size_t errlen)
 		}
 		return 0;
 	}
-	snprintf(err, errlen, "llm.provider: unknown provider '%s' (expected openai or replay)",
-	    provider);
+	snprintf(err, errlen, "llm.provider: unknown provider '%s' (expected openai, anthropic, "
+	    "command or replay)", provider);
 	return -KB_ECONFIG;
 }
 
@@ -47,9 +49,15 @@ llm_client_create(struct llm_client **out, const struct kb_config *cfg, char *er
 	c->max_response_bytes = cfg->llm.max_response_bytes > 0 ?
 	    (size_t)cfg->llm.max_response_bytes : KB_BUF_DEFAULT_CAP;
 	c->device = kb_strdup(cfg->eval.device ? cfg->eval.device : "cuda");
-	if (strcmp(cfg->llm.provider, "openai") == 0) {
-		c->provider = LLM_PROVIDER_OPENAI;
-		if ((rc = llm_openai_init(c, cfg, err, errlen)) < 0)
+	if (strcmp(cfg->llm.provider, "openai") == 0 ||
+	    strcmp(cfg->llm.provider, "anthropic") == 0) {
+		c->provider = strcmp(cfg->llm.provider, "openai") == 0 ? LLM_PROVIDER_OPENAI :
+		    LLM_PROVIDER_ANTHROPIC;
+		if ((rc = llm_http_init(c, cfg, err, errlen)) < 0)
+			goto out_free;
+	} else if (strcmp(cfg->llm.provider, "command") == 0) {
+		c->provider = LLM_PROVIDER_COMMAND;
+		if ((rc = llm_command_init(c, cfg, err, errlen)) < 0)
 			goto out_free;
 	} else {
 		c->provider = LLM_PROVIDER_REPLAY;
@@ -68,7 +76,8 @@ llm_client_destroy(struct llm_client *c)
 {
 	if (c == NULL)
 		return;
-	llm_openai_fini(c);
+	llm_command_fini(c);
+	llm_http_fini(c);
 	free(c->replay_dir);
 	free(c->device);
 	free(c);
@@ -88,7 +97,10 @@ llm_complete(struct llm_client *c, const struct llm_request *req, struct llm_rep
 	}
 	switch (c->provider) {
 	case LLM_PROVIDER_OPENAI:
-		return llm_openai_complete(c, req, out, err, errlen);
+	case LLM_PROVIDER_ANTHROPIC:
+		return llm_http_complete(c, req, out, err, errlen);
+	case LLM_PROVIDER_COMMAND:
+		return llm_command_complete(c, req, out, err, errlen);
 	case LLM_PROVIDER_REPLAY:
 		return llm_replay_complete(c, req, out, err, errlen);
 	}
@@ -111,5 +123,22 @@ llm_reply_clear(struct llm_reply *r)
 double
 llm_backoff_scale(const struct llm_client *c)
 {
-	return c != NULL && c->provider == LLM_PROVIDER_OPENAI ? c->backoff_scale : 1.0;
+	return c != NULL && c->provider != LLM_PROVIDER_REPLAY ? c->backoff_scale : 1.0;
+}
+
+const char *
+llm_endpoint(const struct llm_client *c)
+{
+	if (c == NULL)
+		return "";
+	switch (c->provider) {
+	case LLM_PROVIDER_OPENAI:
+	case LLM_PROVIDER_ANTHROPIC:
+		return c->endpoint != NULL ? c->endpoint : "";
+	case LLM_PROVIDER_COMMAND:
+		return c->command != NULL && c->command[0] != NULL ? c->command[0] : "";
+	case LLM_PROVIDER_REPLAY:
+		return c->replay_dir != NULL ? c->replay_dir : "";
+	}
+	return "";
 }

@@ -1,6 +1,19 @@
 /*
- * llm.h: talking to the model — providers (OpenAI-compatible chat completions over
- * libcurl, and replay of recorded responses), the prompt texts, and code extraction.
+ * llm.h: talking to the model — providers (OpenAI-compatible chat completions and the
+ * Anthropic Messages API over libcurl, a user's program per request, and replay of
+ * recorded responses), the prompt texts, and code extraction.
+ *
+ * The command provider (llm.command, no shell) gets the request as JSON on stdin:
+ * {model, messages: [{role: user, content}], max_tokens, temperature, task, turn, and
+ * max_completion_tokens / reasoning_effort when set}, and answers on stdout with plain
+ * text, or with a JSON object {content, reasoning?, usage?: {prompt_tokens,
+ * completion_tokens}}. Its exit status says how it went: 0 answered; 75 (EX_TEMPFAIL)
+ * transient, retried as an HTTP 429 would be (-KB_ELLM_HTTP at the end); 77 (EX_NOPERM)
+ * refused credentials (-KB_ELLM_AUTH: the run pauses as on an HTTP 401); any other
+ * status or a signal fails the request (-KB_ELLM_REQUEST); running past llm.timeout_s
+ * (the group gets SIGTERM, then SIGKILL) is transient (-KB_ETIMEDOUT); stdout past
+ * llm.max_response_bytes -KB_ETOOBIG. Its environment is PATH, HOME, LANG, LC_ALL and
+ * TMPDIR as kforge has them, and the llm.api_key_env variable when one is named.
  *
  * Lifecycle: a worker creates one client after fork (llm_client_create calls
  * curl_global_init itself; never before fork) and destroys it before exit.
@@ -44,6 +57,7 @@ struct llm_reply {
 	char	*reasoning;		/* reasoning text kept apart (NULL if none) */
 	char	*raw;			/* raw body of the final HTTP response (NULL for replay) */
 	long	 prompt_tokens, completion_tokens;
+	long	 reasoning_tokens;	/* of completion_tokens, when the server says (else 0) */
 	int	 http_status;		/* last HTTP status (0 for replay) */
 	int	 attempts;		/* requests sent, retries included */
 	double	 latency_s;		/* wall time of the whole call, retries included */
@@ -51,6 +65,7 @@ struct llm_reply {
 };
 
 /* 0 and a filled reply; or -KB_ELLM_AUTH (401/403), -KB_ELLM_REQUEST (other 4xx),
+ * (the command provider's statuses map onto these as said above)
  * -KB_ELLM_HTTP / -KB_ETIMEDOUT / -KB_ELLM_REPLY after the retries are spent,
  * -KB_ETOOBIG (reply over llm.max_response_bytes), -KB_ENOENT (replay has no response
  * for this task and turn), -KB_ESTOPPED. err gets a one-line reason. On error the
@@ -59,6 +74,10 @@ struct llm_reply {
 int	llm_complete(struct llm_client *c, const struct llm_request *req, struct llm_reply *out,
 		     char *err, size_t errlen);
 void	llm_reply_clear(struct llm_reply *r);
+
+/* Where the client's requests go, for messages: the URL, the command's program, or
+ * the replay directory. Borrowed from the client. */
+const char *llm_endpoint(const struct llm_client *c);
 
 /* KFORGE_LLM_BACKOFF_SCALE as the client read it (1 by default, and for replay): the
  * worker scales its own backoff between failed turns' requests by it too. */

@@ -7,16 +7,21 @@
 
 #include "llm/llm.h"
 
-enum llm_provider { LLM_PROVIDER_OPENAI, LLM_PROVIDER_REPLAY };
+enum llm_provider {
+	LLM_PROVIDER_OPENAI, LLM_PROVIDER_ANTHROPIC, LLM_PROVIDER_COMMAND, LLM_PROVIDER_REPLAY
+};
 
 struct llm_client {
 	enum llm_provider provider;
 	/* A copy of what the providers need from cfg->llm, so the config may go away. */
 	char	*model;
-	char	*endpoint;		/* base_url + "/chat/completions" */
-	char	*auth_header;		/* "Authorization: Bearer ..." or NULL */
+	char	*endpoint;		/* base_url + "/chat/completions" or "/v1/messages" */
+	char	*auth_header;		/* "Authorization: Bearer ...", "x-api-key: ..." or NULL */
+	char	*version_header;	/* anthropic: "anthropic-version: ..." */
 	double	 temperature;
 	long	 max_tokens;
+	long	 max_completion_tokens;	/* openai: > 0 sent instead of max_tokens */
+	char	*reasoning_effort;	/* openai: NULL when not sent */
 	long	 timeout_s;
 	long	 retries;
 	size_t	 max_response_bytes;
@@ -24,16 +29,41 @@ struct llm_client {
 	unsigned int rng;		/* jitter */
 	void	*curl;			/* CURL *, reused so connections are kept */
 	bool	 curl_inited;
+	char	**command;		/* command: argv, argv[0] resolved to a path */
+	char	**command_env;		/* command: the child's whole environment */
 	char	*replay_dir;
 	char	*device;		/* cfg->eval.device, for replay lookup */
 };
 
-int	llm_openai_check(const struct kb_config *cfg, char *err, size_t errlen);
-int	llm_openai_init(struct llm_client *c, const struct kb_config *cfg, char *err,
-			size_t errlen);
-void	llm_openai_fini(struct llm_client *c);
-int	llm_openai_complete(struct llm_client *c, const struct llm_request *req,
-			    struct llm_reply *out, char *err, size_t errlen);
+/* openai.c: the HTTP transport of the openai and anthropic providers (retries,
+ * backoff, caps) and the OpenAI wire format. */
+int	llm_http_check(const struct kb_config *cfg, char *err, size_t errlen);
+int	llm_http_init(struct llm_client *c, const struct kb_config *cfg, char *err,
+		      size_t errlen);
+void	llm_http_fini(struct llm_client *c);
+int	llm_http_complete(struct llm_client *c, const struct llm_request *req,
+			  struct llm_reply *out, char *err, size_t errlen);
+/* Shared by every provider that retries: KFORGE_LLM_BACKOFF_SCALE, the backoff before
+ * retry k (1-based), a sleep that polls req->should_stop (true if it fired), the
+ * prompt with invalid UTF-8 replaced (NULL on OOM), and a key variable's check. */
+int	llm_backoff_scale_env(double *out, char *err, size_t errlen);
+int64_t	llm_backoff_ms(struct llm_client *c, int k);
+bool	llm_sleep_polling(const struct llm_request *req, int64_t ms);
+char	*llm_utf8_clean(const char *s);
+int	llm_check_key_env(const char *envname, char *err, size_t errlen);
+
+/* anthropic.c: the Messages API's request body and reply. */
+char	*llm_anthropic_body(const struct llm_client *c, const char *clean_prompt);
+int	llm_anthropic_parse(const struct kb_buf *body, struct llm_reply *out, char *msg,
+			    size_t msglen);
+
+/* command.c: a user's program per request. */
+int	llm_command_check(const struct kb_config *cfg, char *err, size_t errlen);
+int	llm_command_init(struct llm_client *c, const struct kb_config *cfg, char *err,
+			 size_t errlen);
+void	llm_command_fini(struct llm_client *c);
+int	llm_command_complete(struct llm_client *c, const struct llm_request *req,
+			     struct llm_reply *out, char *err, size_t errlen);
 
 int	llm_replay_complete(struct llm_client *c, const struct llm_request *req,
 			    struct llm_reply *out, char *err, size_t errlen);

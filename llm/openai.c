@@ -1,8 +1,14 @@
 /*
- * openai.c: the OpenAI-compatible chat-completions provider (OpenAI, DeepSeek, vLLM,
- * SGLang, Together, OpenRouter, llama.cpp, Ollama): one non-streaming POST of
- * {model, messages: [{role: user, content: prompt}], temperature, max_tokens} per
- * attempt, on one curl handle reused so the connection is kept.
+ * openai.c: the HTTP transport of the two HTTP providers, and the OpenAI-compatible
+ * chat-completions wire format (OpenAI, DeepSeek, vLLM, SGLang, Together, OpenRouter,
+ * llama.cpp, Ollama): one non-streaming POST of {model, messages: [{role: user,
+ * content: prompt}], temperature, max_tokens} per attempt, on one curl handle reused
+ * so the connection is kept. Reasoning models: llm.max_completion_tokens is sent
+ * instead of max_tokens when set, llm.reasoning_effort only when set (and then no
+ * temperature, which OpenAI's reasoning models refuse), and
+ * usage.completion_tokens_details.reasoning_tokens is kept. The anthropic provider
+ * (anthropic.c) differs only in its endpoint, headers, body and reply; its 529
+ * (overloaded) is a 5xx and retried like the rest.
  *
  * Retries: 429, 408, 5xx, timeouts, connection errors and replies that cannot be
  * understood (not JSON, no choices, no content) are retried llm.retries times, after
@@ -47,6 +53,7 @@
 #define LLM_STALL_S		120L
 #define LLM_CONNECT_TIMEOUT_S	30L
 #define LLM_SNIPPET		240
+#define LLM_ANTHROPIC_DEFAULT_URL "https://api.anthropic.com"
 
 /* One attempt's transfer state, seen by the curl callbacks. */
 struct xfer {
@@ -60,8 +67,8 @@ struct xfer {
 };
 
 /* KFORGE_LLM_BACKOFF_SCALE (tests shorten the backoff with it), 1 when unset. */
-static int
-backoff_scale(double *out, char *err, size_t errlen)
+int
+llm_backoff_scale_env(double *out, char *err, size_t errlen)
 {
 	const char	*scale = getenv("KFORGE_LLM_BACKOFF_SCALE");
 	char		*end;
@@ -79,22 +86,12 @@ backoff_scale(double *out, char *err, size_t errlen)
 	return 0;
 }
 
+/* The key in envname (when named): set, not empty, no control character. */
 int
-llm_openai_check(const struct kb_config *cfg, char *err, size_t errlen)
+llm_check_key_env(const char *envname, char *err, size_t errlen)
 {
-	const char	*envname = cfg->llm.api_key_env, *key;
-	double		 scale;
+	const char	*key;
 
-	if (cfg->llm.base_url == NULL || cfg->llm.base_url[0] == '\0') {
-		snprintf(err, errlen, "llm.base_url: required with provider openai");
-		return -KB_ECONFIG;
-	}
-	if (cfg->llm.model == NULL || cfg->llm.model[0] == '\0') {
-		snprintf(err, errlen, "llm.model: required with provider openai");
-		return -KB_ECONFIG;
-	}
-	if (backoff_scale(&scale, err, errlen) < 0)
-		return -KB_ECONFIG;
 	if (envname == NULL || envname[0] == '\0')
 		return 0;
 	key = getenv(envname);
@@ -114,25 +111,69 @@ llm_openai_check(const struct kb_config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-/* cfg has passed llm_openai_check. */
 int
-llm_openai_init(struct llm_client *c, const struct kb_config *cfg, char *err, size_t errlen)
+llm_http_check(const struct kb_config *cfg, char *err, size_t errlen)
+{
+	const char	*provider = cfg->llm.provider;
+	bool		 anthropic = strcmp(provider, "anthropic") == 0;
+	double		 scale;
+
+	if (!anthropic && (cfg->llm.base_url == NULL || cfg->llm.base_url[0] == '\0')) {
+		snprintf(err, errlen, "llm.base_url: required with provider openai");
+		return -KB_ECONFIG;
+	}
+	if (cfg->llm.model == NULL || cfg->llm.model[0] == '\0') {
+		snprintf(err, errlen, "llm.model: required with provider %s", provider);
+		return -KB_ECONFIG;
+	}
+	if (anthropic && (cfg->llm.anthropic_version == NULL ||
+			  cfg->llm.anthropic_version[0] == '\0' ||
+			  strpbrk(cfg->llm.anthropic_version, "\r\n") != NULL)) {
+		snprintf(err, errlen, "llm.anthropic_version: required with provider anthropic, "
+			 "one line");
+		return -KB_ECONFIG;
+	}
+	if (anthropic && cfg->llm.temperature > 1.0) {
+		snprintf(err, errlen, "llm.temperature: %g is above 1, the most the Anthropic "
+			 "Messages API accepts", cfg->llm.temperature);
+		return -KB_ECONFIG;
+	}
+	if (llm_backoff_scale_env(&scale, err, errlen) < 0)
+		return -KB_ECONFIG;
+	return llm_check_key_env(cfg->llm.api_key_env, err, errlen);
+}
+
+/* cfg has passed llm_http_check. */
+int
+llm_http_init(struct llm_client *c, const struct kb_config *cfg, char *err, size_t errlen)
 {
 	const char	*base = cfg->llm.base_url, *envname = cfg->llm.api_key_env;
+	bool		 anthropic = c->provider == LLM_PROVIDER_ANTHROPIC;
 	size_t		 n;
 
+	if (anthropic && (base == NULL || base[0] == '\0'))
+		base = LLM_ANTHROPIC_DEFAULT_URL;
 	n = strlen(base);
 	while (n > 0 && base[n - 1] == '/')
 		n--;
-	c->endpoint = kb_asprintf("%.*s/chat/completions", (int)n, base);
+	c->endpoint = kb_asprintf(anthropic ? "%.*s/v1/messages" : "%.*s/chat/completions",
+	    (int)n, base);
 	if (envname != NULL && envname[0] != '\0')
-		c->auth_header = kb_asprintf("Authorization: Bearer %s", getenv(envname));
+		c->auth_header = kb_asprintf(anthropic ? "x-api-key: %s" :
+		    "Authorization: Bearer %s", getenv(envname));
+	if (anthropic)
+		c->version_header = kb_asprintf("anthropic-version: %s",
+		    cfg->llm.anthropic_version);
 	c->model = kb_strdup(cfg->llm.model);
 	c->temperature = cfg->llm.temperature;
 	c->max_tokens = cfg->llm.max_tokens;
+	c->max_completion_tokens = cfg->llm.max_completion_tokens;
+	if (cfg->llm.reasoning_effort != NULL && cfg->llm.reasoning_effort[0] != '\0' &&
+	    strcmp(cfg->llm.reasoning_effort, "default") != 0)
+		c->reasoning_effort = kb_strdup(cfg->llm.reasoning_effort);
 	c->timeout_s = cfg->llm.timeout_s > 0 ? cfg->llm.timeout_s : 600;
 	c->retries = cfg->llm.retries > 0 ? cfg->llm.retries : 0;
-	if (backoff_scale(&c->backoff_scale, err, errlen) < 0)
+	if (llm_backoff_scale_env(&c->backoff_scale, err, errlen) < 0)
 		return -KB_ECONFIG;
 	c->rng = (unsigned int)getpid() ^ (unsigned int)kb_now_ms();
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -148,7 +189,7 @@ llm_openai_init(struct llm_client *c, const struct kb_config *cfg, char *err, si
 }
 
 void
-llm_openai_fini(struct llm_client *c)
+llm_http_fini(struct llm_client *c)
 {
 	if (c->curl != NULL)
 		curl_easy_cleanup(c->curl);
@@ -162,7 +203,9 @@ llm_openai_fini(struct llm_client *c)
 		explicit_bzero(c->auth_header, strlen(c->auth_header));
 		free(c->auth_header);
 	}
-	c->model = c->endpoint = c->auth_header = NULL;
+	free(c->version_header);
+	free(c->reasoning_effort);
+	c->model = c->endpoint = c->auth_header = c->version_header = c->reasoning_effort = NULL;
 }
 
 /* ------------------------------------------------------------ callbacks */
@@ -367,6 +410,10 @@ parse_completion(const struct kb_buf *body, struct llm_reply *out, char *msg, si
 		out->prompt_tokens = (long)json_integer_value(v);
 	if (json_is_integer(v = json_object_get(usage, "completion_tokens")))
 		out->completion_tokens = (long)json_integer_value(v);
+	v = json_object_get(json_object_get(usage, "completion_tokens_details"),
+	    "reasoning_tokens");
+	if (json_is_integer(v))
+		out->reasoning_tokens = (long)json_integer_value(v);
 	rc = 0;
 out:
 	if (rc < 0) {
@@ -462,7 +509,9 @@ openai_attempt(struct llm_client *c, const char *body, size_t bodylen,
 	if (cc != CURLE_OK)
 		return classify_curl(cc, c->timeout_s, msg, msglen);
 	if (status == 200)
-		return parse_completion(&x->body, out, msg, msglen);
+		return c->provider == LLM_PROVIDER_ANTHROPIC ?
+		    llm_anthropic_parse(&x->body, out, msg, msglen) :
+		    parse_completion(&x->body, out, msg, msglen);
 	error_snippet(&x->body, snip, sizeof(snip));
 	snprintf(msg, msglen, "HTTP %ld: %s", status, snip);
 	if (status == 401 || status == 403)
@@ -473,8 +522,8 @@ openai_attempt(struct llm_client *c, const char *body, size_t bodylen,
 }
 
 /* Sleeps ms, polling should_stop every 100 ms; true if it fired. */
-static bool
-sleep_polling(const struct llm_request *req, int64_t ms)
+bool
+llm_sleep_polling(const struct llm_request *req, int64_t ms)
 {
 	int64_t		end = kb_mono_ms() + ms, left;
 	struct timespec	ts;
@@ -493,8 +542,8 @@ sleep_polling(const struct llm_request *req, int64_t ms)
 }
 
 /* Backoff before retry number k (1-based). */
-static int64_t
-backoff_ms(struct llm_client *c, int k)
+int64_t
+llm_backoff_ms(struct llm_client *c, int k)
 {
 	double	d = LLM_BACKOFF_BASE_MS;
 
@@ -539,8 +588,8 @@ utf8_seq_len(const unsigned char *p, size_t n)
 
 /* JSON needs UTF-8, but feedback text carries whatever bytes a candidate printed:
  * invalid sequences become U+FFFD rather than failing the turn. */
-static char *
-utf8_clean(const char *s)
+char *
+llm_utf8_clean(const char *s)
 {
 	const unsigned char	*p = (const unsigned char *)s;
 	size_t			 n = strlen(s), i = 0, len, o = 0;
@@ -569,25 +618,39 @@ request_body(const struct llm_client *c, const char *prompt)
 	json_t	*root, *msg;
 	char	*s, *clean;
 
-	if ((clean = utf8_clean(prompt)) == NULL)
+	if ((clean = llm_utf8_clean(prompt)) == NULL)
 		return NULL;
+	if (c->provider == LLM_PROVIDER_ANTHROPIC) {
+		s = llm_anthropic_body(c, clean);
+		free(clean);
+		return s;
+	}
 	msg = json_pack("{s:s, s:s}", "role", "user", "content", clean);
 	free(clean);
-	root = json_pack("{s:s, s:[o], s:f}", "model", c->model, "messages", msg,
-	    "temperature", c->temperature);
+	root = json_pack("{s:s, s:[o]}", "model", c->model, "messages", msg);
 	if (root == NULL)
 		return NULL;
-	if (c->max_tokens > 0)
+	/* OpenAI's reasoning models refuse any temperature but their own. */
+	if (c->reasoning_effort == NULL)
+		json_object_set_new(root, "temperature", json_real(c->temperature));
+	if (c->max_completion_tokens > 0)
+		json_object_set_new(root, "max_completion_tokens",
+		    json_integer(c->max_completion_tokens));
+	else if (c->max_tokens > 0)
 		json_object_set_new(root, "max_tokens", json_integer(c->max_tokens));
+	if (c->reasoning_effort != NULL)
+		json_object_set_new(root, "reasoning_effort", json_string(c->reasoning_effort));
 	s = json_dumps(root, JSON_COMPACT);
 	json_decref(root);
 	return s;
 }
 
 int
-llm_openai_complete(struct llm_client *c, const struct llm_request *req,
-		    struct llm_reply *out, char *err, size_t errlen)
+llm_http_complete(struct llm_client *c, const struct llm_request *req,
+		  struct llm_reply *out, char *err, size_t errlen)
 {
+	const char		*who = c->provider == LLM_PROVIDER_ANTHROPIC ? "anthropic" :
+				       "openai";
 	struct xfer		 x = { .body = KB_BUF_INIT(0), .req = req };
 	struct curl_slist	*headers = NULL, *h;
 	char			*body;
@@ -597,17 +660,17 @@ llm_openai_complete(struct llm_client *c, const struct llm_request *req,
 
 	x.stall_ms = 500 * (c->timeout_s < 2 * LLM_STALL_S ? c->timeout_s : 2 * LLM_STALL_S);
 	if ((body = request_body(c, req->prompt)) == NULL) {
-		snprintf(err, errlen, "openai: cannot encode the request");
+		snprintf(err, errlen, "%s: cannot encode the request", who);
 		return -KB_ENOMEM;
 	}
 	const char *hdrs[] = { "Content-Type: application/json", "Accept: application/json",
-	    "Expect:", c->auth_header };
+	    "Expect:", c->auth_header, c->version_header };
 	for (size_t i = 0; i < sizeof(hdrs) / sizeof(hdrs[0]); i++) {
 		if (hdrs[i] == NULL)
 			continue;
 		if ((h = curl_slist_append(headers, hdrs[i])) == NULL) {
 			rc = -KB_ENOMEM;
-			snprintf(err, errlen, "openai: out of memory");
+			snprintf(err, errlen, "%s: out of memory", who);
 			goto out;
 		}
 		headers = h;
@@ -624,10 +687,10 @@ llm_openai_complete(struct llm_client *c, const struct llm_request *req,
 			delay = 1000 * (x.retry_after_s < LLM_RETRY_AFTER_CAP_S ?
 			    x.retry_after_s : LLM_RETRY_AFTER_CAP_S);
 		else
-			delay = backoff_ms(c, out->attempts);
+			delay = llm_backoff_ms(c, out->attempts);
 		log_warnx("llm: %s; retry %d of %ld in %.2f s", msg, out->attempts, c->retries,
 		    (double)delay / 1000);
-		if (sleep_polling(req, delay)) {
+		if (llm_sleep_polling(req, delay)) {
 			rc = -KB_ESTOPPED;
 			snprintf(msg, sizeof(msg), "stop requested while waiting to retry");
 			break;
@@ -636,9 +699,9 @@ llm_openai_complete(struct llm_client *c, const struct llm_request *req,
 	if (rc == 0) {
 		out->raw = kb_buf_steal(&x.body);
 	} else if (rc == -KB_ESTOPPED || rc == -KB_ETOOBIG || out->attempts == 1) {
-		snprintf(err, errlen, "openai: %s", msg);
+		snprintf(err, errlen, "%s: %s", who, msg);
 	} else {
-		snprintf(err, errlen, "openai: %s (after %d attempts)", msg, out->attempts);
+		snprintf(err, errlen, "%s: %s (after %d attempts)", who, msg, out->attempts);
 	}
 out:
 	out->latency_s = (double)(kb_mono_ms() - t0) / 1000;

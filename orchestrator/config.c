@@ -42,10 +42,12 @@ enum cfg_kind {
 	K_IDS,		/* problems.ids */
 	K_FEEDBACK,	/* refinement.feedback */
 	K_DEVICES,	/* gpus.devices */
+	K_ARGV,		/* a list of strings: a program and its arguments */
 };
 
 #define F_NONEMPTY	0x1	/* "" is refused */
 #define F_DEFAULT_WORD	0x2	/* K_NUM: the word "default" stores -1 */
+#define CFG_ARGV_MAX	64	/* K_ARGV: most items */
 
 struct cfg_key {
 	const char	*path;		/* dotted, e.g. "llm.temperature" */
@@ -63,7 +65,9 @@ struct cfg_key {
 #define KEY(p, k, f)	.path = (p), .kind = (k), .off = offsetof(struct kb_config, f), \
 			.size = sizeof(((struct kb_config *)0)->f)
 
-static const char *const providers[] = { "openai", "replay", NULL };
+static const char *const providers[] = { "openai", "anthropic", "command", "replay", NULL };
+static const char *const reasoning_efforts[] = { "default", "none", "minimal", "low", "medium",
+						 "high", NULL };
 static const char *const prompts[] = { "one_shot", "zero_shot", "few_shot", NULL };
 static const char *const backends[] = { "cuda", "triton", NULL };
 static const char *const eval_devices[] = { "cpu", "cuda", "auto", NULL };
@@ -87,7 +91,8 @@ static const struct cfg_key schema[] = {
 	{ KEY("problems.samples", K_INT, problems.samples), .def = "1", .lo = 1, .hi = 1000,
 	  .doc = "independent trajectories per problem (fast_p@k)" },
 	{ KEY("llm.provider", K_ENUM, llm.provider), .allowed = providers,
-	  .doc = "where replies come from: an OpenAI-compatible endpoint, or saved replies" },
+	  .doc = "where replies come from: an OpenAI-compatible endpoint, Anthropic's Messages API, "
+		 "a program of yours, or saved replies" },
 	{ KEY("llm.base_url", K_STR, llm.base_url), .def = "''",
 	  .when = "llm.provider", .is = "openai",
 	  .doc = "the endpoint's base URL (.../v1)" },
@@ -112,6 +117,22 @@ static const struct cfg_key schema[] = {
 	{ KEY("llm.replay_dir", K_PATH, llm.replay_dir), .def = "''",
 	  .when = "llm.provider", .is = "replay",
 	  .doc = "the directory of saved replies the replay provider serves" },
+	{ KEY("llm.anthropic_version", K_STR, llm.anthropic_version), .def = "'2023-06-01'",
+	  .doc = "the anthropic-version header the anthropic provider sends" },
+	{ KEY("llm.command", K_ARGV, llm.command), .def = "[]",
+	  .doc = "the command provider's program and arguments (no shell): request JSON in, reply out" },
+	{ KEY("llm.max_completion_tokens", K_INT, llm.max_completion_tokens), .def = "0",
+	  .lo = 0, .hi = 1000000,
+	  .doc = "reasoning models: sent as max_completion_tokens instead of max_tokens (0: not sent)" },
+	{ KEY("llm.reasoning_effort", K_ENUM, llm.reasoning_effort), .def = "default",
+	  .allowed = reasoning_efforts,
+	  .doc = "reasoning models' effort, sent when not default (then no temperature is sent)" },
+	{ KEY("llm.price_input_per_mtok", K_NUM, llm.price_input_per_mtok), .def = "0",
+	  .dlo = 0, .dhi = 1e6,
+	  .doc = "USD per million prompt tokens, for the cost in status and report (0: not priced)" },
+	{ KEY("llm.price_output_per_mtok", K_NUM, llm.price_output_per_mtok), .def = "0",
+	  .dlo = 0, .dhi = 1e6,
+	  .doc = "USD per million completion tokens (0: not priced)" },
 	{ KEY("refinement.turns", K_INT, refinement.turns), .def = "10", .lo = 1, .hi = 256,
 	  .doc = "turns per task: the first prompt and its refinements" },
 	{ KEY("refinement.feedback", K_FEEDBACK, refinement.feedback_g), .def = "[G, E]",
@@ -212,6 +233,14 @@ static const struct cfg_key schema[] = {
 	  .doc = "tasks worked on at once" },
 };
 #define NKEYS	((int)(sizeof(schema) / sizeof(schema[0])))
+
+/* Keys required (and not empty) for a provider beyond a schema entry's own when/is. */
+static const struct {
+	const char	*path, *when, *is;
+} required_also[] = {
+	{ "llm.model", "llm.provider", "anthropic" },
+	{ "llm.command", "llm.provider", "command" },
+};
 
 /* --------------------------------------------------------------- context */
 
@@ -1147,6 +1176,73 @@ emit_devices(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
 	fputc(']', fp);
 }
 
+static void
+argv_free(char **argv)
+{
+	for (char **a = argv; a != NULL && *a != NULL; a++)
+		free(*a);
+	free(argv);
+}
+
+/* A program and its arguments, run without a shell: a list of non-empty strings whose
+ * first is an absolute path or a bare name looked up on PATH when the program starts
+ * (a relative path would depend on the directory kforge happens to run in). */
+static int
+set_argv(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	char		**argv, ***slot = field(x->c, k), buf[CFG_SHOW_MAX + 16];
+	const char	 *s;
+	size_t		  count, i = 0;
+	int		  rc;
+
+	if (n->type != YAML_SEQUENCE_NODE)
+		return node_err(x, n, "expected a list of strings (a program and its arguments), "
+				"got %s", got(n, false, buf, sizeof(buf)));
+	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	if (count > CFG_ARGV_MAX)
+		return node_err(x, n, "expected at most %d items, got %zu", CFG_ARGV_MAX, count);
+	if ((argv = calloc(count + 1, sizeof(*argv))) == NULL)
+		return -KB_ENOMEM;
+	for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+	     it++, i++) {
+		yaml_node_t *item = node_at(x, *it);
+
+		if ((rc = text_of(x, item, "a string", &s)) < 0)
+			goto out_free;
+		if (s[0] == '\0' && i == 0) {
+			rc = node_err(x, item, "expected a program, got ''");
+			goto out_free;
+		}
+		if (i == 0 && s[0] != '/' && strchr(s, '/') != NULL) {
+			rc = node_err(x, item, "expected an absolute path or a name found on PATH, "
+				      "got the relative path '%.*s'", CFG_SHOW_MAX, s);
+			goto out_free;
+		}
+		argv[i] = kb_strdup(s);
+	}
+	argv_free(*slot);
+	*slot = count > 0 ? argv : NULL;
+	if (count == 0)
+		free(argv);
+	return 0;
+out_free:
+	argv_free(argv);
+	return rc;
+}
+
+static void
+emit_argv(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
+{
+	char *const *argv = *(char **const *)cfield(c, k);
+
+	fputc('[', fp);
+	for (size_t i = 0; argv != NULL && argv[i] != NULL; i++) {
+		fputs(i ? ", " : "", fp);
+		emit_quoted(argv[i], fp);
+	}
+	fputc(']', fp);
+}
+
 static const struct {
 	cfg_set_fn	set;
 	cfg_emit_fn	emit;
@@ -1164,6 +1260,7 @@ static const struct {
 	[K_IDS] = { set_ids, emit_ids },
 	[K_FEEDBACK] = { set_feedback, emit_feedback },
 	[K_DEVICES] = { set_devices, emit_devices },
+	[K_ARGV] = { set_argv, emit_argv },
 };
 
 /* ---------------------------------------------------------- key lookup */
@@ -1573,6 +1670,26 @@ finish(struct cfg_ctx *x)
 		return loc_err(x, &x->where[i], schema[i].path,
 			       "must not be empty when %s is %s", schema[i].when, schema[i].is);
 	}
+	for (size_t r = 0; r < sizeof(required_also) / sizeof(required_also[0]); r++) {
+		const char	*v = string_of(x->c, required_also[r].when);
+		int		 i = 0;
+		bool		 empty;
+
+		while (i < NKEYS && strcmp(schema[i].path, required_also[r].path) != 0)
+			i++;
+		if (i == NKEYS || v == NULL || strcmp(v, required_also[r].is) != 0)
+			continue;
+		if (schema[i].kind == K_ARGV)
+			empty = *(char **const *)cfield(x->c, &schema[i]) == NULL;
+		else
+			empty = (*(char *const *)cfield(x->c, &schema[i]))[0] == '\0';
+		if (!empty)
+			continue;
+		if (!x->seen[i])
+			return loc_err(x, NULL, schema[i].path, "required key is missing");
+		return loc_err(x, &x->where[i], schema[i].path, "must not be empty when %s is %s",
+			       required_also[r].when, required_also[r].is);
+	}
 	return 0;
 }
 
@@ -1736,6 +1853,10 @@ reference_type(const struct cfg_key *k, FILE *fp)
 	case K_LEVELS: fputs("list of levels, each 1..4 (or one level)", fp); break;
 	case K_IDS: fputs("all, or ids and ranges: \"1-100,3\" or a list of them", fp); break;
 	case K_FEEDBACK: fputs("list of G, E, P (or [] for none)", fp); break;
+	case K_ARGV:
+		fputs("list of strings: a program (an absolute path or a name on PATH) and its "
+		      "arguments", fp);
+		break;
 	case K_DEVICES:
 		fprintf(fp, "all, or a list of GPU indices 0..%d", KB_MAX_DEVICES - 1);
 		break;
@@ -1760,6 +1881,10 @@ orch_config_reference(FILE *fp)
 			fputs("\n    default: none (required)", fp);
 		if (k->when != NULL)
 			fprintf(fp, "\n    required when: %s is %s", k->when, k->is);
+		for (size_t r = 0; r < sizeof(required_also) / sizeof(required_also[0]); r++)
+			if (strcmp(required_also[r].path, k->path) == 0)
+				fprintf(fp, "\n    required when: %s is %s", required_also[r].when,
+					required_also[r].is);
 		fprintf(fp, "\n    %s\n", k->doc != NULL ? k->doc : "");
 	}
 	if (fflush(fp) == EOF || ferror(fp))

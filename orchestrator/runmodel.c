@@ -38,6 +38,8 @@ const struct orch_column orch_turn_columns[] = {
 	{ "llm_requests", "model requests, retries included" },
 	{ "prompt_tokens", "prompt tokens" },
 	{ "completion_tokens", "completion tokens" },
+	{ "reasoning_tokens", "of the completion tokens, reasoning (where the server says)" },
+	{ "cost_usd", "the turn's model cost in USD (priced runs: llm.price_*_per_mtok)" },
 	{ NULL, NULL },
 };
 
@@ -194,6 +196,7 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 			{ "attempts", "llm_requests" },
 			{ "prompt_tokens", "prompt_tokens" },
 			{ "completion_tokens", "completion_tokens" },
+			{ "reasoning_tokens", "reasoning_tokens" },
 		};
 
 		for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
@@ -202,6 +205,10 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 			    json_integer_value(v) <= INT32_MAX)
 				add_int(row, counts[i][1], json_integer_value(v));
 		}
+		v = json_object_get(d, "cost_usd");
+		if (json_is_number(v) && json_number_value(v) >= 0 && json_number_value(v) < 1e9)
+			json_object_set_new(row, "cost_usd", json_real(json_number_value(v) +
+			    json_number_value(json_object_get(row, "cost_usd"))));
 	}
 	if (leased && !start) {
 		for (size_t i = 0; i < sizeof(model_stages) / sizeof(model_stages[0]); i++) {

@@ -258,6 +258,39 @@ run_state(json_t *info, bool alive)
 	return strcmp(recorded, "running") == 0 ? "interrupted" : recorded;
 }
 
+/* A task's or a run's model use: requests, tokens and, when the run is priced, cost. */
+static json_t *
+llm_use_json(long reqs, long ptok, long ctok, long rtok, double cost, bool priced)
+{
+	json_t	*o = json_pack("{s:I, s:I, s:I, s:I}", "requests", (json_int_t)reqs,
+			       "prompt_tokens", (json_int_t)ptok, "completion_tokens",
+			       (json_int_t)ctok, "reasoning_tokens", (json_int_t)rtok);
+
+	if (o != NULL && priced)
+		json_object_set_new(o, "cost_usd", json_real(cost));
+	return o;
+}
+
+/* "  [P+C tokens, $X]" (no cost unless priced) for a task's line of status. */
+static void
+llm_use_text(json_t *use, bool priced, char *out, size_t outlen)
+{
+	long long	p = json_integer_value(json_object_get(use, "prompt_tokens"));
+	long long	c = json_integer_value(json_object_get(use, "completion_tokens"));
+
+	if (priced)
+		snprintf(out, outlen, "  [%lld+%lld tokens, $%.4f]", p, c,
+			 json_number_value(json_object_get(use, "cost_usd")));
+	else
+		snprintf(out, outlen, "  [%lld+%lld tokens]", p, c);
+}
+
+static bool
+run_priced(const struct kb_config *c)
+{
+	return c->llm.price_input_per_mtok > 0 || c->llm.price_output_per_mtok > 0;
+}
+
 int
 orch_cmd_status(const char *dir, bool as_json)
 {
@@ -266,7 +299,9 @@ orch_cmd_status(const char *dir, bool as_json)
 	const char	*paused, *llm_paused, *env_paused, *state;
 	char		 resume[PATH_MAX + 32] = "";
 	int		 counts[FSM_ST__N] = { 0 }, unfinished;
-	long		 reqs = 0, ptok = 0, ctok = 0;
+	long		 reqs = 0, ptok = 0, ctok = 0, rtok = 0;
+	double		 cost = 0;
+	bool		 priced;
 	pid_t		 sup;
 	bool		 alive;
 
@@ -286,6 +321,7 @@ orch_cmd_status(const char *dir, bool as_json)
 	env_paused = json_string_value(json_object_get(info, "env_error"));
 	paused = env_paused != NULL ? env_paused : llm_paused != NULL ? llm_paused :
 		 json_string_value(json_object_get(json_object_get(pool, "paused"), "reason"));
+	priced = run_priced(&run.cfg);
 	for (int i = 0; i < run.ntasks; i++) {
 		struct fsm_summary s;
 
@@ -294,12 +330,16 @@ orch_cmd_status(const char *dir, bool as_json)
 		reqs += s.llm_requests;
 		ptok += s.prompt_tokens;
 		ctok += s.completion_tokens;
-		json_array_append_new(tasks, json_pack("{s:s, s:s, s:i, s:i, s:o, s:s, s:s, s:s}",
-			"id", run.tasks[i].id, "state", fsm_state_name(s.state), "turn", s.turn,
-			"turns", (int)run.cfg.refinement.turns, "best_speedup",
+		rtok += s.reasoning_tokens;
+		cost += s.cost_usd;
+		json_array_append_new(tasks, json_pack("{s:s, s:s, s:i, s:i, s:o, s:s, s:s, s:s, "
+			"s:o}", "id", run.tasks[i].id, "state", fsm_state_name(s.state), "turn",
+			s.turn, "turns", (int)run.cfg.refinement.turns, "best_speedup",
 			s.best_speedup >= 0 ? json_real(s.best_speedup) : json_null(),
 			"last_status", s.last_status, "fail_reason", s.fail_reason,
-			"env_error", s.env_error));
+			"env_error", s.env_error, "llm", llm_use_json(s.llm_requests,
+			s.prompt_tokens, s.completion_tokens, s.reasoning_tokens, s.cost_usd,
+			priced)));
 	}
 	unfinished = run.ntasks - counts[FSM_ST_DONE] - counts[FSM_ST_FAILED];
 	/* Whatever stopped it, a run with work left and no supervisor continues on resume. */
@@ -327,6 +367,11 @@ orch_cmd_status(const char *dir, bool as_json)
 				    llm_paused != NULL ? json_string(llm_paused) : json_null());
 		json_object_set_new(json_object_get(out, "run"), "env_error",
 				    env_paused != NULL ? json_string(env_paused) : json_null());
+		json_object_set_new(json_object_get(out, "llm"), "reasoning_tokens",
+				    json_integer(rtok));
+		if (priced)
+			json_object_set_new(json_object_get(out, "llm"), "cost_usd",
+					    json_real(cost));
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(out);
@@ -342,10 +387,14 @@ orch_cmd_status(const char *dir, bool as_json)
 			char		 best[32] = "-";
 			json_t		*b = json_object_get(t, "best_speedup");
 			const char	*env = json_string_value(json_object_get(t, "env_error"));
+			json_t		*use = json_object_get(t, "llm");
+			char		 spent[96] = "";
 
 			if (json_is_number(b))
 				snprintf(best, sizeof(best), "%.2fx", json_number_value(b));
-			printf("%-32s %-11s %3lld/%-3lld %8s  %s%s%s%s%s%s\n",
+			if (json_integer_value(json_object_get(use, "requests")) > 0)
+				llm_use_text(use, priced, spent, sizeof(spent));
+			printf("%-32s %-11s %3lld/%-3lld %8s  %s%s%s%s%s%s%s\n",
 			       json_string_value(json_object_get(t, "id")),
 			       json_string_value(json_object_get(t, "state")),
 			       (long long)json_integer_value(json_object_get(t, "turn")),
@@ -353,7 +402,7 @@ orch_cmd_status(const char *dir, bool as_json)
 			       *env ? "paused on env_error — " : "", env, *env ? "; " : "",
 			       json_string_value(json_object_get(t, "last_status")),
 			       *json_string_value(json_object_get(t, "fail_reason")) ? " — " : "",
-			       json_string_value(json_object_get(t, "fail_reason")));
+			       json_string_value(json_object_get(t, "fail_reason")), spent);
 		}
 		if (json_is_object(pool)) {
 			printf("resources%s:\n", alive ? "" : " (at the last update)");
@@ -372,8 +421,13 @@ orch_cmd_status(const char *dir, bool as_json)
 		if (!alive && json_is_string(json_object_get(info, "stop_reason")))
 			printf("stopped: %s\n",
 			       json_string_value(json_object_get(info, "stop_reason")));
-		printf("llm: %ld requests, %ld prompt tokens, %ld completion tokens\n", reqs, ptok,
+		printf("llm: %ld requests, %ld prompt tokens, %ld completion tokens", reqs, ptok,
 		       ctok);
+		if (rtok > 0)
+			printf(" (%ld reasoning)", rtok);
+		if (priced)
+			printf(", $%.4f", cost);
+		printf("\n");
 		if (strcmp(state, "interrupted") == 0)
 			printf("interrupted: run.json says running, but no supervisor is alive (it "
 			       "was killed, or its machine restarted)\n");
@@ -513,6 +567,8 @@ format_record(const struct kb_tlog_rec *r)
 		ADD("  (saved reply reused)");
 	if (json_is_integer(v = json_object_get(d, "completion_tokens")) && json_integer_value(v))
 		ADD("  %lld tokens", (long long)json_integer_value(v));
+	if (json_is_number(v = json_object_get(d, "cost_usd")))
+		ADD("  $%.4f", json_number_value(v));
 	if (json_is_string(v = json_object_get(d, "reason")))
 		ADD("  %s", json_string_value(v));
 	if (json_is_string(v = json_object_get(d, "error")))
@@ -849,6 +905,11 @@ struct report {
 	json_t		*failed;	/* [{id, reason}]: a FAILED task says why */
 	json_t		*flagged;
 	json_t		*degenerate;	/* problem keys, once each */
+	/* Model use, summed over the tasks; llm_tasks: [{id, requests, tokens, cost}]. */
+	long		 llm_requests, prompt_tokens, completion_tokens, reasoning_tokens;
+	double		 cost_usd;
+	bool		 priced;
+	json_t		*llm_tasks;
 };
 
 static void
@@ -858,6 +919,8 @@ report_build(const struct orch_run *run, const char *const *accept, struct repor
 	r->failed = json_array();
 	r->flagged = json_array();
 	r->degenerate = json_array();
+	r->llm_tasks = json_array();
+	r->priced = run_priced(&run->cfg);
 	r->nturns = (int)run->cfg.refinement.turns;
 	tally_init(&r->all, r->nturns);
 	for (int l = 0; l <= KB_MAX_LEVELS; l++)
@@ -880,6 +943,19 @@ report_build(const struct orch_run *run, const char *const *accept, struct repor
 		tally_add(&r->all, &s);
 		tally_add(&r->lv[l], &s);
 		r->seen[l] = true;
+		r->llm_requests += s.llm_requests;
+		r->prompt_tokens += s.prompt_tokens;
+		r->completion_tokens += s.completion_tokens;
+		r->reasoning_tokens += s.reasoning_tokens;
+		r->cost_usd += s.cost_usd;
+		{
+			json_t *use = llm_use_json(s.llm_requests, s.prompt_tokens,
+						   s.completion_tokens, s.reasoning_tokens,
+						   s.cost_usd, r->priced);
+
+			json_object_set_new(use, "id", json_string(run->tasks[i].id));
+			json_array_append_new(r->llm_tasks, use);
+		}
 		if (s.state == FSM_ST_FAILED)
 			json_array_append_new(r->failed, json_pack("{s:s, s:s}", "id",
 				run->tasks[i].id, "reason",
@@ -893,6 +969,7 @@ report_clear(struct report *r)
 	json_decref(r->failed);
 	json_decref(r->flagged);
 	json_decref(r->degenerate);
+	json_decref(r->llm_tasks);
 	tally_clear(&r->all);
 	for (int l = 0; l <= KB_MAX_LEVELS; l++)
 		tally_clear(&r->lv[l]);
@@ -920,7 +997,37 @@ report_json(const struct orch_run *run, const struct report *r, const char *cons
 			"flagged", r->flagged);
 	if (out != NULL)
 		json_object_set(out, "degenerate_problems", r->degenerate);
+	if (out != NULL) {
+		json_t *llm = llm_use_json(r->llm_requests, r->prompt_tokens, r->completion_tokens,
+					   r->reasoning_tokens, r->cost_usd, r->priced);
+
+		json_object_set(llm, "tasks", r->llm_tasks);
+		json_object_set_new(out, "llm", llm);
+	}
 	return out;
+}
+
+/* Model use: the run's sums, then each task that sent a request. */
+static void
+report_llm_print(const struct report *r)
+{
+	size_t	 i;
+	json_t	*t;
+	char	 spent[96];
+
+	printf("\nllm: %ld requests, %ld prompt tokens, %ld completion tokens", r->llm_requests,
+	       r->prompt_tokens, r->completion_tokens);
+	if (r->reasoning_tokens > 0)
+		printf(" (%ld reasoning)", r->reasoning_tokens);
+	if (r->priced)
+		printf(", $%.4f", r->cost_usd);
+	printf("\n");
+	json_array_foreach(r->llm_tasks, i, t) {
+		if (json_integer_value(json_object_get(t, "requests")) <= 0)
+			continue;
+		llm_use_text(t, r->priced, spent, sizeof(spent));
+		printf("  %s%s\n", json_string_value(json_object_get(t, "id")), spent);
+	}
 }
 
 json_t *
@@ -985,6 +1092,7 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 				printf("  %s %lld", key, (long long)json_integer_value(v));
 		}
 		printf("\n");
+		report_llm_print(&r);
 		if (r.env_errors > 0)
 			printf("\nenvironment errors: %d step(s) failed for a reason no candidate "
 			       "can cause; not scored, each redone on resume\n", r.env_errors);

@@ -456,6 +456,23 @@ test_result_pipe(void)
 	kb_spawn_result_clear(&r);
 }
 
+/* stderr_apart: stdout alone in out, stderr in result, and no fd 3 in the child. */
+static void
+test_stderr_apart(void)
+{
+	struct kb_spawn_opts	o = { .stderr_apart = true };
+	struct kb_spawn_result	r;
+
+	CHECK(run_sh("echo answer; echo noise >&2; echo more", &o, &r) == 0);
+	CHECK(r.exit_code == 0 && strcmp(r.out.p, "answer\nmore\n") == 0);
+	CHECK(r.result.p != NULL && strcmp(r.result.p, "noise\n") == 0);
+	kb_spawn_result_clear(&r);
+
+	CHECK(run_sh("echo x >&3", &o, &r) == 0);
+	CHECK(r.end == KB_END_EXITED && r.exit_code != 0 && r.out.len == 0);
+	kb_spawn_result_clear(&r);
+}
+
 static void
 test_deadline(void)
 {
@@ -874,6 +891,7 @@ main(int argc, char **argv)
 	test_start_then_finish();
 	test_output_cap();
 	test_result_pipe();
+	test_stderr_apart();
 	test_deadline();
 	test_sigterm_trapped();
 	test_grandchildren();

@@ -36,6 +36,8 @@ set(kb_e2e_tests
   # LLM faults, each with exact request counts; the run-wide pause on 401/403
   "e2e_test_llm_faults|test_llm_faults|e2e|1200"
   "e2e_test_llm_auth_pause|test_llm_auth_pause|e2e|1800"
+  # the anthropic and command providers in a run: tokens and cost in status and report
+  "e2e_test_providers|test_providers|e2e|1200"
   # an environment failure (no torch, a reference failing alone) pauses, never scores
   "e2e_test_env_error|test_env_error|e2e|1800"
   # the kernel and runner fault matrix (CPU analogues), containment of generated code

@@ -8,3 +8,9 @@ kb_add_test(llm_extract SOURCES ${CMAKE_CURRENT_LIST_DIR}/llm_extract.c LIBS kb_
             LABELS unit TIMEOUT 60)
 kb_add_test(llm_prompt SOURCES ${CMAKE_CURRENT_LIST_DIR}/llm_prompt.c LIBS kb_llm
             LABELS unit TIMEOUT 60)
+# anthropic against the same mock server (its Messages API on /v1/messages); command
+# with real child programs from tests/data/llm_command.
+kb_add_test(llm_anthropic SOURCES ${CMAKE_CURRENT_LIST_DIR}/llm_anthropic.c LIBS kb_llm
+            LABELS unit TIMEOUT 120)
+kb_add_test(llm_command SOURCES ${CMAKE_CURRENT_LIST_DIR}/llm_command.c LIBS kb_llm
+            LABELS unit TIMEOUT 120)

@@ -33,6 +33,8 @@ static const char script[] =
 " {\"match\": \"case=stop-backoff;\", \"replies\": [{\"status\": 503, \"headers\": {\"Retry-After\": \"600\"}}]},"
 " {\"match\": \"case=length;\", \"replies\": [{\"no_content\": true, \"finish_reason\": \"length\","
 "   \"reasoning\": \"long thoughts\"}]},"
+" {\"match\": \"case=reasoning-model;\", \"replies\": [{\"content\": \"done\", \"usage\": {\"prompt_tokens\": 5,"
+"   \"completion_tokens\": 90, \"completion_tokens_details\": {\"reasoning_tokens\": 70}}}]},"
 " {\"match\": \"case=think;\", \"replies\": [{\"content\": \"<think>hmm</think>\\n\\nthe answer\"}]}"
 "]}";
 
@@ -108,9 +110,46 @@ test_normal(void)
 	CHECK(strcmp(json_string_value(json_object_get(msg, "role")), "user") == 0);
 	CHECK(strcmp(json_string_value(json_object_get(msg, "content")), prompt) == 0);
 	CHECK(json_object_get(json_object_get(rec, "headers"), "Authorization") == NULL);
+	/* reasoning-model fields only when set */
+	CHECK(json_object_get(body, "max_completion_tokens") == NULL);
+	CHECK(json_object_get(body, "reasoning_effort") == NULL);
 	json_decref(reqs);
 	kb_config_clear(&cfg);
 	free(url);
+}
+
+/* llm.max_completion_tokens replaces max_tokens; llm.reasoning_effort is sent; the
+ * reasoning tokens the server reports are kept. */
+static void
+test_reasoning_model(void)
+{
+	struct kb_config	 cfg;
+	struct llm_reply	 r;
+	char			 err[512];
+	json_t			*reqs, *body;
+
+	tu_config(&cfg, "openai", mock.url);
+	cfg.llm.max_completion_tokens = 4000;
+	tu_set(&cfg.llm.reasoning_effort, "high");
+	CHECK_RC(ask(&cfg, "case=reasoning-model;", &r, err, sizeof(err), NULL, NULL), 0);
+	CHECK(r.prompt_tokens == 5 && r.completion_tokens == 90 && r.reasoning_tokens == 70);
+	llm_reply_clear(&r);
+	reqs = tu_mock_requests(&mock, "case=reasoning-model;");
+	body = json_object_get(json_array_get(reqs, 0), "body");
+	CHECK(json_integer_value(json_object_get(body, "max_completion_tokens")) == 4000);
+	CHECK(json_object_get(body, "max_tokens") == NULL);
+	CHECK(json_is_string(json_object_get(body, "reasoning_effort")) &&
+	    strcmp(json_string_value(json_object_get(body, "reasoning_effort")), "high") == 0);
+	CHECK(json_object_get(body, "temperature") == NULL);
+	json_decref(reqs);
+	kb_config_clear(&cfg);
+
+	/* a server that reports no reasoning tokens leaves the count at 0 */
+	tu_config(&cfg, "openai", mock.url);
+	CHECK_RC(ask(&cfg, "case=unscripted; plain usage", &r, err, sizeof(err), NULL, NULL), 0);
+	CHECK(r.reasoning_tokens == 0);
+	llm_reply_clear(&r);
+	kb_config_clear(&cfg);
 }
 
 static void
@@ -428,6 +467,7 @@ main(void)
 	if ((rc = tu_mock_start(&mock, script)) != 0)
 		return rc;
 	test_normal();
+	test_reasoning_model();
 	test_auth_header();
 	test_retry_after();
 	test_5xx_then_ok();

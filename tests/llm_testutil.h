@@ -132,6 +132,8 @@ tu_config(struct kb_config *c, const char *provider, const char *base_url)
 	c->llm.model = kb_strdup("mock-model");
 	c->llm.api_key_env = kb_strdup("");
 	c->llm.replay_dir = kb_strdup("");
+	c->llm.anthropic_version = kb_strdup("2023-06-01");
+	c->llm.reasoning_effort = kb_strdup("default");
 	c->llm.temperature = 0.0;
 	c->llm.max_tokens = 1024;
 	c->llm.timeout_s = 10;

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""mock_llm_server.py: a scripted OpenAI-compatible chat-completions server for tests.
+"""mock_llm_server.py: a scripted OpenAI-compatible chat-completions server for tests,
+which also speaks the Anthropic Messages API on paths ending in /messages.
 
 Python standard library only; runs with any python3 >= 3.7.
 
@@ -20,8 +21,13 @@ a restarted server continues the sequences. --listen-when binds the port (and wr
 the port is refused, and a test decides by an event, not a clock, when the server comes
 up. SIGTERM or SIGINT stops the server.
 
-Any POST is answered as a chat completion; GET /health and GET <anything>/models
-answer too.
+Any POST is answered as a chat completion, or, on a path ending in /messages, as an
+Anthropic message: {"type": "message", "content": [thinking block (from "reasoning"),
+text block (from "content")], "stop_reason", "usage": {"input_tokens", "output_tokens"}},
+with errors as {"type": "error", "error": {"type", "message"}} (the type from the
+status as Anthropic documents it: 400 invalid_request_error, 401 authentication_error,
+403 permission_error, 429 rate_limit_error, 500 api_error, 529 overloaded_error).
+GET /health and GET <anything>/models answer too.
 
 Script (JSON; without --script every request gets the default reply):
     {"rules": [{"match": "substring of the last user message",
@@ -48,6 +54,9 @@ A REPLY is an object; every key is optional:
     "usage"         the usage object (default computed from lengths)
     "repeat_bytes"  pad content with "x" up to this many bytes, for huge replies
     "no_content"    true: the message has no content key at all
+    "stop_reason"   Anthropic only: default "end_turn"
+    "blocks"        Anthropic only: the content blocks, verbatim
+    "error_type"    Anthropic only: error.type instead of the status's own
     "tag"           any JSON value, not sent: copied into the request's --log record, so
                     a test can tell which scripted reply (or fault) each request got
 """
@@ -134,6 +143,37 @@ def completion(reply, body):
     }
 
 
+ANTHROPIC_ERRORS = {400: "invalid_request_error", 401: "authentication_error",
+                    403: "permission_error", 404: "not_found_error",
+                    413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
+                    529: "overloaded_error"}
+
+
+def anthropic_message(reply, body):
+    content = reply.get("content", "ok")
+    pad = reply.get("repeat_bytes")
+    if pad and len(content.encode()) < pad:
+        content += "x" * (pad - len(content.encode()))
+    blocks = reply.get("blocks")
+    if blocks is None:
+        blocks = []
+        if "reasoning" in reply:
+            blocks.append({"type": "thinking", "thinking": reply["reasoning"],
+                           "signature": "mock-signature"})
+        if not reply.get("no_content"):
+            blocks.append({"type": "text", "text": content})
+    prompt = last_user_message(body)
+    usage = reply.get("usage", {"input_tokens": max(1, len(prompt) // 4),
+                                "output_tokens": max(1, len(content) // 4)})
+    return {
+        "id": "msg_mock_%d" % int(time.time() * 1000), "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "mock") if isinstance(body, dict) else "mock",
+        "content": blocks, "stop_reason": reply.get("stop_reason", "end_turn"),
+        "stop_sequence": None, "usage": usage,
+    }
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "mock-llm/1"
@@ -183,8 +223,15 @@ class Handler(BaseHTTPRequestHandler):
         if reply.get("delay_s"):
             time.sleep(reply["delay_s"])
         status = reply.get("status", 200)
+        anthropic = self.path.rstrip("/").endswith("/messages")
         if "raw_body" in reply:
             data = reply["raw_body"].encode()
+        elif anthropic and status != 200:
+            data = json.dumps({"type": "error", "error": {
+                "type": reply.get("error_type", ANTHROPIC_ERRORS.get(status, "api_error")),
+                "message": reply.get("content", "mock error %d" % status)}}).encode()
+        elif anthropic:
+            data = json.dumps(anthropic_message(reply, body)).encode()
         elif status != 200:
             data = json.dumps({"error": {
                 "message": reply.get("content", "mock error %d" % status),

@@ -519,11 +519,52 @@ test_paths(void)
 	CHECK_STR(err, want);
 }
 
+/* The anthropic/command providers' keys and the reasoning and price keys: values as
+ * written, and defaults (not priced, reasoning effort not sent) otherwise. */
+static void
+test_provider_keys(const char *data)
+{
+	struct kb_config	 c;
+	char			 path[PATH_MAX], err[1024];
+	const char		*text = "name: t\nproblems: {dir: /kb}\n"
+					"llm: {provider: anthropic, model: claude-x}\n";
+
+	snprintf(path, sizeof(path), "%s/good/providers_new.yaml", data);
+	if (orch_config_load(path, NULL, 0, &c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "providers_new.yaml: %s\n", err);
+		failures++;
+		return;
+	}
+	CHECK_STR(c.llm.provider, "command");
+	CHECK(c.llm.command != NULL);
+	if (c.llm.command != NULL) {
+		CHECK_STR(c.llm.command[0], "/usr/bin/python3");
+		CHECK_STR(c.llm.command[1], "-u");
+		CHECK_STR(c.llm.command[2], "my model.py");
+		CHECK_STR(c.llm.command[3], "");
+		CHECK(c.llm.command[4] == NULL);
+	}
+	CHECK(c.llm.max_completion_tokens == 32000);
+	CHECK_STR(c.llm.reasoning_effort, "high");
+	CHECK(c.llm.price_input_per_mtok == 3.0);
+	CHECK(c.llm.price_output_per_mtok == 15.5);
+	kb_config_clear(&c);
+
+	CHECK(orch_config_load_string(text, strlen(text), "t", NULL, 0, &c, err,
+				      sizeof(err)) == 0);
+	CHECK_STR(c.llm.anthropic_version, "2023-06-01");
+	CHECK(c.llm.command == NULL);
+	CHECK(c.llm.max_completion_tokens == 0);
+	CHECK_STR(c.llm.reasoning_effort, "default");
+	CHECK(c.llm.price_input_per_mtok == 0 && c.llm.price_output_per_mtok == 0);
+	kb_config_clear(&c);
+}
+
 static void
 test_round_trip(const char *data)
 {
 	static const char *const files[] = { "every_key.yaml", "minimal_replay.yaml",
-					     "design_sketch.yaml" };
+					     "design_sketch.yaml", "providers_new.yaml" };
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		struct kb_config	 a, b, d;
@@ -731,6 +772,7 @@ main(int argc, char **argv)
 	test_paths();
 	test_every_key(argv[1]);
 	test_round_trip(argv[1]);
+	test_provider_keys(argv[1]);
 	test_round_trip_strings();
 	test_small_err_buffer();
 	test_example_configs();

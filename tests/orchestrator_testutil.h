@@ -71,6 +71,17 @@ config_diff(const struct kb_config *a, const struct kb_config *b)
 	VAL_(llm.concurrency);
 	VAL_(llm.max_response_bytes);
 	STR_(llm.replay_dir);
+	STR_(llm.anthropic_version);
+	for (int i = 0; a->llm.command != NULL && a->llm.command[i] != NULL; i++)
+		if (b->llm.command == NULL || b->llm.command[i] == NULL ||
+		    strcmp(a->llm.command[i], b->llm.command[i]) != 0)
+			return "llm.command";
+	if ((a->llm.command == NULL) != (b->llm.command == NULL))
+		return "llm.command";
+	VAL_(llm.max_completion_tokens);
+	STR_(llm.reasoning_effort);
+	VAL_(llm.price_input_per_mtok);
+	VAL_(llm.price_output_per_mtok);
 	VAL_(refinement.turns);
 	VAL_(refinement.feedback_g);
 	VAL_(refinement.feedback_e);

@@ -28,11 +28,13 @@ work = scratch("report-files")
 EVIL = "</pre><script>alert('pwned')</script><img src=x onerror=alert(1)> & \"q\""
 
 
-def turn(outcome, compiled=True, files=None, tokens=(100, 50), attempts=1, leases=None):
-    return {"outcome": outcome, "compiled": compiled, "files": files or {}, "tokens": tokens,
-            "attempts": attempts,
-            "leases": leases if leases is not None else
-            {"GENERATE": (0, 5), "PRECOMPILE": (40, 900), "EXECUTE": (10, 300)}}
+def turn(outcome, compiled=True, files=None, tokens=(100, 50), attempts=1, leases=None,
+         extra=None):
+    return dict({"outcome": outcome, "compiled": compiled, "files": files or {}, "tokens": tokens,
+                 "attempts": attempts,
+                 "leases": leases if leases is not None else
+                 {"GENERATE": (0, 5), "PRECOMPILE": (40, 900), "EXECUTE": (10, 300)}},
+                **(extra or {}))
 
 
 def ok(speedup, ci=None, verdict="correct", reasons=(), correct=True):
@@ -60,7 +62,8 @@ tasks = [
              leases={"GENERATE": (0, 5), "PRECOMPILE": (100, 2000)}),
         turn(ok(1.6, (1.2, 2.1)), files={"prompt": "p2", "response": "r2", "kernel": kernel(2),
                                           "result": "{}", "feedback": "faster please"}),
-        turn(ok(0.7), files={"kernel": kernel(3)}, tokens=(300, 70), attempts=3)]},
+        turn(ok(0.7), files={"kernel": kernel(3)}, tokens=(300, 70), attempts=3,
+             extra={"reasoning_tokens": 40, "cost_usd": 0.00195})]},
     {"id": "B", "level": 1, "turns": [
         turn(bad("value_mismatch"), files={"kernel": kernel(4)}),
         turn(ok(12.0, (9.0, 15.0), verdict="suspect", reasons=["excessive_speedup"]),
@@ -116,6 +119,10 @@ def expected_rows(run_name, task_defs, recs_by_task):
             row["llm_requests"] = str(sum(d["attempts"] for d in gen)) if gen else ""
             row["prompt_tokens"] = str(sum(d["prompt_tokens"] for d in gen)) if gen else ""
             row["completion_tokens"] = str(sum(d["completion_tokens"] for d in gen)) if gen else ""
+            reasoned = [d["reasoning_tokens"] for d in gen if "reasoning_tokens" in d]
+            row["reasoning_tokens"] = str(sum(reasoned)) if reasoned else ""
+            priced = [d["cost_usd"] for d in gen if "cost_usd" in d]
+            row["cost_usd"] = sum(priced, 0.0) if priced else None
             rows.append(row)
     return rows
 
@@ -141,6 +148,19 @@ check(len(want1) == 3 + 3 + 3 + 1, "the hand-built run has %d turn rows" % len(w
 rows1 = check_csv(kforge("report", run1, "--csv").stdout, want1)
 check([r for r in rows1 if r["task"] == "B" and r["turn"] == "3"][0]["status"] == "",
       "a turn under way has an empty status")
+# report --json's model use: the run's sums and each task's equal the CSV's turn rows
+use = report_json(run1)["llm"]
+for key, col in (("requests", "llm_requests"), ("prompt_tokens", "prompt_tokens"),
+                 ("completion_tokens", "completion_tokens"),
+                 ("reasoning_tokens", "reasoning_tokens")):
+    check(use[key] == sum(int(r[col] or 0) for r in rows1),
+          "report --json llm.%s %r, the CSV sums to %r" % (key, use[key],
+                                                          sum(int(r[col] or 0) for r in rows1)))
+    for t in use["tasks"]:
+        mine = sum(int(r[col] or 0) for r in rows1 if r["task"] == t["id"])
+        check(t[key] == mine, "report --json llm task %s %s %r, want %r" % (t["id"], key, t[key], mine))
+check(use["reasoning_tokens"] == 40, "reasoning tokens %r, want 40" % use["reasoning_tokens"])
+check("cost_usd" not in use, "an unpriced run shows a cost: %r" % use)
 want2 = expected_rows("two", tasks2, recs2)
 check_csv(kforge("report", run1, run2, "--csv").stdout, want1 + want2)
 raw = subprocess.run([BIN, "report", run1, "--csv"], capture_output=True).stdout

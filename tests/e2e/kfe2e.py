@@ -300,6 +300,9 @@ def fake_run(path, name, tasks, turns, t0_ms=1_800_000_000_000):
             files = turn.get("files", {})
             g = {"attempts": turn.get("attempts", 1), "prompt_tokens": turn.get("tokens", (0, 0))[0],
                  "completion_tokens": turn.get("tokens", (0, 0))[1]}
+            for key in ("reasoning_tokens", "cost_usd"):    # priced runs, reasoning models
+                if key in turn:
+                    g[key] = turn[key]
             g.update(artifacts(k, ("prompt", "response", "kernel"), files))
             if "GENERATE" in leases:
                 g["lease"] = lease("llm", leases["GENERATE"])
