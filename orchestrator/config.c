@@ -42,6 +42,7 @@ enum cfg_kind {
 	K_IDS,		/* problems.ids */
 	K_FEEDBACK,	/* refinement.feedback */
 	K_DEVICES,	/* gpus.devices */
+	K_KEYS,		/* problems.exclude: a list of problem keys, or a file of them */
 };
 
 #define F_NONEMPTY	0x1	/* "" is refused */
@@ -79,6 +80,8 @@ static const struct cfg_key schema[] = {
 	{ KEY("problems.levels", K_LEVELS, problems.levels), .def = "[1, 2, 3]" },
 	{ KEY("problems.ids", K_IDS, problems.ids), .def = "all" },
 	{ KEY("problems.samples", K_INT, problems.samples), .def = "1", .lo = 1, .hi = 1000 },
+	{ KEY("problems.subset", K_PATH, problems.subset), .def = "''" },
+	{ KEY("problems.exclude", K_KEYS, problems.exclude), .def = "[]" },
 	{ KEY("llm.provider", K_ENUM, llm.provider), .allowed = providers },
 	{ KEY("llm.base_url", K_STR, llm.base_url), .def = "''",
 	  .when = "llm.provider", .is = "openai" },
@@ -698,12 +701,12 @@ add_level(struct cfg_ctx *x, yaml_node_t *n, void *arg)
 	long			 v;
 	int			 rc;
 
-	if ((rc = node_long(x, n, 1, 4, &v)) < 0)
+	if ((rc = node_long(x, n, 1, KB_MAX_LEVELS, &v)) < 0)
 		return rc;
 	for (int i = 0; i < c->problems.nlevels; i++)
 		if (c->problems.levels[i] == v)
 			return node_err(x, n, "duplicate level %ld", v);
-	/* 1..4 without duplicates cannot overflow KB_MAX_LEVELS */
+	/* 1..KB_MAX_LEVELS without duplicates cannot overflow KB_MAX_LEVELS */
 	c->problems.levels[c->problems.nlevels++] = (int)v;
 	return 0;
 }
@@ -1083,6 +1086,63 @@ emit_devices(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
 	fputc(']', fp);
 }
 
+/* One item of a problems.exclude list: a problem key, appended to the ','-joined text. */
+static int
+add_key(struct cfg_ctx *x, yaml_node_t *n, void *arg)
+{
+	struct kb_buf	*keys = arg;
+	const char	*s;
+	char		 buf[CFG_SHOW_MAX + 16];
+	int		 rc;
+
+	if ((rc = text_of(x, n, "a problem key like L1_1_ReLU", &s)) < 0)
+		return rc;
+	if (!orch_problem_key_valid(s))
+		return node_err(x, n, "expected a problem key like L1_1_ReLU (L{level}_{file "
+				"stem}), got %s", got(n, false, buf, sizeof(buf)));
+	if (kb_buf_printf(keys, "%s%s", keys->len > 0 ? "," : "", s) < 0)
+		return node_err(x, n, "more keys than fit in %u bytes", (unsigned)keys->cap);
+	return 0;
+}
+
+/* problems.exclude: a list of problem keys, one key, or a file of keys (any other
+ * scalar, a path as problems.subset takes one; stored absolute, so it starts with '/'). */
+static int
+set_keys(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	struct kb_buf	keys = KB_BUF_INIT(ORCH_CONFIG_MAX_BYTES);
+	int		rc;
+
+	if (n->type == YAML_MAPPING_NODE)
+		return node_err(x, n, "expected a list of problem keys or a file, got a mapping");
+	if (n->type == YAML_SCALAR_NODE && !orch_problem_key_valid(scalar(n)))
+		return set_path(x, k, n);
+	if ((rc = each_item(x, n, add_key, &keys)) == 0)
+		store_string(x->c, k, keys.p != NULL ? keys.p : "");
+	kb_buf_clear(&keys);
+	return rc;
+}
+
+static void
+emit_keys(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
+{
+	const char	*s = c->problems.exclude != NULL ? c->problems.exclude : "";
+
+	(void)k;
+	if (s[0] == '/') {
+		emit_quoted(s, fp);
+		return;
+	}
+	fputc('[', fp);
+	for (const char *p = s; *p != '\0';) {
+		size_t	len = strcspn(p, ",");
+
+		fprintf(fp, "%s%.*s", p == s ? "" : ", ", (int)len, p);
+		p += len + (p[len] == ',');
+	}
+	fputc(']', fp);
+}
+
 static const struct {
 	cfg_set_fn	set;
 	cfg_emit_fn	emit;
@@ -1100,6 +1160,7 @@ static const struct {
 	[K_IDS] = { set_ids, emit_ids },
 	[K_FEEDBACK] = { set_feedback, emit_feedback },
 	[K_DEVICES] = { set_devices, emit_devices },
+	[K_KEYS] = { set_keys, emit_keys },
 };
 
 /* ---------------------------------------------------------- key lookup */
@@ -1524,6 +1585,8 @@ keep_origins(struct cfg_ctx *x)
 		{ "problems.dir", offsetof(struct kb_config, problems.dir_at) },
 		{ "problems.levels", offsetof(struct kb_config, problems.levels_at) },
 		{ "problems.ids", offsetof(struct kb_config, problems.ids_at) },
+		{ "problems.subset", offsetof(struct kb_config, problems.subset_at) },
+		{ "problems.exclude", offsetof(struct kb_config, problems.exclude_at) },
 	};
 
 	for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++) {
