@@ -13,3 +13,6 @@ kb_add_script_test(unit_viewer_paths
 # the kernel diff (rebuilds both sides, as short as an LCS allows), escaping, CSV quoting
 kb_add_test(orchestrator_report SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_report.c
             LIBS kb_orch LABELS unit)
+# fast_p@k by hand, k-medoids recovering planted centres, the paired bootstrap's verdicts
+kb_add_test(orchestrator_stats SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_stats.c
+            LIBS kb_orch LABELS unit)
