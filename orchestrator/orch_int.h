@@ -150,6 +150,17 @@ int	orch_cmd_stop(const char *dir, int timeout_s);
  * level and overall, fast_1 by turn, ...): the one count that --csv, the plots and the
  * HTML page show. NULL on OOM. */
 json_t	*orch_report_json(const struct orch_run *run, const char *const *accept);
+/* The same over the problems whose keys keep (a JSON object) has; NULL: all. */
+json_t	*orch_report_json_of(const struct orch_run *run, const char *const *accept,
+			     const json_t *keep);
+/* The report's one definition of a task's outcome: correct with a best speedup above p
+ * (p <= 0: correct at all, fast_0), over the whole task or by turn (1-based; a task that
+ * ended earlier keeps its last best). */
+bool	orch_summary_fast(const struct fsm_summary *s, double p);
+bool	orch_summary_fast_by(const struct fsm_summary *s, int turn, double p);
+/* The fast_p levels the report shows (0.5, 1, 1.5, 2). */
+extern const double orch_fast_p_levels[];
+#define ORCH_N_FAST_P 4
 
 /* runmodel.c: a run read back for the CSV, the plots and the page: {dir, name, device,
  * turns, report (orch_report_json), tasks: [{id, level, problem, state, turn,
@@ -220,6 +231,15 @@ void	orch_standardize(double *x, int n, int dim);
  * -KB_EINVAL unless 1 <= k <= n <= ORCH_KMEDOIDS_MAX. */
 #define ORCH_KMEDOIDS_MAX 1000
 int	orch_kmedoids(const double *x, int n, int dim, int k, int *medoids, double *cost);
+
+/* compare.c: `kforge report RUN_A RUN_B ...` (text or JSON): the runs side by side on
+ * their common problems, with the differences from the first and whether each is beyond
+ * the runs' noise; `kforge subset RUN_DIR... --size N --out FILE`: the medoids of the
+ * problems' results, with how well they reproduce the full set against random subsets.
+ * Both warn, a line per key, where a problem's content differs between runs. 0 or 1. */
+int	orch_cmd_compare(const char *const *dirs, int ndirs, bool json, const char *const *accept);
+int	orch_cmd_subset(const char *const *dirs, int ndirs, int size, const char *out,
+			uint64_t seed);
 
 #define ORCH_VIEW_PORT	8737	/* kforge view's default port */
 /* viewer.c: `kforge view DIR`: serves the page on addr:port (port 0: any free one; the

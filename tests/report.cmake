@@ -16,3 +16,7 @@ kb_add_test(orchestrator_report SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_r
 # fast_p@k by hand, k-medoids recovering planted centres, the paired bootstrap's verdicts
 kb_add_test(orchestrator_stats SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_stats.c
             LIBS kb_orch LABELS unit)
+# fast_p@k by hand, report RUN_A RUN_B (common problems, noise, content warnings), subset
+kb_add_script_test(unit_report_compare
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/report_compare.py
+                   LABELS unit TIMEOUT 300)
