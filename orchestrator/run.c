@@ -236,19 +236,34 @@ write_config(const char *dir, const struct kb_config *cfg)
 	return rc;
 }
 
+/* The manifest, with each problem file's SHA-256 as the run found it at its start
+ * ("problem_sha256"): a comparison of runs can then tell a key whose content changed. */
 static int
 write_tasks(const char *dir, const struct kb_task *tasks, int n)
 {
-	char	path[PATH_MAX];
+	char	path[PATH_MAX], sha[65] = "";
 	json_t	*arr = json_array();
 	int	rc;
 
-	for (int i = 0; i < n; i++)
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:i}", "id",
-			tasks[i].id, "problem_key", tasks[i].problem_key, "problem_name",
-			tasks[i].problem_name, "problem_path", tasks[i].problem_path, "level",
-			tasks[i].level, "problem_id", (json_int_t)tasks[i].problem_id, "sample",
-			tasks[i].sample));
+	for (int i = 0; i < n; i++) {
+		if (i == 0 || strcmp(tasks[i].problem_path, tasks[i - 1].problem_path) != 0) {
+			char	*text;
+			size_t	 len;
+
+			if ((rc = kb_read_file(tasks[i].problem_path, ORCH_PROBLEM_MAX_BYTES, &text,
+					       &len)) < 0) {
+				json_decref(arr);
+				return rc;
+			}
+			kb_sha256_hex(text, len, sha);
+			free(text);
+		}
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:i}",
+			"id", tasks[i].id, "problem_key", tasks[i].problem_key, "problem_name",
+			tasks[i].problem_name, "problem_path", tasks[i].problem_path,
+			"problem_sha256", sha, "level", tasks[i].level, "problem_id",
+			(json_int_t)tasks[i].problem_id, "sample", tasks[i].sample));
+	}
 	snprintf(path, sizeof(path), "%s/tasks.json", dir);
 	rc = kb_write_atomic_json(path, arr);
 	json_decref(arr);
