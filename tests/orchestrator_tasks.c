@@ -248,6 +248,38 @@ test_subset_exclude(void)
 			sizeof(cfgerr)) == -KB_ECONFIG);
 	CHECK_STR(cfgerr, "t.yaml:2:39: problems.exclude: expected a problem key like L1_1_ReLU "
 		  "(L{level}_{file stem}), got '7'");
+	/* a file named relative to the config: stored absolute, emitted and read back */
+	{
+		char	cfg[PATH_MAX], *text = NULL;
+		size_t	len = 0;
+		FILE	*fp;
+		struct kb_config back;
+
+		snprintf(cfg, sizeof(cfg), "%s/ex.yaml", root);
+		write_file("ex.yaml", "name: t\nproblems: {dir: /x, exclude: ex.txt}\n"
+			   "llm: {provider: replay, replay_dir: /r}\n");
+		if (orch_config_load(cfg, NULL, 0, &c, cfgerr, sizeof(cfgerr)) == 0) {
+			snprintf(want, sizeof(want), "%s/ex.txt", root);
+			CHECK_STR(c.problems.exclude, want);
+			fp = open_memstream(&text, &len);
+			CHECK(orch_config_emit(&c, fp) == 0);
+			fclose(fp);
+			if (orch_config_load_string(text, len, "frozen", NULL, 0, &back, cfgerr,
+						    sizeof(cfgerr)) == 0) {
+				CHECK_STR(back.problems.exclude, want);
+				kb_config_clear(&back);
+			} else {
+				fprintf(stderr, "reload: %s\n%s", cfgerr, text);
+				failures++;
+			}
+			free(text);
+			kb_config_clear(&c);
+		} else {
+			fprintf(stderr, "ex.yaml: %s\n", cfgerr);
+			failures++;
+		}
+		remove(cfg);
+	}
 	remove(file);
 	snprintf(file, sizeof(file), "%s/ex.txt", root);
 	remove(file);
