@@ -117,10 +117,10 @@ static const struct command commands[] = {
 	  "log of the best speedup, by turn and sample). Prints how well the subset\n"
 	  "reproduces the full set: per run, fast_0, fast_1 and fast_1 by turn of both, the\n"
 	  "absolute deviations and their mean, next to the same for 50 random subsets of N\n"
-	  "(drawn with --seed, default 1) and how many of them the medoids beat. Writes the\n"
-	  "medoids to FILE as a problems.subset file (keys a line, a comment header saying\n"
-	  "how it was made). Problems not in every run are left out with a line on stderr;\n"
-	  "a problem whose content differs between runs is a warning." },
+	  "(drawn with --seed, default 1) and how many of them the medoids beat and tie.\n"
+	  "Writes the medoids to FILE as a problems.subset file (keys a line, a comment\n"
+	  "header saying how it was made). Problems not in every run are left out with a\n"
+	  "line on stderr; a problem whose content differs between runs is a warning." },
 	{ .name = "view", .run = cmd_viewer,
 	  .usage = "view DIR [--port N] [--bind ADDR]",
 	  .help = "Serve the report page of a run (as report --html writes it) on http://ADDR:N/,\n"

@@ -509,8 +509,9 @@ targets_make(const struct cmp_run *r, int n, json_t *common, struct subset_targe
 }
 
 static int
-write_subset(const char *out, const char *const *dirs, int ndirs, json_t *common,
-	     const int *med, int size, double mad, double random_mean, int beaten, uint64_t seed)
+write_subset(const char *out, const struct cmp_run *r, int ndirs, json_t *common,
+	     const int *med, int size, double mad, double random_mean, int beaten, int tied,
+	     uint64_t seed)
 {
 	struct kb_buf	 b = KB_BUF_INIT(0);
 	const char	**keys = calloc(json_object_size(common) + 1, sizeof(char *));
@@ -526,11 +527,11 @@ write_subset(const char *out, const char *const *dirs, int ndirs, json_t *common
 		      "(PAM) over their\n# standardized results (compiled, correct and speedup "
 		      "by turn and sample) in the runs:\n", size, json_object_size(common));
 	for (int i = 0; i < ndirs; i++)
-		kb_buf_printf(&b, "#   %s\n", dirs[i]);
+		kb_buf_printf(&b, "#   %s\n", r[i].run.dir);
 	kb_buf_printf(&b, "# Mean absolute deviation of fast_0, fast_1 and fast_1 by turn from "
 		      "the full set: %.4f\n# (%d random subsets of %d, seed %llu: mean %.4f; "
-		      "these medoids beat %d of them).\n", mad, SUBSET_RANDOM, size,
-		      (unsigned long long)seed, random_mean, beaten);
+		      "these medoids beat %d of them and tie %d).\n", mad, SUBSET_RANDOM, size,
+		      (unsigned long long)seed, random_mean, beaten, tied);
 	for (int m = 0; m < size; m++)
 		kb_buf_printf(&b, "%s\n", keys[med[m]]);
 	rc = kb_write_atomic(out, b.p, b.len);
@@ -547,6 +548,7 @@ orch_cmd_subset(const char *const *dirs, int ndirs, int size, const char *out, u
 	json_t			*common = NULL, *dropped = json_array();
 	double			*x = NULL, *dev = NULL, mad, random_sum = 0, *random_dev = NULL;
 	int			*med = NULL, *pick = NULL, np, dim = 0, rc = 1, beaten = 0;
+	int			 tied = 0;
 	uint64_t		 state = seed;
 
 	if (r == NULL)
@@ -602,6 +604,7 @@ orch_cmd_subset(const char *const *dirs, int ndirs, int size, const char *out, u
 		free(one);
 		random_sum += rmad;
 		beaten += mad < rmad - 1e-12;
+		tied += fabs(mad - rmad) <= 1e-12;
 	}
 	printf("kforge subset: %d of %d problems, the medoids of k-medoids (PAM) over %d "
 	       "standardized results each from %d run(s)\n\n", size, np, dim, ndirs);
@@ -613,11 +616,11 @@ orch_cmd_subset(const char *const *dirs, int ndirs, int size, const char *out, u
 		printf("%-18s  %6.1f%%  %6.1f%%  %6.1f%%  %12.1f%%\n", t.name[q], 100 * t.full[q],
 		       100 * dev[q], 100 * fabs(dev[q] - t.full[q]), 100 * random_dev[q]);
 	printf("\nmean absolute deviation: subset %.1f%%, %d random subsets of %d (seed %llu) "
-	       "%.1f%% on average;\nthe subset beats %d of them (%.0f%%)\n", 100 * mad,
+	       "%.1f%% on average;\nthe subset beats %d of them (%.0f%%) and ties %d\n", 100 * mad,
 	       SUBSET_RANDOM, size, (unsigned long long)seed, 100 * random_sum / SUBSET_RANDOM,
-	       beaten, 100.0 * beaten / SUBSET_RANDOM);
-	if (write_subset(out, dirs, ndirs, common, med, size, mad, random_sum / SUBSET_RANDOM,
-			 beaten, seed) < 0) {
+	       beaten, 100.0 * beaten / SUBSET_RANDOM, tied);
+	if (write_subset(out, r, ndirs, common, med, size, mad, random_sum / SUBSET_RANDOM,
+			 beaten, tied, seed) < 0) {
 		fprintf(stderr, "kforge: cannot write %s: %s\n", out, strerror(errno));
 		goto out;
 	}
