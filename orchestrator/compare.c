@@ -402,10 +402,10 @@ subset_mad(const struct subset_target *t, const int *members, int size, double *
 	return total / t->nq;
 }
 
-/* The result vector of every common problem: per run, per sample (the fewest any
- * problem has there) and per turn, whether a correct kernel exists by then and the ln
- * of its best speedup (clipped to [-3, 3]; -3 with none), and whether the sample ever
- * compiled. Rows in the order of common's indices. */
+/* The result vector of every common problem: per run, per sample and per turn, whether
+ * that turn's kernel compiled, whether a correct kernel exists by then and the ln of its
+ * best speedup (clipped to [-3, 3]; -3 with none). Rows in the order of common's
+ * indices. */
 static double *
 result_vectors(const struct cmp_run *r, int n, json_t *common, int *dim_out)
 {
@@ -427,7 +427,7 @@ result_vectors(const struct cmp_run *r, int n, json_t *common, int *dim_out)
 			if (r[i].run.tasks[k].sample >= samples[i])
 				samples[i] = r[i].run.tasks[k].sample + 1;
 		offset[i] = dim;
-		dim += samples[i] * (1 + 2 * turns);
+		dim += samples[i] * 3 * turns;
 	}
 	if ((x = calloc((size_t)np * (size_t)dim + 1, sizeof(double))) != NULL) {
 		for (int i = 0; i < n; i++) {
@@ -441,15 +441,15 @@ result_vectors(const struct cmp_run *r, int n, json_t *common, int *dim_out)
 				if (idx == NULL)
 					continue;
 				row = x + (size_t)json_integer_value(idx) * dim + offset[i] +
-				      (size_t)r[i].run.tasks[k].sample * (1 + 2 * turns);
-				row[0] = s->any_compiled;
-				for (int t = 1; t <= turns; t++) {
+				      (size_t)r[i].run.tasks[k].sample * 3 * turns;
+				for (int t = 1; t <= turns && t <= 256; t++) {
 					double best = s->nbest == 0 ? -1 :
 						s->best_at_turn[t <= s->nbest ? t - 1 : s->nbest - 1];
 					double ln = best > 0 ? log(best) : SPEEDUP_LOG_FLOOR;
 
-					row[2 * t - 1] = orch_summary_fast_by(s, t, 0);
-					row[2 * t] = fmax(SPEEDUP_LOG_FLOOR, fmin(SPEEDUP_LOG_CEIL, ln));
+					row[3 * t - 3] = s->compiled_at_turn[t - 1];
+					row[3 * t - 2] = orch_summary_fast_by(s, t, 0);
+					row[3 * t - 1] = fmax(SPEEDUP_LOG_FLOOR, fmin(SPEEDUP_LOG_CEIL, ln));
 				}
 			}
 		}

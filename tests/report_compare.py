@@ -8,8 +8,9 @@ directories with known records:
   single-run reports' over those problems, the differences are from the first run, a
   large difference is beyond the runs' noise and a zero one is not; a problem whose
   content hash differs between the runs is one warning line;
-- `kforge subset` on runs whose problems fall in three planted groups of identical
-  results picks one problem of each group, reproduces the full set exactly (deviation
+- `kforge subset` on runs whose problems fall in four planted groups of identical
+  results (two of them told apart only by whether their turns compiled) picks one problem
+  of each group, reproduces the full set exactly (deviation
   0), beats random subsets, and writes a problems.subset file with a comment header;
 - bad input gets one line and a nonzero exit.
 """
@@ -132,29 +133,38 @@ check(fast0 and fast0[0].rstrip().endswith("*"), "fast_0 not marked beyond noise
 fast2 = [l for l in text.splitlines() if l.startswith("fast_2 ")]
 check(fast2 and not fast2[0].rstrip().endswith("*"), "fast_2 marked: %r" % fast2)
 
-# ---- kforge subset: three planted groups of four identical problems each, in two runs
-groups = [[bad(), bad()], [ok(0.5), ok(1.5)], [ok(3.0), ok(3.0)]]
-other = [[bad(), ok(0.8)], [ok(0.5), ok(1.5)], [ok(1.2), ok(3.0)]]
-keys = ["L1_%d_G%d" % (i + 1, i % 3) for i in range(12)]
-run_s1 = make_run(os.path.join(work, "s1"), "s1", {k: [groups[i % 3]] for i, k in enumerate(keys)}, turns=2)
-run_s2 = make_run(os.path.join(work, "s2"), "s2", {k: [other[i % 3]] for i, k in enumerate(keys)}, turns=2)
+# ---- kforge subset: four planted groups of four identical problems each, in two runs;
+# groups 0 and 3 differ only in whether their turns compiled
+def nc():
+    return {"outcome": {"verdict": "incorrect", "reasons": ["compile_error"], "status": "compile_error",
+                        "compiled": False, "correct": False}, "compiled": False}
+
+
+groups = [[nc(), nc()], [ok(0.5), ok(1.5)], [ok(3.0), ok(3.0)], [bad(), bad()]]
+other = [[nc(), ok(0.8)], [ok(0.5), ok(1.5)], [ok(1.2), ok(3.0)], [bad(), ok(0.8)]]
+# in blocks, group 3 last: were it not told apart, a tie would go to a lower index
+keys = ["L1_%d_G%d" % (i + 1, i // 4) for i in range(16)]
+run_s1 = make_run(os.path.join(work, "s1"), "s1", {k: [groups[i // 4]] for i, k in enumerate(keys)}, turns=2)
+run_s2 = make_run(os.path.join(work, "s2"), "s2", {k: [other[i // 4]] for i, k in enumerate(keys)}, turns=2)
 out = os.path.join(work, "subset.txt")
-p = kforge("subset", run_s1, run_s2, "--size", "3", "--out", out)
+p = kforge("subset", run_s1, run_s2, "--size", "4", "--out", out)
 chosen = [l.strip() for l in open(out) if l.strip() and not l.startswith("#")]
-check(sorted(k[-1] for k in chosen) == ["0", "1", "2"], "medoids %r: not one per planted group" % chosen)
+check(sorted(k[-1] for k in chosen) == ["0", "1", "2", "3"], "medoids %r: not one per planted group" % chosen)
+# 2 runs x 1 sample x 2 turns x (compiled, correct, ln speedup)
+check("over 12 standardized results each from 2 run(s)" in p.stdout, p.stdout)
 header = [l for l in open(out) if l.startswith("#")]
 check(header and "k-medoids" in header[0] and any(run_s1 in l for l in header), "header %r" % header)
 check("mean absolute deviation: subset 0.0%" in p.stdout, "planted subset deviates:\n" + p.stdout)
-check("the subset beats" in p.stdout and "50 random subsets of 3" in p.stdout, p.stdout)
+check("the subset beats" in p.stdout and "50 random subsets of 4" in p.stdout, p.stdout)
 beats = int(p.stdout.split("the subset beats ")[1].split()[0])
 ties = int(p.stdout.split(" and ties ")[1].split()[0])
-# a random 3 of 12 holds one problem of each group, and ties at 0, with chance 64/220
-check(beats + ties == 50 and beats >= 20, "the medoids beat only %d of 50 random subsets "
+# a random 4 of 16 holds one problem of each group, and ties at 0, with chance 256/1820
+check(beats + ties == 50 and beats >= 25, "the medoids beat only %d of 50 random subsets "
       "(%d ties)" % (beats, ties))
 for metric in ("A fast_0", "A fast_1", "A fast_1@turn1", "B fast_1@turn2"):
     check(any(l.startswith(metric + " ") for l in p.stdout.splitlines()), "no row %s" % metric)
 # the same seed, the same output
-check(kforge("subset", run_s1, run_s2, "--size", "3", "--out", out).stdout == p.stdout,
+check(kforge("subset", run_s1, run_s2, "--size", "4", "--out", out).stdout == p.stdout,
       "subset is not deterministic")
 
 
@@ -169,7 +179,7 @@ def refused(args, rc, words):
 refused(["subset", run_s1, "--out", out], 2, "--size")
 refused(["subset", run_s1, "--size", "3"], 2, "--out")
 refused(["subset", run_s1, "--size", "0", "--out", out], 2, "--size wants")
-refused(["subset", run_s1, "--size", "13", "--out", out], 1, "12 problems in common")
+refused(["subset", run_s1, "--size", "17", "--out", out], 1, "16 problems in common")
 refused(["subset", run_s1, os.path.join(work, "missing"), "--size", "2", "--out", out], 1,
         "not a kforge run directory")
 refused(["report", run_a, os.path.join(work, "missing")], 1, "not a kforge run directory")
