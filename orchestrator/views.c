@@ -738,7 +738,8 @@ orch_summary_fast_by(const struct fsm_summary *s, int turn, double p)
 	double best = s->nbest == 0 || turn < 1 ? -1 :
 		      s->best_at_turn[turn <= s->nbest ? turn - 1 : s->nbest - 1];
 
-	return p <= 0 ? best > 0 : best > p;
+	/* best is -1 before a correct turn, 0 for one correct at an unknown speed */
+	return p <= 0 ? best >= 0 : best > p;
 }
 
 struct tally {
@@ -850,8 +851,6 @@ add_flagged(json_t *list, const char *id, const struct fsm_summary *s)
 	}
 }
 
-/* What report counts over a run's tasks: the one tally that the text, --json, --csv, the
- * plots and the HTML page all read (through orch_report_json). */
 /* One task's fast flags, kept for the estimators over a problem's samples: fast[0] is
  * fast_0, fast[1 + i] fast_p at orch_fast_p_levels[i]; fast1_by[k] fast_1 by turn k+1. */
 struct task_fast {
@@ -860,6 +859,8 @@ struct task_fast {
 	bool		*fast1_by;
 };
 
+/* What report counts over a run's tasks: the one tally that the text, --json, --csv, the
+ * plots and the HTML page all read (through orch_report_json). */
 struct report {
 	struct tally	 all, lv[KB_MAX_LEVELS + 1];
 	struct task_fast *tf;		/* the tasks counted, in task order */
