@@ -271,7 +271,7 @@ enum kb_netns	kb_netns_probe(char *why, size_t whylen);
 
 /* ------------------------------------------------------------- the config */
 
-#define KB_MAX_LEVELS	8
+#define KB_MAX_LEVELS	8	/* problems.levels: 1..KB_MAX_LEVELS (KernelBench has 1-4) */
 #define KB_MAX_RANGES	64
 #define KB_MAX_DEVICES	64
 
@@ -289,10 +289,13 @@ struct kb_config {
 		struct kb_id_range ids[KB_MAX_RANGES];	/* empty = all */
 		int	 nids;
 		int	 samples;
+		char	*subset;	/* "" or a file of problem keys, one a line */
+		/* "" none; "/..." a file of keys; else keys joined by ',' (a key has none) */
+		char	*exclude;
 		/* Where dir, levels and ids were set, as the config loader's messages
 		 * name it ("x.yaml:3:12", "--set problems.ids=7", "x.yaml" for a
 		 * default), for the task list's errors; NULL in a hand-made config. */
-		char	*dir_at, *levels_at, *ids_at;
+		char	*dir_at, *levels_at, *ids_at, *subset_at, *exclude_at;
 	} problems;
 	struct {
 		char	*provider;		/* openai | anthropic | command | replay */

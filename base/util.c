@@ -392,7 +392,8 @@ kb_config_clear(struct kb_config *c)
 {
 	char **strings[] = {
 		&c->name, &c->problems.dir, &c->problems.dir_at, &c->problems.levels_at,
-		&c->problems.ids_at, &c->llm.provider, &c->llm.base_url, &c->llm.model,
+		&c->problems.ids_at, &c->problems.subset, &c->problems.exclude,
+		&c->problems.subset_at, &c->problems.exclude_at, &c->llm.provider, &c->llm.base_url, &c->llm.model,
 		&c->llm.api_key_env, &c->llm.replay_dir, &c->refinement.prompt,
 		&c->refinement.prompts_dir, &c->eval.device, &c->eval.precision,
 		&c->eval.arch_list, &c->eval.inputs, &c->eval.format, &c->eval.torch_ops,

@@ -82,6 +82,7 @@ struct fsm_summary {
 	double		 best_lo, best_hi;
 	int		 best_turn;
 	bool		 any_compiled, any_correct;
+	bool		 compiled_at_turn[256];	/* turn k's kernel built (index k-1) */
 	double		 best_at_turn[256];	/* best correct speedup up to turn k (index k-1) */
 	int		 nbest;
 	char		 last_status[32];	/* runner status of the latest evaluated turn */

@@ -135,7 +135,7 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	if (json_is_string(v = json_object_get(d, "status")))
 		snprintf(s->last_status, sizeof(s->last_status), "%s", json_string_value(v));
 	if (json_is_true(json_object_get(d, "compiled")))
-		s->any_compiled = true;
+		s->any_compiled = s->compiled_at_turn[rec->turn - 1] = true;
 	if (turn_counts(z, rec->turn, d)) {
 		double	speedup;
 

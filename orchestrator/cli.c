@@ -1,5 +1,6 @@
 /* cli.c: the kforge command line — one table of commands, each with its help. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@ static int	cmd_eval(int argc, char **argv);
 static int	cmd_doctor(int argc, char **argv);
 static int	cmd_baseline(int argc, char **argv);
 static int	cmd_config(int argc, char **argv);
+static int	cmd_subset(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ .name = "run", .run = cmd_run,
@@ -83,6 +85,7 @@ static const struct command commands[] = {
 	  "followed tasks finish." },
 	{ .name = "report", .run = cmd_report,
 	  .usage = "report DIR [--json] [--accept RULE ...]\n"
+		   "         report RUN_A RUN_B ... [--json] [--accept RULE ...]\n"
 		   "         report DIR... [--csv] [--html FILE] [--svg DIR] [--accept RULE ...]",
 	  .help = "Compile rate, correctness (fast_0), fast_p for p in 0.5, 1, 1.5, 2 per level and\n"
 	  "overall, fast_1 by turn (best kernel up to turn N), and last statuses. Only a\n"
@@ -98,7 +101,27 @@ static const struct command commands[] = {
 	  "page: the summary, the plots, a sortable table of tasks and, per task, its\n"
 	  "timeline and every turn's prompt, reply, kernel (with a diff against the previous\n"
 	  "turn's), build output, results, verdict, profile and feedback. With several run\n"
-	  "directories --csv, --svg and --html cover them all, the plots overlaid." },
+	  "directories --csv, --svg and --html cover them all, the plots overlaid.\n"
+	  "With problems.samples above 1 the report adds fast_p@k and fast_1@k by turn for\n"
+	  "k = 1 to the samples, by the unbiased estimator 1 - C(n-c,k)/C(n,k) averaged over\n"
+	  "problems. Several run directories without --csv, --html or --svg compare the\n"
+	  "runs (as Table 2 of the KernelBench paper: G, G+E, G+E+P) on the problems they\n"
+	  "have in common: fast_0, fast_p and fast_1 by turn per run, each run's difference\n"
+	  "from the first with the 95% interval of a paired bootstrap over the problems\n"
+	  "(2000 resamples, a fixed seed), marked * when the interval leaves out 0: beyond\n"
+	  "the runs' own noise. A problem whose content (its SHA-256, recorded in tasks.json\n"
+	  "at each run's start) differs between runs is a warning line on stderr." },
+	{ .name = "subset", .run = cmd_subset,
+	  .usage = "subset RUN_DIR... --size N --out FILE [--seed S]",
+	  .help = "Choose N representative problems of the runs' common problems: k-medoids (PAM)\n"
+	  "over each problem's standardized results in every run (compiled, correct and the\n"
+	  "log of the best speedup, by turn and sample). Prints how well the subset\n"
+	  "reproduces the full set: per run, fast_0, fast_1 and fast_1 by turn of both, the\n"
+	  "absolute deviations and their mean, next to the same for 50 random subsets of N\n"
+	  "(drawn with --seed, default 1) and how many of them the medoids beat and tie.\n"
+	  "Writes the medoids to FILE as a problems.subset file (keys a line, a comment\n"
+	  "header saying how it was made). Problems not in every run are left out with a\n"
+	  "line on stderr; a problem whose content differs between runs is a warning." },
 	{ .name = "view", .run = cmd_viewer,
 	  .usage = "view DIR [--port N] [--bind ADDR]",
 	  .help = "Serve the report page of a run (as report --html writes it) on http://ADDR:N/,\n"
@@ -195,8 +218,10 @@ struct run_opts {
 	const char	*accept[MAX_SETS + 1];	/* NULL-ended */
 	int		 nsets, naccept, timeout, progress_interval;
 	bool		 detach, json, follow, quiet, fresh, csv, reference;
-	const char	*html, *svg, *bind;
-	int		 port;
+	const char	*html, *svg, *bind, *out;
+	int		 port, size;
+	long		 seed;
+	bool		 seed_set;
 };
 
 static int
@@ -237,6 +262,19 @@ on_opt(int c, const char *arg, void *st)
 					   "one), got '%s'", arg);
 		o->port = (int)v;
 		break;
+	case 'N':
+		if (kb_parse_int(arg, 1, ORCH_KMEDOIDS_MAX, &v) < 0)
+			return usage_error("--size wants a number of problems (1 to "
+					   STR(ORCH_KMEDOIDS_MAX) "), got '%s'", arg);
+		o->size = (int)v;
+		break;
+	case 'O': o->out = arg; break;
+	case 'E':
+		if (kb_parse_int(arg, 0, LONG_MAX, &v) < 0)
+			return usage_error("--seed wants a non-negative integer, got '%s'", arg);
+		o->seed = v;
+		o->seed_set = true;
+		break;
 	case 'a':
 		if (o->naccept >= MAX_SETS)
 			return usage_error("too many --accept options (%s)", arg);
@@ -274,6 +312,9 @@ static const struct option all_longopts[] = {
 	{ "port", required_argument, NULL, 'P' },
 	{ "bind", required_argument, NULL, 'B' },
 	{ "reference", no_argument, NULL, 'R' },
+	{ "size", required_argument, NULL, 'N' },
+	{ "out", required_argument, NULL, 'O' },
+	{ "seed", required_argument, NULL, 'E' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -394,10 +435,29 @@ cmd_report(int argc, char **argv)
 			return usage_error("wants at least one run directory%s", "");
 		return orch_cmd_report_out((const char *const *)rest, nrest, o.accept, &out);
 	}
-	if (nrest != 1)
-		return usage_error("wants exactly one run directory (several only with --csv, "
-				   "--html or --svg)%s", "");
+	if (nrest < 1)
+		return usage_error("wants at least one run directory%s", "");
+	if (nrest > 1)
+		return orch_cmd_compare((const char *const *)rest, nrest, o.json, o.accept);
 	return orch_cmd_report(rest[0], o.json, o.accept);
+}
+
+static int
+cmd_subset(int argc, char **argv)
+{
+	struct run_opts	o = { 0 };
+	char		**rest;
+	int		nrest;
+
+	PARSE_OR_RETURN("NOE");
+	if (nrest < 1)
+		return usage_error("wants at least one run directory%s", "");
+	if (o.size == 0)
+		return usage_error("wants --size N, the number of problems to choose%s", "");
+	if (o.out == NULL)
+		return usage_error("wants --out FILE, where the subset goes%s", "");
+	return orch_cmd_subset((const char *const *)rest, nrest, o.size, o.out,
+			       o.seed_set ? (uint64_t)o.seed : 1);
 }
 
 static int

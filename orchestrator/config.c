@@ -43,6 +43,7 @@ enum cfg_kind {
 	K_FEEDBACK,	/* refinement.feedback */
 	K_DEVICES,	/* gpus.devices */
 	K_ARGV,		/* a list of strings: a program and its arguments */
+	K_KEYS,		/* problems.exclude: a list of problem keys, or a file of them */
 };
 
 #define F_NONEMPTY	0x1	/* "" is refused */
@@ -90,6 +91,10 @@ static const struct cfg_key schema[] = {
 	  .doc = "the problem ids run within each level: all, or ranges such as \"1-100,3\"" },
 	{ KEY("problems.samples", K_INT, problems.samples), .def = "1", .lo = 1, .hi = 1000,
 	  .doc = "independent trajectories per problem (fast_p@k)" },
+	{ KEY("problems.subset", K_PATH, problems.subset), .def = "''",
+	  .doc = "a file of problem keys, one a line, to run only those (problems/subsets/ has some)" },
+	{ KEY("problems.exclude", K_KEYS, problems.exclude), .def = "[]",
+	  .doc = "problem keys left out: a list, one key, or a file of keys" },
 	{ KEY("llm.provider", K_ENUM, llm.provider), .allowed = providers,
 	  .doc = "where replies come from: an OpenAI-compatible endpoint, Anthropic's Messages API, "
 		 "a program of yours, or saved replies" },
@@ -791,12 +796,12 @@ add_level(struct cfg_ctx *x, yaml_node_t *n, void *arg)
 	long			 v;
 	int			 rc;
 
-	if ((rc = node_long(x, n, 1, 4, &v)) < 0)
+	if ((rc = node_long(x, n, 1, KB_MAX_LEVELS, &v)) < 0)
 		return rc;
 	for (int i = 0; i < c->problems.nlevels; i++)
 		if (c->problems.levels[i] == v)
 			return node_err(x, n, "duplicate level %ld", v);
-	/* 1..4 without duplicates cannot overflow KB_MAX_LEVELS */
+	/* 1..KB_MAX_LEVELS without duplicates cannot overflow KB_MAX_LEVELS */
 	c->problems.levels[c->problems.nlevels++] = (int)v;
 	return 0;
 }
@@ -1230,6 +1235,43 @@ out_free:
 	return rc;
 }
 
+/* One item of a problems.exclude list: a problem key, appended to the ','-joined text. */
+static int
+add_key(struct cfg_ctx *x, yaml_node_t *n, void *arg)
+{
+	struct kb_buf	*keys = arg;
+	const char	*s;
+	char		 buf[CFG_SHOW_MAX + 16];
+	int		 rc;
+
+	if ((rc = text_of(x, n, "a problem key like L1_1_ReLU", &s)) < 0)
+		return rc;
+	if (!orch_problem_key_valid(s))
+		return node_err(x, n, "expected a problem key like L1_1_ReLU (L{level}_{file "
+				"stem}), got %s", got(n, false, buf, sizeof(buf)));
+	if (kb_buf_printf(keys, "%s%s", keys->len > 0 ? "," : "", s) < 0)
+		return node_err(x, n, "more keys than fit in %u bytes", (unsigned)keys->cap);
+	return 0;
+}
+
+/* problems.exclude: a list of problem keys, one key, or a file of keys (any other
+ * scalar, a path as problems.subset takes one; stored absolute, so it starts with '/'). */
+static int
+set_keys(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
+{
+	struct kb_buf	keys = KB_BUF_INIT(ORCH_CONFIG_MAX_BYTES);
+	int		rc;
+
+	if (n->type == YAML_MAPPING_NODE)
+		return node_err(x, n, "expected a list of problem keys or a file, got a mapping");
+	if (n->type == YAML_SCALAR_NODE && !orch_problem_key_valid(scalar(n)))
+		return set_path(x, k, n);
+	if ((rc = each_item(x, n, add_key, &keys)) == 0)
+		store_string(x->c, k, keys.p != NULL ? keys.p : "");
+	kb_buf_clear(&keys);
+	return rc;
+}
+
 static void
 emit_argv(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
 {
@@ -1239,6 +1281,26 @@ emit_argv(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
 	for (size_t i = 0; argv != NULL && argv[i] != NULL; i++) {
 		fputs(i ? ", " : "", fp);
 		emit_quoted(argv[i], fp);
+	}
+	fputc(']', fp);
+}
+
+static void
+emit_keys(const struct kb_config *c, const struct cfg_key *k, FILE *fp)
+{
+	const char	*s = c->problems.exclude != NULL ? c->problems.exclude : "";
+
+	(void)k;
+	if (s[0] == '/') {
+		emit_quoted(s, fp);
+		return;
+	}
+	fputc('[', fp);
+	for (const char *p = s; *p != '\0';) {
+		size_t	len = strcspn(p, ",");
+
+		fprintf(fp, "%s%.*s", p == s ? "" : ", ", (int)len, p);
+		p += len + (p[len] == ',');
 	}
 	fputc(']', fp);
 }
@@ -1261,6 +1323,7 @@ static const struct {
 	[K_FEEDBACK] = { set_feedback, emit_feedback },
 	[K_DEVICES] = { set_devices, emit_devices },
 	[K_ARGV] = { set_argv, emit_argv },
+	[K_KEYS] = { set_keys, emit_keys },
 };
 
 /* ---------------------------------------------------------- key lookup */
@@ -1705,6 +1768,8 @@ keep_origins(struct cfg_ctx *x)
 		{ "problems.dir", offsetof(struct kb_config, problems.dir_at) },
 		{ "problems.levels", offsetof(struct kb_config, problems.levels_at) },
 		{ "problems.ids", offsetof(struct kb_config, problems.ids_at) },
+		{ "problems.subset", offsetof(struct kb_config, problems.subset_at) },
+		{ "problems.exclude", offsetof(struct kb_config, problems.exclude_at) },
 	};
 
 	for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++) {
@@ -1850,7 +1915,12 @@ reference_type(const struct cfg_key *k, FILE *fp)
 		if (k->flags & F_DEFAULT_WORD)
 			fputs(", or default", fp);
 		break;
-	case K_LEVELS: fputs("list of levels, each 1..4 (or one level)", fp); break;
+	case K_LEVELS:
+		fprintf(fp, "list of levels, each 1..%d (or one level)", KB_MAX_LEVELS);
+		break;
+	case K_KEYS:
+		fputs("list of problem keys (L{level}_{file stem}), one key, or a file of keys", fp);
+		break;
 	case K_IDS: fputs("all, or ids and ranges: \"1-100,3\" or a list of them", fp); break;
 	case K_FEEDBACK: fputs("list of G, E, P (or [] for none)", fp); break;
 	case K_ARGV:

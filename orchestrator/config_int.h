@@ -23,4 +23,7 @@ void	orch_config_ids_text(const struct kb_config *c, char *buf, size_t len);
 /* Whether problem id is selected by problems.ids. */
 bool	orch_config_id_selected(const struct kb_config *c, long id);
 
+/* Whether s has the form of a problem key: L{level}_{id}_{Name} (tasks.c). */
+bool	orch_problem_key_valid(const char *s);
+
 #endif /* KFORGE_ORCH_CONFIG_INT_H */

@@ -5,12 +5,14 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "base/base.h"
 #include "fsm/fsm.h"
 #include "orchestrator/orchestrator.h"
 
 #define ORCH_MAX_RUN_DIR 1024	/* keeps every path under the run directory in PATH_MAX */
+#define ORCH_PROBLEM_MAX_BYTES (16u << 20)	/* a problem file hashed into tasks.json */
 #define ORCH_MAX_DEATHS	3	/* worker deaths before a task is marked FAILED */
 
 /* An open run: its directory, frozen config and task manifest. */
@@ -153,6 +155,17 @@ int	orch_cmd_stop(const char *dir, int timeout_s);
  * level and overall, fast_1 by turn, ...): the one count that --csv, the plots and the
  * HTML page show. NULL on OOM. */
 json_t	*orch_report_json(const struct orch_run *run, const char *const *accept);
+/* The same over the problems whose keys keep (a JSON object) has; NULL: all. */
+json_t	*orch_report_json_of(const struct orch_run *run, const char *const *accept,
+			     const json_t *keep);
+/* The report's one definition of a task's outcome: correct with a best speedup above p
+ * (p <= 0: correct at all, fast_0), over the whole task or by turn (1-based; a task that
+ * ended earlier keeps its last best). */
+bool	orch_summary_fast(const struct fsm_summary *s, double p);
+bool	orch_summary_fast_by(const struct fsm_summary *s, int turn, double p);
+/* The fast_p levels the report shows (0.5, 1, 1.5, 2). */
+extern const double orch_fast_p_levels[];
+#define ORCH_N_FAST_P 4
 
 /* runmodel.c: a run read back for the CSV, the plots and the page: {dir, name, device,
  * turns, report (orch_report_json), tasks: [{id, level, problem, state, turn,
@@ -198,6 +211,40 @@ struct orch_report_out {
 };
 int	orch_cmd_report_out(const char *const *dirs, int ndirs, const char *const *accept,
 			    const struct orch_report_out *o);
+
+/* stats.c: the numbers behind the comparisons and `kforge subset` (pure functions). */
+/* The unbiased estimator of fast_p@k (pass@k's): of n samples of a problem, c are fast_p;
+ * the chance that k drawn without replacement hold one: 1 - C(n-c, k)/C(n, k). NAN
+ * unless 0 <= c <= n and 1 <= k <= n. */
+double	orch_fast_at_k(int n, int c, int k);
+/* A seeded generator (splitmix64): the same numbers for a seed on every machine. */
+uint64_t orch_rand_next(uint64_t *state);
+int	orch_rand_below(uint64_t *state, int n);	/* uniform in 0..n-1, n > 0 */
+/* The paired bootstrap over problems of mean(b - a): diff, and the 95% interval of the
+ * resampled means (percentiles); beyond_noise when it leaves out 0. */
+struct orch_bootstrap {
+	double	diff, lo, hi;
+	bool	beyond_noise;
+};
+int	orch_paired_bootstrap(const double *a, const double *b, int n, int resamples,
+			      uint64_t seed, struct orch_bootstrap *out);
+/* Each of dim columns of the n x dim row-major x to mean 0, deviation 1 (a constant
+ * column to 0). */
+void	orch_standardize(double *x, int n, int dim);
+/* k-medoids (PAM: greedy build, then best swaps until none lowers the cost) of the n rows
+ * of x under the Euclidean distance: medoids gets k row indices, ascending; deterministic.
+ * -KB_EINVAL unless 1 <= k <= n <= ORCH_KMEDOIDS_MAX. */
+#define ORCH_KMEDOIDS_MAX 1000
+int	orch_kmedoids(const double *x, int n, int dim, int k, int *medoids, double *cost);
+
+/* compare.c: `kforge report RUN_A RUN_B ...` (text or JSON): the runs side by side on
+ * their common problems, with the differences from the first and whether each is beyond
+ * the runs' noise; `kforge subset RUN_DIR... --size N --out FILE`: the medoids of the
+ * problems' results, with how well they reproduce the full set against random subsets.
+ * Both warn, a line per key, where a problem's content differs between runs. 0 or 1. */
+int	orch_cmd_compare(const char *const *dirs, int ndirs, bool json, const char *const *accept);
+int	orch_cmd_subset(const char *const *dirs, int ndirs, int size, const char *out,
+			uint64_t seed);
 
 #define ORCH_VIEW_PORT	8737	/* kforge view's default port */
 /* viewer.c: `kforge view DIR`: serves the page on addr:port (port 0: any free one; the

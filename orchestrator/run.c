@@ -236,21 +236,41 @@ write_config(const char *dir, const struct kb_config *cfg)
 	return rc;
 }
 
+/* The manifest, with each problem file's SHA-256 as the run found it at its start
+ * ("problem_sha256"): a comparison of runs can then tell a key whose content changed. */
 static int
-write_tasks(const char *dir, const struct kb_task *tasks, int n)
+write_tasks(const char *dir, const struct kb_task *tasks, int n, char *err, size_t errlen)
 {
-	char	path[PATH_MAX];
+	char	path[PATH_MAX], sha[65] = "";
 	json_t	*arr = json_array();
 	int	rc;
 
-	for (int i = 0; i < n; i++)
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:i}", "id",
-			tasks[i].id, "problem_key", tasks[i].problem_key, "problem_name",
-			tasks[i].problem_name, "problem_path", tasks[i].problem_path, "level",
-			tasks[i].level, "problem_id", (json_int_t)tasks[i].problem_id, "sample",
-			tasks[i].sample));
+	for (int i = 0; i < n; i++) {
+		if (i == 0 || strcmp(tasks[i].problem_path, tasks[i - 1].problem_path) != 0) {
+			char	*text;
+			size_t	 len;
+
+			if ((rc = kb_read_file(tasks[i].problem_path, ORCH_PROBLEM_MAX_BYTES, &text,
+					       &len)) < 0) {
+				snprintf(err, errlen, "cannot read the problem file '%s': %s",
+					 tasks[i].problem_path, rc == -KB_ETOOBIG ?
+					 "larger than 16 MiB" : strerror(errno));
+				json_decref(arr);
+				return rc;
+			}
+			kb_sha256_hex(text, len, sha);
+			free(text);
+		}
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:i}",
+			"id", tasks[i].id, "problem_key", tasks[i].problem_key, "problem_name",
+			tasks[i].problem_name, "problem_path", tasks[i].problem_path,
+			"problem_sha256", sha, "level", tasks[i].level, "problem_id",
+			(json_int_t)tasks[i].problem_id, "sample", tasks[i].sample));
+	}
 	snprintf(path, sizeof(path), "%s/tasks.json", dir);
-	rc = kb_write_atomic_json(path, arr);
+	if ((rc = kb_write_atomic_json(path, arr)) < 0)
+		snprintf(err, errlen, "cannot write the run directory '%s': %s", dir,
+			 kb_strerror(rc));
 	json_decref(arr);
 	return rc;
 }
@@ -433,9 +453,14 @@ orch_run_create(struct orch_run *run, const char *config_path, const char *run_d
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/gpus.json", run->dir);
-	if ((rc = kb_write_atomic_json(path, gpus)) < 0 ||
-	    (rc = write_tasks(run->dir, run->tasks, run->ntasks)) < 0 ||
-	    (rc = write_config(run->dir, &run->cfg)) < 0) {
+	if ((rc = kb_write_atomic_json(path, gpus)) < 0) {
+		snprintf(err, errlen, "cannot write the run directory '%s': %s", run->dir,
+			 kb_strerror(rc));
+		goto out;
+	}
+	if ((rc = write_tasks(run->dir, run->tasks, run->ntasks, err, errlen)) < 0)
+		goto out;
+	if ((rc = write_config(run->dir, &run->cfg)) < 0) {
 		snprintf(err, errlen, "cannot write the run directory '%s': %s", run->dir,
 			 kb_strerror(rc));
 		goto out;

@@ -20,6 +20,8 @@
 #define STEM_MAX	(sizeof(((struct kb_task *)0)->problem_name) - 1)
 #define LEVELS_LISTED_MAX 16	/* level directories named in a message */
 #define NAME_CHARS	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+#define KEY_FILE_MAX	(4u << 20)	/* largest problems.subset or problems.exclude file */
+#define KEY_MAX		(sizeof(((struct kb_task *)0)->problem_key) - 1)
 
 struct problem {
 	int	 level;
@@ -84,6 +86,19 @@ dir_err(const struct kb_config *c, char *err, size_t errlen, const char *fmt, ..
 	rc = key_verr(err, errlen, c->problems.dir_at, "problems.dir", fmt, ap);
 	va_end(ap);
 	return rc;
+}
+
+bool
+orch_problem_key_valid(const char *s)
+{
+	size_t	level = s[0] == 'L' ? strspn(s + 1, "0123456789") : 0, id;
+
+	if (level == 0 || level > 9 || s[1 + level] != '_')
+		return false;
+	s += 2 + level;
+	id = strspn(s, "0123456789");
+	return id > 0 && id <= 9 && s[id] == '_' && s[id + 1] != '\0' &&
+	       strspn(s, NAME_CHARS) == strlen(s) && strlen(s) + 2 + level <= KEY_MAX;
 }
 
 /* For {id}_{Name}.py, the length of the leading id; 0 when name is not a problem file. */
@@ -253,6 +268,210 @@ make_tasks(const struct kb_config *c, const struct problem_list *l, struct kb_ta
 	return 0;
 }
 
+/* ------------------------------------------------- problems.subset, .exclude */
+
+/* A set of problem keys, each with where it was named ("subset.txt:3", or the config's
+ * place for problems.exclude's list), sorted for lookup. */
+struct key_entry {
+	char	key[KEY_MAX + 1];
+	char	at[PATH_MAX + 24];
+	bool	used;
+};
+
+struct key_set {
+	struct key_entry	*v;
+	int			 n, alloc;
+};
+
+static int
+key_entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct key_entry *)a)->key, ((const struct key_entry *)b)->key);
+}
+
+static struct key_entry *
+key_find(const struct key_set *ks, const char *key)
+{
+	struct key_entry	probe;
+
+	if (ks->n == 0 || strlen(key) > KEY_MAX)
+		return NULL;
+	snprintf(probe.key, sizeof(probe.key), "%s", key);
+	return bsearch(&probe, ks->v, (size_t)ks->n, sizeof(*ks->v), key_entry_cmp);
+}
+
+/* Adds key, named at `at`: a key must have the form of one and name a problem file of
+ * problems.dir; one named twice is kept once. */
+static int
+key_add(const struct kb_config *c, struct key_set *ks, const char *key, const char *at,
+	char *err, size_t errlen)
+{
+	char		 path[PATH_MAX];
+	const char	*stem;
+	long		 level;
+	struct stat	 st;
+
+	if (!orch_problem_key_valid(key))
+		return tasks_err(err, errlen, "%s: '%.*s' is not a problem key (L{level}_{id}_"
+				 "{Name}, like L1_1_ReLU)", at, 160, key);
+	level = strtol(key + 1, NULL, 10);
+	stem = strchr(key, '_') + 1;
+	if (level < 1 || level > KB_MAX_LEVELS ||
+	    snprintf(path, sizeof(path), "%s/level%ld/%s.py", c->problems.dir, level, stem) >=
+	    (int)sizeof(path) || stat(path, &st) == -1 || !S_ISREG(st.st_mode))
+		return tasks_err(err, errlen, "%s: unknown problem key %s: '%s' has no file "
+				 "level%ld/%s.py", at, key, c->problems.dir, level, stem);
+	for (int i = 0; i < ks->n; i++)
+		if (strcmp(ks->v[i].key, key) == 0)
+			return 0;
+	if (ks->n == ks->alloc) {
+		int			 alloc = ks->alloc ? 2 * ks->alloc : 64;
+		struct key_entry	*v = realloc(ks->v, (size_t)alloc * sizeof(*v));
+
+		if (v == NULL || alloc > TASKS_MAX) {
+			free(v == ks->v ? NULL : v);
+			return tasks_err(err, errlen, "%s: more than %d keys", at, TASKS_MAX);
+		}
+		ks->v = v;
+		ks->alloc = alloc;
+	}
+	snprintf(ks->v[ks->n].key, sizeof(ks->v[ks->n].key), "%s", key);
+	snprintf(ks->v[ks->n].at, sizeof(ks->v[ks->n].at), "%s", at);
+	ks->v[ks->n++].used = false;
+	return 0;
+}
+
+/* Calls fn on every key of a key file: one a line, '#' starts a comment, blank lines
+ * and surrounding white space are ignored; at is "FILE:LINE". */
+static int
+keys_file_read(const char *path, int (*fn)(const char *key, const char *at, void *arg),
+		    void *arg, char *err, size_t errlen)
+{
+	char	*text, *line, at[PATH_MAX + 24];
+	size_t	 len;
+	int	 rc, lineno = 0;
+
+	if ((rc = kb_read_file(path, KEY_FILE_MAX, &text, &len)) < 0)
+		return tasks_err(err, errlen, "cannot read '%s': %s", path,
+				 rc == -KB_ETOOBIG ? "larger than 4 MiB" : strerror(errno));
+	if (strlen(text) != len) {
+		free(text);
+		return tasks_err(err, errlen, "%s: holds a NUL byte: not a list of problem keys",
+				 path);
+	}
+	rc = 0;
+	for (char *p = text; rc == 0 && p != NULL; p = line) {
+		char	*end;
+
+		lineno++;
+		if ((line = strchr(p, '\n')) != NULL)
+			*line++ = '\0';
+		if ((end = strchr(p, '#')) != NULL)	/* a comment */
+			*end = '\0';
+		while (*p == ' ' || *p == '\t' || *p == '\r')
+			p++;
+		for (end = p + strlen(p); end > p && (end[-1] == ' ' || end[-1] == '\t' ||
+						       end[-1] == '\r'); end--)
+			end[-1] = '\0';
+		if (*p == '\0')
+			continue;
+		snprintf(at, sizeof(at), "%s:%d", path, lineno);
+		rc = fn(p, at, arg);
+	}
+	free(text);
+	return rc;
+}
+
+struct key_load {
+	const struct kb_config	*c;
+	struct key_set		*ks;
+	char			*err;
+	size_t			 errlen;
+};
+
+static int
+key_load_one(const char *key, const char *at, void *arg)
+{
+	struct key_load	*kl = arg;
+
+	return key_add(kl->c, kl->ks, key, at, kl->err, kl->errlen);
+}
+
+/* The keys of problems.subset (a file) or problems.exclude (a file, or keys joined by
+ * ','), sorted. */
+static int
+keys_load(const struct kb_config *c, const char *value, const char *at, const char *name,
+	  struct key_set *ks, char *err, size_t errlen)
+{
+	struct key_load	 kl = { c, ks, err, errlen };
+	char		 where[PATH_MAX + 24], *copy, *save = NULL;
+	int		 rc = 0;
+
+	if (value[0] == '/') {
+		rc = keys_file_read(value, key_load_one, &kl, err, errlen);
+		if (rc == 0 && ks->n == 0)
+			return key_err(err, errlen, at, name, "'%s' names no problem key", value);
+	} else {
+		snprintf(where, sizeof(where), "%s%s%s", at != NULL ? at : "", at != NULL ?
+			 ": " : "", name);
+		copy = kb_strdup(value);
+		for (char *k = strtok_r(copy, ",", &save); k != NULL && rc == 0;
+		     k = strtok_r(NULL, ",", &save))
+			rc = key_add(c, ks, k, where, err, errlen);
+		free(copy);
+	}
+	if (rc == 0 && ks->n > 1)
+		qsort(ks->v, (size_t)ks->n, sizeof(*ks->v), key_entry_cmp);
+	return rc;
+}
+
+/* Keeps the problems of l that problems.subset names (when set) and problems.exclude
+ * does not. A subset key that problems.levels or problems.ids leaves out is an error,
+ * so that a subset never shrinks without a word. */
+static int
+select_keys(const struct kb_config *c, struct problem_list *l, char *err, size_t errlen)
+{
+	struct key_set	 subset = { 0 }, exclude = { 0 };
+	char		 key[KEY_MAX + 32], levels[64];
+	int		 rc = 0, kept = 0;
+	bool		 has_subset = c->problems.subset != NULL && c->problems.subset[0] != '\0';
+
+	if (has_subset && (rc = keys_load(c, c->problems.subset, c->problems.subset_at,
+					  "problems.subset", &subset, err, errlen)) < 0)
+		goto out;
+	if (c->problems.exclude != NULL && c->problems.exclude[0] != '\0' &&
+	    (rc = keys_load(c, c->problems.exclude, c->problems.exclude_at, "problems.exclude",
+			    &exclude, err, errlen)) < 0)
+		goto out;
+	for (int i = 0; i < l->n; i++) {
+		struct key_entry	*e;
+
+		snprintf(key, sizeof(key), "L%d_%s", l->v[i].level, l->v[i].stem);
+		if (has_subset && (e = key_find(&subset, key)) == NULL)
+			continue;
+		if (has_subset)
+			e->used = true;
+		if (key_find(&exclude, key) != NULL)
+			continue;
+		l->v[kept++] = l->v[i];
+	}
+	for (int i = 0; i < subset.n; i++)
+		if (!subset.v[i].used) {
+			orch_config_levels_text(c, levels, sizeof(levels));
+			rc = tasks_err(err, errlen, "%s: %s is not selected by problems.levels %s "
+				       "and problems.ids", subset.v[i].at, subset.v[i].key, levels);
+			goto out;
+		}
+	l->n = kept;
+	if (kept == 0)
+		rc = key_err(err, errlen, c->problems.exclude_at, "problems.exclude",
+			     "excludes every selected problem");
+out:
+	free(subset.v);
+	free(exclude.v);
+	return rc;
+}
+
 static int
 level_cmp(const void *a, const void *b)
 {
@@ -355,6 +574,8 @@ orch_tasks_list(const struct kb_config *c, struct kb_task **out, int *n, char *e
 		rc = none_selected(c, &l, err, errlen);
 		goto out;
 	}
+	if ((rc = select_keys(c, &l, err, errlen)) < 0)
+		goto out;
 	if ((rc = make_tasks(c, &l, out, err, errlen)) == 0)
 		*n = l.n * c->problems.samples;
 out:

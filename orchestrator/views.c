@@ -14,8 +14,7 @@
 #include "fsm/fsm.h"
 #include "orchestrator/orch_int.h"
 
-static const double fast_p_levels[] = { 0.5, 1.0, 1.5, 2.0 };
-#define N_FAST_P (sizeof(fast_p_levels) / sizeof(fast_p_levels[0]))
+const double orch_fast_p_levels[ORCH_N_FAST_P] = { 0.5, 1.0, 1.5, 2.0 };
 
 static int
 open_or_complain(struct orch_run *run, const char *dir)
@@ -782,12 +781,29 @@ orch_cmd_tail(const char *dir, const char *task, bool follow)
 
 /* --------------------------------------------------------------- report */
 
+bool
+orch_summary_fast(const struct fsm_summary *s, double p)
+{
+	return s->any_correct && (p <= 0 || s->best_speedup > p);
+}
+
+bool
+orch_summary_fast_by(const struct fsm_summary *s, int turn, double p)
+{
+	/* A task that ended before the turn keeps its best from its last turn. */
+	double best = s->nbest == 0 || turn < 1 ? -1 :
+		      s->best_at_turn[turn <= s->nbest ? turn - 1 : s->nbest - 1];
+
+	/* best is -1 before a correct turn, 0 for one correct at an unknown speed */
+	return p <= 0 ? best >= 0 : best > p;
+}
+
 struct tally {
 	int	 tasks, compiled, correct;
-	int	 fast[N_FAST_P];
+	int	 fast[ORCH_N_FAST_P];
 	/* Tasks whose best interval's lower end (certain) or upper end (possible) is
 	 * above p: the range fast_p spans within the timing's 95% intervals. */
-	int	 fast_lo[N_FAST_P], fast_hi[N_FAST_P];
+	int	 fast_lo[ORCH_N_FAST_P], fast_hi[ORCH_N_FAST_P];
 	int	*fast1_at;	/* per turn */
 	int	 nturns;
 	double	 log_speedup_sum;
@@ -817,17 +833,13 @@ tally_add(struct tally *t, const struct fsm_summary *s)
 		if (s->best_speedup > 0)
 			t->log_speedup_sum += log(s->best_speedup);
 	}
-	for (size_t i = 0; i < N_FAST_P; i++) {
-		t->fast[i] += s->any_correct && s->best_speedup > fast_p_levels[i];
-		t->fast_lo[i] += s->any_correct && s->best_lo > fast_p_levels[i];
-		t->fast_hi[i] += s->any_correct && s->best_hi > fast_p_levels[i];
+	for (size_t i = 0; i < ORCH_N_FAST_P; i++) {
+		t->fast[i] += orch_summary_fast(s, orch_fast_p_levels[i]);
+		t->fast_lo[i] += s->any_correct && s->best_lo > orch_fast_p_levels[i];
+		t->fast_hi[i] += s->any_correct && s->best_hi > orch_fast_p_levels[i];
 	}
-	for (int k = 0; k < t->nturns; k++) {
-		/* A task that ended before turn k keeps its best from its last turn. */
-		double best = s->nbest == 0 ? -1 : s->best_at_turn[k < s->nbest ? k : s->nbest - 1];
-
-		t->fast1_at[k] += best > 1.0;
-	}
+	for (int k = 0; k < t->nturns; k++)
+		t->fast1_at[k] += orch_summary_fast_by(s, k + 1, 1.0);
 	json_object_set_new(t->statuses, st, json_integer(json_integer_value(c) + 1));
 }
 
@@ -838,8 +850,8 @@ tally_json(const struct tally *t)
 	json_t	*fp = json_object(), *fpi = json_object(), *at = json_array(), *out;
 	char	 key[16];
 
-	for (size_t i = 0; i < N_FAST_P; i++) {
-		snprintf(key, sizeof(key), "%g", fast_p_levels[i]);
+	for (size_t i = 0; i < ORCH_N_FAST_P; i++) {
+		snprintf(key, sizeof(key), "%g", orch_fast_p_levels[i]);
 		json_object_set_new(fp, key, json_real(t->fast[i] / n));
 		json_object_set_new(fpi, key, json_pack("[f, f]", t->fast_lo[i] / n,
 							t->fast_hi[i] / n));
@@ -864,7 +876,7 @@ tally_print(const char *label, const struct tally *t)
 
 	printf("%-8s %5d  %8.1f%%  %8.1f%%", label, t->tasks, 100.0 * t->compiled / n,
 	       100.0 * t->correct / n);
-	for (size_t i = 0; i < N_FAST_P; i++)
+	for (size_t i = 0; i < ORCH_N_FAST_P; i++)
 		printf("  %7.1f%%", 100.0 * t->fast[i] / n);
 	printf("\n");
 }
@@ -895,10 +907,20 @@ add_flagged(json_t *list, const char *id, const struct fsm_summary *s)
 	}
 }
 
+/* One task's fast flags, kept for the estimators over a problem's samples: fast[0] is
+ * fast_0, fast[1 + i] fast_p at orch_fast_p_levels[i]; fast1_by[k] fast_1 by turn k+1. */
+struct task_fast {
+	const char	*key;
+	bool		 fast[1 + ORCH_N_FAST_P];
+	bool		*fast1_by;
+};
+
 /* What report counts over a run's tasks: the one tally that the text, --json, --csv, the
  * plots and the HTML page all read (through orch_report_json). */
 struct report {
 	struct tally	 all, lv[KB_MAX_LEVELS + 1];
+	struct task_fast *tf;		/* the tasks counted, in task order */
+	int		 ntf;
 	bool		 seen[KB_MAX_LEVELS + 1];
 	int		 nturns, env_errors;	/* env_errors: never in the rates */
 	int		 rejected, suspect, accepted;
@@ -912,10 +934,13 @@ struct report {
 	json_t		*llm_tasks;
 };
 
+/* keep: a JSON object whose keys are the problem keys to count; NULL: every task. */
 static void
-report_build(const struct orch_run *run, const char *const *accept, struct report *r)
+report_build(const struct orch_run *run, const char *const *accept, const json_t *keep,
+	     struct report *r)
 {
 	memset(r, 0, sizeof(*r));
+	r->tf = calloc((size_t)run->ntasks + 1, sizeof(*r->tf));
 	r->failed = json_array();
 	r->flagged = json_array();
 	r->degenerate = json_array();
@@ -931,7 +956,20 @@ report_build(const struct orch_run *run, const char *const *accept, struct repor
 
 		if (l < 0 || l > KB_MAX_LEVELS)
 			l = 0;
+		if (keep != NULL && json_object_get(keep, run->tasks[i].problem_key) == NULL)
+			continue;
 		fsm_summarize_accepting(run->dir, run->tasks[i].id, accept, &s);
+		if (r->tf != NULL) {
+			struct task_fast *f = &r->tf[r->ntf++];
+
+			f->key = run->tasks[i].problem_key;
+			f->fast[0] = orch_summary_fast(&s, 0);
+			for (size_t p = 0; p < ORCH_N_FAST_P; p++)
+				f->fast[1 + p] = orch_summary_fast(&s, orch_fast_p_levels[p]);
+			f->fast1_by = calloc((size_t)r->nturns + 1, sizeof(bool));
+			for (int k = 0; f->fast1_by != NULL && k < r->nturns; k++)
+				f->fast1_by[k] = orch_summary_fast_by(&s, k + 1, 1.0);
+		}
 		r->env_errors += s.env_errors;
 		r->rejected += s.rejected;
 		r->suspect += s.suspect;
@@ -966,6 +1004,9 @@ report_build(const struct orch_run *run, const char *const *accept, struct repor
 static void
 report_clear(struct report *r)
 {
+	for (int i = 0; i < r->ntf; i++)
+		free(r->tf[i].fast1_by);
+	free(r->tf);
 	json_decref(r->failed);
 	json_decref(r->flagged);
 	json_decref(r->degenerate);
@@ -973,6 +1014,121 @@ report_clear(struct report *r)
 	tally_clear(&r->all);
 	for (int l = 0; l <= KB_MAX_LEVELS; l++)
 		tally_clear(&r->lv[l]);
+}
+
+/* The fewest samples any counted problem has (its tasks are consecutive). */
+static int
+min_samples(const struct report *r, int *nproblems)
+{
+	int	least = 0, np = 0;
+
+	for (int i = 0, j; i < r->ntf; i = j) {
+		for (j = i; j < r->ntf && strcmp(r->tf[j].key, r->tf[i].key) == 0; j++)
+			;
+		if (np++ == 0 || j - i < least)
+			least = j - i;
+	}
+	*nproblems = np;
+	return least;
+}
+
+/* The mean over problems of fast@k, the flag being tf's fast[which] (which >= 0) or
+ * fast1_by[turn - 1]. */
+static double
+mean_at_k(const struct report *r, int which, int turn, int k)
+{
+	double	sum = 0;
+	int	np = 0;
+
+	for (int i = 0, j; i < r->ntf; i = j) {
+		int	c = 0;
+
+		for (j = i; j < r->ntf && strcmp(r->tf[j].key, r->tf[i].key) == 0; j++)
+			c += which >= 0 ? r->tf[j].fast[which] :
+			     r->tf[j].fast1_by != NULL && r->tf[j].fast1_by[turn - 1];
+		sum += orch_fast_at_k(j - i, c, k);
+		np++;
+	}
+	return np > 0 ? sum / np : 0;
+}
+
+/* With several samples a problem: fast_p@k and fast_1@k by turn, k = 1..the fewest
+ * samples of a problem, by the unbiased estimator; NULL with one sample. */
+static json_t *
+at_k_json(const struct report *r)
+{
+	int	 np, kmax = min_samples(r, &np);
+	json_t	*out, *fp, *by_turn = json_array(), *ks = json_array();
+	char	 key[16];
+
+	if (kmax < 2) {
+		json_decref(by_turn);
+		json_decref(ks);
+		return NULL;
+	}
+	fp = json_object();
+	for (int k = 1; k <= kmax; k++)
+		json_array_append_new(ks, json_integer(k));
+	for (size_t w = 0; w <= ORCH_N_FAST_P; w++) {
+		json_t *v = json_array();
+
+		for (int k = 1; k <= kmax; k++)
+			json_array_append_new(v, json_real(mean_at_k(r, (int)w, 0, k)));
+		if (w == 0)
+			snprintf(key, sizeof(key), "0");
+		else
+			snprintf(key, sizeof(key), "%g", orch_fast_p_levels[w - 1]);
+		json_object_set_new(fp, key, v);
+	}
+	for (int t = 1; t <= r->nturns; t++) {
+		json_t *v = json_array();
+
+		for (int k = 1; k <= kmax; k++)
+			json_array_append_new(v, json_real(mean_at_k(r, -1, t, k)));
+		json_array_append_new(by_turn, v);
+	}
+	out = json_pack("{s:i, s:i, s:o, s:o, s:o}", "problems", np, "samples", kmax, "k", ks,
+			"fast_p_at_k", fp, "fast_1_at_k_by_turn", by_turn);
+	return out;
+}
+
+static void
+at_k_print(const struct report *r)
+{
+	json_t		*ak = at_k_json(r), *fp, *v;
+	const char	*key;
+	int		 kmax;
+
+	if (ak == NULL)
+		return;
+	kmax = (int)json_integer_value(json_object_get(ak, "samples"));
+	fp = json_object_get(ak, "fast_p_at_k");
+	printf("\nfast_p@k over %d problems, k of %d samples each (unbiased estimator):\n",
+	       (int)json_integer_value(json_object_get(ak, "problems")), kmax);
+	printf("  %3s", "k");
+	json_object_foreach(fp, key, v) {
+		char	label[32];
+
+		snprintf(label, sizeof(label), "fast_%s", key);
+		printf("  %9s", label);
+	}
+	printf("\n");
+	for (int k = 0; k < kmax; k++) {
+		printf("  %3d", k + 1);
+		json_object_foreach(fp, key, v)
+			printf("  %8.1f%%", 100 * json_real_value(json_array_get(v, (size_t)k)));
+		printf("\n");
+	}
+	printf("\nfast_1@k by turn (best kernel up to turn N):\n");
+	for (int k = 0; k < kmax; k++) {
+		printf("  k=%d:", k + 1);
+		for (int t = 0; t < r->nturns; t++)
+			printf(" %d:%.1f%%", t + 1, 100 * json_real_value(json_array_get(
+				json_array_get(json_object_get(ak, "fast_1_at_k_by_turn"),
+					       (size_t)t), (size_t)k)));
+		printf("\n");
+	}
+	json_decref(ak);
 }
 
 static json_t *
@@ -995,8 +1151,13 @@ report_json(const struct orch_run *run, const struct report *r, const char *cons
 			r->failed, "env_errors", r->env_errors, "verdicts", "rejected",
 			r->rejected, "suspect", r->suspect, "accepted", r->accepted, "accept", acc,
 			"flagged", r->flagged);
-	if (out != NULL)
+	if (out != NULL) {
+		json_t *ak = at_k_json(r);
+
 		json_object_set(out, "degenerate_problems", r->degenerate);
+		if (ak != NULL)
+			json_object_set_new(out, "at_k", ak);
+	}
 	if (out != NULL) {
 		json_t *llm = llm_use_json(r->llm_requests, r->prompt_tokens, r->completion_tokens,
 					   r->reasoning_tokens, r->cost_usd, r->priced);
@@ -1033,10 +1194,16 @@ report_llm_print(const struct report *r)
 json_t *
 orch_report_json(const struct orch_run *run, const char *const *accept)
 {
+	return orch_report_json_of(run, accept, NULL);
+}
+
+json_t *
+orch_report_json_of(const struct orch_run *run, const char *const *accept, const json_t *keep)
+{
 	struct report	 r;
 	json_t		*out;
 
-	report_build(run, accept, &r);
+	report_build(run, accept, keep, &r);
 	out = report_json(run, &r, accept);
 	report_clear(&r);
 	return out;
@@ -1052,7 +1219,7 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 
 	if (open_or_complain(&run, dir) < 0)
 		return 1;
-	report_build(&run, accept, &r);
+	report_build(&run, accept, NULL, &r);
 	nturns = r.nturns;
 	if (as_json) {
 		json_t *out = report_json(&run, &r, accept);
@@ -1075,15 +1242,17 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 		}
 		tally_print("overall", all);
 		printf("\nfast_p within the timing's 95%% intervals (overall; certain-possible):\n ");
-		for (size_t i = 0; i < N_FAST_P; i++)
-			printf(" fast_%g %.1f-%.1f%%", fast_p_levels[i],
+		for (size_t i = 0; i < ORCH_N_FAST_P; i++)
+			printf(" fast_%g %.1f-%.1f%%", orch_fast_p_levels[i],
 			       100.0 * all->fast_lo[i] / (all->tasks > 0 ? all->tasks : 1),
 			       100.0 * all->fast_hi[i] / (all->tasks > 0 ? all->tasks : 1));
 		printf("\n\nfast_1 by turn (best kernel up to turn N):\n ");
 		for (int k = 0; k < nturns; k++)
 			printf(" %d:%.1f%%", k + 1,
 			       100.0 * all->fast1_at[k] / (all->tasks > 0 ? all->tasks : 1));
-		printf("\n\nlast status of each task:");
+		printf("\n");
+		at_k_print(&r);
+		printf("\nlast status of each task:");
 		{
 			const char	*key;
 			json_t		*v;

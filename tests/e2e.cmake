@@ -15,6 +15,8 @@ set(kb_e2e_tests
   "e2e_test_cli|test_cli|e2e|1800"
   # status, tail and stage times of an interrupted, retried, restarted and resumed run
   "e2e_test_views|test_views|e2e|2400"
+  # problems.subset/exclude, content hashes, fast_p@k, report A B and subset on real runs
+  "e2e_test_compare_cpu|test_compare_cpu|e2e|2400"
   # the HTML report and the live viewer in headless Chromium, the viewer following a resume
   "e2e_test_report_browser|test_report_browser|e2e|1800"
   # the progress display: through a pseudo-terminal, in a pipe, --quiet

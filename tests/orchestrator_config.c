@@ -636,6 +636,9 @@ test_every_key(const char *data)
 	CHECK(c.problems.nlevels == 2 && c.problems.levels[0] == 1 && c.problems.levels[1] == 3);
 	CHECK(c.problems.nids == 4 && c.problems.ids[3].lo == 40 && c.problems.ids[3].hi == 41);
 	CHECK(c.problems.samples == 4);
+	snprintf(path, sizeof(path), "%s/good/subsets/mine.txt", data);
+	CHECK_STR(c.problems.subset, path);
+	CHECK_STR(c.problems.exclude, "L1_1_ReLU,L2_3_Gemm-Add.v2");
 	CHECK_STR(c.llm.model, "a \"quoted\" model\\with backslash");
 	CHECK(c.llm.temperature == 0.7 && c.llm.retries == 0);
 	CHECK(!c.refinement.feedback_e && c.refinement.feedback_g && c.refinement.feedback_p);

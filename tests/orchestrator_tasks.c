@@ -170,6 +170,141 @@ test_positions_from_file(void)
 	remove(cfg);
 }
 
+static void
+write_file(const char *rel, const char *text)
+{
+	char	path[PATH_MAX];
+	FILE	*fp;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	if ((fp = fopen(path, "w")) == NULL) {
+		fprintf(stderr, "cannot create %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	fputs(text, fp);
+	fclose(fp);
+}
+
+static int
+load_text(const char *yaml, struct kb_config *c, char *err, size_t errlen)
+{
+	return orch_config_load_string(yaml, strlen(yaml), "t.yaml", NULL, 0, c, err, errlen);
+}
+
+/* problems.subset and problems.exclude: the keys kept, and the errors naming FILE:LINE
+ * (a subset or exclude file) or the config's place (an exclude list). */
+static void
+test_subset_exclude(void)
+{
+	char	set_subset[PATH_MAX], set_exclude[PATH_MAX], want[PATH_MAX * 3], file[PATH_MAX];
+	char	cfgerr[1024];
+	struct kb_config c;
+
+	snprintf(file, sizeof(file), "%s/sub.txt", root);
+	snprintf(set_subset, sizeof(set_subset), "problems.subset=%s", file);
+	write_file("sub.txt", "# made by hand\n\n  L2_1_C   # the level-2 one\nL1_2_B\nL1_2_B\n");
+	expect((const char *[]){ set_subset, NULL }, "L1_2_B_s0 L2_1_C_s0");
+	expect((const char *[]){ set_subset, "problems.exclude=[L2_1_C]", NULL }, "L1_2_B_s0");
+	/* an unknown key, and a line that is no key, named by FILE:LINE */
+	write_file("sub.txt", "L1_1_A\n#\nL1_9_Nine\n");
+	snprintf(want, sizeof(want), "ERR: %s:3: unknown problem key L1_9_Nine: '%s' has no file "
+		 "level1/9_Nine.py", file, root);
+	expect((const char *[]){ set_subset, NULL }, want);
+	write_file("sub.txt", "L1_1_A\n1_A\n");
+	snprintf(want, sizeof(want), "ERR: %s:2: '1_A' is not a problem key (L{level}_{id}_{Name}, "
+		 "like L1_1_ReLU)", file);
+	expect((const char *[]){ set_subset, NULL }, want);
+	/* a subset key the levels leave out is an error, not a quietly smaller set */
+	write_file("sub.txt", "L2_1_C\nL1_1_A\n");
+	snprintf(want, sizeof(want), "ERR: %s:2: L1_1_A is not selected by problems.levels [2] and "
+		 "problems.ids", file);
+	expect((const char *[]){ set_subset, "problems.levels=2", NULL }, want);
+	write_file("sub.txt", "# nothing\n");
+	snprintf(want, sizeof(want), "ERR: --set %s: problems.subset: '%s' names no problem key",
+		 set_subset, file);
+	expect((const char *[]){ set_subset, NULL }, want);
+	snprintf(set_subset, sizeof(set_subset), "problems.subset=%s/none.txt", root);
+	snprintf(want, sizeof(want), "ERR: cannot read '%s/none.txt': No such file or directory",
+		 root);
+	expect((const char *[]){ set_subset, NULL }, want);
+
+	/* problems.exclude: a list, one key, a file */
+	expect((const char *[]){ "problems.exclude=[L1_1_A, L1_10_Ten]", NULL },
+	       "L1_2_B_s0 L2_1_C_s0");
+	expect((const char *[]){ "problems.exclude=L2_1_C", NULL },
+	       "L1_1_A_s0 L1_2_B_s0 L1_10_Ten_s0");
+	write_file("ex.txt", "L1_2_B\n\nL1_1_A # slow\n");
+	snprintf(set_exclude, sizeof(set_exclude), "problems.exclude=%s/ex.txt", root);
+	expect((const char *[]){ set_exclude, NULL }, "L1_10_Ten_s0 L2_1_C_s0");
+	snprintf(want, sizeof(want), "ERR: --set problems.exclude=[L1_5_X]: problems.exclude: "
+		 "unknown problem key L1_5_X: '%s' has no file level1/5_X.py", root);
+	expect((const char *[]){ "problems.exclude=[L1_5_X]", NULL }, want);
+	expect((const char *[]){ "problems.exclude=[L1_1_A, L1_2_B, L1_10_Ten, L2_1_C]", NULL },
+	       "ERR: --set problems.exclude=[L1_1_A, L1_2_B, L1_10_Ten, L2_1_C]: "
+	       "problems.exclude: excludes every selected problem");
+	/* a list item that is not a key is the loader's error, with its place */
+	CHECK(load_text("name: t\nproblems: {dir: /x, exclude: [L1_1_A, 7]}\n"
+			"llm: {provider: replay, replay_dir: /r}\n", &c, cfgerr,
+			sizeof(cfgerr)) == -KB_ECONFIG);
+	CHECK_STR(cfgerr, "t.yaml:2:39: problems.exclude: expected a problem key like L1_1_ReLU "
+		  "(L{level}_{file stem}), got '7'");
+	/* a file named relative to the config: stored absolute, emitted and read back */
+	{
+		char	cfg[PATH_MAX], *text = NULL;
+		size_t	len = 0;
+		FILE	*fp;
+		struct kb_config back;
+
+		snprintf(cfg, sizeof(cfg), "%s/ex.yaml", root);
+		write_file("ex.yaml", "name: t\nproblems: {dir: /x, exclude: ex.txt}\n"
+			   "llm: {provider: replay, replay_dir: /r}\n");
+		if (orch_config_load(cfg, NULL, 0, &c, cfgerr, sizeof(cfgerr)) == 0) {
+			snprintf(want, sizeof(want), "%s/ex.txt", root);
+			CHECK_STR(c.problems.exclude, want);
+			fp = open_memstream(&text, &len);
+			CHECK(orch_config_emit(&c, fp) == 0);
+			fclose(fp);
+			if (orch_config_load_string(text, len, "frozen", NULL, 0, &back, cfgerr,
+						    sizeof(cfgerr)) == 0) {
+				CHECK_STR(back.problems.exclude, want);
+				kb_config_clear(&back);
+			} else {
+				fprintf(stderr, "reload: %s\n%s", cfgerr, text);
+				failures++;
+			}
+			free(text);
+			kb_config_clear(&c);
+		} else {
+			fprintf(stderr, "ex.yaml: %s\n", cfgerr);
+			failures++;
+		}
+		remove(cfg);
+	}
+	remove(file);
+	snprintf(file, sizeof(file), "%s/ex.txt", root);
+	remove(file);
+}
+
+/* Levels past KernelBench's 3 where their directories follow the format, up to the
+ * documented maximum. */
+static void
+test_later_levels(void)
+{
+	char			path[PATH_MAX], err[1024];
+	struct kb_config	c;
+
+	snprintf(path, sizeof(path), "%s/level5", root);
+	mkdir(path, 0755);
+	touch("level5/1_Five.py");
+	expect((const char *[]){ "problems.levels=[2, 5]", NULL }, "L2_1_C_s0 L5_1_Five_s0");
+	rm("level5/1_Five.py");
+	rmdir(path);
+	CHECK(load_text("name: t\nproblems: {dir: /x, levels: [1, 9]}\n"
+			"llm: {provider: replay, replay_dir: /r}\n", &c, err,
+			sizeof(err)) == -KB_ECONFIG);
+	CHECK_STR(err, "t.yaml:2:33: problems.levels: expected an integer in 1..8, got '9'");
+}
+
 int
 main(void)
 {
@@ -226,6 +361,8 @@ main(void)
 	expect((const char *[]){ "problems.levels=4", NULL }, want);
 	rmdir(path);
 	test_positions_from_file();
+	test_subset_exclude();
+	test_later_levels();
 
 	/* duplicate ids in a level: an error only when the id is selected */
 	touch("level1/2_B2.py");

@@ -59,6 +59,8 @@ config_diff(const struct kb_config *a, const struct kb_config *b)
 		VAL_(problems.ids[i].hi);
 	}
 	VAL_(problems.samples);
+	STR_(problems.subset);
+	STR_(problems.exclude);
 	STR_(llm.provider);
 	STR_(llm.base_url);
 	STR_(llm.model);

@@ -256,6 +256,15 @@ def main():
     if sorted(listed) != sorted(problems) or len(listed) != len(set(listed)):
         fail("subsets/demo.txt lists %s, the bundled problems are %s" % (listed, sorted(problems)))
 
+    # every bundled subset is a valid problems.subset of the bundled problems
+    for name in sorted(os.listdir(os.path.join(PROBLEMS, "subsets"))):
+        keys = [l.split("#")[0].strip() for l in open(os.path.join(PROBLEMS, "subsets", name))]
+        keys = [k for k in keys if k]
+        unknown = [k for k in keys if k not in problems]
+        if not keys or unknown or len(keys) != len(set(keys)):
+            fail("subsets/%s: unknown %s, %d keys, duplicates %s" % (name, unknown, len(keys),
+                                                                    len(keys) != len(set(keys))))
+
     expected = json.load(open(os.path.join(RESPONSES, "expected.json")))
     names = {}
     outcomes = {s: 0 for s in STATUSES}

@@ -13,3 +13,10 @@ kb_add_script_test(unit_viewer_paths
 # the kernel diff (rebuilds both sides, as short as an LCS allows), escaping, CSV quoting
 kb_add_test(orchestrator_report SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_report.c
             LIBS kb_orch LABELS unit)
+# fast_p@k by hand, k-medoids recovering planted centres, the paired bootstrap's verdicts
+kb_add_test(orchestrator_stats SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_stats.c
+            LIBS kb_orch LABELS unit)
+# fast_p@k by hand, report RUN_A RUN_B (common problems, noise, content warnings), subset
+kb_add_script_test(unit_report_compare
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/report_compare.py
+                   LABELS unit TIMEOUT 300)

@@ -345,7 +345,7 @@ refused(["report", run1, os.path.join(work, "missing"), "--html", os.path.join(w
         "not a kforge run directory")
 refused(["report", run1, "--html", os.path.join(work, "no", "such", "dir", "x.html")], 1, "cannot write")
 refused(["report", run1, "--json", "--csv"], 2, "--json")
-refused(["report", run1, run2], 2, "exactly one run directory")
+refused(["report", run1, os.path.join(work, "missing")], 1, "not a kforge run directory")
 refused(["view", run1, "--port", "70000"], 2, "--port wants")
 refused(["view", run1, "--port", "http"], 2, "--port wants")
 refused(["view", run1, "--bind", "example.com"], 2, "--bind wants")
