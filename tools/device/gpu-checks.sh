@@ -15,6 +15,8 @@
 # run. Usage, from anywhere (extra arguments go to ctest; BUILD, default build-gpu, is the
 # build directory, relative to the project root):
 #   [source .devdeps/env.sh;] tools/device/gpu-checks.sh [ctest arguments]
+# A GPU host without libyaml, jansson or libmicrohttpd (kforge view) gets them as Debian
+# packages carried in .devdeps: ../shared/tools/device-deps.sh libmicrohttpd12 libmicrohttpd-dev
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 out=${OUT:-/tmp/kforge-gpu}
