@@ -663,23 +663,6 @@ baseline_of(struct task_run *t, struct lease *lease, int device, json_t **info)
 
 #define FSM_PROBE_TIMEOUT_S 120	/* a probe is a tiny kernel; longer is a hung GPU */
 
-/* Rows: probes of this GPU that failed before this one; columns: this one passed. */
-static const enum fsm_health health_rules[FSM_HEALTH_FAILURES][2] = {
-	[0] = { [false] = FSM_HEALTH_REPROBE, [true] = FSM_HEALTH_RETURN },
-	[1] = { [false] = FSM_HEALTH_QUARANTINE, [true] = FSM_HEALTH_RETURN },
-};
-_Static_assert(FSM_HEALTH_FAILURES == 2, "health_rules needs a row per earlier failure");
-
-enum fsm_health
-fsm_health_decide(int failures_before, enum fb_status probe_status)
-{
-	if (failures_before < 0)
-		failures_before = 0;
-	if (failures_before >= FSM_HEALTH_FAILURES)
-		return FSM_HEALTH_QUARANTINE;	/* already condemned: a late pass changes nothing */
-	return health_rules[failures_before][probe_status == FB_ST_OK];
-}
-
 /* Statuses after which the GPU itself may be broken, not just the candidate. */
 static bool
 runner_faulted(enum fb_status st)
@@ -688,7 +671,7 @@ runner_faulted(enum fb_status st)
 }
 
 /* Probes the leased GPU, each time in a fresh process (a fresh CUDA context), until
- * fsm_health_decide settles, and quarantines it when it must. The lease is still held,
+ * gpool_health_decide settles, and quarantines it when it must. The lease is still held,
  * so nothing else runs on the GPU meanwhile, and the probe's pid is in the pool should
  * this worker die. Records "health_probe": ok | failed_once | quarantined. A CPU slot
  * has no GPU to probe. Returns 0, or -KB_ESTOPPED (the GPU was not judged). */
@@ -697,7 +680,7 @@ check_gpu_health(struct task_run *t, struct lease *lease, int device, enum fb_st
 {
 	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
-	enum fsm_health		 next = FSM_HEALTH_REPROBE;
+	enum gpool_health		 next = GPOOL_HEALTH_REPROBE;
 	enum fb_status		 st;
 	char			 work[PATH_MAX], last[256] = "", reason[256];
 	const char		*msg;
@@ -706,7 +689,7 @@ check_gpu_health(struct task_run *t, struct lease *lease, int device, enum fb_st
 	if (device < 0)
 		return 0;
 	work_dir_for(t, work, sizeof(work));
-	while (next == FSM_HEALTH_REPROBE) {
+	while (next == GPOOL_HEALTH_REPROBE) {
 		runner_request(t, FB_PROBE, NULL, lease, &req);
 		req.work_dir = work;
 		req.timeout_s = FSM_PROBE_TIMEOUT_S;
@@ -721,13 +704,13 @@ check_gpu_health(struct task_run *t, struct lease *lease, int device, enum fb_st
 				json_object_get(o.result, "details"), "message"));
 			snprintf(last, sizeof(last), "%s: %s", fb_status_name(st), msg ? msg : "?");
 			log_warnx("GPU %d failed health probe %d of %d after a %s: %s", device,
-				  failures + 1, FSM_HEALTH_FAILURES, fb_status_name(fault), last);
+				  failures + 1, GPOOL_HEALTH_FAILURES, fb_status_name(fault), last);
 		}
-		next = fsm_health_decide(failures, st);
+		next = gpool_health_decide(failures, st == FB_ST_OK);
 		failures += st != FB_ST_OK;
 		fb_outcome_clear(&o);
 	}
-	if (next == FSM_HEALTH_QUARANTINE) {
+	if (next == GPOOL_HEALTH_QUARANTINE) {
 		snprintf(reason, sizeof(reason), "failed %d health probes after a %s; last: %s",
 			 failures, fb_status_name(fault), last);
 		left = gpool_quarantine(lease->pool, lease->slot, reason);
@@ -736,7 +719,7 @@ check_gpu_health(struct task_run *t, struct lease *lease, int device, enum fb_st
 		log_info("GPU %d passed its second health probe; it stays in the pool", device);
 	}
 	json_object_set_new(t->data, "health_probe",
-			    json_string(next == FSM_HEALTH_QUARANTINE ? "quarantined" :
+			    json_string(next == GPOOL_HEALTH_QUARANTINE ? "quarantined" :
 					failures > 0 ? "failed_once" : "ok"));
 	if (failures > 0)
 		json_object_set_new(t->data, "health_probe_error", json_string(last));

@@ -51,18 +51,4 @@ int	fsm_turn_path(const struct task_run *t, int turn, const char *name, char *ou
 int	fsm_put_artifact(struct task_run *t, const char *key, const char *name, const void *p,
 			 size_t n);
 
-/* GPU health after a runner crashed, timed out or reported a CUDA error (DESIGN.md §4):
- * the GPU is probed in fresh processes while the task still holds it. One failed probe
- * may be the fault's own debris (a context torn down late), so a GPU leaves the pool
- * only after FSM_HEALTH_FAILURES failed probes in a row. */
-#define FSM_HEALTH_FAILURES 2
-enum fsm_health {
-	FSM_HEALTH_RETURN,	/* the probe passed: the GPU goes back to the pool */
-	FSM_HEALTH_REPROBE,	/* it failed, not yet often enough: probe again */
-	FSM_HEALTH_QUARANTINE,	/* it failed FSM_HEALTH_FAILURES times: out of the pool */
-};
-/* Pure: the step after a probe that ended with probe_status, given how many probes of
- * this GPU failed before it (since the fault). Only FB_ST_OK is healthy. */
-enum fsm_health	fsm_health_decide(int failures_before, enum fb_status probe_status);
-
 #endif

@@ -63,6 +63,22 @@ int	gpool_release(struct gpool *p, enum gpool_class cls, int slot);
  * Returns the number of slots freed. */
 int	gpool_reclaim(struct gpool *p, pid_t dead);
 
+/* GPU health after a runner crashed, timed out or reported a CUDA error (DESIGN.md §4):
+ * the holder probes the GPU in fresh processes while it still holds the slot (the pool
+ * runs nothing; probing is the caller's), and this rule says what follows each probe.
+ * One failed probe may be the fault's own debris (a context torn down late), so a GPU
+ * leaves the pool (gpool_quarantine) only after GPOOL_HEALTH_FAILURES failed probes in a
+ * row. */
+#define GPOOL_HEALTH_FAILURES 2
+enum gpool_health {
+	GPOOL_HEALTH_RETURN,	 /* the probe passed: the GPU goes back to the pool */
+	GPOOL_HEALTH_REPROBE,	 /* it failed, not yet often enough: probe again */
+	GPOOL_HEALTH_QUARANTINE, /* it failed GPOOL_HEALTH_FAILURES times: out of the pool */
+};
+/* Pure: the step after a probe that passed or not, given how many probes of this GPU
+ * failed before it (since the fault). */
+enum gpool_health	gpool_health_decide(int failures_before, bool probe_passed);
+
 /* Marks an EXEC slot unusable for the rest of the pool's life (a GPU that failed its
  * health probes), with the reason status shows; called by the worker holding it. Its
  * unit leaves circulation, so with every slot quarantined acquirers wait until

@@ -272,3 +272,22 @@ gpool_snapshot_json(struct gpool *p)
 	gpool__unlock(p);
 	return o;
 }
+
+/* ------------------------------------------------------------ health */
+
+/* Rows: probes of this GPU that failed before this one; columns: this one passed. */
+static const enum gpool_health health_rules[GPOOL_HEALTH_FAILURES][2] = {
+	[0] = { [false] = GPOOL_HEALTH_REPROBE, [true] = GPOOL_HEALTH_RETURN },
+	[1] = { [false] = GPOOL_HEALTH_QUARANTINE, [true] = GPOOL_HEALTH_RETURN },
+};
+_Static_assert(GPOOL_HEALTH_FAILURES == 2, "health_rules needs a row per earlier failure");
+
+enum gpool_health
+gpool_health_decide(int failures_before, bool probe_passed)
+{
+	if (failures_before < 0)
+		failures_before = 0;
+	if (failures_before >= GPOOL_HEALTH_FAILURES)
+		return GPOOL_HEALTH_QUARANTINE;	/* already condemned: a late pass changes nothing */
+	return health_rules[failures_before][probe_passed];
+}
