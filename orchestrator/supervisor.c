@@ -55,6 +55,48 @@ struct sup {
 	struct orch_progress	*progress;	/* the foreground display, or NULL */
 };
 
+/*
+ * Why a run ended before every task finished: one reason, with the exit status kforge
+ * returns and the line that closes the run. An environment pause outranks an llm_auth
+ * one, both outrank a full disk, and that a GPU pool left empty (s->halt); a stop that
+ * was only asked for (a signal, `kforge stop`) is the rest. The reason itself was said
+ * once when it came (s->halt holds it); stop_closing's NULL means "stopped: <halt>".
+ */
+enum sup_stop {
+	SUP_STOP_ENV,		/* the machine cannot build or run candidates */
+	SUP_STOP_LLM_AUTH,	/* the endpoint refused the credentials */
+	SUP_STOP_DISK_FULL,	/* a worker found no space left in the run directory */
+	SUP_STOP_NO_GPU,	/* every GPU quarantined */
+	SUP_STOP_REQUESTED,	/* a signal or `kforge stop` */
+};
+
+static const struct {
+	int		 exit_status;
+	const char	*closing;	/* printf'd with the run directory; NULL: the halt */
+} stop_rules[] = {
+	[SUP_STOP_ENV] = { ORCH_EXIT_ENV, NULL },
+	[SUP_STOP_LLM_AUTH] = { ORCH_EXIT_LLM_PAUSED, "stopped with LLM generation paused; "
+				"'kforge resume %s' continues every task where it stopped" },
+	[SUP_STOP_DISK_FULL] = { 1, "stopped for want of disk space; 'kforge resume %s' "
+				 "continues once space is freed" },
+	[SUP_STOP_NO_GPU] = { 1, NULL },
+	[SUP_STOP_REQUESTED] = { 0, "stopped; 'kforge resume %s' continues" },
+};
+
+static enum sup_stop
+stop_reason(const struct sup *s)
+{
+	if (s->paused == GPOOL_PAUSE_ENV)
+		return SUP_STOP_ENV;
+	if (s->paused == GPOOL_PAUSE_LLM_AUTH)
+		return SUP_STOP_LLM_AUTH;
+	if (s->disk_full)
+		return SUP_STOP_DISK_FULL;
+	if (s->halt[0] != '\0')
+		return SUP_STOP_NO_GPU;
+	return SUP_STOP_REQUESTED;
+}
+
 /* Space held back under the run directory while the supervisor runs, given back when a
  * worker finds the disk full, so that the stop itself can still be written down. Making
  * it at start also proves the directory writable with some room to spare. */
@@ -885,26 +927,16 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	if (all_done) {
 		log_info("all %d tasks finished; 'kforge report %s' for the results", run->ntasks,
 			 run->dir);
-	} else if (s.paused == GPOOL_PAUSE_ENV) {
-		/* The reason was said once already; this closes the run, on stderr too. */
-		log_warnx("stopped: %s", s.halt);
-		rc = ORCH_EXIT_ENV;
-	} else if (s.paused == GPOOL_PAUSE_LLM_AUTH) {
-		/* The reason was said once already; this only closes the run. */
-		log_warnx("stopped with LLM generation paused; 'kforge resume %s' continues every "
-			  "task where it stopped", run->dir);
-		rc = ORCH_EXIT_LLM_PAUSED;
-	} else if (s.disk_full) {
-		/* The reason was said once already; this only closes the run. */
-		log_warnx("stopped for want of disk space; 'kforge resume %s' continues once "
-			  "space is freed", run->dir);
-		rc = 1;
-	} else if (s.halt[0] != '\0') {
-		log_warnx("stopped: %s", s.halt);
-		rc = 1;
 	} else {
-		log_info("stopped; 'kforge resume %s' continues", run->dir);
-		rc = 0;
+		enum sup_stop	why = stop_reason(&s);
+
+		if (stop_rules[why].closing == NULL)
+			log_warnx("stopped: %s", s.halt);
+		else if (why == SUP_STOP_REQUESTED)
+			log_info(stop_rules[why].closing, run->dir);
+		else
+			log_warnx(stop_rules[why].closing, run->dir);
+		rc = stop_rules[why].exit_status;
 	}
 	/* The last thing the run prints, under its closing log line. */
 	orch_progress_finish(s.progress, outcome);
