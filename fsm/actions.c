@@ -195,59 +195,15 @@ lease_give(struct task_run *t, struct lease *l)
 
 /* ------------------------------------------------------------ GENERATE */
 
-static void
-copy_fact(char *dst, size_t n, json_t *o, const char *key)
-{
-	const char *v = json_string_value(json_object_get(o, key));
-
-	snprintf(dst, n, "%s", v != NULL ? v : "");
-}
-
-/* The run's first device as the supervisor's probe recorded it in gpus.json
- * ("hardware"), for the prompt's hardware block; NULL when the run has none. Read once:
- * the facts do not change during a run. */
+/* The run's first device's hardware facts, for the prompt's hardware block; NULL when
+ * the block is off or the probe has none. */
 static const struct llm_hardware *
 hardware_of(struct task_run *t)
 {
-	char		 path[PATH_MAX];
-	json_t		*gpus, *h, *simd, *v;
-	size_t		 i;
-
-	if (!t->cfg->refinement.hardware || t->hw_state != 0)
-		return t->hw_state > 0 ? &t->hw : NULL;
-	t->hw_state = -1;
-	snprintf(path, sizeof(path), "%s/gpus.json", t->ctx->run_dir);
-	if ((gpus = json_load_file(path, 0, NULL)) == NULL)
+	if (!t->cfg->refinement.hardware || t->ctx->ndevices < 1 ||
+	    !t->ctx->devices[0].has_hardware)
 		return NULL;
-	h = json_object_get(json_array_get(json_object_get(gpus, "devices"), 0), "hardware");
-	if (json_is_object(h)) {
-		memset(&t->hw, 0, sizeof(t->hw));
-		t->hw.gpu = json_is_true(json_object_get(h, "gpu"));
-		copy_fact(t->hw.name, sizeof(t->hw.name), h, "name");
-		copy_fact(t->hw.arch, sizeof(t->hw.arch), h, "arch");
-		copy_fact(t->hw.bandwidth_source, sizeof(t->hw.bandwidth_source), h,
-			  "bandwidth_source");
-		copy_fact(t->hw.caches, sizeof(t->hw.caches), h, "caches");
-		t->hw.units = (long)json_integer_value(json_object_get(h, "units"));
-		t->hw.memory_bytes = json_integer_value(json_object_get(h, "memory_bytes"));
-		t->hw.bandwidth_gbps = json_number_value(json_object_get(h, "bandwidth_gbps"));
-		t->hw.smem_per_block = json_integer_value(json_object_get(h, "smem_per_block"));
-		t->hw.smem_per_block_optin = json_integer_value(json_object_get(h,
-						"smem_per_block_optin"));
-		t->hw.smem_per_sm = json_integer_value(json_object_get(h, "smem_per_sm"));
-		t->hw.l2_bytes = json_integer_value(json_object_get(h, "l2_bytes"));
-		simd = json_object_get(h, "simd");
-		json_array_foreach(simd, i, v) {
-			size_t used = strlen(t->hw.simd);
-
-			if (json_is_string(v))
-				snprintf(t->hw.simd + used, sizeof(t->hw.simd) - used, "%s%s",
-					 used > 0 ? " " : "", json_string_value(v));
-		}
-		t->hw_state = 1;
-	}
-	json_decref(gpus);
-	return t->hw_state > 0 ? &t->hw : NULL;
+	return &t->ctx->devices[0].hardware;
 }
 
 static int
@@ -616,24 +572,14 @@ fsm_act_precompile(struct task_run *t)
 
 /* ------------------------------------------------------------- EXECUTE */
 
-/* The device's model name, as the supervisor's probe recorded it in gpus.json. */
+/* The device's model name, as the supervisor's probe recorded it (gpus.json). */
 static void
 device_name(const struct task_run *t, int device, char *out, size_t n)
 {
-	char	path[PATH_MAX];
-	json_t	*gpus, *g;
-	size_t	i;
-
 	snprintf(out, n, "%s", device < 0 ? "cpu" : "cuda");
-	snprintf(path, sizeof(path), "%s/gpus.json", t->ctx->run_dir);
-	if ((gpus = json_load_file(path, 0, NULL)) == NULL)
-		return;
-	json_array_foreach(json_object_get(gpus, "devices"), i, g) {
-		if (json_integer_value(json_object_get(g, "index")) == device &&
-		    json_is_string(json_object_get(g, "name")))
-			snprintf(out, n, "%s", json_string_value(json_object_get(g, "name")));
-	}
-	json_decref(gpus);
+	for (int i = 0; i < t->ctx->ndevices; i++)
+		if (t->ctx->devices[i].index == device && t->ctx->devices[i].name[0] != '\0')
+			snprintf(out, n, "%s", t->ctx->devices[i].name);
 }
 
 /* The reference alone on this device model (fb_eval_baseline: the run's own record,

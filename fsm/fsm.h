@@ -17,6 +17,7 @@
 
 #include "base/base.h"
 #include "gpu_pool/gpu_pool.h"
+#include "llm/llm.h"
 
 #define FSM_STATES(X)   \
 	X(INVALID)      \
@@ -60,12 +61,28 @@ bool		 fsm_state_terminal(enum fsm_state s);
  * feedback_p selects whether a correct EXECUTE goes to PROFILE. */
 enum fsm_state	 fsm_next(enum fsm_state s, enum fsm_event e, bool feedback_p);
 
-struct fsm_ctx {
-	const struct kb_config	*cfg;
-	const struct kb_task	*task;
-	const char		*run_dir;
-	struct gpool		*pool;
+/* A device of the run as the supervisor's probe recorded it in gpus.json, which the
+ * supervisor reads once and hands to every worker typed (fsm_devices_parse): its CUDA
+ * index, its model name (keys the baselines) and, where probed, its hardware facts (the
+ * prompt's hardware block). */
+struct fsm_device {
+	int			 index;
+	char			 name[128];
+	bool			 has_hardware;
+	struct llm_hardware	 hardware;
 };
+
+struct fsm_ctx {
+	const struct kb_config		*cfg;
+	const struct kb_task		*task;
+	const char			*run_dir;
+	struct gpool			*pool;
+	const struct fsm_device		*devices;	/* gpus.json's, in its order */
+	int				 ndevices;
+};
+
+/* gpus.json's "devices" into out (at most max of them); returns how many. */
+int	fsm_devices_parse(const json_t *gpus, struct fsm_device *out, int max);
 
 /* The worker's whole life. Returns KB_EXIT_DONE, KB_EXIT_TEMPFAIL or KB_EXIT_CONFIG. */
 int	fsm_task_main(const struct fsm_ctx *ctx);

@@ -29,8 +29,6 @@ struct task_run {
 	int			 best_turn;
 	json_t			*data;		/* what the current action reports in its record */
 	char			 fail_reason[256];
-	struct llm_hardware	 hw;		/* refinement.hardware: read from gpus.json once */
-	int			 hw_state;	/* 0: not read yet; 1: read; -1: none there */
 };
 
 /* Actions: each does one state's work and returns the event it ends with, or a

@@ -52,6 +52,8 @@ struct sup {
 	enum gpool_pause_kind	 paused;	/* announced; the run stops when the workers have */
 	char			 halt[ORCH_MAX_RUN_DIR + 256];	/* why the run cannot go on, or "" */
 	bool			 disk_full;	/* a worker found no space; said once */
+	struct fsm_device	 devices[KB_MAX_DEVICES];	/* gpus.json's, read once */
+	int			 ndevices;
 	struct orch_progress	*progress;	/* the foreground display, or NULL */
 };
 
@@ -197,6 +199,8 @@ fork_worker(struct sup *s, int i)
 	ctx.task = &s->run->tasks[i];
 	ctx.run_dir = s->run->dir;
 	ctx.pool = s->pool;
+	ctx.devices = s->devices;
+	ctx.ndevices = s->ndevices;
 	_exit(fsm_task_main(&ctx));
 }
 
@@ -637,6 +641,7 @@ create_pool(struct sup *s, char *err, size_t errlen)
 		snprintf(err, errlen, "%s is missing or unreadable", path);
 		return -KB_ECORRUPT;
 	}
+	s->ndevices = fsm_devices_parse(gpus, s->devices, KB_MAX_DEVICES);
 	if (strcmp(c->eval.device, "cpu") == 0) {
 		for (n = 0; n < c->runner.cpu_exec_slots && n < KB_MAX_DEVICES; n++)
 			devices[n] = -1;

@@ -22,8 +22,8 @@ ITEM_KEYS = {"item", "ok", "required", "detail", "version", "path", "fix"}
 COMMON = ["cc", "c++", "python", "torch", "torch-headers", "pybind11", "python-headers", "ninja"]
 CONTAIN = ["runner-user", "network", "disk", "cache"]
 CPU_ITEMS = COMMON + ["cpu-extension"] + CONTAIN
-CUDA_ITEMS = COMMON + ["torch-cuda", "nvcc", "driver", "gpu", "cuda-extension", "cupti",
-                       "perf-counters"] + CONTAIN
+CUDA_ITEMS = COMMON + ["torch-cuda", "nvcc", "driver", "gpu", "cuda-extension", "triton",
+                       "cupti", "perf-counters"] + CONTAIN
 LINE = re.compile(r"^(ok|FAIL|warn) +(\S+(?: \d+)?) +(.*)$")
 
 work = scratch("e2e-doctor")
