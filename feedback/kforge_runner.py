@@ -2251,11 +2251,10 @@ def pin_cpus(req):
     if not cpus or not hasattr(os, "sched_setaffinity"):
         return None
     try:
-        want = {int(c) for c in cpus} & os.sched_getaffinity(0)
-        if want:
-            os.sched_setaffinity(0, want)
-            return sorted(want)
-    except (OSError, ValueError, TypeError) as e:
+        # The kernel keeps the cores of the set that this process may use at all.
+        os.sched_setaffinity(0, {int(c) for c in cpus})
+        return sorted(os.sched_getaffinity(0))
+    except (OSError, ValueError, TypeError, OverflowError) as e:
         log("cpus %s not taken: %s" % (cpus, e))
     return None
 
