@@ -197,6 +197,14 @@ fb_baseline_ok(const struct fb_baseline *b)
 	return st != NULL && strcmp(st, fb_status_name(FB_ST_OK)) == 0;
 }
 
+char *
+fb_reference_failure(const json_t *record)
+{
+	return kb_asprintf("the reference problem itself fails on this device (%s: %s)",
+			   json_string_value(json_object_get(record, "status")) ?: "no status",
+			   json_string_value(json_object_get(record, "message")) ?: "no message");
+}
+
 void
 fb_baseline_clear(struct fb_baseline *b)
 {
@@ -246,12 +254,7 @@ fb_evaluate(const struct kb_config *cfg, const struct fb_request *req,
 				   &ev->baseline)) < 0)
 		goto out;
 	if (!fb_baseline_ok(&ev->baseline)) {
-		char *msg = kb_asprintf("the reference problem itself fails on this device, "
-					"without any candidate (%s: %s)",
-					json_string_value(json_object_get(ev->baseline.record,
-									  "status")) ?: "no status",
-					json_string_value(json_object_get(ev->baseline.record,
-									  "message")) ?: "no message");
+		char *msg = fb_reference_failure(ev->baseline.record);
 
 		ev->status = FB_ST_ENV_ERROR;
 		ev->result = json_pack("{s:s, s:b, s:b, s:O, s:{s:s}}", "status",

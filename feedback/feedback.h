@@ -432,6 +432,10 @@ int	fb_eval_baseline(const struct kb_config *cfg, const struct fb_request *req,
 			 const char *problem_key, const char *device_name, const char *run_dir,
 			 struct fb_baseline *out);
 bool	fb_baseline_ok(const struct fb_baseline *b);
+/* What a failed baseline record says, for the env_error it makes in a run's turn and in
+ * `kforge eval` alike: "the reference problem itself fails on this device (status:
+ * message)". Caller frees. */
+char	*fb_reference_failure(const json_t *record);
 void	fb_baseline_clear(struct fb_baseline *b);
 
 struct fb_evaluation {

@@ -31,9 +31,9 @@ tolerances, CUDA-event timing with warm-up, L2 flush and a discarded first trial
 its known holes: the reference and the candidate live in separate module namespaces, each
 model gets its own clone of the inputs and the candidate's clone is checked for mutation,
 the reference output stays alive while the candidate runs, both models are in eval() mode,
-side-stream work and degenerate outputs are flagged (excessive speedups are kforge's to judge,
-feedback/verdict.c, from the interval this runner measures), and the torch
-functions the harness relies on are bound before candidate code runs.
+side-stream work and degenerate outputs are flagged (excessive speedups are kforge's to
+judge, feedback/verdict.c, from the timings this runner measures), and the torch functions
+the harness relies on are bound before candidate code runs.
 
 Written for Python >= 3.8 and torch 1.13 .. 2.x.
 """
@@ -1046,6 +1046,16 @@ class Runner:
         self.synchronize()
         return (self.perf_counter() - t0) * 1000.0
 
+    def warm_up_models(self, models, inputs, warmup):
+        """warmup untimed calls of each model, each synchronized, then (on CUDA) the
+        allocator's cache emptied before the timed trials."""
+        for _ in range(warmup):
+            for m in models:
+                m(*inputs)
+                self.synchronize()
+        if self.device.type == "cuda":
+            self.torch.cuda.empty_cache()
+
     def time_model(self, model, inputs):
         """KernelBench's cuda_event (or host_time) method: warm-ups, then trials with the
         first `discard_first` thrown away, synchronize and L2 flush before each. On CUDA a
@@ -1054,11 +1064,7 @@ class Runner:
         if method == "do_bench":
             return self.time_do_bench(model, inputs)
         with self.torch.no_grad():
-            for _ in range(warmup):
-                model(*inputs)
-                self.synchronize()
-            if self.device.type == "cuda":
-                self.torch.cuda.empty_cache()
+            self.warm_up_models((model,), inputs, warmup)
             samples = [self.trial(model, inputs, method, flush_buf)
                        for _ in range(trials + discard)][discard:]
             del flush_buf
@@ -1074,13 +1080,13 @@ class Runner:
         process on the GPU) weighs on both alike: after the warm-ups of each, rounds of
         a block of trials of one then a block of the other, the order swapped every
         round (ABBA). A pass is perf_trials trials of each (plus the discarded first);
-        while the speedup's 95% interval is wider than eval.timing.max_spread of it (a
-        relative half-width), another pass is added, up to max_passes. Returns (candidate
-        stats, reference stats, pair) where pair holds the speedup (reference mean /
-        candidate mean, KernelBench's), its interval, the ratio of medians, the passes
-        and rounds. REPLAY_CHECKS times in the first pass, between rounds, the inputs get
-        a few fresh values (replay_check). do_bench times each apart (Triton's own protocol), one after the
-        other."""
+        while the speedup's 95% interval is wider than the request's timing.max_spread
+        of it (a relative half-width), another pass is added, up to timing.max_passes.
+        Returns (candidate stats, reference stats, pair) where pair holds the speedup
+        (reference mean / candidate mean, KernelBench's), its interval, the ratio of
+        medians, the passes and rounds. REPLAY_CHECKS times in the first pass, between
+        rounds, the inputs get a few fresh values (replay_check). do_bench times each
+        apart (Triton's own protocol), one after the other."""
         tcfg = self.req.get("timing") or {}
         method, trials, discard, warmup, flush_buf = self.timing_setup()
         if method == "do_bench":
@@ -1093,12 +1099,7 @@ class Runner:
         block = max(1, trials // 10)
         ref_s, cand_s, passes, rounds = [], [], 0, 0
         with self.torch.no_grad():
-            for _ in range(warmup):
-                for m in (model, model_new):
-                    m(*inputs)
-                    self.synchronize()
-            if self.device.type == "cuda":
-                self.torch.cuda.empty_cache()
+            self.warm_up_models((model, model_new), inputs, warmup)
             for m in (model, model_new):  # the discarded first trials
                 for _ in range(discard):
                     self.trial(m, inputs, method, flush_buf)

@@ -293,7 +293,6 @@ settle_speedup(json_t *result, const json_t *baseline, bool correct)
 	if (ref_ms > 0) {
 		ci = json_object_get(json_object_get(json_object_get(result, "timing"), "pair"),
 				     "ci95");
-		ci = json_array_size(ci) == 2 ? json_incref(ci) : NULL;
 		med = positive_at(result, median);
 	} else {
 		ref_ms = positive_at(baseline, base);
@@ -304,9 +303,8 @@ settle_speedup(json_t *result, const json_t *baseline, bool correct)
 	}
 	json_object_set_new(result, "ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null());
 	json_object_set_new(result, "speedup", speedup > 0 ? json_real(speedup) : json_null());
-	json_object_set_new(result, "speedup_ci95", speedup > 0 && ci != NULL ? ci : json_null());
-	if (speedup <= 0)
-		json_decref(ci);
+	json_object_set_new(result, "speedup_ci95", speedup > 0 && json_array_size(ci) == 2 ?
+			    json_incref(ci) : json_null());
 	return judged;
 }
 

@@ -140,14 +140,6 @@ env_failure_python(struct task_run *t, int rc)
 	return rc;
 }
 
-/* A runner that failed because the run's disk is full produced no result about the
- * kernel: it must be neither cached nor fed back (fb_runner_hit_full_disk). */
-static bool
-runner_hit_full_disk(const struct task_run *t, const struct fb_outcome *o)
-{
-	return fb_runner_hit_full_disk(o, t->ctx->run_dir);
-}
-
 /* Waiting for an LLM slot also ends when the run is paused (either kind); waiting for
  * a compile or execution slot, when the environment paused it. */
 static bool
@@ -710,9 +702,7 @@ reference_failure(struct task_run *t, json_t *base)
 		json_decref(result);
 		return ev;
 	}
-	msg = kb_asprintf("the reference problem itself fails on this device (%s: %s)",
-			  st != NULL ? st : "no status",
-			  json_string_value(json_object_get(base, "message")) ?: "no message");
+	msg = fb_reference_failure(base);
 	fix = kb_asprintf("check the problem %s: it fails without any candidate; then 'kforge "
 			  "resume %s'", t->task->problem_path, t->ctx->run_dir);
 	ev = env_failure(t, result, "reference", msg, fix);
@@ -777,7 +767,7 @@ fsm_act_execute(struct task_run *t)
 		fb_outcome_clear(&o);
 		memset(&o, 0, sizeof(o));
 	}
-	if (rc == 0 && runner_hit_full_disk(t, &o))
+	if (rc == 0 && fb_runner_hit_full_disk(&o, t->ctx->run_dir))
 		rc = -KB_ENOSPC;
 	if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC) {
 		json_decref(base);
