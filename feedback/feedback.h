@@ -318,6 +318,9 @@ void	fb_timing_method(const struct kb_config *cfg, char *out, size_t n);
 /* The threads an execution slot gets on the CPU (OMP_NUM_THREADS): the cores the compile
  * slots leave, shared by the CPU execution slots. */
 long	fb_cpu_threads(const struct kb_config *cfg);
+/* The compile slots (runner.compile_slots, else half the cores, at least one): the pool
+ * makes that many, and on the CPU builds run on as many cores of their own. */
+long	fb_compile_slots(const struct kb_config *cfg);
 #define FB_BUILD_KEY_CAP	((size_t)8 << 20)
 int	fb_build_dir(const struct kb_config *cfg, const char *code, char *out, size_t n);
 /* The cache's size (cache.c has the story): fb_cache_trim removes the builds used least

@@ -111,9 +111,11 @@ env_clear(struct fb_env *e)
 /* On the CPU an execution slot gets its share of the cores left over by the compile
  * slots: torch's intra-op pool would otherwise spin on cores a compile is using, and the
  * timings (reference and candidate alike) would measure the contention. */
-static long
-compile_cores(const struct kb_config *cfg, long cores)
+long
+fb_compile_slots(const struct kb_config *cfg)
 {
+	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
+
 	return cfg->runner.compile_slots > 0 ? cfg->runner.compile_slots :
 	       (cores > 1 ? cores / 2 : 1);
 }
@@ -123,7 +125,7 @@ fb_cpu_threads(const struct kb_config *cfg)
 {
 	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
 	long	slots = cfg->runner.cpu_exec_slots > 0 ? cfg->runner.cpu_exec_slots : 1;
-	long	n = (cores - compile_cores(cfg, cores)) / slots;
+	long	n = (cores - fb_compile_slots(cfg)) / slots;
 
 	return n > 0 ? n : 1;
 }
@@ -137,7 +139,7 @@ static json_t *
 step_cpus(const struct kb_config *cfg, const struct fb_request *req, bool cuda)
 {
 	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
-	long	compile = compile_cores(cfg, cores), first, last;
+	long	compile = fb_compile_slots(cfg), first, last;
 	json_t	*cpus = json_array();
 
 	if (cuda || cores < 2 || compile >= cores)

@@ -632,9 +632,7 @@ create_pool(struct sup *s, char *err, size_t errlen)
 	struct gpool_spec	 spec = { 0 };
 	int			 devices[KB_MAX_DEVICES], n = 0, rc;
 	char			 path[PATH_MAX];
-	json_t			*gpus, *g;
-	size_t			 i;
-	long			 cores = sysconf(_SC_NPROCESSORS_ONLN);
+	json_t			*gpus;
 
 	snprintf(path, sizeof(path), "%s/gpus.json", s->run->dir);
 	if ((gpus = json_load_file(path, 0, NULL)) == NULL) {
@@ -642,23 +640,21 @@ create_pool(struct sup *s, char *err, size_t errlen)
 		return -KB_ECORRUPT;
 	}
 	s->ndevices = fsm_devices_parse(gpus, s->devices, KB_MAX_DEVICES);
+	json_decref(gpus);
 	if (strcmp(c->eval.device, "cpu") == 0) {
 		for (n = 0; n < c->runner.cpu_exec_slots && n < KB_MAX_DEVICES; n++)
 			devices[n] = -1;
 	} else {
-		json_array_foreach(json_object_get(gpus, "devices"), i, g)
-			if (n < KB_MAX_DEVICES)
-				devices[n++] = (int)json_integer_value(json_object_get(g, "index"));
+		for (n = 0; n < s->ndevices; n++)
+			devices[n] = s->devices[n].index;
 	}
-	json_decref(gpus);
 	if (n == 0) {
 		snprintf(err, errlen, "no execution device in %s", path);
 		return -KB_ECONFIG;
 	}
 	spec.exec_devices = devices;
 	spec.nexec = n;
-	spec.ncompile = c->runner.compile_slots > 0 ? (int)c->runner.compile_slots :
-			(cores > 1 ? (int)cores / 2 : 1);
+	spec.ncompile = (int)fb_compile_slots(c);
 	spec.nllm = (int)c->llm.concurrency;
 	if ((rc = gpool_create(&s->pool, &spec)) < 0)
 		snprintf(err, errlen, "cannot create the resource pool: %s", kb_strerror(rc));
