@@ -61,6 +61,10 @@ bool		 fsm_state_terminal(enum fsm_state s);
  * feedback_p selects whether a correct EXECUTE goes to PROFILE. */
 enum fsm_state	 fsm_next(enum fsm_state s, enum fsm_event e, bool feedback_p);
 
+/* The largest problem or kernel source a task reads: a run's creation refuses a larger
+ * problem file up front (it hashes each into tasks.json) rather than its worker later. */
+#define FSM_MAX_SOURCE	(4u << 20)
+
 /* A device of the run as the supervisor's probe recorded it in gpus.json, which the
  * supervisor reads once and hands to every worker typed (fsm_devices_parse): its CUDA
  * index, its model name (keys the baselines) and, where probed, its hardware facts (the

@@ -9,8 +9,7 @@
 #include "fsm/fsm.h"
 #include "llm/llm.h"
 
-/* The per-task caps on files read back from the run directory. */
-#define FSM_MAX_SOURCE	(4u << 20)
+/* The per-task caps on files read back from the run directory (FSM_MAX_SOURCE: fsm.h). */
 #define FSM_GENERATE_RETRIES 5	/* transient LLM failures tolerated per turn, after the client's own retries */
 
 struct task_run {

@@ -12,7 +12,6 @@
 #include "orchestrator/orchestrator.h"
 
 #define ORCH_MAX_RUN_DIR 1024	/* keeps every path under the run directory in PATH_MAX */
-#define ORCH_PROBLEM_MAX_BYTES (16u << 20)	/* a problem file hashed into tasks.json */
 #define ORCH_MAX_DEATHS	3	/* worker deaths before a task is marked FAILED */
 
 /* An open run: its directory, frozen config and task manifest. */

@@ -250,11 +250,15 @@ write_tasks(const char *dir, const struct kb_task *tasks, int n, char *err, size
 			char	*text;
 			size_t	 len;
 
-			if ((rc = kb_read_file(tasks[i].problem_path, ORCH_PROBLEM_MAX_BYTES, &text,
+			if ((rc = kb_read_file(tasks[i].problem_path, FSM_MAX_SOURCE, &text,
 					       &len)) < 0) {
-				snprintf(err, errlen, "cannot read the problem file '%s': %s",
-					 tasks[i].problem_path, rc == -KB_ETOOBIG ?
-					 "larger than 16 MiB" : strerror(errno));
+				if (rc == -KB_ETOOBIG)
+					snprintf(err, errlen, "cannot read the problem file '%s': "
+						 "larger than %u MiB", tasks[i].problem_path,
+						 FSM_MAX_SOURCE >> 20);
+				else
+					snprintf(err, errlen, "cannot read the problem file '%s': %s",
+						 tasks[i].problem_path, strerror(errno));
 				json_decref(arr);
 				return rc;
 			}
