@@ -268,14 +268,14 @@ orch_run_model(const struct orch_run *run, const char *const *accept)
 }
 
 /* RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
-static void
+static int
 csv_field(struct kb_buf *out, json_t *v)
 {
 	char	 num[40];
 	const char *s = num;
 
 	if (v == NULL || json_is_null(v))
-		return;
+		return 0;
 	if (json_is_string(v))
 		s = json_string_value(v);
 	else if (json_is_integer(v))
@@ -285,15 +285,15 @@ csv_field(struct kb_buf *out, json_t *v)
 	else if (json_is_boolean(v))
 		snprintf(num, sizeof(num), "%s", json_is_true(v) ? "true" : "false");
 	else
-		return;
-	if (strpbrk(s, ",\"\r\n") == NULL) {
-		kb_buf_append(out, s, strlen(s));
-		return;
-	}
-	kb_buf_append(out, "\"", 1);
+		return 0;
+	if (strpbrk(s, ",\"\r\n") == NULL)
+		return kb_buf_append(out, s, strlen(s)) < 0 ? -KB_ETOOBIG : 0;
+	if (kb_buf_append(out, "\"", 1) < 0)
+		return -KB_ETOOBIG;
 	for (; *s; s++)
-		kb_buf_append(out, *s == '"' ? "\"\"" : s, *s == '"' ? 2 : 1);
-	kb_buf_append(out, "\"", 1);
+		if (kb_buf_append(out, *s == '"' ? "\"\"" : s, *s == '"' ? 2 : 1) < 0)
+			return -KB_ETOOBIG;
+	return kb_buf_append(out, "\"", 1) < 0 ? -KB_ETOOBIG : 0;
 }
 
 int
@@ -302,17 +302,21 @@ orch_csv_write(json_t *models, struct kb_buf *out)
 	size_t	 m, t, k;
 	json_t	*model, *task, *row;
 
+	/* Every append is checked: a row cut short by the cap must not pass as whole. */
 	for (const struct orch_column *c = orch_turn_columns; c->name != NULL; c++)
-		kb_buf_printf(out, "%s%s", c == orch_turn_columns ? "" : ",", c->name);
-	kb_buf_append(out, "\r\n", 2);
+		if (kb_buf_printf(out, "%s%s", c == orch_turn_columns ? "" : ",", c->name) < 0)
+			return -KB_ETOOBIG;
+	if (kb_buf_append(out, "\r\n", 2) < 0)
+		return -KB_ETOOBIG;
 	json_array_foreach(models, m, model)
 		json_array_foreach(json_object_get(model, "tasks"), t, task)
 			json_array_foreach(json_object_get(task, "rows"), k, row) {
 				for (const struct orch_column *c = orch_turn_columns; c->name != NULL;
 				     c++) {
-					if (c != orch_turn_columns)
-						kb_buf_append(out, ",", 1);
-					csv_field(out, json_object_get(row, c->name));
+					if ((c != orch_turn_columns &&
+					     kb_buf_append(out, ",", 1) < 0) ||
+					    csv_field(out, json_object_get(row, c->name)) < 0)
+						return -KB_ETOOBIG;
 				}
 				if (kb_buf_append(out, "\r\n", 2) < 0)
 					return -KB_ETOOBIG;
