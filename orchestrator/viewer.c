@@ -40,12 +40,19 @@
 		 "frame-ancestors 'none'"
 
 struct viewer {
-	char	dir[PATH_MAX];		/* as given, for orch_run_open */
+	char	dir[PATH_MAX];		/* the run directory, as opened */
 	char	real[PATH_MAX];		/* resolved: the only tree files are served from */
 	char	hosts[4][96];		/* Host header values accepted */
 	int	nhosts;
 	bool	wildcard;		/* bound to every address: any literal address */
 	int	port;
+	/* The run as opened once (its config and task list are frozen), and the last page
+	 * rendered with the stamp it was rendered at: a poll of an unchanged run gets the
+	 * same page without reading a log again. The server's one thread is the only user. */
+	struct orch_run	 run;
+	char		 page_stamp[32];
+	char		*page;
+	size_t		 page_len;
 };
 
 /* Whether a Host header names this server: one of the names it was bound as, or, bound
@@ -137,41 +144,41 @@ send_error(struct MHD_Connection *c, unsigned status, const char *why)
 static enum MHD_Result
 serve_page(struct viewer *v, struct MHD_Connection *c, const char *rest)
 {
-	struct orch_run	 run;
 	struct kb_buf	 b = KB_BUF_INIT(0);
 	json_t		*models;
-	char		 err[1024], stamp[32];
+	char		 stamp[32], *copy;
 	int		 rc;
 
 	(void)rest;
-	if (orch_run_open(&run, v->dir, err, sizeof(err)) < 0)
-		return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, err);
-	orch_run_stamp(&run, stamp, sizeof(stamp));	/* before reading: never newer */
-	models = json_array();
-	json_array_append_new(models, orch_run_model(&run, NULL));
-	orch_run_clear(&run);
-	rc = orch_html_page(models, stamp, &b);
-	json_decref(models);
-	if (rc < 0) {
-		kb_buf_clear(&b);
-		return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
-				  "the page is too large to render; use kforge report --csv");
+	orch_run_stamp(&v->run, stamp, sizeof(stamp));	/* before reading: never newer */
+	if (v->page == NULL || strcmp(stamp, v->page_stamp) != 0) {
+		models = json_array();
+		json_array_append_new(models, orch_run_model(&v->run, NULL));
+		rc = orch_html_page(models, stamp, &b);
+		json_decref(models);
+		if (rc < 0) {
+			kb_buf_clear(&b);
+			return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "the page is too "
+					  "large to render; use kforge report --csv");
+		}
+		free(v->page);
+		v->page_len = b.len;
+		v->page = kb_buf_steal(&b);
+		snprintf(v->page_stamp, sizeof(v->page_stamp), "%s", stamp);
 	}
-	return send_text(c, MHD_HTTP_OK, "text/html; charset=utf-8", kb_buf_steal(&b), b.len,
-			 true);
+	if ((copy = malloc(v->page_len + 1)) == NULL)
+		return MHD_NO;
+	memcpy(copy, v->page, v->page_len);
+	return send_text(c, MHD_HTTP_OK, "text/html; charset=utf-8", copy, v->page_len, true);
 }
 
 static enum MHD_Result
 serve_stamp(struct viewer *v, struct MHD_Connection *c, const char *rest)
 {
-	struct orch_run	 run;
-	char		 err[1024], stamp[32];
+	char	stamp[32];
 
 	(void)rest;
-	if (orch_run_open(&run, v->dir, err, sizeof(err)) < 0)
-		return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, err);
-	orch_run_stamp(&run, stamp, sizeof(stamp));
-	orch_run_clear(&run);
+	orch_run_stamp(&v->run, stamp, sizeof(stamp));
 	return send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", kb_strdup(stamp),
 			 strlen(stamp), false);
 }
@@ -279,32 +286,21 @@ answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 	return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
 }
 
-int
-orch_cmd_viewer(const char *dir, const char *addr, int port)
+/* Serves v's run on addr:port until SIGINT or SIGTERM; the exit status. */
+static int
+serve(struct viewer *v, const char *addr, int port)
 {
-	struct viewer		 v = { 0 };
-	struct orch_run		 run;
 	struct sockaddr_storage	 ss = { 0 };
 	struct sockaddr_in	*s4 = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6	*s6 = (struct sockaddr_in6 *)&ss;
 	struct MHD_Daemon	*d;
 	unsigned		 flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-	char			 err[1024], url_host[80];
+	char			 url_host[80];
 	sigset_t		 stop;
 	socklen_t		 sslen = sizeof(ss);
 	int			 sig, bound, fd = -1, one = 1;
 	bool			 v6 = false;
 
-	if (orch_run_open(&run, dir, err, sizeof(err)) < 0) {
-		fprintf(stderr, "kforge: %s\n", err);
-		return 1;
-	}
-	snprintf(v.dir, sizeof(v.dir), "%s", run.dir);
-	orch_run_clear(&run);
-	if (realpath(v.dir, v.real) == NULL) {
-		fprintf(stderr, "kforge: %s: %s\n", v.dir, strerror(errno));
-		return 1;
-	}
 	if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
 		s4->sin_family = AF_INET;
 		s4->sin_port = htons((uint16_t)port);
@@ -333,12 +329,12 @@ orch_cmd_viewer(const char *dir, const char *addr, int port)
 	}
 	bound = ntohs(v6 ? s6->sin6_port : s4->sin_port);
 	snprintf(url_host, sizeof(url_host), v6 ? "[%s]:%d" : "%s:%d", addr, bound);
-	snprintf(v.hosts[v.nhosts++], sizeof(v.hosts[0]), "%s", url_host);
-	snprintf(v.hosts[v.nhosts++], sizeof(v.hosts[0]), "localhost:%d", bound);
-	snprintf(v.hosts[v.nhosts++], sizeof(v.hosts[0]), "127.0.0.1:%d", bound);
-	snprintf(v.hosts[v.nhosts++], sizeof(v.hosts[0]), "[::1]:%d", bound);
-	v.port = bound;
-	v.wildcard = v6 ? IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr) :
+	snprintf(v->hosts[v->nhosts++], sizeof(v->hosts[0]), "%s", url_host);
+	snprintf(v->hosts[v->nhosts++], sizeof(v->hosts[0]), "localhost:%d", bound);
+	snprintf(v->hosts[v->nhosts++], sizeof(v->hosts[0]), "127.0.0.1:%d", bound);
+	snprintf(v->hosts[v->nhosts++], sizeof(v->hosts[0]), "[::1]:%d", bound);
+	v->port = bound;
+	v->wildcard = v6 ? IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr) :
 			  s4->sin_addr.s_addr == htonl(INADDR_ANY);
 	/* Stopped by SIGINT or SIGTERM, taken by sigwait here: blocked before the server's
 	 * thread starts, so that it inherits the mask. */
@@ -347,7 +343,7 @@ orch_cmd_viewer(const char *dir, const char *addr, int port)
 	sigaddset(&stop, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	d = MHD_start_daemon(flags, 0, NULL, NULL, answer, &v,
+	d = MHD_start_daemon(flags, 0, NULL, NULL, answer, v,
 			     MHD_OPTION_LISTEN_SOCKET, fd,
 			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)VIEW_MAX_CONNECTIONS,
 			     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)VIEW_MAX_PER_CLIENT,
@@ -359,11 +355,34 @@ orch_cmd_viewer(const char *dir, const char *addr, int port)
 		close(fd);
 		return 1;
 	}
-	printf("kforge view: serving %s at http://%s/ (read-only; Ctrl-C stops)\n", v.dir,
+	printf("kforge view: serving %s at http://%s/ (read-only; Ctrl-C stops)\n", v->dir,
 	       url_host);
 	fflush(stdout);
 	sigwait(&stop, &sig);
 	MHD_stop_daemon(d);	/* closes the listening socket too */
 	printf("kforge view: stopped\n");
 	return 0;
+}
+
+int
+orch_cmd_viewer(const char *dir, const char *addr, int port)
+{
+	struct viewer	 v = { 0 };
+	char		 err[1024];
+	int		 rc;
+
+	if (orch_run_open(&v.run, dir, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		return 1;
+	}
+	snprintf(v.dir, sizeof(v.dir), "%s", v.run.dir);
+	if (realpath(v.dir, v.real) == NULL) {
+		fprintf(stderr, "kforge: %s: %s\n", v.dir, strerror(errno));
+		rc = 1;
+	} else {
+		rc = serve(&v, addr, port);
+	}
+	free(v.page);
+	orch_run_clear(&v.run);
+	return rc;
 }
