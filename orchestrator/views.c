@@ -1311,6 +1311,27 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 
 /* ----------------------------------------------------------------- stop */
 
+/* Whether pid has exited: gone, or a zombie its parent has not reaped yet. The lock
+ * goes free a moment before the supervisor's process ends, which `stop` must not call
+ * stopped. */
+static bool
+process_gone(pid_t pid)
+{
+	char	path[64], *text = NULL, *paren;
+	bool	gone;
+
+	if (kill(pid, 0) == -1 && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if (kb_read_file(path, 4096, &text, NULL) < 0)
+		return true;
+	/* "pid (comm) S ...": the state follows the last ')' (comm may hold one). */
+	paren = strrchr(text, ')');
+	gone = paren != NULL && paren[1] == ' ' && paren[2] == 'Z';
+	free(text);
+	return gone;
+}
+
 int
 orch_cmd_stop(const char *dir, int timeout_s)
 {
@@ -1327,7 +1348,7 @@ orch_cmd_stop(const char *dir, int timeout_s)
 	}
 	printf("kforge: asked the supervisor (pid %ld) to stop; waiting\n", (long)pid);
 	end = kb_mono_ms() + (int64_t)timeout_s * 1000;
-	while (orch_run_supervisor_pid(dir) != 0) {
+	while (orch_run_supervisor_pid(dir) != 0 || !process_gone(pid)) {
 		if (kb_mono_ms() > end) {
 			fprintf(stderr, "kforge: still stopping after %d s; run 'kforge stop' again "
 				"to hurry it\n", timeout_s);
