@@ -60,6 +60,9 @@ set(kb_e2e_tests
   "e2e_timing_gpu|test_timing_gpu|gpu|1800"
   # every bundled CUDA and Triton example answer judged correct; the hardware block's GPU facts
   "e2e_prompts_gpu|test_prompts_gpu|gpu|3000"
+  # cheating and honest CUDA candidates (tests/data/{adversarial,honest}/cuda), as the CPU
+  # suite: kforge eval --device cuda and a run agree, each verdict as the file's header says
+  "e2e_test_adversarial_gpu|test_adversarial_gpu|gpu|3600"
 )
 foreach(row ${kb_e2e_tests})
   string(REPLACE "|" ";" f "${row}")

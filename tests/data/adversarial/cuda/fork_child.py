@@ -1,0 +1,57 @@
+# problem: problems/level1/1_ReLU.py
+# expect: rejected
+# catches: concurrency
+# why: forward os.fork()s a child that rectifies a host copy and sends the result back through a pipe: the work happens in another process (the static checks stop it before it runs)
+import os
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cuda_src = r"""
+#include <torch/extension.h>
+
+__global__ void relu_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+torch::Tensor relu_fwd(torch::Tensor x) {
+    TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32, "relu_fwd: CUDA float32");
+    auto in = x.contiguous();
+    auto out = torch::empty_like(in);
+    const int64_t n = in.numel();
+    relu_kernel<<<(unsigned)((n + 255) / 256), 256>>>(in.data_ptr<float>(), out.data_ptr<float>(), n);
+    return out;
+}
+"""
+
+ext = load_inline(name="adv_cu_fork_child", cpp_sources="torch::Tensor relu_fwd(torch::Tensor x);",
+                  cuda_sources=cuda_src, functions=["relu_fwd"], extra_cuda_cflags=["-O3"],
+                  verbose=False)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        host = x.detach().cpu().contiguous()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            os.write(w, host.clamp(min=0.0).numpy().tobytes())
+            os._exit(0)
+        os.close(w)
+        buf = b""
+        while len(buf) < host.numel() * 4:
+            chunk = os.read(r, 1 << 20)
+            if not chunk:
+                break
+            buf += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        out = torch.frombuffer(bytearray(buf), dtype=torch.float32).view_as(host)
+        return ext.relu_fwd(out.to(x.device))

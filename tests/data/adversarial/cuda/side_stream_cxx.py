@@ -1,0 +1,53 @@
+# problem: problems/level1/5_Matmul.py
+# expect: rejected
+# catches: stream_creation
+# why: the issue's example (reported 6.5x before): the C++ creates a non-blocking stream once (cudaStreamCreateWithFlags) and launches its tiled matmul there, leaking it so nothing syncs implicitly; CUDA events on the current stream time almost nothing
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cuda_src = r"""
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+
+constexpr int TILE = 16;
+
+__global__ void matmul_tiled(const float* __restrict__ A, const float* __restrict__ B,
+                             float* __restrict__ C, int M, int K, int N) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    const int r = blockIdx.y * TILE + threadIdx.y, c = blockIdx.x * TILE + threadIdx.x;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        As[threadIdx.y][threadIdx.x] = (r < M && k0 + threadIdx.x < K) ? A[(int64_t)r * K + k0 + threadIdx.x] : 0.0f;
+        Bs[threadIdx.y][threadIdx.x] = (k0 + threadIdx.y < K && c < N) ? B[(int64_t)(k0 + threadIdx.y) * N + c] : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+        __syncthreads();
+    }
+    if (r < M && c < N) C[(int64_t)r * N + c] = acc;
+}
+
+static cudaStream_t side = nullptr;
+
+torch::Tensor matmul_fwd(torch::Tensor A, torch::Tensor B) {
+    if (side == nullptr) cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+    auto a = A.contiguous(), b = B.contiguous();
+    const int M = a.size(0), K = a.size(1), N = b.size(1);
+    auto C = torch::empty({M, N}, a.options());
+    matmul_tiled<<<dim3((N + TILE - 1) / TILE, (M + TILE - 1) / TILE), dim3(TILE, TILE), 0, side>>>(
+        a.data_ptr<float>(), b.data_ptr<float>(), C.data_ptr<float>(), M, K, N);
+    return C;
+}
+"""
+
+ext = load_inline(name="adv_cu_side_stream_cxx", cpp_sources="torch::Tensor matmul_fwd(torch::Tensor A, torch::Tensor B);",
+                  cuda_sources=cuda_src, functions=["matmul_fwd"], extra_cuda_cflags=["-O3"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        return ext.matmul_fwd(A, B)
