@@ -10,3 +10,8 @@ find_package(Python3 COMPONENTS Interpreter REQUIRED)
 kb_add_script_test(tools_module_graph
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/tools/module_graph.py
                    LABELS unit python TIMEOUT 60)
+# tools/bench/kbcheck's manifest (every candidate and bundled problem present, malformed
+# lines refused) and its refusal of --device cpu; no GPU or KernelBench checkout needed.
+kb_add_script_test(tools_kbcheck_manifest
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/tools/kbcheck_manifest.py
+                   LABELS unit python TIMEOUT 120)
