@@ -38,3 +38,8 @@ kb_add_script_test(feedback_hardware
 kb_add_script_test(feedback_static_check
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_static_check.py
                    LABELS unit python TIMEOUT 120)
+# the adversarial suites' candidates (tests/data/{adversarial,honest}/{cpu,cuda}): the static
+# checks' findings agree with each file's header, so the CUDA set is checked off a GPU host
+kb_add_script_test(adversarial_static
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/adversarial_static.py
+                   LABELS unit python TIMEOUT 120)
