@@ -334,9 +334,9 @@ test_profile(struct kb_config *cfg)
 	json_t	*p;
 	char	*text;
 
-	CHECK(fb_profile_feedback(cfg, NULL) == NULL);
+	CHECK(fb_profile_feedback(cfg, NULL, NULL) == NULL);
 	p = json_loads("{\"kernels\": []}", 0, NULL);
-	CHECK(fb_profile_feedback(cfg, p) == NULL);
+	CHECK(fb_profile_feedback(cfg, p, NULL) == NULL);
 	json_decref(p);
 
 	p = json_loads("{\"source\": \"torch.profiler\", \"device\": \"cuda\", \"iterations\": 5,"
@@ -344,7 +344,7 @@ test_profile(struct kb_config *cfg)
 		       " \"calls\": 5, \"total_ms\": 0.5, \"mean_ms\": 0.1},"
 		       " {\"name\": \"void at::native::elementwise_kernel\", \"calls\": 10,"
 		       " \"total_ms\": 0.25, \"mean_ms\": 0.025}]}", 0, NULL);
-	text = fb_profile_feedback(cfg, p);
+	text = fb_profile_feedback(cfg, p, NULL);
 	CHECK(text != NULL);
 	if (text != NULL) {
 		CHECK(strstr(text, "Profile (torch.profiler, cuda, 5 iterations)") == text);
@@ -354,7 +354,7 @@ test_profile(struct kb_config *cfg)
 	free(text);
 	/* The cap drops whole rows. */
 	cfg->refinement.feedback_max_chars = 160;
-	text = fb_profile_feedback(cfg, p);
+	text = fb_profile_feedback(cfg, p, NULL);
 	CHECK(text != NULL && strlen(text) <= 160 && strstr(text, "add_kernel") == NULL);
 	free(text);
 	cfg->refinement.feedback_max_chars = 4000;
