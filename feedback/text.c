@@ -579,16 +579,21 @@ kernel_row(struct kb_buf *b, size_t cap, const json_t *k, double total_ns, bool 
 				(long long)json_integer_value(json_object_get(k, "calls")),
 				num_at(k, "mean_ns", 0) / 1e3, grid, block, name.p ? name.p : "");
 	else
-		ok = put_capped(b, cap, "%5.1f%% %6lld %9.2f %-14s %-11s %4lld %7lld %4s %-13s%s%5s %5s%s  %s\n",
+	{
+		char	cols[24] = "";
+
+		if (metrics)
+			snprintf(cols, sizeof(cols), " %5s %5s", dram, ach);
+		ok = put_capped(b, cap, "%5.1f%% %6lld %9.2f %-14s %-11s %4lld %7lld %4s %-13s%s  %s\n",
 				total_ns > 0 ? 100 * t / total_ns : 0,
 				(long long)json_integer_value(json_object_get(k, "calls")),
 				num_at(k, "mean_ns", 0) / 1e3, grid, block,
 				(long long)json_integer_value(json_object_get(k, "registers")),
 				(long long)(json_integer_value(json_object_get(k, "static_smem")) +
 					    json_integer_value(json_object_get(k, "dynamic_smem"))),
-				occ_text, limiter != NULL ? limiter : "-", metrics ? " " : "",
-				metrics ? dram : "", metrics ? ach : "", "",
+				occ_text, limiter != NULL ? limiter : "-", cols,
 				name.p ? name.p : "");
+	}
 	kb_buf_clear(&name);
 	return ok;
 }
@@ -704,10 +709,9 @@ cupti_feedback(const struct kb_config *cfg, json_t *profile, json_t *reference)
 		      json_is_true(json_object_get(profile, "partial")) ?
 		      ", partial: the runner ended before the profile was complete" : "",
 		      (long long)json_integer_value(json_object_get(profile, "launches")), total / 1e6);
-	if (!put_capped(&b, cap, "%6s %6s %9s %-14s %-11s %4s %7s %4s %-13s%s%5s %5s%s  %s\n",
+	if (!put_capped(&b, cap, "%6s %6s %9s %-14s %-11s %4s %7s %4s %-13s%s  %s\n",
 			"share", "calls", "mean us", "grid", "block", "regs", "smem B", "occ",
-			"limiter", metrics ? " " : "", metrics ? "dram%" : "",
-			metrics ? "achv%" : "", "", "kernel") || b.len > cap) {
+			"limiter", metrics ? " dram% achv%" : "", "kernel") || b.len > cap) {
 		kb_buf_clear(&b);	/* not even the heading fits */
 		return NULL;
 	}
