@@ -366,9 +366,10 @@ char	*fb_profile_feedback(const struct kb_config *cfg, json_t *profile, json_t *
  * the JSON of notes' kprof contract); on the CPU, or where the library was not built,
  * from torch.profiler in the runner (the profile then says so in "note"). */
 
-/* The library's path: $KFORGE_KPROF_LIB, else the build's feedback/libkforge_kprof.so
- * (where CMake builds it), else feedback/libkforge_kprof.so beside the running binary.
- * -KB_ENOENT when none is there. */
+/* The library's path: $KFORGE_KPROF_LIB (set but empty: none), else the one this build
+ * made (KFORGE_KPROF_PATH, which feedback/kprof.cmake defines where CUPTI was found),
+ * else feedback/libkforge_kprof.so beside the running binary. -KB_ENOENT when none is
+ * there. */
 int	fb_kprof_library(char *out, size_t n);
 /* A profile step of req (FB_PROFILE: the candidate, or the reference with
  * req->profile_reference) under the caller's lease. On cuda with the library: a trace

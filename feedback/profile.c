@@ -33,9 +33,10 @@ fb_kprof_library(char *out, size_t n)
 	if (env != NULL)
 		return env[0] != '\0' && access(env, R_OK) == 0 &&
 		       snprintf(out, n, "%s", env) < (int)n ? 0 : -KB_ENOENT;
-#ifdef KFORGE_KPROF_BUILT
-	if (access(KFORGE_KPROF_BUILT, R_OK) == 0 &&
-	    snprintf(out, n, "%s", KFORGE_KPROF_BUILT) < (int)n)
+	/* Defined by feedback/kprof.cmake (the library's build) when CUPTI was found. */
+#ifdef KFORGE_KPROF_PATH
+	if (access(KFORGE_KPROF_PATH, R_OK) == 0 &&
+	    snprintf(out, n, "%s", KFORGE_KPROF_PATH) < (int)n)
 		return 0;
 #endif
 	if ((len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
