@@ -324,6 +324,8 @@ struct kb_config {
 		long	 examples;		/* few_shot: how many example pairs */
 		bool	 hardware;		/* a block describing the device in prompts */
 		long	 feedback_max_chars;	/* cap on E text */
+		bool	 profile_metrics;	/* P on cuda: a second, metrics run */
+		long	 profile_metrics_top;	/* ... over this many top kernels */
 	} refinement;
 	struct {
 		char	*device;		/* cpu | cuda (auto is resolved before freezing) */

@@ -118,6 +118,13 @@ struct fb_request {
 	void		*on_start_arg;
 	bool		(*should_stop)(void *arg);
 	void		*stop_arg;
+	/* profile: the reference model instead of the candidate (candidate_path unused). */
+	bool		 profile_reference;
+	/* profile on cuda under the CUPTI injection (fb_profile fills these; NULL: none):
+	 * the library (CUDA_INJECTION64_PATH), its output (KPROF_OUT, "%p" the pid), mode
+	 * (KPROF_MODE) and, for metrics, the kernels to measure (KPROF_TARGETS). Such a
+	 * step always starts a fresh runner (run.c says why). */
+	const char	*kprof_lib, *kprof_out, *kprof_mode, *kprof_targets;
 };
 
 /* A speedup over the reference above this, by the ratio of means and by the ratio of
@@ -343,8 +350,49 @@ bool	fb_build_cacheable(enum fb_status st);
  * does not fit keeps its first error line with the lines around it, then its tail, with
  * a marker where text was cut. Caller frees. */
 char	*fb_exec_feedback(const struct kb_config *cfg, const struct fb_outcome *o);
-/* The P part: a short table from a profile result (NULL when there is nothing). */
-char	*fb_profile_feedback(const struct kb_config *cfg, json_t *profile);
+/* The P part: a short table from a profile result (NULL when there is nothing). A CUPTI
+ * profile (profile.c) gives the top kernels with their share, calls, mean time, launch
+ * configuration, registers, shared memory, occupancy and its limiter, the hardware
+ * metrics where measured, memcpy/memset totals, one line of interpretation per kernel
+ * where the numbers say something plain (text.c's hint table), and, when reference is
+ * not NULL, the reference model's kernels for comparison; a torch.profiler one keeps
+ * its table. At most FB_PROFILE_ROWS kernels and refinement.feedback_max_chars bytes. */
+#define FB_PROFILE_ROWS		8
+#define FB_PROFILE_REF_ROWS	5
+char	*fb_profile_feedback(const struct kb_config *cfg, json_t *profile, json_t *reference);
+
+/* ------------------------------------------------------- CUPTI profiles (profile.c)
+ * On cuda, P comes from the CUPTI injection library (libkforge_kprof.so, DESIGN.md §6,
+ * the JSON of notes' kprof contract); on the CPU, or where the library was not built,
+ * from torch.profiler in the runner (the profile then says so in "note"). */
+
+/* The library's path: $KFORGE_KPROF_LIB (set but empty: none), else the one this build
+ * made (KFORGE_KPROF_PATH, which feedback/kprof.cmake defines where CUPTI was found),
+ * else feedback/libkforge_kprof.so beside the running binary. -KB_ENOENT when none is
+ * there. */
+int	fb_kprof_library(char *out, size_t n);
+/* A profile step of req (FB_PROFILE: the candidate, or the reference with
+ * req->profile_reference) under the caller's lease. On cuda with the library: a trace
+ * run (KPROF_OUT in req->work_dir, named by tag), then, with refinement.profile_metrics,
+ * a second run in metrics mode over the trace's refinement.profile_metrics_top kernels
+ * whose counters are merged into the trace's kernels. out->result.profile is then the
+ * library's JSON (every field optional) plus "iterations", "target", "partial" (the
+ * runner ended before the profile was complete: a killed or timed-out runner's last
+ * flushed profile is still used), "metrics_status"/"metrics_message" and
+ * "metrics_wall_ms"; a runner that wrote none gets {source: cupti, status: error,
+ * message}. Elsewhere the runner's torch.profiler table, with "note" saying why when on
+ * cuda. out->wall_ms covers every run. Returns as fb_run. */
+int	fb_profile(const struct kb_config *cfg, const struct fb_request *req, const char *tag,
+		   struct fb_outcome *out);
+/* The library's JSON read from dir (the file tag.<pid>.json, else the most complete
+ * tag.*.json there: a CUDA-initialising child writes its own): NULL when there is none
+ * or it is not a JSON object (at most FB_KPROF_CAP bytes). */
+#define FB_KPROF_CAP	((size_t)4 << 20)
+json_t	*fb_kprof_read(const char *dir, const char *tag, pid_t pid);
+/* The names of the kernels a candidate's source defines (__global__ functions, and
+ * @triton.jit functions), as a new array of strings (at most FB_MAX_OWN_KERNELS). */
+#define FB_MAX_OWN_KERNELS	64
+json_t	*fb_source_kernels(const char *source);
 
 
 /* ------------------------------------------------------------- verdicts (verdict.c)
@@ -382,6 +430,19 @@ enum fb_verdict	fb_judge(json_t *result, const json_t *findings, const json_t *b
  * each, with a heading saying what the verdict means; NULL when the verdict is correct
  * or incorrect with no reason to add (the feedback says why already). */
 char	*fb_verdict_feedback(const json_t *result);
+/* The profile's evidence about the candidate's forward, judged into result (a judged
+ * execute result, result.json) by the same flag rules: a complete CUPTI profile in which
+ * none of the candidate's own kernels ran (none named in source, fb_source_kernels, and
+ * none that is not PyTorch's or a vendor library's) flags "custom_kernel_not_run"
+ * (rejected); kernels on more than one stream flag "side_stream" (suspect) unless the
+ * reference's profile (may be NULL) shows the same. details.profile_check records the
+ * kernels that ran, their streams and what was decided ("judged": false with "why"
+ * where the profile proves nothing: a torch.profiler table, a CUPTI status other than
+ * ok, a partial profile). Any earlier decision of this rule is replaced, so it may run
+ * again on the same result. Then fb_judge (result's own findings and baseline); returns
+ * the verdict. */
+enum fb_verdict	fb_judge_profile(json_t *result, const json_t *profile,
+				 const json_t *reference, const char *source);
 
 /* ------------------------------------------------------------ the evaluation (evaluate.c)
  * What every candidate goes through, one way for a run's turns and `kforge eval`: the

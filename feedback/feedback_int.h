@@ -31,6 +31,13 @@ struct fb_strays {
 };
 void	fbw_reap_strays(struct fb_strays *out, pid_t keep);
 
+/* profile.c: whether the CUPTI library is there to profile with (fb_kprof_library),
+ * and how many kernels the library lists by name (KPROF_TOP; the rest are "other"):
+ * more than the text shows, so that the profile rule sees the candidate's kernel
+ * however many of torch's ran beside it. */
+bool	fb_kprof_usable(void);
+#define FB_KPROF_TOP_TEXT	"64"
+
 /* stage.c: logs where the runners work when it is not the run directory (called by
  * fb_contain_report). */
 void	fb_stage_report(void);

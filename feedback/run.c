@@ -461,6 +461,10 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 		json_object_set_new(r, "build_dir", json_string(req->build_dir));
 	if (req->work_dir != NULL)
 		json_object_set_new(r, "work_dir", json_string(req->work_dir));
+	if (req->mode == FB_PROFILE) {
+		json_object_set_new(r, "profile_reference", json_boolean(req->profile_reference));
+		json_object_set_new(r, "kprof", json_boolean(cuda && req->kprof_out != NULL));
+	}
 	if (cuda && cfg->eval.inputs != NULL && strcmp(cfg->eval.inputs, "device") == 0)
 		json_object_set_new(r, "input_placement", json_string("device"));
 	json_object_set_new(r, "cpus", step_cpus(cfg, req, cuda));
@@ -931,9 +935,40 @@ warm_next_visible(const struct kb_config *cfg, const struct fb_request *req, boo
 	if (!cuda)
 		return "";
 	if (req->mode == FB_PRECOMPILE || req->mode == FB_BASELINE || req->mode == FB_PROBE ||
-	    (req->mode == FB_EXECUTE && cfg->refinement.feedback_p))
+	    (req->mode == FB_EXECUTE && cfg->refinement.feedback_p && !fb_kprof_usable()))
 		return warm.last_gpu;
 	return "";
+}
+
+/*
+ * A profile under the CUPTI injection always starts a fresh runner, never a warm one.
+ * The driver reads CUDA_INJECTION64_PATH once, in cuInit; a warm runner gets its
+ * environment with the request, after torch was imported, and whether nothing in that
+ * import (torch's plugins, Triton, an NVML probe) initialised the driver cannot be
+ * proved from here. Had it, the library would silently not load, the profile would be
+ * empty, and the profile rule (fb_judge_profile) must then not conclude anything; a
+ * cold start makes the injection certain for the price of one torch import per profile
+ * step, which PROFILE's stage time shows. So the warm runner started after an execute
+ * is one for the next precompile when profiles are CUPTI's (warm_next_visible).
+ */
+static bool
+kprof_step(const struct kb_config *cfg, const struct fb_request *req)
+{
+	return req->mode == FB_PROFILE && req->kprof_out != NULL && on_cuda(cfg, req);
+}
+
+static void
+kprof_env(struct fb_env *env, const struct kb_config *cfg, const struct fb_request *req)
+{
+	if (!kprof_step(cfg, req) || req->kprof_lib == NULL)
+		return;
+	env_set(env, "CUDA_INJECTION64_PATH", req->kprof_lib);
+	env_set(env, "KPROF_OUT", req->kprof_out);
+	env_set(env, "KPROF_MODE", req->kprof_mode != NULL ? req->kprof_mode : "trace");
+	env_set(env, "KPROF_GATE", "profiler_api");
+	env_set(env, "KPROF_TOP", FB_KPROF_TOP_TEXT);
+	if (req->kprof_targets != NULL && req->kprof_targets[0] != '\0')
+		env_set(env, "KPROF_TARGETS", req->kprof_targets);
 }
 
 /* The warm runner for a step run by python and runner that sees visible (NULL: the
@@ -1031,6 +1066,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	env_build(&env, cfg, req->build_dir, cuda_visible,
 		  req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST);
 	env_contained(&env, req->work_dir);
+	kprof_env(&env, cfg, req);
 
 	deadline = deadline_s(cfg, req);
 	argv[0] = python;
@@ -1042,7 +1078,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	runner_limits(cfg, &o, deadline);
 	if (cuda_visible != NULL && cuda_visible[0] != '\0')
 		snprintf(warm.last_gpu, sizeof(warm.last_gpu), "%s", cuda_visible);
-	if (warm_mode(req->mode) && (ahead = warm_take(python, runner, cuda_visible)) != NULL &&
+	if (warm_mode(req->mode) && !kprof_step(cfg, req) &&
+	    (ahead = warm_take(python, runner, cuda_visible)) != NULL &&
 	    (rc = warm_request(jreq, &env, &o)) < 0)
 		goto out;
 	if ((request = json_dumps(jreq, JSON_COMPACT)) == NULL) {

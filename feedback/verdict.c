@@ -65,6 +65,14 @@ static const struct flag_rule {
 	{ "side_stream_suspected", FB_VERDICT_SUSPECT,
 	  "its wall time is well above its CUDA-event time: work may run on a stream the "
 	  "timing does not see" },
+	{ "custom_kernel_not_run", FB_VERDICT_REJECTED,
+	  "the CUPTI profile of its forward shows none of its own kernels running: every "
+	  "kernel that ran was PyTorch's or a library's (cuBLAS, cuDNN ...), so its custom "
+	  "kernel did not do the work; forward must launch the kernel it defines" },
+	{ "side_stream", FB_VERDICT_SUSPECT,
+	  "the CUPTI profile of its forward shows kernels on more than one CUDA stream (the "
+	  "reference's use one): work on a side stream can escape the timing; launch on "
+	  "the current stream" },
 	{ "output_dtype_mismatch", FB_VERDICT_SUSPECT,
 	  "its output's dtype differs from the reference's (compared after conversion)" },
 	{ "output_device_mismatch", FB_VERDICT_SUSPECT,
@@ -386,4 +394,208 @@ fb_verdict_feedback(const json_t *result)
 			      json_string_value(json_object_get(r, "rule")) ?: "");
 	}
 	return kb_buf_steal(&b);
+}
+
+/* ------------------------------------------------------------ the profile rule */
+
+/*
+ * What marks a kernel as PyTorch's or a vendor library's rather than the candidate's, by
+ * its (demangled) name: ATen and c10, CUB and Thrust as torch uses them, cuBLAS(Lt) and
+ * its GEMM families, cuDNN, CUTLASS, FlashAttention as torch ships it, Inductor's Triton
+ * kernels. A kernel the candidate's source names counts as its own first, whatever its
+ * name looks like.
+ */
+static const char *const library_kernel_marks[] = {
+	"at::", "c10::", "cub::", "thrust::", "cublas", "cutlass", "cudnn", "xmma", "nvjet",
+	"pytorch_flash::", "fmha", "flash_fwd", "sm80_", "sm86_", "sm89_", "sm90_", "sm100_",
+	"ampere_", "volta_", "turing_", "hopper_", "gemv2", "gemvx", "gemmSN", "gemmk1",
+	"splitKreduce", "dot_kernel", "scal_kernel", "axpy_kernel", "implicit_convolve",
+	"nchwToNhwc", "nhwcToNchw", "triton_poi_", "triton_red_", "triton_per_",
+	"triton_tem_",
+};
+#define FB_PROFILE_CHECK_KERNELS	16	/* kernels kept in details.profile_check */
+
+static bool
+library_kernel(const char *name)
+{
+	for (size_t i = 0; i < sizeof(library_kernel_marks) / sizeof(library_kernel_marks[0]); i++)
+		if (strstr(name, library_kernel_marks[i]) != NULL)
+			return true;
+	return false;
+}
+
+/* The kernel's function name: "short" (or "name") without a leading return type,
+ * template arguments, parameters and namespaces: "void ns::k<4>(float*)" -> "k". */
+static void
+kernel_ident(const json_t *k, char *out, size_t n)
+{
+	const char	*s = json_string_value(json_object_get(k, "short"));
+	size_t		 len, start = 0;
+
+	if (s == NULL)
+		s = json_string_value(json_object_get(k, "name"));
+	if (s == NULL)
+		s = "";
+	if (strncmp(s, "void ", 5) == 0)
+		s += 5;
+	len = strcspn(s, "<(");
+	for (size_t i = 0; i + 1 < len; i++)
+		if (s[i] == ':' && s[i + 1] == ':')
+			start = i + 2;
+	snprintf(out, n, "%.*s", (int)(len - start), s + start);
+}
+
+static bool
+contains_integer(const json_t *array, const json_t *v)
+{
+	json_t	*e;
+	size_t	 i;
+
+	json_array_foreach(array, i, e)
+		if (json_integer_value(e) == json_integer_value(v))
+			return true;
+	return false;
+}
+
+/* The distinct streams a profile's kernels ran on; -1 when it lists none. */
+static int
+stream_count(const json_t *profile, json_t *ids)
+{
+	json_t	*k, *s, *seen = json_array();
+	size_t	 i, j;
+	bool	 any = false;
+	int	 n;
+
+	json_array_foreach(json_object_get(profile, "kernels"), i, k) {
+		json_array_foreach(json_object_get(k, "streams"), j, s) {
+			any = true;
+			if (json_is_integer(s) && !contains_integer(seen, s))
+				json_array_append(seen, s);
+		}
+	}
+	json_array_foreach(json_object_get(profile, "streams"), i, s) {
+		json_t	*id = json_object_get(s, "id");
+
+		any = true;
+		if (json_is_integer(id) && json_integer_value(json_object_get(s, "kernels")) != 0 &&
+		    !contains_integer(seen, id))
+			json_array_append(seen, id);
+	}
+	n = any ? (int)json_array_size(seen) : -1;
+	if (ids != NULL)
+		json_array_extend(ids, seen);
+	json_decref(seen);
+	return n;
+}
+
+static void
+drop_flag(json_t *flags, const char *flag)
+{
+	for (size_t i = json_array_size(flags); i-- > 0;)
+		if (json_is_string(json_array_get(flags, i)) &&
+		    strcmp(json_string_value(json_array_get(flags, i)), flag) == 0)
+			json_array_remove(flags, i);
+}
+
+/* Why a profile proves nothing about what ran, or NULL when it does. */
+static const char *
+profile_unfit(const json_t *profile)
+{
+	const char	*source = json_string_value(json_object_get(profile, "source"));
+	const char	*status = json_string_value(json_object_get(profile, "status"));
+
+	if (profile == NULL)
+		return "no profile";
+	if (source == NULL || strcmp(source, "cupti") != 0)
+		return "not a CUPTI profile";
+	if (status != NULL && strcmp(status, "ok") != 0)
+		return "the CUPTI profile failed";
+	if (!json_is_true(json_object_get(profile, "complete")) ||
+	    json_is_true(json_object_get(profile, "partial")))
+		return "a partial profile";
+	if (!json_is_array(json_object_get(profile, "kernels")))
+		return "the profile lists no kernels";
+	return NULL;
+}
+
+static json_int_t
+kernels_launched(const json_t *p)
+{
+	json_t	*v = json_object_get(p, "launches");
+
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	return (json_int_t)json_array_size(json_object_get(p, "kernels")) +
+	       json_integer_value(json_object_get(json_object_get(p, "other"), "calls"));
+}
+
+enum fb_verdict
+fb_judge_profile(json_t *result, const json_t *profile, const json_t *reference,
+		 const char *source)
+{
+	json_t		*flags = json_object_get(result, "flags"), *details, *check, *ran;
+	json_t		*own = fb_source_kernels(source), *k, *v, *streams;
+	const char	*why = profile_unfit(profile);
+	char		 ident[256];
+	bool		 own_ran = false;
+	int		 nstreams, ref_streams;
+	size_t		 i, j;
+
+	if (!json_is_array(flags))
+		json_object_set_new(result, "flags", flags = json_array());
+	drop_flag(flags, "custom_kernel_not_run");
+	drop_flag(flags, "side_stream");
+	if (!json_is_object(details = json_object_get(result, "details")))
+		json_object_set_new(result, "details", details = json_object());
+	check = json_pack("{s:b, s:O}", "judged", why == NULL, "own_names", own);
+	json_object_set_new(details, "profile_check", check);
+	if (why != NULL) {
+		json_object_set_new(check, "why", json_string(why));
+		goto out;
+	}
+	ran = json_array();
+	json_array_foreach(json_object_get(profile, "kernels"), i, k) {
+		const char	*name = json_string_value(json_object_get(k, "name"));
+		bool		 mine = false;
+
+		kernel_ident(k, ident, sizeof(ident));
+		json_array_foreach(own, j, v)
+			mine = mine || strcmp(json_string_value(v), ident) == 0;
+		mine = mine || (name != NULL && !library_kernel(name));
+		own_ran = own_ran || mine;
+		if (json_array_size(ran) < FB_PROFILE_CHECK_KERNELS)
+			json_array_append_new(ran, json_pack("{s:s, s:O?, s:O?, s:b}", "name",
+					      ident, "calls", json_object_get(k, "calls"),
+					      "streams", json_object_get(k, "streams"), "own", mine));
+	}
+	json_object_set_new(check, "kernels", ran);
+	json_object_set_new(check, "custom_kernel_ran", json_boolean(own_ran));
+	if (!own_ran) {
+		json_int_t unnamed = json_integer_value(json_object_get(json_object_get(profile,
+							"other"), "kernels"));
+
+		if (unnamed > 0) {
+			/* Its kernel may be among those the library did not name. */
+			json_object_set_new(check, "why", json_string("kernels beyond those "
+					    "listed are unnamed"));
+		} else if (kernels_launched(profile) == 0 && reference != NULL &&
+			   kernels_launched(reference) == 0) {
+			json_object_set_new(check, "why", json_string("neither the candidate "
+					    "nor the reference launched a kernel"));
+		} else {
+			json_array_append_new(flags, json_string("custom_kernel_not_run"));
+		}
+	}
+	streams = json_array();
+	nstreams = stream_count(profile, streams);
+	json_object_set_new(check, "streams", streams);
+	ref_streams = reference != NULL && profile_unfit(reference) == NULL ?
+		      stream_count(reference, NULL) : -1;
+	if (ref_streams >= 0)
+		json_object_set_new(check, "reference_streams", json_integer(ref_streams));
+	if (nstreams > 1 && ref_streams <= 1)
+		json_array_append_new(flags, json_string("side_stream"));
+out:
+	json_decref(own);
+	return fb_judge(result, NULL, json_object_get(result, "baseline"));
 }

@@ -839,6 +839,112 @@ fsm_act_execute(struct task_run *t)
 
 /* ------------------------------------------------------------- PROFILE */
 
+/* The task's one profile of the reference model, beside its turns. */
+#define FSM_REFERENCE_PROFILE	"reference_profile.json"
+
+static bool
+profiles_on_cuda(const struct task_run *t)
+{
+	return t->cfg->eval.device != NULL && strcmp(t->cfg->eval.device, "cuda") == 0;
+}
+
+/*
+ * The reference model's CUPTI profile, made once per task, on its first profiled turn,
+ * under the same lease as the candidate's (a runner of its own: the library writes one
+ * profile per process) and kept as tasks/<id>/reference_profile.json for every later
+ * turn (the side-stream rule compares with it) and for a resume. NULL where there is
+ * none (on the CPU, without the library, or a run that failed; the candidate's profile
+ * goes on without it). *rc: -KB_ESTOPPED or a write failure, else 0.
+ */
+static json_t *
+reference_profile(struct task_run *t, struct lease *lease, const struct candidate *c, int *rc)
+{
+	struct fb_request	 req;
+	struct fb_outcome	 o = { 0 };
+	char			 path[PATH_MAX], lib[PATH_MAX];
+	json_t			*record, *profile;
+
+	*rc = 0;
+	if (!profiles_on_cuda(t) || fb_kprof_library(lib, sizeof(lib)) < 0 ||
+	    kb_path_join(path, sizeof(path), t->dir, FSM_REFERENCE_PROFILE) < 0)
+		return NULL;
+	if ((record = json_load_file(path, 0, NULL)) != NULL) {
+		profile = json_incref(json_object_get(record, "profile"));
+		json_decref(record);
+		return profile;
+	}
+	runner_request(t, FB_PROFILE, NULL, lease, &req);
+	req.work_dir = c->work;
+	req.profile_reference = true;
+	if ((*rc = fb_profile(t->cfg, &req, "reference", &o)) < 0) {
+		if (*rc != -KB_ESTOPPED && *rc != -KB_ENOSPC)
+			*rc = 0;	/* no comparison this time; the next turn tries again */
+		fb_outcome_clear(&o);
+		return NULL;
+	}
+	profile = json_incref(json_object_get(o.result, "profile"));
+	record = json_pack("{s:s, s:O?, s:I}", "status", fb_status_name(o.status), "profile",
+			   profile, "wall_ms", (json_int_t)o.wall_ms);
+	/* Kept only when it is one: a failed run is tried again on the next turn. */
+	if (o.status == FB_ST_OK && profile != NULL &&
+	    (*rc = kb_write_atomic_json(path, record)) == 0)
+		json_object_set_new(t->data, "reference_profile", json_pack("{s:s, s:I}", "path",
+				    FSM_REFERENCE_PROFILE, "wall_ms", (json_int_t)o.wall_ms));
+	json_decref(record);
+	fb_outcome_clear(&o);
+	return profile;
+}
+
+/* No earlier turn of the task was profiled: the reference is shown beside this one. */
+static bool
+first_profiled_turn(const struct task_run *t)
+{
+	char	path[PATH_MAX];
+
+	for (int k = 1; k < t->turn; k++)
+		if (fsm_turn_path(t, k, "profile.json", path, sizeof(path)) == 0 &&
+		    kb_file_exists(path))
+			return false;
+	return true;
+}
+
+/*
+ * The profile's evidence about the turn's forward (fb_judge_profile: the policy lives in
+ * feedback/verdict.c with every other verdict rule). EXECUTE wrote result.json judged
+ * on what it could see; a CUPTI profile can show that no kernel of the candidate's ran
+ * (rejected) or that work ran on a side stream (suspect). The judged result is written
+ * again, atomically, before this step's record names it, and FEEDBACK reads its verdict
+ * from result.json as ever: the FEEDBACK record carries it to status and report, and the
+ * model reads why (fb_verdict_feedback). Re-running this step after a crash judges the
+ * same result again from scratch (the rule replaces its own earlier flags).
+ */
+static int
+judge_by_profile(struct task_run *t, json_t *profile, json_t *reference, const char *code)
+{
+	json_t		*result, *check;
+	const char	*source = json_string_value(json_object_get(profile, "source"));
+	enum fb_verdict	 v;
+	int		 rc;
+
+	if (source == NULL || strcmp(source, "cupti") != 0 ||
+	    (result = read_turn_json(t, t->turn, "result.json")) == NULL)
+		return 0;
+	v = fb_judge_profile(result, profile, reference, code);
+	rc = put_json(t, "result", "result.json", result);
+	check = json_object_get(json_object_get(result, "details"), "profile_check");
+	json_object_set_new(t->data, "verdict", json_string(fb_verdict_name(v)));
+	json_object_set_new(t->data, "flags", json_incref(json_object_get(result, "flags")));
+	json_object_set_new(t->data, "profile_check", json_pack("{s:O?, s:O?, s:O?, s:O?}",
+			    "judged", json_object_get(check, "judged"), "custom_kernel_ran",
+			    json_object_get(check, "custom_kernel_ran"), "streams",
+			    json_object_get(check, "streams"), "why", json_object_get(check, "why")));
+	if (v == FB_VERDICT_REJECTED || v == FB_VERDICT_SUSPECT)
+		log_info("%s turn %d: %s after its profile", t->task->id, t->turn,
+			 fb_verdict_name(v));
+	json_decref(result);
+	return rc;
+}
+
 int
 fsm_act_profile(struct task_run *t)
 {
@@ -846,37 +952,57 @@ fsm_act_profile(struct task_run *t)
 	struct fb_outcome	 o = { 0 };
 	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1, 0, 0 };
 	struct candidate	 c;
-	char			*text;
+	char			*text, *code = NULL, tag[32];
+	json_t			*reference = NULL, *profile;
+	bool			 first = first_profiled_turn(t);
 	int			 rc;
 
-	if (locate_candidate(t, &c, NULL) < 0)
+	if (locate_candidate(t, &c, &code) < 0)
 		return FSM_EV_profiled;
-	if ((rc = lease_take(t, &lease)) < 0)
+	if ((rc = lease_take(t, &lease)) < 0) {
+		free(code);
 		return rc;
-	runner_request(t, FB_PROFILE, &c, &lease, &req);
-	rc = fb_run(t->cfg, &req, &o);
-	if (rc == 0 && runner_faulted(o.status))
-		rc = check_gpu_health(t, &lease, req.device_index, o.status);
+	}
+	reference = reference_profile(t, &lease, &c, &rc);
+	if (rc == 0) {
+		runner_request(t, FB_PROFILE, &c, &lease, &req);
+		snprintf(tag, sizeof(tag), "kprof-t%d", t->turn);
+		rc = fb_profile(t->cfg, &req, tag, &o);
+		if (rc == 0 && runner_faulted(o.status))
+			rc = check_gpu_health(t, &lease, req.device_index, o.status);
+	}
 	lease_give(t, &lease);
-	if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC)
-		return env_failure_python(t, rc);
+	if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC) {
+		rc = env_failure_python(t, rc);
+		goto out;
+	}
 	if (rc < 0) {
-		fb_outcome_clear(&o);
-		return not_the_tasks_fault(rc) ? rc : FSM_EV_profiled;
+		rc = not_the_tasks_fault(rc) ? rc : FSM_EV_profiled;
+		goto out;
 	}
 	if (o.status == FB_ST_ENV_ERROR) {
 		rc = env_failure_from(t, o.result);
-		fb_outcome_clear(&o);
-		return rc;
+		goto out;
 	}
+	profile = json_object_get(o.result, "profile");
 	rc = put_json(t, "profile", "profile.json", o.result);
-	text = fb_profile_feedback(t->cfg, json_object_get(o.result, "profile"));
+	if (rc == 0)
+		rc = judge_by_profile(t, profile, reference, code);
+	text = fb_profile_feedback(t->cfg, profile, first ? reference : NULL);
 	if (rc == 0 && text != NULL)
 		rc = fsm_put_artifact(t, "profile_feedback", "profile_feedback.md", text, strlen(text));
 	json_object_set_new(t->data, "status", json_string(fb_status_name(o.status)));
+	json_object_set_new(t->data, "source", json_incref(json_object_get(profile, "source")));
+	if (json_is_true(json_object_get(profile, "partial")))
+		json_object_set_new(t->data, "partial", json_true());
+	json_object_set_new(t->data, "wall_ms", json_integer(o.wall_ms));
 	free(text);
+	rc = rc < 0 ? rc : FSM_EV_profiled;
+out:
+	json_decref(reference);
 	fb_outcome_clear(&o);
-	return rc < 0 ? rc : FSM_EV_profiled;
+	free(code);
+	return rc;
 }
 
 /* ------------------------------------------------------------ FEEDBACK */

@@ -31,6 +31,9 @@ kb_add_script_test(feedback_raw
                    LABELS unit python TIMEOUT 300)
 kb_add_test(feedback_gpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_gpu.c LIBS kb_fb
             LABELS gpu TIMEOUT 900)
+# PROFILE under the CUPTI injection (skips, 77, without a GPU or libkforge_kprof.so)
+kb_add_test(feedback_kprof_gpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_kprof_gpu.c LIBS kb_fb
+            LABELS gpu TIMEOUT 900)
 # the device facts of the prompt's hardware block (feedback/kforge_hardware.py)
 kb_add_script_test(feedback_hardware
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_hardware.py

@@ -159,7 +159,7 @@ main(void)
 	json_array_foreach(kernels, i, k)
 		found = found || strstr(json_string_value(json_object_get(k, "name")), "add_kernel");
 	CHECK(found);
-	text = fb_profile_feedback(&cfg, json_object_get(o.result, "profile"));
+	text = fb_profile_feedback(&cfg, json_object_get(o.result, "profile"), NULL);
 	CHECK(text != NULL && strstr(text, "add_kernel") != NULL);
 	fprintf(stderr, "%s", text != NULL ? text : "(no profile text)\n");
 	free(text);

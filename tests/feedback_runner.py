@@ -311,6 +311,14 @@ def main():
     check(r.get("status") == "ok" and prof.get("kernels"), "profile: kernels listed")
     check(all(set(k) >= {"name", "calls", "total_ms", "mean_ms"} for k in prof.get("kernels", [])),
           "profile: kernel rows have name/calls/total_ms/mean_ms")
+    check(prof.get("target") == "candidate", "profile: of the candidate")
+    # the reference model's profile (a task's first profiled turn shows it for comparison)
+    r, _, _, _ = e.run("profile", problem="problem_linear_relu.py", profile_reference=True)
+    prof = r.get("profile") or {}
+    check(r.get("status") == "ok" and prof.get("target") == "reference" and prof.get("kernels"),
+          "profile of the reference: %s" % r.get("details", {}).get("message"))
+    check(any("addmm" in k["name"] or "linear" in k["name"] for k in prof["kernels"]),
+          "the reference's profile lists its linear layer: %s" % [k["name"] for k in prof["kernels"]])
 
     # A warm runner takes the request's environment and working directory, but never other
     # GPUs than it was started with (torch may have fixed the device count at import).

@@ -26,6 +26,8 @@ fbt_config(struct kb_config *c, const char *device)
 	c->llm.api_key_env = kb_strdup("KFORGE_TEST_API_KEY");
 	c->refinement.prompt = kb_strdup("one_shot");
 	c->refinement.feedback_max_chars = 4000;
+	c->refinement.profile_metrics = true;
+	c->refinement.profile_metrics_top = 3;
 	c->eval.device = kb_strdup(device);
 	c->eval.precision = kb_strdup("fp32");
 	c->eval.correctness_trials = 5;

@@ -334,9 +334,9 @@ test_profile(struct kb_config *cfg)
 	json_t	*p;
 	char	*text;
 
-	CHECK(fb_profile_feedback(cfg, NULL) == NULL);
+	CHECK(fb_profile_feedback(cfg, NULL, NULL) == NULL);
 	p = json_loads("{\"kernels\": []}", 0, NULL);
-	CHECK(fb_profile_feedback(cfg, p) == NULL);
+	CHECK(fb_profile_feedback(cfg, p, NULL) == NULL);
 	json_decref(p);
 
 	p = json_loads("{\"source\": \"torch.profiler\", \"device\": \"cuda\", \"iterations\": 5,"
@@ -344,7 +344,7 @@ test_profile(struct kb_config *cfg)
 		       " \"calls\": 5, \"total_ms\": 0.5, \"mean_ms\": 0.1},"
 		       " {\"name\": \"void at::native::elementwise_kernel\", \"calls\": 10,"
 		       " \"total_ms\": 0.25, \"mean_ms\": 0.025}]}", 0, NULL);
-	text = fb_profile_feedback(cfg, p);
+	text = fb_profile_feedback(cfg, p, NULL);
 	CHECK(text != NULL);
 	if (text != NULL) {
 		CHECK(strstr(text, "Profile (torch.profiler, cuda, 5 iterations)") == text);
@@ -354,10 +354,169 @@ test_profile(struct kb_config *cfg)
 	free(text);
 	/* The cap drops whole rows. */
 	cfg->refinement.feedback_max_chars = 160;
-	text = fb_profile_feedback(cfg, p);
+	text = fb_profile_feedback(cfg, p, NULL);
 	CHECK(text != NULL && strlen(text) <= 160 && strstr(text, "add_kernel") == NULL);
 	free(text);
 	cfg->refinement.feedback_max_chars = 4000;
+	json_decref(p);
+}
+
+static json_t *
+fixture(const char *name)
+{
+	char	 path[4096];
+	json_t	*v;
+
+	fbt_data(path, sizeof(path), name);
+	if ((v = json_load_file(path, 0, NULL)) == NULL) {
+		fprintf(stderr, "cannot load %s\n", path);
+		exit(1);
+	}
+	return v;
+}
+
+/* The number of lines of text that start with prefix. */
+static int
+lines_starting(const char *text, const char *prefix)
+{
+	int	n = 0;
+
+	for (const char *l = text; l != NULL && *l != '\0'; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		n += strncmp(l, prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+/* The CUPTI P text (text.c) from the library's JSON (the kprof contract's fixtures). */
+static void
+test_cupti_profile(struct kb_config *cfg)
+{
+	json_t	*p = fixture("kprof_full.json"), *ref = fixture("kprof_reference.json"), *k, *ks;
+	char	*text, name[600];
+
+	/* full: heading, columns with the measured metrics, rows, copies, hints */
+	text = fb_profile_feedback(cfg, p, NULL);
+	CHECK(text != NULL);
+	if (text != NULL) {
+		fprintf(stderr, "--- full\n%s", text);
+		CHECK(strstr(text, "Profile (CUPTI, NVIDIA H100 80GB HBM3, 5 forward calls): 15 "
+			     "kernel launches, 1.350 ms of kernel time; top kernels:\n") == text);
+		CHECK(strstr(text, " dram% achv%") != NULL);
+		CHECK(strstr(text, " 74.1%      5    200.00 16384x1x1      256x1x1       64       0"
+			     "  50% registers        85    45  relu_kernel\n") != NULL);
+		CHECK(strstr(text, "8x1x1          128x1x1      255   49152  25% shared_memory") != NULL);
+		CHECK(strstr(text, "  at::native::vectorized_elementwise_kernel\n") != NULL);
+		CHECK(strstr(text, "memcpy: 2 copies, 4.19 MB, 0.400 ms; memset: 1, 0.00102 MB, "
+			     "0.002 ms\n") != NULL);
+		CHECK(strstr(text, "- relu_kernel: memory-bound: DRAM at 85% of peak; occupancy "
+			     "50%, limited by registers (64/thread)\n") != NULL);
+		CHECK(strstr(text, "- tiled_gemm: occupancy 25%, limited by shared memory (49152 "
+			     "B/block); local memory in use (96 B/thread): register spills or a "
+			     "stack array; grid of 8 blocks for 132 SMs: most SMs idle\n") != NULL);
+		/* a kernel whose numbers say nothing plain gets no line */
+		CHECK(strstr(text, "- at::native") == NULL);
+		CHECK(strstr(text, "reference model") == NULL);
+		CHECK(strstr(text, "other:") == NULL && strstr(text, "Hardware counters") == NULL);
+	}
+	free(text);
+
+	/* with the reference model's kernels for comparison (the first profiled turn) */
+	text = fb_profile_feedback(cfg, p, ref);
+	CHECK(text != NULL && strstr(text, "\nThe reference model (PyTorch) for comparison: 5 "
+				     "kernel launches, 0.900 ms of kernel time in 5 forward calls:\n") != NULL);
+	CHECK(text != NULL && strstr(text, "100.0%      5    180.00 65536x1x1      128x1x1    "
+				     "  at::native::vectorized_elementwise_kernel\n") != NULL);
+	free(text);
+	/* a failed reference profile adds nothing */
+	json_object_set_new(ref, "status", json_string("error"));
+	text = fb_profile_feedback(cfg, p, ref);
+	CHECK(text != NULL && strstr(text, "reference model") == NULL);
+	free(text);
+
+	/* partial: still used, and said so */
+	json_object_set_new(p, "complete", json_false());
+	json_object_set_new(p, "partial", json_true());
+	text = fb_profile_feedback(cfg, p, NULL);
+	CHECK(text != NULL && strstr(text, "5 forward calls, partial: the runner ended before "
+				     "the profile was complete)") != NULL);
+	CHECK(text != NULL && strstr(text, "relu_kernel\n") != NULL);
+	free(text);
+	json_decref(p);
+
+	/* cupti_busy: one line, no table */
+	p = fixture("kprof_busy.json");
+	text = fb_profile_feedback(cfg, p, NULL);
+	CHECK(text != NULL && strcmp(text, "No CUPTI profile this turn: CUPTI is in use by "
+				     "another profiler (Kineto).\n") == 0);
+	free(text);
+	json_object_set_new(p, "status", json_string("version_mismatch"));
+	json_object_set_new(p, "message", json_string("CUPTI 13.2 records,\nbuilt for 13.0"));
+	text = fb_profile_feedback(cfg, p, NULL);
+	CHECK(text != NULL && strcmp(text, "No CUPTI profile this turn (version_mismatch): "
+				     "CUPTI 13.2 records, built for 13.0.\n") == 0);
+	free(text);
+	json_decref(p);
+
+	/* metrics not permitted: the table without counter columns, one line saying so */
+	p = fixture("kprof_not_permitted.json");
+	text = fb_profile_feedback(cfg, p, NULL);
+	CHECK(text != NULL);
+	if (text != NULL) {
+		fprintf(stderr, "--- not permitted\n%s", text);
+		CHECK(strstr(text, "dram%") == NULL && strstr(text, "memory-bound") == NULL);
+		CHECK(lines_starting(text, "Hardware counters: not permitted on this host "
+				     "(ERR_NVGPUCTRPERM: ") == 1);
+		CHECK(strstr(text, "  50% registers      relu_kernel\n") != NULL);
+		CHECK(strstr(text, "- relu_kernel: occupancy 50%, limited by registers") != NULL);
+	}
+	free(text);
+	json_decref(p);
+
+	/* caps: at most FB_PROFILE_ROWS rows (the rest summed as other), long names cut,
+	 * and never more than feedback_max_chars bytes */
+	p = fixture("kprof_full.json");
+	ks = json_object_get(p, "kernels");
+	memset(name, 'k', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	for (int i = 0; i < 17; i++) {
+		k = json_deep_copy(json_array_get(ks, 2));
+		json_object_set_new(k, "short", json_string(i == 0 ? name : "fill"));
+		json_array_append_new(ks, k);
+	}
+	json_object_set_new(p, "other", json_pack("{s:i, s:i, s:i}", "kernels", 4, "calls", 9,
+						  "total_ns", 1000));
+	text = fb_profile_feedback(cfg, p, ref);
+	CHECK(text != NULL);
+	if (text != NULL) {
+		CHECK(lines_starting(text, "  ") + lines_starting(text, " ") >= FB_PROFILE_ROWS);
+		CHECK(strstr(text, "  fill\n") != NULL);
+		CHECK(strstr(text, "kkk...\n") != NULL && strstr(text, name) == NULL);
+		/* 20 listed - 8 shown = 12 more, and the library's 4 unnamed */
+		CHECK(strstr(text, "\nother: 16 kernels, 69 calls, ") != NULL);
+	}
+	free(text);
+	cfg->refinement.feedback_max_chars = 600;
+	text = fb_profile_feedback(cfg, p, ref);
+	CHECK(text != NULL && strlen(text) <= 600 && strstr(text, "Profile (CUPTI") == text);
+	CHECK(text != NULL && text[strlen(text) - 1] == '\n');
+	free(text);
+	cfg->refinement.feedback_max_chars = 100;	/* not even the heading */
+	text = fb_profile_feedback(cfg, p, ref);
+	CHECK(text == NULL);
+	free(text);
+	cfg->refinement.feedback_max_chars = 4000;
+	json_decref(p);
+	json_decref(ref);
+
+	/* torch.profiler's table with the one-line note saying why it is not CUPTI's */
+	p = json_loads("{\"source\": \"torch.profiler\", \"device\": \"cuda\", \"iterations\": 5,"
+		       " \"note\": \"CUPTI profiler library (libkforge_kprof.so) not built: this is"
+		       " torch.profiler's table\", \"kernels\": [{\"name\": \"k\", \"calls\": 5,"
+		       " \"total_ms\": 0.5, \"mean_ms\": 0.1}]}", 0, NULL);
+	text = fb_profile_feedback(cfg, p, NULL);
+	CHECK(text != NULL && strncmp(text, "CUPTI profiler library (libkforge_kprof.so) not "
+				      "built: this is torch.profiler's table\nProfile "
+				      "(torch.profiler, cuda, 5 iterations)", 117) == 0);
+	free(text);
 	json_decref(p);
 }
 
@@ -371,6 +530,7 @@ main(void)
 	test_first_error(&cfg);
 	test_wording(&cfg);
 	test_profile(&cfg);
+	test_cupti_profile(&cfg);
 	kb_config_clear(&cfg);
 	return failures > 0 ? 1 : 0;
 }

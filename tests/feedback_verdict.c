@@ -234,10 +234,213 @@ test_rejection_and_text(void)
 	json_decref(warn_only);
 }
 
+static json_t *
+fixture(const char *name)
+{
+	char	 path[4096];
+	json_t	*v;
+
+	fbt_data(path, sizeof(path), name);
+	if ((v = json_load_file(path, 0, NULL)) == NULL) {
+		fprintf(stderr, "cannot load %s\n", path);
+		exit(1);
+	}
+	return v;
+}
+
+static bool
+has_flag(const json_t *result, const char *flag)
+{
+	return kb_json_has_string(json_object_get(result, "flags"), flag);
+}
+
+/* A correct execute result as EXECUTE judged it (result.json before PROFILE). */
+static json_t *
+correct_result(void)
+{
+	json_t	*r = parse("{\"status\": \"ok\", \"compiled\": true, \"correct\": true, "
+			   "\"flags\": [], \"details\": {\"message\": \"correct\"}, \"timing\": "
+			   "{\"candidate\": {\"mean_ms\": 1.0}, \"reference\": {\"mean_ms\": 2.0}}}");
+	json_t	*none = parse("[]");
+
+	CHECK(fb_judge(r, none, NULL) == FB_VERDICT_CORRECT);
+	json_decref(none);
+	return r;
+}
+
+static const char relu_source[] =
+	"import torch\nfrom torch.utils.cpp_extension import load_inline\n"
+	"src = r'''\n__global__ void relu_kernel(const float* x, float* y, long n) {}\n"
+	"template <int T>\n__global__ void __launch_bounds__(256, 2)\ntiled_gemm(const float* a) {}\n"
+	"'''\n";
+
+/* kernel i of profile p */
+static json_t *
+kernel_at(json_t *p, size_t i)
+{
+	return json_array_get(json_object_get(p, "kernels"), i);
+}
+
+/* The profile rule (fb_judge_profile) on synthetic kernel lists, through fb_judge. */
+static void
+test_profile_rule(void)
+{
+	json_t		*r, *p, *ref = fixture("kprof_reference.json"), *list, *check, *k;
+	enum fb_verdict	 v;
+	char		*text;
+
+	/* what a source defines */
+	list = fb_source_kernels(relu_source);
+	CHECK(json_array_size(list) == 2 &&
+	      strcmp(json_string_value(json_array_get(list, 0)), "relu_kernel") == 0 &&
+	      strcmp(json_string_value(json_array_get(list, 1)), "tiled_gemm") == 0);
+	json_decref(list);
+	list = fb_source_kernels("extern \"C\" __global__ void k1(int *p) {}\n"
+				 "__global__ void __launch_bounds__(THREADS)\nmatmul_regtile(float *a);\n"
+				 "int not__global__x(void);\n"
+				 "@triton.jit\ndef add_kernel(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n");
+	CHECK(json_array_size(list) == 3 && kb_json_has_string(list, "k1") &&
+	      kb_json_has_string(list, "matmul_regtile") && kb_json_has_string(list, "add_kernel"));
+	json_decref(list);
+
+	/* honest: its own kernels ran on one stream: unchanged */
+	r = correct_result();
+	p = fixture("kprof_full.json");
+	v = fb_judge_profile(r, p, ref, relu_source);
+	check = json_object_get(json_object_get(r, "details"), "profile_check");
+	CHECK(v == FB_VERDICT_CORRECT && !has_flag(r, "custom_kernel_not_run") &&
+	      !has_flag(r, "side_stream"));
+	CHECK(json_is_true(json_object_get(check, "judged")) &&
+	      json_is_true(json_object_get(check, "custom_kernel_ran")));
+	CHECK(json_array_size(json_object_get(check, "kernels")) == 3 &&
+	      json_is_true(json_object_get(json_array_get(json_object_get(check, "kernels"), 0), "own")) &&
+	      json_is_false(json_object_get(json_array_get(json_object_get(check, "kernels"), 2), "own")));
+	CHECK(json_array_size(json_object_get(check, "streams")) == 1);
+	CHECK(fb_verdict_feedback(r) == NULL);
+
+	/* its kernel did not run: only ATen's did -> rejected, and the model hears why */
+	json_array_remove(json_object_get(p, "kernels"), 0);
+	json_array_remove(json_object_get(p, "kernels"), 0);
+	v = fb_judge_profile(r, p, ref, relu_source);
+	CHECK(v == FB_VERDICT_REJECTED && has_flag(r, "custom_kernel_not_run") &&
+	      names(r, "custom_kernel_not_run"));
+	text = fb_verdict_feedback(r);
+	CHECK(text != NULL && strstr(text, "This kernel was rejected") == text &&
+	      strstr(text, "none of its own kernels running") != NULL &&
+	      strstr(text, "(custom_kernel_not_run)") != NULL);
+	free(text);
+	/* a source without kernels and a profile of torch's alone: the same */
+	v = fb_judge_profile(r, p, ref, "import torch\nclass ModelNew(torch.nn.Module): pass\n");
+	CHECK(v == FB_VERDICT_REJECTED && has_flag(r, "custom_kernel_not_run"));
+	/* a kernel torch did not launch counts as its own, named in the source or not */
+	k = json_deep_copy(kernel_at(p, 0));
+	json_object_set_new(k, "name", json_string("fused_op_kernel(float*)"));
+	json_object_set_new(k, "short", json_string("fused_op_kernel"));
+	json_array_append_new(json_object_get(p, "kernels"), k);
+	v = fb_judge_profile(r, p, ref, "");
+	CHECK(v == FB_VERDICT_CORRECT && !has_flag(r, "custom_kernel_not_run"));
+	json_array_remove(json_object_get(p, "kernels"), 1);
+	/* unnamed kernels beyond the list may be its: not judged so */
+	json_object_set_new(p, "other", json_pack("{s:i, s:i, s:i}", "kernels", 2, "calls", 4,
+						  "total_ns", 100));
+	v = fb_judge_profile(r, p, ref, relu_source);
+	CHECK(v == FB_VERDICT_CORRECT);
+	json_decref(p);
+
+	/* a partial, a failed or a torch.profiler profile proves nothing: unchanged */
+	p = fixture("kprof_full.json");
+	json_array_remove(json_object_get(p, "kernels"), 0);
+	json_array_remove(json_object_get(p, "kernels"), 0);
+	json_object_set_new(p, "complete", json_false());
+	v = fb_judge_profile(r, p, ref, relu_source);
+	check = json_object_get(json_object_get(r, "details"), "profile_check");
+	CHECK(v == FB_VERDICT_CORRECT && json_is_false(json_object_get(check, "judged")) &&
+	      strcmp(json_string_value(json_object_get(check, "why")) ?: "", "a partial profile") == 0);
+	json_object_set_new(p, "complete", json_true());
+	json_object_set_new(p, "status", json_string("cupti_busy"));
+	CHECK(fb_judge_profile(r, p, ref, relu_source) == FB_VERDICT_CORRECT);
+	json_object_set_new(p, "status", json_string("ok"));
+	json_object_set_new(p, "source", json_string("torch.profiler"));
+	CHECK(fb_judge_profile(r, p, ref, relu_source) == FB_VERDICT_CORRECT);
+	CHECK(fb_judge_profile(r, NULL, NULL, relu_source) == FB_VERDICT_CORRECT);
+	json_decref(p);
+
+	/* kernels on two streams: suspect, unless the reference's are on two as well */
+	p = fixture("kprof_full.json");
+	json_array_append_new(json_object_get(kernel_at(p, 1), "streams"), json_integer(13));
+	v = fb_judge_profile(r, p, ref, relu_source);
+	CHECK(v == FB_VERDICT_SUSPECT && has_flag(r, "side_stream") && names(r, "side_stream"));
+	check = json_object_get(json_object_get(r, "details"), "profile_check");
+	CHECK(json_array_size(json_object_get(check, "streams")) == 2 &&
+	      json_integer_value(json_object_get(check, "reference_streams")) == 1);
+	text = fb_verdict_feedback(r);
+	CHECK(text != NULL && strstr(text, "suspect") != NULL && strstr(text, "(side_stream)") != NULL);
+	free(text);
+	json_array_append_new(json_object_get(kernel_at(ref, 0), "streams"), json_integer(9));
+	CHECK(fb_judge_profile(r, p, ref, relu_source) == FB_VERDICT_CORRECT &&
+	      !has_flag(r, "side_stream"));
+	/* a broken rule wins over a suspicion; judging again replaces both */
+	json_decref(ref);
+	ref = fixture("kprof_reference.json");
+	json_array_remove(json_object_get(p, "kernels"), 0);
+	json_array_remove(json_object_get(p, "kernels"), 0);
+	json_array_append_new(json_object_get(kernel_at(p, 0), "streams"), json_integer(13));
+	v = fb_judge_profile(r, p, ref, relu_source);
+	CHECK(v == FB_VERDICT_REJECTED && has_flag(r, "side_stream") &&
+	      has_flag(r, "custom_kernel_not_run"));
+	json_decref(p);
+	p = fixture("kprof_full.json");
+	CHECK(fb_judge_profile(r, p, ref, relu_source) == FB_VERDICT_CORRECT &&
+	      json_array_size(json_object_get(r, "flags")) == 0);
+	json_decref(p);
+	json_decref(r);
+
+	/* an incorrect result stays incorrect whatever its profile says */
+	r = parse("{\"status\": \"value_mismatch\", \"compiled\": true, \"correct\": false, "
+		  "\"flags\": []}");
+	p = fixture("kprof_full.json");
+	CHECK(fb_judge_profile(r, p, ref, relu_source) == FB_VERDICT_INCORRECT);
+	json_decref(p);
+	json_decref(r);
+	json_decref(ref);
+}
+
+/* The library's JSON read back from the scratch directory: the runner's own file first,
+ * else the most complete one of the tag; another tag's never. */
+static void
+test_kprof_read(void)
+{
+	char	 dir[4096], path[4200];
+	json_t	*p;
+
+	fbt_scratch(dir, sizeof(dir), "kprof-read");
+	CHECK(fb_kprof_read(dir, "kprof-t1", 100) == NULL);
+#define PUT_(name, text) do { snprintf(path, sizeof(path), "%s/%s", dir, name); \
+			      CHECK(kb_write_atomic(path, text, strlen(text)) == 0); } while (0)
+	PUT_("kprof-t1.100.json", "{\"launches\": 3, \"complete\": false, \"who\": \"runner\"}");
+	PUT_("kprof-t1.101.json", "{\"launches\": 9, \"complete\": true, \"who\": \"child\"}");
+	PUT_("kprof-t1.102.json", "{\"launches\": 50, \"complete\": false, \"who\": \"torn\"}");
+	PUT_("kprof-t1.103.json", "[1, 2]");
+	PUT_("kprof-t1-metrics.100.json", "{\"launches\": 99, \"complete\": true, \"who\": \"m\"}");
+	PUT_("kprof-t1.104.json.tmp", "{\"launches\": 999, \"complete\": true, \"who\": \"tmp\"}");
+#undef PUT_
+	p = fb_kprof_read(dir, "kprof-t1", 100);
+	CHECK(strcmp(json_string_value(json_object_get(p, "who")) ?: "", "runner") == 0);
+	json_decref(p);
+	p = fb_kprof_read(dir, "kprof-t1", 0);
+	CHECK(strcmp(json_string_value(json_object_get(p, "who")) ?: "", "child") == 0);
+	json_decref(p);
+	p = fb_kprof_read(dir, "kprof-t1-metrics", 7);
+	CHECK(strcmp(json_string_value(json_object_get(p, "who")) ?: "", "m") == 0);
+	json_decref(p);
+}
+
 int
 main(void)
 {
 	test_verdicts();
+	test_profile_rule();
+	test_kprof_read();
 	test_speedup();
 	test_rejection_and_text();
 	return failures ? 1 : 0;

@@ -146,6 +146,8 @@ tu_config(struct kb_config *c, const char *provider, const char *base_url)
 	c->refinement.prompts_dir = kb_strdup("");
 	c->refinement.examples = 2;
 	c->refinement.feedback_max_chars = 4000;
+	c->refinement.profile_metrics = true;
+	c->refinement.profile_metrics_top = 3;
 	c->eval.device = kb_strdup("cuda");
 	c->eval.precision = kb_strdup("fp32");
 	c->eval.arch_list = kb_strdup("");

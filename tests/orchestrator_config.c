@@ -222,6 +222,7 @@ test_defaults(void)
 	CHECK(!c.refinement.hardware);
 	CHECK_STR(c.eval.backend, "cuda");
 	CHECK(c.refinement.feedback_max_chars == 4000);
+	CHECK(c.refinement.profile_metrics && c.refinement.profile_metrics_top == 3);
 	CHECK_STR(c.eval.device, "auto");
 	CHECK_STR(c.eval.precision, "fp32");
 	CHECK(c.eval.correctness_trials == 5);
@@ -644,6 +645,7 @@ test_every_key(const char *data)
 	CHECK(!c.refinement.feedback_e && c.refinement.feedback_g && c.refinement.feedback_p);
 	CHECK_STR(c.refinement.prompt, "zero_shot");
 	CHECK_STR(c.refinement.prompts_dir, "/home/h/prompts");
+	CHECK(!c.refinement.profile_metrics && c.refinement.profile_metrics_top == 5);
 	CHECK(c.eval.atol == 0.01 && c.eval.rtol == 1e-3 && c.eval.seed == -5);
 	CHECK_STR(c.eval.precision, "bf16");
 	CHECK_STR(c.eval.arch_list, "8.0;9.0+PTX");

@@ -91,6 +91,8 @@ config_diff(const struct kb_config *a, const struct kb_config *b)
 	STR_(refinement.prompt);
 	STR_(refinement.prompts_dir);
 	VAL_(refinement.feedback_max_chars);
+	VAL_(refinement.profile_metrics);
+	VAL_(refinement.profile_metrics_top);
 	STR_(eval.device);
 	STR_(eval.precision);
 	VAL_(eval.correctness_trials);

@@ -7,6 +7,9 @@ time runs from the record that entered it to the record that left it, so it incl
 the time spent waiting for a slot (an LLM request, a compile slot, a GPU or CPU
 execution slot).
 
+Then, for the turns that were profiled (P feedback), PROFILE's wall time next to the
+same candidate's EXECUTE: what the profile costs.
+
 Then, for the stages that take a slot, that wall time split into waiting for the slot
 and holding it (median and p90 of each), as `kforge status DIR --json` reports it under
 "stages". That split is defined once, in orchestrator/views.c (stage_times_json): it is
@@ -41,7 +44,7 @@ def kforge_bin():
 
 
 def wall_times(run_dir):
-    per_stage = {}
+    per_stage, per_turn = {}, {}
     for path in sorted(glob.glob(os.path.join(run_dir, "tasks", "*", "trajectory.jsonl"))):
         with open(path) as f:
             recs = [json.loads(line) for line in f if line.endswith("\n")]
@@ -50,6 +53,8 @@ def wall_times(run_dir):
                 continue
             d = ms(cur["ts"]) - ms(prev["ts"])
             per_stage.setdefault(cur["from"], []).append(d)
+            if cur["from"] in ("EXECUTE", "PROFILE"):
+                per_turn.setdefault((cur["task"], cur["turn"]), {})[cur["from"]] = d
             print("%-28s turn %-2d %-10s %9.1f ms  -> %s %s" % (
                 cur["task"], cur["turn"], cur["from"], d, cur["event"], cur["data"].get("status", "")))
     print()
@@ -59,6 +64,18 @@ def wall_times(run_dir):
         if v:
             print("  %-10s n=%-4d median %10.1f ms  min %10.1f  max %10.1f" % (
                 stage, len(v), statistics.median(v), min(v), max(v)))
+
+
+    # What P costs: a turn's PROFILE (the candidate under the profiler; on a GPU the
+    # CUPTI trace and metrics runs, and the reference's profile on a task's first
+    # profiled turn) next to its EXECUTE.
+    pairs = [(t["EXECUTE"], t["PROFILE"]) for t in per_turn.values() if len(t) == 2]
+    if pairs:
+        print()
+        print("PROFILE next to EXECUTE (the same candidate, %d turns):" % len(pairs))
+        print("  EXECUTE median %10.1f ms   PROFILE median %10.1f ms   PROFILE/EXECUTE median %.2f" % (
+            statistics.median(e for e, _ in pairs), statistics.median(p for _, p in pairs),
+            statistics.median(p / e for e, p in pairs if e > 0) if any(e > 0 for e, _ in pairs) else 0))
 
 
 def slot_times(run_dir):

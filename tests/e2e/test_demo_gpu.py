@@ -30,4 +30,36 @@ check(rep["overall"]["fast_0"] > 0, "no correct CUDA kernel in the demo")
 # Each recorded turn fails or succeeds the way it was written to (the checker demo.sh uses).
 verdict = demo_check(run_dir, "cuda")
 check(verdict.returncode == 0, "the CUDA demo differs from expected.json:\n" + verdict.stderr)
+# P on a GPU comes from CUPTI where the injection library was built beside this kforge
+# (feedback/libkforge_kprof.so): ReLU's first turn is correct, so its profile names its
+# own kernel with its launch configuration, the next prompt shows the CUPTI table (with
+# the reference's kernels for comparison), and no honest demo turn is judged otherwise
+# for its profile.
+kprof = os.path.join(os.path.dirname(BIN), "feedback", "libkforge_kprof.so")
+relu = os.path.join(run_dir, "tasks", "L1_1_ReLU_s0")
+prof = json.load(open(os.path.join(relu, "turns", "1", "profile.json")))["profile"]
+if os.path.exists(kprof):
+    check(prof.get("source") == "cupti" and prof.get("status", "ok") == "ok",
+          "ReLU turn 1's profile is not CUPTI's: %s" % json.dumps(prof)[:2000])
+    top = (prof.get("kernels") or [{}])[0]
+    check("relu_kernel" in (top.get("short") or top.get("name") or "") and
+          len(top.get("grid") or []) == 3 and len(top.get("block") or []) == 3,
+          "ReLU turn 1's top kernel is not its relu_kernel with a launch configuration: %s" % top)
+    prompt = open(os.path.join(relu, "turns", "2", "prompt.md")).read()
+    check("Profile (CUPTI," in prompt and "relu_kernel" in prompt and
+          "The reference model (PyTorch) for comparison" in prompt,
+          "ReLU turn 2's prompt has no CUPTI profile table with the reference's kernels")
+    check(os.path.exists(os.path.join(relu, "reference_profile.json")),
+          "no reference profile kept for the ReLU task")
+    for t in st["tasks"]:
+        for rec in records(run_dir, t["id"]):
+            if rec["from"] == "FEEDBACK":
+                check(rec["data"].get("verdict") in ("correct", "incorrect", None),
+                      "%s turn %d judged %s (%s) though every demo kernel is honest" % (
+                          t["id"], rec["turn"], rec["data"].get("verdict"),
+                          rec["data"].get("reasons")))
+else:
+    print("note: %s not built: the demo's P is torch.profiler's" % kprof)
+    check(prof.get("source") == "torch.profiler" and "not built" in prof.get("note", ""),
+          "without the library the profile is not torch.profiler's with a note: %s" % prof)
 print("ok: demo on %s: %s" % (gpus["devices"][0]["name"], json.dumps(rep["overall"])))

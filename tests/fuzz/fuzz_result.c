@@ -81,7 +81,7 @@ check_feedback(const struct fb_outcome *o, size_t cap)
 	e = fb_exec_feedback(&cfg, o);
 	check_text("E feedback", e, cap);
 	free(e);
-	if ((p = fb_profile_feedback(&cfg, json_object_get(o->result, "profile"))) != NULL)
+	if ((p = fb_profile_feedback(&cfg, json_object_get(o->result, "profile"), NULL)) != NULL)
 		check_text("P feedback", p, cap);
 	free(p);
 }
