@@ -212,6 +212,44 @@ fb_baseline_clear(struct fb_baseline *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/*
+ * The PROFILE step of a run's turn, for `kforge eval --profile`: the reference's profile
+ * and the candidate's (fb_profile: CUPTI on a GPU, torch.profiler elsewhere), then the
+ * profile rule on the judged result, as fsm/actions.c does after a turn's EXECUTE.
+ */
+static int
+eval_profile(const struct kb_config *cfg, const struct fb_request *req,
+	     struct fb_evaluation *ev)
+{
+	struct fb_request	 r = *req;
+	struct fb_outcome	 o = { 0 };
+	char			*code = NULL;
+	int			 rc;
+
+	r.mode = FB_PROFILE;
+	r.time_reference = false;
+	r.profile_reference = true;
+	if ((rc = fb_profile(cfg, &r, "reference", &o)) < 0)
+		goto out;
+	if (o.status == FB_ST_OK)
+		ev->reference_profile = json_incref(json_object_get(o.result, "profile"));
+	ev->profile_wall_ms = o.wall_ms;
+	fb_outcome_clear(&o);
+	r.profile_reference = false;
+	if ((rc = fb_profile(cfg, &r, "candidate", &o)) < 0)
+		goto out;
+	ev->profile_wall_ms += o.wall_ms;
+	ev->profile = json_incref(json_object_get(o.result, "profile"));
+	if (ev->profile != NULL &&
+	    kb_read_file(req->candidate_path, FB_BUILD_KEY_CAP, &code, NULL) == 0)
+		ev->verdict = fb_judge_profile(ev->result, ev->profile, ev->reference_profile,
+					       code);
+out:
+	fb_outcome_clear(&o);
+	free(code);
+	return rc;
+}
+
 int
 fb_evaluate(const struct kb_config *cfg, const struct fb_request *req,
 	    const char *device_name, struct fb_evaluation *ev, char *err, size_t errlen)
@@ -271,6 +309,9 @@ fb_evaluate(const struct kb_config *cfg, const struct fb_request *req,
 	ev->result = json_incref(ev->executed.result);
 judge:
 	ev->verdict = fb_judge(ev->result, findings, ev->baseline.record);
+	if (cfg->refinement.feedback_p && ev->executed.result != NULL &&
+	    (ev->verdict == FB_VERDICT_CORRECT || ev->verdict == FB_VERDICT_SUSPECT))
+		rc = eval_profile(cfg, req, ev);
 	ev->correct = json_is_true(json_object_get(ev->result, "correct"));
 out:
 	json_decref(findings);
@@ -303,6 +344,8 @@ void
 fb_evaluation_clear(struct fb_evaluation *ev)
 {
 	json_decref(ev->result);
+	json_decref(ev->profile);
+	json_decref(ev->reference_profile);
 	fb_build_clear(&ev->build);
 	fb_baseline_clear(&ev->baseline);
 	fb_outcome_clear(&ev->executed);

@@ -513,10 +513,16 @@ struct fb_evaluation {
 	struct fb_build		 build;
 	struct fb_baseline	 baseline;
 	struct fb_outcome	 executed;	/* status 0 and no result: not executed */
+	/* With P in the feedback (`kforge eval --profile`), a correct or suspect candidate
+	 * is profiled as a run's PROFILE step profiles it, and judged by the profile rule
+	 * (fb_judge_profile) with the reference's profile beside it. NULL: not profiled. */
+	json_t			*profile, *reference_profile;
+	long			 profile_wall_ms;
 };
 /* Every step for one candidate, in a row: the static checks (a rejected candidate is
  * not built), the build, the reference alone (a failing one makes the result env_error,
- * as a run's turn does), the execution with the reference timed beside it, the verdict.
+ * as a run's turn does), the execution with the reference timed beside it, the verdict,
+ * and with P in the feedback the profile and the profile rule's verdict.
  * req holds the problem, the candidate, the build and work directories and the device;
  * device_name keys the baseline. < 0 with err when a step could not run at all. */
 int	fb_evaluate(const struct kb_config *cfg, const struct fb_request *req,

@@ -135,9 +135,11 @@ static const struct command commands[] = {
 	  .help = "Ask the run's supervisor to stop gracefully and wait until it has." },
 	{ .name = "eval", .run = cmd_eval,
 	  .usage = "eval --problem P.py --kernel K.py [--device cpu|cuda|auto] "
-		   "[--set key=value ...] [--json]",
+		   "[--set key=value ...] [--json] [--profile]",
 	  .help = "Evaluate one kernel against one KernelBench-format problem: precompile,\n"
-	  "reference timing, correctness trials and timing, as in a run's turn.",
+	  "reference timing, correctness trials and timing, as in a run's turn. --profile\n"
+	  "also profiles it as a run with P feedback does (CUPTI on a GPU: the kernels that\n"
+	  "ran, on which streams, judged by the same profile rule) and prints the P text.",
 	  .more_help = orch_eval_help },
 	{ .name = "baseline", .run = cmd_baseline,
 	  .usage = "baseline CONFIG [--set key=value ...]",
@@ -217,7 +219,7 @@ struct run_opts {
 	const char	*run_dir, *sets[MAX_SETS], *device, *problem, *kernel;
 	const char	*accept[MAX_SETS + 1];	/* NULL-ended */
 	int		 nsets, naccept, timeout, progress_interval;
-	bool		 detach, json, follow, quiet, fresh, csv, reference;
+	bool		 detach, json, follow, quiet, fresh, csv, reference, profile;
 	const char	*html, *svg, *bind, *out;
 	int		 port, size;
 	long		 seed;
@@ -241,6 +243,7 @@ on_opt(int c, const char *arg, void *st)
 		o->progress_interval = (int)v;
 		break;
 	case 'j': o->json = true; break;
+	case 'r': o->profile = true; break;
 	case 'f': o->follow = true; break;
 	case 'F': o->fresh = true; break;
 	case 'v': o->device = arg; break;
@@ -299,6 +302,7 @@ static const struct option all_longopts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "progress-interval", required_argument, NULL, 'i' },
 	{ "json", no_argument, NULL, 'j' },
+	{ "profile", no_argument, NULL, 'r' },
 	{ "follow", no_argument, NULL, 'f' },
 	{ "device", required_argument, NULL, 'v' },
 	{ "problem", required_argument, NULL, 'p' },
@@ -516,13 +520,21 @@ cmd_eval(int argc, char **argv)
 	char		**rest;
 	int		nrest;
 
-	PARSE_OR_RETURN("pkvsj");
+	PARSE_OR_RETURN("pkvsjr");
 	if (o.problem == NULL || o.kernel == NULL)
 		return usage_error("needs --problem and --kernel%s", "");
 	if (nrest != 0)
 		return usage_error("unexpected argument '%s'", rest[0]);
 	if (!device_ok(o.device))
 		return usage_error("--device is cpu, cuda or auto, not '%s'", o.device);
+	/* --profile is P in the feedback, as a run's config says it; a later --set wins. */
+	if (o.profile) {
+		if (o.nsets >= MAX_SETS)
+			return usage_error("too many --set options with --profile%s", "");
+		memmove(&o.sets[1], &o.sets[0], (size_t)o.nsets * sizeof(o.sets[0]));
+		o.sets[0] = "refinement.feedback=[G, E, P]";
+		o.nsets++;
+	}
 	return orch_cmd_eval(o.problem, o.kernel, o.device, o.sets, o.nsets, o.json);
 }
 

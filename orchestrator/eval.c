@@ -185,12 +185,22 @@ print_evaluation(const struct kb_config *cfg, struct fb_evaluation *ev, bool as_
 			ev->build.cache_hit, "baseline", "wall_s", ev->baseline.wall_ms / 1000.0,
 			"cache_hit", ev->baseline.cache_hit, "execute", executed ?
 			json_pack("{s:f}", "wall_s", ev->executed.wall_ms / 1000.0) : json_null()));
+		if (ev->profile != NULL) {
+			json_object_set(out, "profile", ev->profile);
+			json_object_set_new(out, "reference_profile",
+					    json_incref(ev->reference_profile));
+			json_object_set_new(json_object_get(out, "steps"), "profile",
+					    json_pack("{s:f}", "wall_s",
+						      ev->profile_wall_ms / 1000.0));
+		}
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(out);
 	} else {
 		char *text = ev->rejected ? NULL : fb_exec_feedback(cfg, &o);
 		char *why = fb_verdict_feedback(ev->result);
+		char *ptext = ev->profile != NULL ?
+			      fb_profile_feedback(cfg, ev->profile, ev->reference_profile) : NULL;
 
 		printf("status: %s%s\n", status, o.correct ? " (correct)" : "");
 		printf("verdict: %s\n", fb_verdict_name(ev->verdict));
@@ -212,10 +222,13 @@ print_evaluation(const struct kb_config *cfg, struct fb_evaluation *ev, bool as_
 		}
 		if (text != NULL)
 			printf("\n%s\n", text);
+		if (ptext != NULL)
+			printf("\n%s\n", ptext);
 		if (why != NULL)
 			printf("\n%s", why);
 		free(text);
 		free(why);
+		free(ptext);
 	}
 	fb_outcome_clear(&o);
 }

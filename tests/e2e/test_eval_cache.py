@@ -6,6 +6,9 @@
 - a third eval of the same files: the precompile and the baseline are cache hits, no
   build and no reference timing
 - the same candidate with one byte changed: a build of its own
+- `kforge eval --profile` (P in the feedback): the cached build is profiled as a run's
+  PROFILE step does (torch.profiler on the CPU), the JSON carries the profile and its
+  wall time, the text the P table; without it there is no profile step
 - `kforge baseline CONFIG` times a problem once (a second call finds it cached), and eval
   then takes the reference's timings from the cache; a missing config exits 2
 """
@@ -64,6 +67,22 @@ check(d["correct"] and d["steps"]["precompile"]["cache_hit"] is False,
 check(d["steps"]["baseline"]["cache_hit"] is True,
       "the same problem's baseline was measured again: %s" % d["steps"]["baseline"])
 print("ok: concurrent builds safe, cache hits for the same files, a miss for changed code")
+
+check("profile" not in c and "profile" not in c["steps"], "an eval without --profile profiled")
+p = kforge("eval", "--problem", problem, "--kernel", kernel, "--device", "cpu", "--json",
+           "--profile", *SETS, timeout=600, check_rc=False)
+check(p.returncode == 0, "kforge eval --profile exited %d: %s" % (p.returncode, p.stderr[-3000:]))
+e = json.loads(p.stdout)
+prof = e.get("profile") or {}
+check(e["verdict"] == "correct" and prof.get("source") == "torch.profiler" and
+      prof.get("kernels") and e["steps"]["profile"]["wall_s"] > 0,
+      "kforge eval --profile: verdict %s, profile %s, steps %s"
+      % (e["verdict"], json.dumps(prof)[:500], e["steps"]))
+p = kforge("eval", "--problem", problem, "--kernel", kernel, "--device", "cpu", "--profile",
+           *SETS, timeout=600, check_rc=False)
+check(p.returncode == 0 and "Profile (torch.profiler" in p.stdout,
+      "kforge eval --profile printed no P table: %s" % p.stdout[-2000:])
+print("ok: eval --profile profiles as a run's PROFILE step does")
 
 # kforge baseline: a problem timed ahead is not timed again by eval (a copy of the problem
 # with a comment of its own: content no earlier test timed).
