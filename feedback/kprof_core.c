@@ -25,7 +25,8 @@
 
 /* ---------------------------------------------------------------- the kernel table */
 
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+static uint64_t
+hash_bytes(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *b = p;
 	for (size_t i = 0; i < n; i++) {
@@ -35,7 +36,8 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static uint64_t key_hash(const char *name, size_t name_len, const int32_t grid[3],
+static uint64_t
+key_hash(const char *name, size_t name_len, const int32_t grid[3],
 			 const int32_t block[3])
 {
 	uint64_t h = 14695981039346656037ull;
@@ -44,12 +46,14 @@ static uint64_t key_hash(const char *name, size_t name_len, const int32_t grid[3
 	return hash_bytes(h, block, 3 * sizeof block[0]);
 }
 
-void kprof_agg_init(struct kprof_agg *agg)
+void
+kprof_agg_init(struct kprof_agg *agg)
 {
 	memset(agg, 0, sizeof *agg);
 }
 
-void kprof_agg_free(struct kprof_agg *agg)
+void
+kprof_agg_free(struct kprof_agg *agg)
 {
 	for (size_t i = 0; i < agg->nkernels; i++)
 		free(agg->kernels[i].name);
@@ -59,14 +63,16 @@ void kprof_agg_free(struct kprof_agg *agg)
 }
 
 /* The stored name's length for a raw name: capped, so that lookups compare what was kept. */
-static size_t kept_len(const char *name, int *truncated)
+static size_t
+kept_len(const char *name, int *truncated)
 {
 	size_t n = strnlen(name, KPROF_NAME_MAX);
 	*truncated = n == KPROF_NAME_MAX;
 	return *truncated ? KPROF_NAME_MAX - 1 : n;
 }
 
-struct kprof_kernel *kprof_agg_entry(struct kprof_agg *agg, const struct kprof_kernel_rec *rec)
+struct kprof_kernel *
+kprof_agg_entry(struct kprof_agg *agg, const struct kprof_kernel_rec *rec)
 {
 	const char *name = rec->name ? rec->name : "<unnamed>";
 	int truncated;
@@ -123,7 +129,8 @@ struct kprof_kernel *kprof_agg_entry(struct kprof_agg *agg, const struct kprof_k
 	return k;
 }
 
-static void note_stream(struct kprof_agg *agg, uint32_t id, uint64_t ns)
+static void
+note_stream(struct kprof_agg *agg, uint32_t id, uint64_t ns)
 {
 	for (size_t i = 0; i < agg->nstreams; i++)
 		if (agg->streams[i].id == id) {
@@ -139,7 +146,8 @@ static void note_stream(struct kprof_agg *agg, uint32_t id, uint64_t ns)
 								.total_ns = ns };
 }
 
-int kprof_agg_kernel(struct kprof_agg *agg, const struct kprof_kernel_rec *rec)
+int
+kprof_agg_kernel(struct kprof_agg *agg, const struct kprof_kernel_rec *rec)
 {
 	/* No timestamps (CUPTI_TIMESTAMP_UNKNOWN is 0), or a kernel still running when a
 	 * forced flush took its record: its time is unknown, so it is counted apart. */
@@ -175,7 +183,8 @@ int kprof_agg_kernel(struct kprof_agg *agg, const struct kprof_kernel_rec *rec)
 	return 0;
 }
 
-static void add_totals(struct kprof_totals *t, uint64_t bytes, uint64_t start, uint64_t end)
+static void
+add_totals(struct kprof_totals *t, uint64_t bytes, uint64_t start, uint64_t end)
 {
 	if (start == 0 || end == 0 || end < start)
 		return;
@@ -184,17 +193,20 @@ static void add_totals(struct kprof_totals *t, uint64_t bytes, uint64_t start, u
 	t->total_ns += end - start;
 }
 
-void kprof_agg_memcpy(struct kprof_agg *agg, uint64_t bytes, uint64_t start, uint64_t end)
+void
+kprof_agg_memcpy(struct kprof_agg *agg, uint64_t bytes, uint64_t start, uint64_t end)
 {
 	add_totals(&agg->memcpy, bytes, start, end);
 }
 
-void kprof_agg_memset(struct kprof_agg *agg, uint64_t bytes, uint64_t start, uint64_t end)
+void
+kprof_agg_memset(struct kprof_agg *agg, uint64_t bytes, uint64_t start, uint64_t end)
 {
 	add_totals(&agg->memset, bytes, start, end);
 }
 
-void kprof_agg_overhead(struct kprof_agg *agg, uint64_t start, uint64_t end)
+void
+kprof_agg_overhead(struct kprof_agg *agg, uint64_t start, uint64_t end)
 {
 	add_totals(&agg->overhead, 0, start, end);
 }
@@ -213,7 +225,8 @@ static const struct {
 	{ OCC_LIMIT_BARRIERS, "barriers" },
 };
 
-int kprof_occupancy(const struct kprof_device *dev, const struct kprof_kernel_rec *shape,
+int
+kprof_occupancy(const struct kprof_device *dev, const struct kprof_kernel_rec *shape,
 		    struct kprof_occupancy *out)
 {
 	memset(out, 0, sizeof *out);
@@ -281,7 +294,8 @@ int kprof_occupancy(const struct kprof_device *dev, const struct kprof_kernel_re
 
 typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
 
-static void copy_capped(char *out, size_t cap, const char *s)
+static void
+copy_capped(char *out, size_t cap, const char *s)
 {
 	if (!cap)
 		return;
@@ -292,7 +306,8 @@ static void copy_capped(char *out, size_t cap, const char *s)
 	out[n] = '\0';
 }
 
-int kprof_demangle(const char *mangled, char *out, size_t cap)
+int
+kprof_demangle(const char *mangled, char *out, size_t cap)
 {
 	/* __cxa_demangle is extern "C" in libstdc++, which a torch process (and any nvcc-built
 	 * program) has loaded; a C program without it keeps raw names. */
@@ -314,7 +329,8 @@ int kprof_demangle(const char *mangled, char *out, size_t cap)
 
 /* The index just past the group that opens at s[i] (one of "<({"), balancing all three
  * kinds; len when unbalanced. */
-static size_t skip_group(const char *s, size_t i, size_t len)
+static size_t
+skip_group(const char *s, size_t i, size_t len)
 {
 	int depth = 0;
 	for (; i < len; i++) {
@@ -329,7 +345,8 @@ static size_t skip_group(const char *s, size_t i, size_t len)
 	return len;
 }
 
-void kprof_short_name(const char *demangled, char *out, size_t cap)
+void
+kprof_short_name(const char *demangled, char *out, size_t cap)
 {
 	if (!cap)
 		return;
@@ -377,12 +394,14 @@ void kprof_short_name(const char *demangled, char *out, size_t cap)
 	copy_capped(out, cap, *name ? name : tmp);
 }
 
-static int name_equal(const char *a, size_t alen, const char *b)
+static int
+name_equal(const char *a, size_t alen, const char *b)
 {
 	return b && strlen(b) == alen && strncmp(a, b, alen) == 0;
 }
 
-int kprof_targets_match(const char *targets, const char *mangled, const char *demangled,
+int
+kprof_targets_match(const char *targets, const char *mangled, const char *demangled,
 			const char *short_name)
 {
 	if (!targets)
@@ -427,7 +446,8 @@ const struct kprof_metric_def kprof_default_metrics[] = {
 const size_t kprof_default_metrics_count =
 	sizeof kprof_default_metrics / sizeof kprof_default_metrics[0];
 
-const char *kprof_metric_key(const char *metric)
+const char *
+kprof_metric_key(const char *metric)
 {
 	for (size_t i = 0; i < kprof_default_metrics_count; i++)
 		if (strcmp(kprof_default_metrics[i].name, metric) == 0)
@@ -435,7 +455,8 @@ const char *kprof_metric_key(const char *metric)
 	return metric;
 }
 
-static void drop_metric(struct kprof_metric_set *set, const char *name, size_t n)
+static void
+drop_metric(struct kprof_metric_set *set, const char *name, size_t n)
 {
 	if (set->ndropped == KPROF_MAX_METRICS) {
 		set->more_dropped = 1;
@@ -447,7 +468,8 @@ static void drop_metric(struct kprof_metric_set *set, const char *name, size_t n
 	set->dropped[set->ndropped++][n] = '\0';
 }
 
-static void consider_metric(struct kprof_metric_set *set, const char *name, size_t n,
+static void
+consider_metric(struct kprof_metric_set *set, const char *name, size_t n,
 			    int (*supported)(const char *, void *), void *ctx)
 {
 	if (!n)
@@ -469,7 +491,8 @@ static void consider_metric(struct kprof_metric_set *set, const char *name, size
 	memcpy(set->names[set->count++], buf, n + 1);
 }
 
-void kprof_metrics_select(const char *override_list,
+void
+kprof_metrics_select(const char *override_list,
 			  int (*supported)(const char *metric, void *ctx), void *ctx,
 			  struct kprof_metric_set *out)
 {
@@ -518,7 +541,8 @@ static const struct {
 	{ CUPTI_ERROR_NOT_COMPATIBLE, "unsupported" },
 };
 
-const char *kprof_cupti_status(int cupti_result)
+const char *
+kprof_cupti_status(int cupti_result)
 {
 	for (size_t i = 0; i < sizeof cupti_statuses / sizeof cupti_statuses[0]; i++)
 		if (cupti_statuses[i].result == cupti_result)
@@ -526,7 +550,8 @@ const char *kprof_cupti_status(int cupti_result)
 	return "error";
 }
 
-int kprof_expand_path(const char *pattern, pid_t pid, char *out, size_t cap)
+int
+kprof_expand_path(const char *pattern, pid_t pid, char *out, size_t cap)
 {
 	size_t n = 0;
 	for (const char *p = pattern; *p; p++) {
@@ -554,21 +579,24 @@ int kprof_expand_path(const char *pattern, pid_t pid, char *out, size_t cap)
 	return 0;
 }
 
-static void warn_config(struct kprof_config *cfg, const char *var, const char *value)
+static void
+warn_config(struct kprof_config *cfg, const char *var, const char *value)
 {
 	size_t n = strlen(cfg->warning);
 	snprintf(cfg->warning + n, sizeof cfg->warning - n, "%s%s=%.64s not understood",
 		 n ? "; " : "", var, value);
 }
 
-static void copy_env_list(char *out, size_t cap, const char *value)
+static void
+copy_env_list(char *out, size_t cap, const char *value)
 {
 	out[0] = '\0';
 	if (value)
 		copy_capped(out, cap, value);
 }
 
-void kprof_config_from_env(struct kprof_config *cfg, pid_t pid)
+void
+kprof_config_from_env(struct kprof_config *cfg, pid_t pid)
 {
 	memset(cfg, 0, sizeof *cfg);
 	cfg->top = KPROF_TOP_DEFAULT;
@@ -611,7 +639,8 @@ void kprof_config_from_env(struct kprof_config *cfg, pid_t pid)
 	copy_env_list(cfg->metrics, sizeof cfg->metrics, getenv("KPROF_METRICS"));
 }
 
-void kprof_meta_init(struct kprof_meta *meta, const struct kprof_config *cfg,
+void
+kprof_meta_init(struct kprof_meta *meta, const struct kprof_config *cfg,
 		     uint32_t header_version)
 {
 	memset(meta, 0, sizeof *meta);
@@ -625,7 +654,8 @@ void kprof_meta_init(struct kprof_meta *meta, const struct kprof_config *cfg,
 		kprof_meta_note(meta, "%s", cfg->warning);
 }
 
-void kprof_meta_note(struct kprof_meta *meta, const char *fmt, ...)
+void
+kprof_meta_note(struct kprof_meta *meta, const char *fmt, ...)
 {
 	size_t n = strlen(meta->message);
 	if (n + 3 >= sizeof meta->message)
@@ -645,13 +675,15 @@ void kprof_meta_note(struct kprof_meta *meta, const char *fmt, ...)
 
 /* ---------------------------------------------------------------- the JSON emitter */
 
-void kprof_buf_free(struct kprof_buf *buf)
+void
+kprof_buf_free(struct kprof_buf *buf)
 {
 	free(buf->data);
 	memset(buf, 0, sizeof *buf);
 }
 
-static void put(struct kprof_buf *b, const char *s, size_t n)
+static void
+put(struct kprof_buf *b, const char *s, size_t n)
 {
 	if (b->overflow)
 		return;
@@ -674,12 +706,14 @@ static void put(struct kprof_buf *b, const char *s, size_t n)
 	b->data[b->len] = '\0';
 }
 
-static void puts_(struct kprof_buf *b, const char *s)
+static void
+puts_(struct kprof_buf *b, const char *s)
 {
 	put(b, s, strlen(s));
 }
 
-__attribute__((format(printf, 2, 3))) static void putf(struct kprof_buf *b, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void
+putf(struct kprof_buf *b, const char *fmt, ...)
 {
 	char tmp[128];
 	va_list ap;
@@ -694,7 +728,8 @@ __attribute__((format(printf, 2, 3))) static void putf(struct kprof_buf *b, cons
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), 0 when invalid. */
-static size_t utf8_len(const unsigned char *s)
+static size_t
+utf8_len(const unsigned char *s)
 {
 	unsigned char c = s[0];
 	size_t n;
@@ -726,7 +761,8 @@ static size_t utf8_len(const unsigned char *s)
 
 /* A JSON string of s: quotes, backslashes and control characters escaped, bytes that are
  * not UTF-8 replaced by U+FFFD, so that any JSON parser reads it. */
-static void put_str(struct kprof_buf *b, const char *s)
+static void
+put_str(struct kprof_buf *b, const char *s)
 {
 	put(b, "\"", 1);
 	const unsigned char *p = (const unsigned char *)s;
@@ -758,25 +794,29 @@ static void put_str(struct kprof_buf *b, const char *s)
 	put(b, "\"", 1);
 }
 
-static void put_key(struct kprof_buf *b, const char *key)
+static void
+put_key(struct kprof_buf *b, const char *key)
 {
 	put_str(b, key);
 	put(b, ":", 1);
 }
 
-static void put_u64(struct kprof_buf *b, const char *key, uint64_t v)
+static void
+put_u64(struct kprof_buf *b, const char *key, uint64_t v)
 {
 	put_key(b, key);
 	putf(b, "%llu", (unsigned long long)v);
 }
 
-static void put_int(struct kprof_buf *b, const char *key, long long v)
+static void
+put_int(struct kprof_buf *b, const char *key, long long v)
 {
 	put_key(b, key);
 	putf(b, "%lld", v);
 }
 
-static void put_double(struct kprof_buf *b, double v)
+static void
+put_double(struct kprof_buf *b, double v)
 {
 	if (!isfinite(v))
 		puts_(b, "null");
@@ -786,13 +826,15 @@ static void put_double(struct kprof_buf *b, double v)
 		putf(b, "%.6g", v);
 }
 
-static void put_i3(struct kprof_buf *b, const char *key, const int32_t v[3])
+static void
+put_i3(struct kprof_buf *b, const char *key, const int32_t v[3])
 {
 	put_key(b, key);
 	putf(b, "[%d,%d,%d]", v[0], v[1], v[2]);
 }
 
-static void put_totals(struct kprof_buf *b, const char *key, const struct kprof_totals *t,
+static void
+put_totals(struct kprof_buf *b, const char *key, const struct kprof_totals *t,
 		       int with_bytes)
 {
 	put_key(b, key);
@@ -802,7 +844,8 @@ static void put_totals(struct kprof_buf *b, const char *key, const struct kprof_
 	putf(b, "\"total_ns\":%llu}", (unsigned long long)t->total_ns);
 }
 
-static int by_time(const void *a, const void *b, void *agg_)
+static int
+by_time(const void *a, const void *b, void *agg_)
 {
 	const struct kprof_agg *agg = agg_;
 	const struct kprof_kernel *x = &agg->kernels[*(const size_t *)a];
@@ -816,12 +859,14 @@ static int by_time(const void *a, const void *b, void *agg_)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static const struct kprof_device *device_of(const struct kprof_agg *agg, uint32_t id)
+static const struct kprof_device *
+device_of(const struct kprof_agg *agg, uint32_t id)
 {
 	return id < KPROF_MAX_DEVICES && agg->devices[id].valid ? &agg->devices[id] : NULL;
 }
 
-static void put_kernel(struct kprof_buf *b, const struct kprof_agg *agg,
+static void
+put_kernel(struct kprof_buf *b, const struct kprof_agg *agg,
 		       const struct kprof_meta *meta, const struct kprof_kernel *k)
 {
 	char demangled[KPROF_NAME_MAX], short_name[KPROF_SHORT_MAX];
@@ -918,7 +963,8 @@ static void put_kernel(struct kprof_buf *b, const struct kprof_agg *agg,
 	put(b, "}", 1);
 }
 
-static void put_device(struct kprof_buf *b, const struct kprof_device *d)
+static void
+put_device(struct kprof_buf *b, const struct kprof_device *d)
 {
 	puts_(b, ",\"device\":{");
 	put_key(b, "name");
@@ -935,7 +981,8 @@ static void put_device(struct kprof_buf *b, const struct kprof_device *d)
 	     d->smem_per_block_optin, d->reserved_smem_per_block);
 }
 
-int kprof_render(const struct kprof_agg *agg, const struct kprof_meta *meta,
+int
+kprof_render(const struct kprof_agg *agg, const struct kprof_meta *meta,
 		 struct kprof_buf *out)
 {
 	out->len = 0;
@@ -1075,7 +1122,8 @@ int kprof_render(const struct kprof_agg *agg, const struct kprof_meta *meta,
 	return b->overflow ? -1 : 0;
 }
 
-int kprof_write_atomic(const char *path, const char *data, size_t len, int durable)
+int
+kprof_write_atomic(const char *path, const char *data, size_t len, int durable)
 {
 	char tmp[PATH_MAX];
 	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)

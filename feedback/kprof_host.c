@@ -23,7 +23,8 @@ struct kprof_host {
 	size_t passes;
 };
 
-int kprof_host_preload_nvperf(char *why, size_t cap)
+int
+kprof_host_preload_nvperf(char *why, size_t cap)
 {
 	Dl_info info;
 	if (!dladdr((void *)(uintptr_t)cuptiGetVersion, &info) || !info.dli_fname) {
@@ -47,7 +48,8 @@ int kprof_host_preload_nvperf(char *why, size_t cap)
 	return -1;
 }
 
-struct kprof_host *kprof_host_open(const char *chip, const uint8_t *counter_availability,
+struct kprof_host *
+kprof_host_open(const char *chip, const uint8_t *counter_availability,
 				   int *err)
 {
 	struct kprof_host *host = calloc(1, sizeof *host);
@@ -72,7 +74,8 @@ struct kprof_host *kprof_host_open(const char *chip, const uint8_t *counter_avai
 	return host;
 }
 
-void kprof_host_close(struct kprof_host *host)
+void
+kprof_host_close(struct kprof_host *host)
 {
 	if (!host)
 		return;
@@ -85,7 +88,8 @@ void kprof_host_close(struct kprof_host *host)
 	free(host);
 }
 
-int kprof_host_metric_ok(const char *metric, void *host_)
+int
+kprof_host_metric_ok(const char *metric, void *host_)
 {
 	struct kprof_host *host = host_;
 	CUpti_Profiler_Host_GetMetricProperties_Params p = {
@@ -96,7 +100,8 @@ int kprof_host_metric_ok(const char *metric, void *host_)
 	return cuptiProfilerHostGetMetricProperties(&p) == CUPTI_SUCCESS;
 }
 
-int kprof_host_configure(struct kprof_host *host, const struct kprof_metric_set *set, int *err)
+int
+kprof_host_configure(struct kprof_host *host, const struct kprof_metric_set *set, int *err)
 {
 	const char *names[KPROF_MAX_METRICS];
 	for (size_t i = 0; i < set->count; i++)
@@ -149,18 +154,21 @@ out_err:
 	return -1;
 }
 
-const uint8_t *kprof_host_config_image(const struct kprof_host *host, size_t *size)
+const uint8_t *
+kprof_host_config_image(const struct kprof_host *host, size_t *size)
 {
 	*size = host->config_size;
 	return host->config;
 }
 
-size_t kprof_host_passes(const struct kprof_host *host)
+size_t
+kprof_host_passes(const struct kprof_host *host)
 {
 	return host->passes;
 }
 
-int kprof_host_evaluate(struct kprof_host *host, const uint8_t *counter_data, size_t size,
+int
+kprof_host_evaluate(struct kprof_host *host, const uint8_t *counter_data, size_t size,
 			size_t range, const struct kprof_metric_set *set, double *values, int *err)
 {
 	const char *names[KPROF_MAX_METRICS];

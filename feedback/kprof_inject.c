@@ -129,7 +129,8 @@ static struct {
  * is set, this thread holds metrics.lock. */
 static __thread size_t measuring;
 
-static const char *cupti_error(CUptiResult r)
+static const char *
+cupti_error(CUptiResult r)
 {
 	const char *s = NULL;
 	if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s)
@@ -138,7 +139,8 @@ static const char *cupti_error(CUptiResult r)
 }
 
 /* With g.lock held. */
-static void write_json_locked(int durable)
+static void
+write_json_locked(int durable)
 {
 	if (!g.cfg.out[0])
 		return;
@@ -163,7 +165,8 @@ static void write_json_locked(int durable)
 	}
 }
 
-static void note_locked_write(const char *status, const char *what, CUptiResult r)
+static void
+note_locked_write(const char *status, const char *what, CUptiResult r)
 {
 	pthread_mutex_lock(&g.lock);
 	if (status)
@@ -175,7 +178,8 @@ static void note_locked_write(const char *status, const char *what, CUptiResult 
 
 /* ---------------------------------------------------------------- devices and contexts */
 
-static void query_devices_once(void)
+static void
+query_devices_once(void)
 {
 	pthread_mutex_lock(&g.lock);
 	int done = g.devices_queried;
@@ -218,7 +222,8 @@ static void query_devices_once(void)
 	pthread_mutex_unlock(&g.lock);
 }
 
-static void remember_context(CUcontext ctx)
+static void
+remember_context(CUcontext ctx)
 {
 	pthread_mutex_lock(&g.lock);
 	if (g.ncontexts < KPROF_MAX_CONTEXTS)
@@ -226,7 +231,8 @@ static void remember_context(CUcontext ctx)
 	pthread_mutex_unlock(&g.lock);
 }
 
-static void forget_context(CUcontext ctx)
+static void
+forget_context(CUcontext ctx)
 {
 	pthread_mutex_lock(&g.lock);
 	for (size_t i = 0; i < g.ncontexts; i++)
@@ -238,7 +244,8 @@ static void forget_context(CUcontext ctx)
 }
 
 /* Best effort: a forced flush of a kernel still running would give it no end time. */
-static void synchronize_contexts(void)
+static void
+synchronize_contexts(void)
 {
 	CUcontext ctxs[KPROF_MAX_CONTEXTS];
 	pthread_mutex_lock(&g.lock);
@@ -256,7 +263,8 @@ static void synchronize_contexts(void)
 
 /* ---------------------------------------------------------------- activity buffers */
 
-static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+static void CUPTIAPI
+buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
 	/* CUDA 13 requests buffers per thread: each request gets its own fresh buffer. */
 	size_t bytes = g.cfg.buffer_bytes;
@@ -270,7 +278,8 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	}
 }
 
-static void take_kernel(const CUpti_ActivityKernel10 *k)
+static void
+take_kernel(const CUpti_ActivityKernel10 *k)
 {
 	struct kprof_kernel_rec r = {
 		.name = k->name,
@@ -294,7 +303,8 @@ static void take_kernel(const CUpti_ActivityKernel10 *k)
 
 /* With g.lock held. Record layouts are those of the CUPTI this was built against; a
  * different major.minor never gets here (InitializeInjection refuses it). */
-static void take_record(const CUpti_Activity *rec)
+static void
+take_record(const CUpti_Activity *rec)
 {
 	switch (rec->kind) {
 	case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -321,7 +331,8 @@ static void take_record(const CUpti_Activity *rec)
 	}
 }
 
-static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+static void CUPTIAPI
+buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
 				      size_t size, size_t valid)
 {
 	(void)ctx;
@@ -352,7 +363,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	free(buffer);
 }
 
-static void set_trace_kinds(int enable)
+static void
+set_trace_kinds(int enable)
 {
 	for (size_t i = 0; i < sizeof trace_kinds / sizeof trace_kinds[0]; i++) {
 		CUptiResult r = enable ? cuptiActivityEnable(trace_kinds[i])
@@ -365,7 +377,8 @@ static void set_trace_kinds(int enable)
 
 /* ---------------------------------------------------------------- the gate */
 
-static void gate_open(void)
+static void
+gate_open(void)
 {
 	query_devices_once();
 	pthread_mutex_lock(&g.lock);
@@ -384,7 +397,8 @@ static void gate_open(void)
 	pthread_mutex_unlock(&g.lock);
 }
 
-static void gate_close(void)
+static void
+gate_close(void)
 {
 	pthread_mutex_lock(&g.lock);
 	int was_open = g.gate_open;
@@ -406,7 +420,8 @@ static void gate_close(void)
 /* ---------------------------------------------------------------- metrics mode */
 
 /* Measuring stops for good; the JSON says why. Returns -1 for the caller to pass on. */
-static int metrics_fail(const char *status, const char *what, CUptiResult r)
+static int
+metrics_fail(const char *status, const char *what, CUptiResult r)
 {
 	metrics.disabled = 1;
 	pthread_mutex_lock(&g.lock);
@@ -420,7 +435,8 @@ static int metrics_fail(const char *status, const char *what, CUptiResult r)
 	return -1;
 }
 
-static const char *support_level(CUpti_Profiler_Support_Level level)
+static const char *
+support_level(CUpti_Profiler_Support_Level level)
 {
 	switch (level) {
 	case CUPTI_PROFILER_CONFIGURATION_SUPPORTED:
@@ -435,7 +451,8 @@ static const char *support_level(CUpti_Profiler_Support_Level level)
 }
 
 /* With metrics.lock held, in a launch's ENTER (ctx is current). 0: ready to measure. */
-static int metrics_setup(CUcontext ctx)
+static int
+metrics_setup(CUcontext ctx)
 {
 	metrics.tried = 1;
 	char why[256];
@@ -597,7 +614,8 @@ static int metrics_setup(CUcontext ctx)
 	return 0;
 }
 
-static void metrics_teardown(void)
+static void
+metrics_teardown(void)
 {
 	if (metrics.profiler) {
 		CUpti_RangeProfiler_Disable_Params p = {
@@ -631,7 +649,8 @@ static void metrics_teardown(void)
 		r->dynamic_smem = (int32_t)(p)->sharedMemBytes;                          \
 	} while (0)
 
-static int launch_shape(CUpti_CallbackId cbid, const void *params, struct kprof_kernel_rec *r)
+static int
+launch_shape(CUpti_CallbackId cbid, const void *params, struct kprof_kernel_rec *r)
 {
 	if (!params)
 		return -1;
@@ -668,7 +687,8 @@ static int launch_shape(CUpti_CallbackId cbid, const void *params, struct kprof_
 }
 
 /* With g.lock held: should this kernel's launch be measured? */
-static int wanted_locked(struct kprof_kernel *k)
+static int
+wanted_locked(struct kprof_kernel *k)
 {
 	if (k->profiled || metrics.measured >= KPROF_MAX_RANGES)
 		return 0;
@@ -681,7 +701,8 @@ static int wanted_locked(struct kprof_kernel *k)
 	return k->target;
 }
 
-static void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+static void
+launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
 	struct kprof_kernel_rec r = { .name = cb->symbolName, .carveout = -1 };
 	if (launch_shape(cbid, cb->functionParams, &r) != 0)
@@ -736,7 +757,8 @@ static void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 }
 
 /* With metrics.lock held (taken in launch_enter). */
-static int launch_exit(void)
+static int
+launch_exit(void)
 {
 	size_t index = measuring - 1;
 	measuring = 0;
@@ -807,7 +829,8 @@ static int launch_exit(void)
 	return 0;
 }
 
-static void on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+static void
+on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		launch_enter(cbid, cb);
@@ -819,7 +842,8 @@ static void on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 
 /* ---------------------------------------------------------------- callbacks */
 
-static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
+static void
+on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 {
 	if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
 		remember_context(rd->context);
@@ -838,7 +862,8 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 	}
 }
 
-static void on_state(CUpti_CallbackId cbid, const CUpti_StateData *sd)
+static void
+on_state(CUpti_CallbackId cbid, const CUpti_StateData *sd)
 {
 	if (cbid != CUPTI_CBID_STATE_FATAL_ERROR)
 		return;
@@ -851,7 +876,8 @@ static void on_state(CUpti_CallbackId cbid, const CUpti_StateData *sd)
 	pthread_mutex_unlock(&g.lock);
 }
 
-static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
+static void CUPTIAPI
+on_callback(void *userdata, CUpti_CallbackDomain domain,
 				 CUpti_CallbackId cbid, const void *data)
 {
 	(void)userdata;
@@ -895,7 +921,8 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 
 /* ---------------------------------------------------------------- init and exit */
 
-static void at_exit(void)
+static void
+at_exit(void)
 {
 	pthread_mutex_lock(&g.lock);
 	int skip = !g.active || g.finished;
@@ -921,7 +948,8 @@ static void at_exit(void)
 	pthread_mutex_unlock(&g.lock);
 }
 
-static int enable_callbacks(void)
+static int
+enable_callbacks(void)
 {
 	int mode = g.cfg.mode == KPROF_MODE_METRICS ? FOR_METRICS : FOR_TRACE;
 	for (size_t i = 0; i < sizeof callbacks / sizeof callbacks[0]; i++) {
@@ -941,7 +969,8 @@ static int enable_callbacks(void)
 }
 
 /* With g.lock held. 0: subscribed and collecting; -1: the status says why not. */
-static int start_locked(void)
+static int
+start_locked(void)
 {
 	uint32_t version = 0;
 	CUptiResult r = cuptiGetVersion(&version);
@@ -1007,7 +1036,8 @@ out_error:
 	return -1;
 }
 
-KPROF_EXPORT int InitializeInjection(void)
+KPROF_EXPORT int
+InitializeInjection(void)
 {
 	pthread_mutex_lock(&g.lock);
 	if (g.initialized) {
