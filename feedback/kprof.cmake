@@ -1,7 +1,6 @@
 # libkforge_kprof.so, the CUPTI injection library the runner loads through
-# CUDA_INJECTION64_PATH (feedback/kprof.h), and two static libraries for its tests:
-# kb_kprof_core (the pure parts; CUDA headers only) and kb_kprof_host (the CUPTI host API;
-# libcupti, no GPU). Built only where the toolkit's CUPTI headers and libraries are found;
+# CUDA_INJECTION64_PATH (feedback/kprof.h), and kb_kprof_core, the pure parts (CUDA
+# headers only) for its unit tests. Built only where the toolkit's CUPTI headers and libraries are found;
 # kb_fb then gets KFORGE_KPROF_PATH, the library's path in this build tree.
 set(kprof_roots ${CUDAToolkit_ROOT} $ENV{CUDA_HOME} $ENV{CUDA_PATH} /usr/local/cuda)
 find_path(KPROF_CUDA_INCLUDE cuda_occupancy.h HINTS ${kprof_roots} PATH_SUFFIXES include)
@@ -35,12 +34,23 @@ add_library(kb_kprof_core STATIC kprof_core.c)
 target_include_directories(kb_kprof_core PUBLIC ${kprof_includes})
 target_link_libraries(kb_kprof_core PUBLIC ${CMAKE_DL_LIBS} m)
 
-add_library(kb_kprof_host STATIC kprof_host.c)
-target_include_directories(kb_kprof_host PUBLIC ${kprof_includes})
-target_link_libraries(kb_kprof_host PUBLIC kb_kprof_core ${KPROF_CUPTI_LIB})
+set(KPROF_INCLUDES ${kprof_includes} CACHE INTERNAL "include path of kprof*.c")
 
-# The library compiles its sources itself rather than linking the two above: it must be
-# free of sanitizer runtimes (it is injected into a Python process) and export one symbol.
+# Strips the sanitizer flags of a KB_SANITIZE build from one target: the injected library
+# must not need a sanitizer runtime (Python does not load one first), and libcupti opens
+# libnvperf_host.so with RTLD_DEEPBIND, which ASan refuses in any process it runs in.
+function(kprof_unsanitized target)
+  foreach(prop COMPILE_OPTIONS LINK_OPTIONS)
+    get_target_property(opts ${target} ${prop})
+    if(opts)
+      list(FILTER opts EXCLUDE REGEX "sanitize|omit-frame-pointer")
+      set_target_properties(${target} PROPERTIES ${prop} "${opts}")
+    endif()
+  endforeach()
+endfunction()
+
+# The library compiles its sources itself rather than linking kb_kprof_core: it must be
+# free of sanitizer runtimes and export one symbol.
 add_library(kforge_kprof SHARED kprof_core.c kprof_host.c kprof_inject.c)
 target_include_directories(kforge_kprof PRIVATE ${kprof_includes})
 target_link_libraries(kforge_kprof PRIVATE ${KPROF_CUPTI_LIB} ${KPROF_CUDA_LIB}
@@ -52,13 +62,7 @@ set_target_properties(kforge_kprof PROPERTIES
   # libcupti.so.13 is for a plain CUDA program: a torch process has its own copy loaded
   SKIP_BUILD_RPATH ON
   LINK_FLAGS "-Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,-rpath,${KPROF_CUPTI_LIBDIR}")
-foreach(prop COMPILE_OPTIONS LINK_OPTIONS)
-  get_target_property(opts kforge_kprof ${prop})
-  if(opts)
-    list(FILTER opts EXCLUDE REGEX "sanitize|omit-frame-pointer")
-    set_target_properties(kforge_kprof PROPERTIES ${prop} "${opts}")
-  endif()
-endforeach()
+kprof_unsanitized(kforge_kprof)
 
 target_compile_definitions(kb_fb PUBLIC KFORGE_KPROF_PATH="$<TARGET_FILE:kforge_kprof>")
 add_dependencies(kb_fb kforge_kprof)

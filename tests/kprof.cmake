@@ -10,8 +10,12 @@ endif()
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 kb_add_test(unit_kprof_core SOURCES ${CMAKE_CURRENT_LIST_DIR}/kprof_core.c
             LIBS kb_kprof_core PkgConfig::JANSSON LABELS unit TIMEOUT 60)
+# the host API with its own unsanitized copy of the sources (feedback/kprof.cmake says why)
 kb_add_test(unit_kprof_host SOURCES ${CMAKE_CURRENT_LIST_DIR}/kprof_host.c
-            LIBS kb_kprof_host LABELS unit TIMEOUT 60)
+            ${CMAKE_SOURCE_DIR}/feedback/kprof_host.c ${CMAKE_SOURCE_DIR}/feedback/kprof_core.c
+            LIBS ${KPROF_CUPTI_LIB} ${CMAKE_DL_LIBS} m LABELS unit TIMEOUT 60)
+target_include_directories(unit_kprof_host PRIVATE ${KPROF_INCLUDES})
+kprof_unsanitized(unit_kprof_host)
 kb_add_script_test(unit_kprof_so
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/kprof_so.py
                            $<TARGET_FILE:kforge_kprof>
