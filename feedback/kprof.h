@@ -176,7 +176,8 @@ void kprof_metrics_select(const char *override_list,
 const char *kprof_cupti_status(int cupti_result);
 
 /* The environment (contract: KPROF_OUT, KPROF_MODE, KPROF_GATE, KPROF_TOP, KPROF_TARGETS,
- * KPROF_METRICS; KPROF_BUFFER_KB sizes activity buffers, for tests). */
+ * KPROF_METRICS; KPROF_BUFFER_KB sizes activity buffers, for tests; KPROF_DEBUG=1 traces
+ * the library's steps on stderr, read by kprof_inject.c). */
 struct kprof_config {
 	char out[4096];                 /* expanded: %p -> pid; empty: no output, stay idle */
 	enum kprof_mode mode;
@@ -231,6 +232,8 @@ int kprof_write_atomic(const char *path, const char *data, size_t len, int durab
  * the metrics it knows, the config image and pass count of a metric set, and the values
  * decoded from a counter data image. Errors come back as a CUptiResult in *err. */
 struct kprof_host;
+/* counter_availability (may be NULL) must outlive the host object: CUPTI keeps the pointer
+ * and reads it again when metrics are configured (a freed image crashed the process). */
 struct kprof_host *kprof_host_open(const char *chip, const uint8_t *counter_availability,
 				   int *err);
 void kprof_host_close(struct kprof_host *host);

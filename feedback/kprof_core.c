@@ -282,7 +282,11 @@ kprof_occupancy(const struct kprof_device *dev, const struct kprof_kernel_rec *s
 	out->limit_warps = res.blockLimitWarps;
 	out->limit_blocks = res.blockLimitBlocks;
 	out->limiter = "none";
-	for (size_t i = 0; i < sizeof occ_limiters / sizeof occ_limiters[0]; i++)
+	/* At full occupancy the warps bind, whatever else ties with them. */
+	if (out->theoretical >= 1.0 && (res.limitingFactors & OCC_LIMIT_WARPS))
+		out->limiter = "warps";
+	for (size_t i = 0; i < sizeof occ_limiters / sizeof occ_limiters[0] &&
+			   strcmp(out->limiter, "none") == 0; i++)
 		if (res.limitingFactors & occ_limiters[i].bit) {
 			out->limiter = occ_limiters[i].name;
 			break;
@@ -310,9 +314,18 @@ int
 kprof_demangle(const char *mangled, char *out, size_t cap)
 {
 	/* __cxa_demangle is extern "C" in libstdc++, which a torch process (and any nvcc-built
-	 * program) has loaded; a C program without it keeps raw names. */
+	 * program) has loaded; a C program without it keeps raw names. Python loads its
+	 * extensions, and with them libstdc++, RTLD_LOCAL: then the symbol is not in the
+	 * global scope, so ask the loaded library itself (RTLD_NOLOAD: never load it). */
 	cxa_demangle_fn demangle = (cxa_demangle_fn)(uintptr_t)dlsym(RTLD_DEFAULT,
 								     "__cxa_demangle");
+	if (!demangle) {
+		void *libstdcxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_NOLOAD);
+		if (libstdcxx) {
+			demangle = (cxa_demangle_fn)(uintptr_t)dlsym(libstdcxx, "__cxa_demangle");
+			dlclose(libstdcxx);
+		}
+	}
 	if (demangle && mangled[0] == '_' && mangled[1] == 'Z') {
 		int status = -1;
 		char *d = demangle(mangled, NULL, NULL, &status);

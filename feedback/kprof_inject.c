@@ -117,6 +117,7 @@ static struct {
 	int tried, ready, disabled;
 	CUcontext ctx;
 	struct kprof_host *host;
+	uint8_t *availability;          /* the host object keeps a pointer to it */
 	CUpti_RangeProfiler_Object *profiler;
 	uint8_t *counter_data;
 	size_t counter_size;
@@ -128,6 +129,17 @@ static struct {
 /* metrics mode: kernel index + 1 of the launch this thread is measuring, 0 none. While it
  * is set, this thread holds metrics.lock. */
 static __thread size_t measuring;
+
+/* KPROF_DEBUG=1: each step of the gate, the buffers and metrics mode on stderr. */
+static int debug;
+#define DEBUG(...)                                                                       \
+	do {                                                                             \
+		if (debug) {                                                             \
+			fprintf(stderr, "kprof[%d]: ", (int)getpid());                   \
+			fprintf(stderr, __VA_ARGS__);                                    \
+			fputc('\n', stderr);                                             \
+		}                                                                        \
+	} while (0)
 
 static const char *
 cupti_error(CUptiResult r)
@@ -338,6 +350,7 @@ buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
 	(void)ctx;
 	(void)stream;
 	(void)size;
+	DEBUG("buffer completed, %zu bytes", valid);
 	pthread_mutex_lock(&g.lock);
 	CUpti_Activity *rec = NULL;
 	for (;;) {
@@ -390,6 +403,7 @@ gate_open(void)
 	pthread_mutex_unlock(&g.lock);
 	if (was_open)
 		return;
+	DEBUG("gate open");
 	if (g.cfg.mode == KPROF_MODE_TRACE)
 		set_trace_kinds(1);
 	pthread_mutex_lock(&g.lock);
@@ -406,6 +420,7 @@ gate_close(void)
 	pthread_mutex_unlock(&g.lock);
 	if (!was_open)
 		return;
+	DEBUG("gate closing");
 	if (g.cfg.mode == KPROF_MODE_TRACE) {
 		cuCtxSynchronize();
 		cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -424,6 +439,7 @@ static int
 metrics_fail(const char *status, const char *what, CUptiResult r)
 {
 	metrics.disabled = 1;
+	DEBUG("metrics: %s failed: %s", what, cupti_error(r));
 	pthread_mutex_lock(&g.lock);
 	g.meta.metrics_status = status ? status : kprof_cupti_status(r);
 	kprof_meta_note(&g.meta, "metrics: %s: %s", what, cupti_error(r));
@@ -461,6 +477,7 @@ metrics_setup(CUcontext ctx)
 		kprof_meta_note(&g.meta, "metrics: %s", why);
 		pthread_mutex_unlock(&g.lock);
 	}
+	DEBUG("metrics: setup on context %p", (void *)ctx);
 	CUpti_Profiler_Initialize_Params init = {
 		.structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE,
 	};
@@ -468,6 +485,7 @@ metrics_setup(CUcontext ctx)
 	if (r != CUPTI_SUCCESS)
 		return metrics_fail(NULL, "cuptiProfilerInitialize", r);
 
+	DEBUG("metrics: profiler initialised");
 	CUdevice dev;
 	if (cuCtxGetDevice(&dev) != CUDA_SUCCESS)
 		return metrics_fail("error", "cuCtxGetDevice", CUPTI_ERROR_INVALID_CONTEXT);
@@ -494,6 +512,7 @@ metrics_setup(CUcontext ctx)
 		return -1;
 	}
 
+	DEBUG("metrics: device %d supported", (int)dev);
 	CUpti_Device_GetChipName_Params chip = {
 		.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE,
 		.deviceIndex = (size_t)dev,
@@ -502,6 +521,7 @@ metrics_setup(CUcontext ctx)
 	if (r != CUPTI_SUCCESS || !chip.pChipName)
 		return metrics_fail(NULL, "cuptiDeviceGetChipName", r);
 
+	DEBUG("metrics: chip %s", chip.pChipName);
 	/* Counter permission shows here first (research/cupti.md §3). */
 	CUpti_Profiler_GetCounterAvailability_Params avail = {
 		.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE,
@@ -521,9 +541,10 @@ metrics_setup(CUcontext ctx)
 		return metrics_fail(NULL, "cuptiProfilerGetCounterAvailability", r);
 	}
 
+	DEBUG("metrics: counter availability image %zu bytes", avail.counterAvailabilityImageSize);
 	int err;
+	metrics.availability = image;
 	metrics.host = kprof_host_open(chip.pChipName, image, &err);
-	free(image);
 	if (!metrics.host)
 		return metrics_fail(NULL, "cuptiProfilerHostInitialize", (CUptiResult)err);
 	kprof_metrics_select(g.cfg.metrics, kprof_host_metric_ok, metrics.host, &metrics.set);
@@ -546,12 +567,14 @@ metrics_setup(CUcontext ctx)
 		return metrics_fail("unsupported", "no requested metric is supported on this chip",
 				    CUPTI_ERROR_INVALID_METRIC_NAME);
 
+	DEBUG("metrics: %zu metrics kept, %zu dropped", metrics.set.count, metrics.set.ndropped);
 	if (kprof_host_configure(metrics.host, &metrics.set, &err) != 0)
 		return metrics_fail(NULL, "metric configuration", (CUptiResult)err);
 	pthread_mutex_lock(&g.lock);
 	g.meta.metrics_passes = kprof_host_passes(metrics.host);
 	pthread_mutex_unlock(&g.lock);
 
+	DEBUG("metrics: config image built, %zu passes", kprof_host_passes(metrics.host));
 	CUpti_RangeProfiler_Enable_Params enable = {
 		.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE,
 		.ctx = ctx,
@@ -562,6 +585,7 @@ metrics_setup(CUcontext ctx)
 	metrics.profiler = enable.pRangeProfilerObject;
 	metrics.ctx = ctx;
 
+	DEBUG("metrics: range profiler enabled");
 	const char *names[KPROF_MAX_METRICS];
 	for (size_t i = 0; i < metrics.set.count; i++)
 		names[i] = metrics.set.names[i];
@@ -590,6 +614,7 @@ metrics_setup(CUcontext ctx)
 	if (r != CUPTI_SUCCESS)
 		return metrics_fail(NULL, "cuptiRangeProfilerCounterDataImageInitialize", r);
 
+	DEBUG("metrics: counter data image %zu bytes", metrics.counter_size);
 	size_t config_size;
 	const uint8_t *config = kprof_host_config_image(metrics.host, &config_size);
 	CUpti_RangeProfiler_SetConfig_Params set = {
@@ -610,6 +635,7 @@ metrics_setup(CUcontext ctx)
 	r = cuptiRangeProfilerSetConfig(&set);
 	if (r != CUPTI_SUCCESS)
 		return metrics_fail(NULL, "cuptiRangeProfilerSetConfig", r);
+	DEBUG("metrics: configured");
 	metrics.ready = 1;
 	return 0;
 }
@@ -625,8 +651,11 @@ metrics_teardown(void)
 		cuptiRangeProfilerDisable(&p);
 		metrics.profiler = NULL;
 	}
+	DEBUG("metrics: teardown");
 	kprof_host_close(metrics.host);
 	metrics.host = NULL;
+	free(metrics.availability);
+	metrics.availability = NULL;
 	if (metrics.tried) {
 		CUpti_Profiler_DeInitialize_Params p = {
 			.structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE,
@@ -747,6 +776,7 @@ launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE,
 		.pRangeProfilerObject = metrics.profiler,
 	};
+	DEBUG("metrics: start, kernel %zu %s", index, cb->symbolName ? cb->symbolName : "?");
 	CUptiResult res = cuptiRangeProfilerStart(&start);
 	if (res != CUPTI_SUCCESS) {
 		(void)metrics_fail(NULL, "cuptiRangeProfilerStart", res);
@@ -769,6 +799,7 @@ launch_exit(void)
 	CUptiResult r = cuptiRangeProfilerStop(&stop);
 	if (r != CUPTI_SUCCESS)
 		return metrics_fail(NULL, "cuptiRangeProfilerStop", r);
+	DEBUG("metrics: stopped, all passes submitted %d", stop.isAllPassSubmitted);
 	if (!stop.isAllPassSubmitted) {
 		/* Kernel replay submits every pass within the launch; anything else is a
 		 * configuration this library does not handle. */
@@ -791,6 +822,8 @@ launch_exit(void)
 	if (r != CUPTI_SUCCESS)
 		return metrics_fail(NULL, "cuptiRangeProfilerGetCounterDataInfo", r);
 
+	DEBUG("metrics: decoded, %zu ranges, %zu dropped", info.numTotalRanges,
+	      decode.numOfRangeDropped);
 	double values[KPROF_MAX_METRICS];
 	int err = CUPTI_SUCCESS;
 	int have = info.numTotalRanges > 0 &&
@@ -1046,6 +1079,10 @@ InitializeInjection(void)
 	}
 	g.initialized = 1;
 	kprof_config_from_env(&g.cfg, getpid());
+	const char *debug_env = getenv("KPROF_DEBUG");
+	debug = debug_env && *debug_env && strcmp(debug_env, "0") != 0;
+	DEBUG("InitializeInjection: out %s, mode %s", g.cfg.out,
+	      g.cfg.mode == KPROF_MODE_METRICS ? "metrics" : "trace");
 	if (!g.cfg.out[0]) {
 		fprintf(stderr, "kprof: KPROF_OUT is not set (or too long): not profiling\n");
 		pthread_mutex_unlock(&g.lock);

@@ -24,7 +24,7 @@ set(kprof_nvcc "${KPROF_NVCC}")
 if(NOT kprof_nvcc)
   set(kprof_nvcc "")
 endif()
-foreach(case trace killed metrics torch smoke)
+foreach(case trace killed metrics busy torch smoke)
   kb_add_script_test(gpu_kprof_${case}
                      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/kprof_gpu.py
                              ${case} $<TARGET_FILE:kforge_kprof> ${kprof_nvcc}

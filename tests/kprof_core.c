@@ -242,12 +242,16 @@ test_occupancy(void)
 	 * - 768 threads, 16 regs: warps 24 per block -> 2 blocks; regs 12288 -> 5:
 	 *   warp-limited, 2*24/64 = 75%.
 	 * - 32 threads, 16 regs: 1 warp per block -> 64, but 32 blocks per SM at most:
-	 *   block-limited, 32*1/64 = 50%. */
+	 *   block-limited, 32*1/64 = 50%.
+	 * - 512 threads, 32 regs: 16384 regs -> 4 blocks; warps 16 per block -> 4: 100%. */
 	static const struct occ_case cases[] = {
 		{ "registers", 256, 64, 16384, 4, "registers", 0.5 },
 		{ "shared memory", 128, 32, 49152, 4, "shared_memory", 0.25 },
 		{ "warps", 768, 16, 0, 2, "warps", 0.75 },
 		{ "blocks", 32, 16, 0, 32, "blocks", 0.5 },
+		/* 512 threads x 32 regs: registers and warps both allow 4 blocks, 100%: the
+		 * warps are named */
+		{ "full", 512, 32, 0, 4, "warps", 1.0 },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const struct occ_case *c = &cases[i];
@@ -437,7 +441,9 @@ test_short_names(void)
 	char dem[KPROF_NAME_MAX];
 	CHECK(kprof_demangle("plain_c_kernel", dem, sizeof dem) == 0);
 	CHECK(strcmp(dem, "plain_c_kernel") == 0);
-	if (dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL)) {
+	/* RTLD_LOCAL, as Python loads torch (and libstdc++ with it): the symbol is not in the
+	 * global scope, and the library must still find it. */
+	if (dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL)) {
 		CHECK(kprof_demangle("_Z11relu_kernelPKfPfi", dem, sizeof dem) == 1);
 		CHECKM(strcmp(dem, "relu_kernel(float const*, float*, int)") == 0, "demangled: %s",
 		       dem);

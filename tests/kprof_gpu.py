@@ -10,6 +10,7 @@ Usage: kprof_gpu.py CASE LIBRARY [NVCC]
            complete=false and calls > 0
   metrics  metrics mode on a copy of 256 MiB: DRAM bytes read and written each within 10%,
            or metrics_status not_permitted/unsupported with a message saying so
+  busy     a program that holds CUPTI itself: status cupti_busy, the holder named, no crash
   torch    a ReLU through torch ops inside the gate: its kernel listed, demangled, and
            randn's kernel (before the gate) absent
   smoke    runs the probe's trace mode and prints the JSON (for pasting into a report)
@@ -58,12 +59,12 @@ def torch_python():
     return None
 
 
-def build_probe(nvcc, tmp):
+def build_probe(nvcc, tmp, name="kprof_probe", extra=()):
     src = os.path.join(os.environ.get("KFORGE_HOME", os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), "tests", "data", "kprof", "kprof_probe.cu")
-    exe = os.path.join(tmp, "kprof_probe")
+        os.path.abspath(__file__)))), "tests", "data", "kprof", name + ".cu")
+    exe = os.path.join(tmp, name)
     for arch in (["-arch=native"], []):
-        r = subprocess.run([nvcc, "-O2", "-lineinfo"] + arch + ["-o", exe, src],
+        r = subprocess.run([nvcc, "-O2", "-lineinfo"] + arch + ["-o", exe, src] + list(extra),
                            capture_output=True, text=True, timeout=600)
         if r.returncode == 0:
             return exe
@@ -74,7 +75,7 @@ def build_probe(nvcc, tmp):
 def env_for(lib, out, **extra):
     env = dict(os.environ)
     for k in list(env):
-        if k.startswith("KPROF_"):
+        if k.startswith("KPROF_") and k != "KPROF_DEBUG":
             del env[k]
     env["CUDA_INJECTION64_PATH"] = lib
     env["KPROF_OUT"] = out
@@ -216,6 +217,31 @@ def case_metrics(lib, exe, tmp):
     check(0 < m.get("dram_pct", 0) <= 100, "dram_pct %s" % m.get("dram_pct"))
 
 
+def case_busy(lib, nvcc, tmp):
+    # libcupti where the library finds it (its RUNPATH, or LD_LIBRARY_PATH)
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    dyn = subprocess.run(["readelf", "-d", lib], capture_output=True, text=True).stdout
+    dirs += [p for line in dyn.splitlines() if "RUNPATH" in line or "RPATH" in line
+             for p in line.split("[")[1].rstrip("]").split(":")]
+    extra = []
+    for d in dirs:
+        extra += ["-L" + d, "-Xlinker", "-rpath=" + d]
+    exe = build_probe(nvcc, tmp, "kprof_busy", extra + ["-lcupti"])
+    check(exe is not None, "kprof_busy did not build")
+    if not exe:
+        return
+    out = os.path.join(tmp, "kprof.json")
+    r = run([exe], env_for(lib, out))
+    check(r.returncode == 0, "busy probe exited %d (it must run on undisturbed)" % r.returncode)
+    doc = load(out)
+    print(json.dumps(doc, indent=1))
+    check(doc.get("status") == "cupti_busy", "status %s" % doc.get("status"))
+    # CUPTI reports the holder as "CUPTI for <name>"
+    check("kprof-test-holder" in (doc.get("holder") or ""), "holder %r" % doc.get("holder"))
+    check("kprof-test-holder" in doc.get("message", ""), "message %r" % doc.get("message"))
+    check(doc.get("complete") is True and not doc.get("kernels"), "complete, no kernels")
+
+
 TORCH_SCRIPT = r"""
 import torch
 x = torch.randn(1 << 22, device="cuda")
@@ -278,7 +304,7 @@ def main():
         if not nvcc or not os.access(nvcc, os.X_OK):
             print("SKIP: no nvcc to build the probe")
             return SKIP
-        exe = build_probe(nvcc, tmp)
+        exe = build_probe(nvcc, tmp) if case != "busy" else "(unused)"
         if not exe:
             print("FAIL: the probe did not build")
             return 1
@@ -288,8 +314,11 @@ def main():
             with open(out) as f:
                 print(f.read())
             return 0
-        {"trace": case_trace, "killed": case_killed, "metrics": case_metrics}[case](
-            lib, exe, tmp)
+        if case == "busy":
+            case_busy(lib, nvcc, tmp)
+        else:
+            {"trace": case_trace, "killed": case_killed, "metrics": case_metrics}[case](
+                lib, exe, tmp)
     print("%s: %s" % (case, "FAILED (%d)" % len(failures) if failures else "ok"))
     return 1 if failures else 0
 
