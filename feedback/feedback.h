@@ -123,8 +123,10 @@ struct fb_request {
 	/* profile on cuda under the CUPTI injection (fb_profile fills these; NULL: none):
 	 * the library (CUDA_INJECTION64_PATH), its output (KPROF_OUT, "%p" the pid), mode
 	 * (KPROF_MODE) and, for metrics, the kernels to measure (KPROF_TARGETS). Such a
-	 * step always starts a fresh runner (run.c says why). */
+	 * step takes a warm runner like any other unless cold is set (profile.c says
+	 * when). */
 	const char	*kprof_lib, *kprof_out, *kprof_mode, *kprof_targets;
+	bool		 cold;	/* a fresh runner, never a warm one */
 };
 
 /* A speedup over the reference above this, by the ratio of means and by the ratio of

@@ -332,16 +332,25 @@ kprof_run(const struct kb_config *cfg, const struct fb_request *req, const char 
 	*kprof = NULL;
 	if (snprintf(out, sizeof(out), "%s/%s.%%p.json", req->work_dir, tag) >= (int)sizeof(out))
 		return -KB_ETOOBIG;
-	remove_tag_files(req->work_dir, tag);
 	r.kprof_lib = lib;
 	r.kprof_out = out;
 	r.kprof_mode = mode;
 	r.kprof_targets = targets;
-	if ((rc = fb_run(cfg, &r, o)) < 0)
-		return rc;
-	*kprof = fb_kprof_read(req->work_dir, tag, (pid_t)json_integer_value(json_object_get(
-				json_object_get(o->result, "runner"), "pid")));
-	return 0;
+	for (;;) {
+		remove_tag_files(req->work_dir, tag);
+		if ((rc = fb_run(cfg, &r, o)) < 0)
+			return rc;
+		*kprof = fb_kprof_read(req->work_dir, tag, (pid_t)json_integer_value(
+					json_object_get(json_object_get(o->result, "runner"),
+							"pid")));
+		if (*kprof != NULL || o->status != FB_ST_OK || r.cold)
+			return 0;
+		/* A warm runner whose driver had started before the injection was named
+		 * (run.c): the same step again in a fresh one. */
+		log_info("no CUPTI profile from a warm runner; profiling again in a fresh one");
+		fb_outcome_clear(o);
+		r.cold = true;
+	}
 }
 
 /* The profile kept from a trace run: the library's JSON (or why there is none) with the

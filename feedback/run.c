@@ -928,28 +928,28 @@ fb_warm_start(const struct kb_config *cfg)
 
 /* The GPUs the step after this one will likely see: a precompile is followed by an
  * execute, a baseline or probe by an execute, an execute by a profile (with P feedback)
- * on the same GPU; anything else by the next turn's precompile, which sees none. */
+ * on the same GPU, a profile by the next of its runs (the reference's, the candidate's
+ * trace, its metrics: the last one's warm runner goes unused); anything else by the
+ * next turn's precompile, which sees none. */
 static const char *
 warm_next_visible(const struct kb_config *cfg, const struct fb_request *req, bool cuda)
 {
 	if (!cuda)
 		return "";
 	if (req->mode == FB_PRECOMPILE || req->mode == FB_BASELINE || req->mode == FB_PROBE ||
-	    (req->mode == FB_EXECUTE && cfg->refinement.feedback_p && !fb_kprof_usable()))
+	    ((req->mode == FB_EXECUTE || req->mode == FB_PROFILE) && cfg->refinement.feedback_p))
 		return warm.last_gpu;
 	return "";
 }
 
 /*
- * A profile under the CUPTI injection always starts a fresh runner, never a warm one.
- * The driver reads CUDA_INJECTION64_PATH once, in cuInit; a warm runner gets its
- * environment with the request, after torch was imported, and whether nothing in that
- * import (torch's plugins, Triton, an NVML probe) initialised the driver cannot be
- * proved from here. Had it, the library would silently not load, the profile would be
- * empty, and the profile rule (fb_judge_profile) must then not conclude anything; a
- * cold start makes the injection certain for the price of one torch import per profile
- * step, which PROFILE's stage time shows. So the warm runner started after an execute
- * is one for the next precompile when profiles are CUPTI's (warm_next_visible).
+ * A profile under the CUPTI injection takes a warm runner as other steps do: the driver
+ * reads CUDA_INJECTION64_PATH in cuInit, and a warm runner has imported torch without
+ * touching the GPU (seen on the H100/H200 hosts: the variable set after `import torch`
+ * still loads the library at the first CUDA call). Should something in an import have
+ * initialised the driver all the same, the library never loads and writes no profile;
+ * fb_profile then runs the step again in a fresh runner (req->cold), so the profile
+ * rule is never left with an empty profile by a warm start.
  */
 static bool
 kprof_step(const struct kb_config *cfg, const struct fb_request *req)
@@ -1078,7 +1078,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	runner_limits(cfg, &o, deadline);
 	if (cuda_visible != NULL && cuda_visible[0] != '\0')
 		snprintf(warm.last_gpu, sizeof(warm.last_gpu), "%s", cuda_visible);
-	if (warm_mode(req->mode) && !kprof_step(cfg, req) &&
+	if (warm_mode(req->mode) && !req->cold &&
 	    (ahead = warm_take(python, runner, cuda_visible)) != NULL &&
 	    (rc = warm_request(jreq, &env, &o)) < 0)
 		goto out;
