@@ -162,9 +162,7 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 int
 fsm_log_path(const char *run_dir, const char *task_id, char *out, size_t outlen)
 {
-	int	n = snprintf(out, outlen, "%s/tasks/%s/trajectory.jsonl", run_dir, task_id);
-
-	return n < 0 || (size_t)n >= outlen ? -KB_ETOOBIG : 0;
+	return rd_task_file(out, outlen, run_dir, task_id, RD_TRAJECTORY);
 }
 
 int

@@ -4,7 +4,8 @@
  * and never spell a file name or a level's folder themselves.
  *
  *   <run>/                      RD_RUN entries: config.yaml, run.json, tasks.json, ...
- *     tasks/<task id>/          RD_TASK entries: trajectory.jsonl, lock, turns, work
+ *     tasks/<task id>/          RD_TASK entries: trajectory.jsonl, lock, turns, work,
+ *                               reference_profile.json
  *       turns/<k>/              RD_TURN entries: prompt.md, response.md, kernel.py, ...
  *     baselines/<device>/       RD_BASELINE entries: <problem key>.json, <problem key>.lock
  *     build/<key>/  inputs/<key>/   keyed folders (rd_run_key)
@@ -46,6 +47,7 @@
 	X(TASK_LOCK,		TASK,	  "lock")			\
 	X(TURNS_DIR,		TASK,	  "turns")			\
 	X(WORK_DIR,		TASK,	  "work")			\
+	X(REFERENCE_PROFILE_JSON, TASK,	  "reference_profile.json")	\
 	X(PROMPT_MD,		TURN,	  "prompt.md")			\
 	X(RESPONSE_MD,		TURN,	  "response.md")		\
 	X(RESPONSE_JSON,	TURN,	  "response.json")		\

@@ -33,6 +33,7 @@ static const struct {
 	{ RD_TASK_LOCK, RD_LEVEL_TASK, "lock" },
 	{ RD_TURNS_DIR, RD_LEVEL_TASK, "turns" },
 	{ RD_WORK_DIR, RD_LEVEL_TASK, "work" },
+	{ RD_REFERENCE_PROFILE_JSON, RD_LEVEL_TASK, "reference_profile.json" },
 	{ RD_PROMPT_MD, RD_LEVEL_TURN, "prompt.md" },
 	{ RD_RESPONSE_MD, RD_LEVEL_TURN, "response.md" },
 	{ RD_RESPONSE_JSON, RD_LEVEL_TURN, "response.json" },
