@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "feedback/feedback.h"
+#include "rundir/rundir.h"
 
 /* An exclusive flock on path (created), or -1: the caller goes on unlocked. */
 static int
@@ -105,21 +106,6 @@ fb_build_clear(struct fb_build *b)
 	memset(b, 0, sizeof(*b));
 }
 
-/* A device name as a path component. */
-static void
-slug(const char *in, char *out, size_t n)
-{
-	size_t	j = 0;
-
-	for (size_t i = 0; in[i] != '\0' && j + 1 < n; i++) {
-		char c = in[i];
-
-		out[j++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			   (c >= '0' && c <= '9') || c == '-' || c == '.' ? c : '_';
-	}
-	out[j] = '\0';
-}
-
 int
 fb_eval_baseline(const struct kb_config *cfg, const struct fb_request *req,
 		 const char *problem_key, const char *device_name, const char *run_dir,
@@ -127,18 +113,19 @@ fb_eval_baseline(const struct kb_config *cfg, const struct fb_request *req,
 {
 	struct fb_request	 breq = *req;
 	struct fb_outcome	 o = { 0 };
-	char			 s[256], dir[PATH_MAX] = "", path[PATH_MAX] = "", lock[PATH_MAX];
+	char			 dir[PATH_MAX] = "", path[PATH_MAX] = "", lock[PATH_MAX];
 	char			 shared[PATH_MAX] = "", shared_lock[PATH_MAX];
 	json_t			*b = NULL;
 	int			 fd = -1, sfd = -1, rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (run_dir != NULL) {
-		slug(device_name, s, sizeof(s));
-		snprintf(dir, sizeof(dir), "%s/baselines/%s", run_dir, s);
-		snprintf(path, sizeof(path), "%s/%s.json", dir, problem_key);
-		snprintf(lock, sizeof(lock), "%s/%s.lock", dir, problem_key);
-		if ((rc = kb_mkdir_p(dir, 0755)) < 0)
+		if ((rc = rd_baseline_dir(dir, sizeof(dir), run_dir, device_name)) < 0 ||
+		    (rc = rd_baseline_file(path, sizeof(path), run_dir, device_name, problem_key,
+					   RD_BASELINE_JSON)) < 0 ||
+		    (rc = rd_baseline_file(lock, sizeof(lock), run_dir, device_name, problem_key,
+					   RD_BASELINE_LOCK)) < 0 ||
+		    (rc = kb_mkdir_p(dir, 0755)) < 0)
 			return rc;
 		if ((fd = lock_file(lock)) == -1)
 			return -kb_errno_to_err(errno);

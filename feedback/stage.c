@@ -9,7 +9,8 @@
  *           happens: the runner is kforge's own user); else a staging directory that
  *           kforge owns, /var/tmp/kforge-stage-XXXXXX (else under /tmp): made 0700 by
  *           mkdtemp, marked with the run it serves, then opened 0755.
- *   below   build/<key>      builds, shared by the run's tasks (sealed by contain.c)
+ *   below   (the run directory's layout, rundir/rundir.h)
+ *           build/<key>      builds, shared by the run's tasks (sealed by contain.c)
  *           tasks/<id>/work  a task's scratch (handed to the runner's user by fb_run)
  *           inputs/<sha>/<name>  root-owned read-only copies of what the runner must
  *                            read but cannot reach where it is: the problem, the
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
+#include "rundir/rundir.h"
 
 #define STAGE_PREFIX	"kforge-stage-"
 #define STAGE_MARKER	".kforge-stage"
@@ -45,7 +47,7 @@
 /* Where staging directories are made, in order of preference: /var/tmp survives a
  * reboot on most hosts, so a resumed run keeps its builds. */
 static const char *const stage_bases[] = { "/var/tmp", "/tmp" };
-static const char *const stage_subdirs[] = { "build", "tasks", "inputs" };
+static const enum rd_entry stage_subdirs[] = { RD_BUILD_DIR, RD_TASKS_DIR, RD_INPUTS_DIR };
 
 static struct {
 	bool	open;
@@ -196,7 +198,7 @@ stage_fill(const char *root)
 	int	rc;
 
 	for (size_t i = 0; i < sizeof(stage_subdirs) / sizeof(stage_subdirs[0]); i++) {
-		if ((rc = kb_path_join(sub, sizeof(sub), root, stage_subdirs[i])) < 0 ||
+		if ((rc = rd_run_file(sub, sizeof(sub), root, stage_subdirs[i])) < 0 ||
 		    (rc = make_dir(sub)) < 0)
 			return rc;
 	}
@@ -321,15 +323,13 @@ root_for(const char *run_dir)
 int
 fb_stage_build_dir(const char *run_dir, const char *key, char *out, size_t n)
 {
-	return snprintf(out, n, "%s/build/%s", root_for(run_dir), key) < (int)n ? 0 :
-	       -KB_ETOOBIG;
+	return rd_run_key(out, n, root_for(run_dir), RD_BUILD_DIR, key);
 }
 
 int
 fb_stage_work_dir(const char *run_dir, const char *task_id, char *out, size_t n)
 {
-	return snprintf(out, n, "%s/tasks/%s/work", root_for(run_dir), task_id) < (int)n ? 0 :
-	       -KB_ETOOBIG;
+	return rd_task_file(out, n, root_for(run_dir), task_id, RD_WORK_DIR);
 }
 
 int
@@ -358,7 +358,7 @@ fb_stage_mkdir(const char *path)
 int
 fb_stage_input(const char *path, char *out, size_t n)
 {
-	char		 why[512], sha[65], dir[PATH_MAX], *text = NULL;
+	char		 why[512], sha[65], key[25], dir[PATH_MAX], *text = NULL;
 	const char	*name = strrchr(path, '/');
 	struct stat	 st;
 	size_t		 len;
@@ -373,11 +373,10 @@ fb_stage_input(const char *path, char *out, size_t n)
 	}
 	kb_sha256_hex(text, len, sha);
 	name = name != NULL ? name + 1 : path;
-	if (snprintf(dir, sizeof(dir), "%s/inputs/%.24s", stage.root, sha) >= (int)sizeof(dir) ||
-	    snprintf(out, n, "%s/%s", dir, name) >= (int)n) {
-		rc = -KB_ETOOBIG;
+	snprintf(key, sizeof(key), "%.24s", sha);
+	if ((rc = rd_run_key(dir, sizeof(dir), stage.root, RD_INPUTS_DIR, key)) < 0 ||
+	    (rc = kb_path_join(out, n, dir, name)) < 0)
 		goto out;
-	}
 	if ((rc = fb_stage_mkdir(dir)) < 0)
 		goto out;
 	/* Named by its content, in a directory only we write: one already there is it. */

@@ -10,11 +10,11 @@
 #include "fsm/fsm_int.h"
 
 static char *
-read_turn_file(const struct task_run *t, int turn, const char *name)
+read_turn_file(const struct task_run *t, int turn, enum rd_entry file)
 {
 	char	path[PATH_MAX], *text = NULL;
 
-	if (turn < 1 || fsm_turn_path(t, turn, name, path, sizeof(path)) < 0)
+	if (turn < 1 || fsm_turn_path(t, turn, file, path, sizeof(path)) < 0)
 		return NULL;
 	if (kb_read_file(path, FSM_MAX_SOURCE, &text, NULL) < 0)
 		return NULL;
@@ -22,24 +22,24 @@ read_turn_file(const struct task_run *t, int turn, const char *name)
 }
 
 static json_t *
-read_turn_json(const struct task_run *t, int turn, const char *name)
+read_turn_json(const struct task_run *t, int turn, enum rd_entry file)
 {
 	char	path[PATH_MAX];
 
-	if (fsm_turn_path(t, turn, name, path, sizeof(path)) < 0)
+	if (fsm_turn_path(t, turn, file, path, sizeof(path)) < 0)
 		return NULL;
 	return json_load_file(path, 0, NULL);
 }
 
 static int
-put_json(struct task_run *t, const char *key, const char *name, json_t *obj)
+put_json(struct task_run *t, const char *key, enum rd_entry file, json_t *obj)
 {
 	char	*text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
 	int	 rc;
 
 	if (text == NULL)
 		return -KB_ENOMEM;
-	rc = fsm_put_artifact(t, key, name, text, strlen(text));
+	rc = fsm_put_artifact(t, key, file, text, strlen(text));
 	free(text);
 	return rc;
 }
@@ -101,7 +101,7 @@ env_failure(struct task_run *t, json_t *result, const char *stage, const char *m
 	message = message != NULL && message[0] != '\0' ? message : "no message";
 	fix = fix != NULL && fix[0] != '\0' ? fix : fb_env_fix(stage);
 	if (result != NULL)
-		rc = put_json(t, "env_error", "env_error.json", result);
+		rc = put_json(t, "env_error", RD_ENV_ERROR_JSON, result);
 	if (rc == -KB_ENOSPC)
 		return rc;
 	json_object_set_new(t->data, "status", json_string(fb_status_name(FB_ST_ENV_ERROR)));
@@ -208,15 +208,15 @@ build_prompt(struct task_run *t, char **prompt, char *err, size_t errlen)
 	if (t->turn == 1)
 		return llm_prompt_initial(t->cfg, hardware_of(t), t->problem_src, prompt, err, errlen);
 	if (t->cfg->refinement.feedback_g) {
-		prev = read_turn_file(t, t->turn - 1, "kernel.py");
+		prev = read_turn_file(t, t->turn - 1, RD_KERNEL_PY);
 		if (prev == NULL)	/* no code last turn: show what the model said */
-			prev = read_turn_file(t, t->turn - 1, "response.md");
+			prev = read_turn_file(t, t->turn - 1, RD_RESPONSE_MD);
 		fb.prev_kernel = prev;
 	}
 	if (t->cfg->refinement.feedback_e)
-		fb.exec_text = exec_text = read_turn_file(t, t->turn - 1, "feedback.md");
+		fb.exec_text = exec_text = read_turn_file(t, t->turn - 1, RD_FEEDBACK_MD);
 	if (t->cfg->refinement.feedback_p)
-		fb.profile_text = prof = read_turn_file(t, t->turn - 1, "profile_feedback.md");
+		fb.profile_text = prof = read_turn_file(t, t->turn - 1, RD_PROFILE_FEEDBACK_MD);
 	rc = llm_prompt_refine(t->cfg, hardware_of(t), t->problem_src, &fb, prompt, err, errlen);
 	free(prev);
 	free(exec_text);
@@ -286,7 +286,7 @@ call_model(struct task_run *t, const char *prompt, char **content)
 						"ModelNew module in one ```python fenced block.",
 						t->cfg->llm.max_response_bytes);
 
-			rc = fsm_put_artifact(t, "reply_refused", "reply_refused.md", why, strlen(why));
+			rc = fsm_put_artifact(t, "reply_refused", RD_REPLY_REFUSED_MD, why, strlen(why));
 			free(why);
 			return rc < 0 ? rc : FSM_EV_no_code;
 		}
@@ -310,13 +310,13 @@ call_model(struct task_run *t, const char *prompt, char **content)
 		json_object_set_new(meta, "cost_usd", json_real(cost_usd));
 	/* Metadata first, the response last: response.md existing is what says "this
 	 * reply was paid for, never ask again". */
-	rc = put_json(t, "response_meta", "response.json", meta);
+	rc = put_json(t, "response_meta", RD_RESPONSE_JSON, meta);
 	json_decref(meta);
 	if (rc == 0 && reply.raw != NULL)
-		rc = fsm_put_artifact(t, "response_raw", "response.raw.json", reply.raw,
+		rc = fsm_put_artifact(t, "response_raw", RD_RESPONSE_RAW_JSON, reply.raw,
 				      strlen(reply.raw));
 	if (rc == 0)
-		rc = fsm_put_artifact(t, "response", "response.md", reply.content,
+		rc = fsm_put_artifact(t, "response", RD_RESPONSE_MD, reply.content,
 				      strlen(reply.content));
 	if (rc == 0) {
 		kb_crashpoint("after-response-persisted");
@@ -342,7 +342,7 @@ fsm_act_generate(struct task_run *t)
 	char	*content = NULL, *prompt = NULL, *code = NULL, err[512];
 	int	 rc;
 
-	if ((content = read_turn_file(t, t->turn, "response.md")) != NULL) {
+	if ((content = read_turn_file(t, t->turn, RD_RESPONSE_MD)) != NULL) {
 		json_object_set_new(t->data, "reused_response", json_true());
 	} else {
 		/* Paused run-wide: stop here unlogged, as on a stop request. */
@@ -354,7 +354,7 @@ fsm_act_generate(struct task_run *t)
 			snprintf(t->fail_reason, sizeof(t->fail_reason), "prompt: %s", err);
 			return FSM_EV_fatal;
 		}
-		rc = fsm_put_artifact(t, "prompt", "prompt.md", prompt, strlen(prompt));
+		rc = fsm_put_artifact(t, "prompt", RD_PROMPT_MD, prompt, strlen(prompt));
 		if (rc == 0)
 			rc = call_model(t, prompt, &content);
 		free(prompt);
@@ -368,7 +368,7 @@ fsm_act_generate(struct task_run *t)
 				    json_string("the reply has no fenced ```python code block"));
 		return FSM_EV_no_code;
 	}
-	rc = fsm_put_artifact(t, "kernel", "kernel.py", code, strlen(code));
+	rc = fsm_put_artifact(t, "kernel", RD_KERNEL_PY, code, strlen(code));
 	free(code);
 	if (rc == 0)
 		fb_warm_start(t->cfg);	/* the precompile's runner imports torch meanwhile */
@@ -412,7 +412,7 @@ struct candidate {
 static int
 locate_candidate(struct task_run *t, struct candidate *c, char **code_out)
 {
-	char	*code = read_turn_file(t, t->turn, "kernel.py");
+	char	*code = read_turn_file(t, t->turn, RD_KERNEL_PY);
 
 	if (code == NULL)
 		return -KB_ENOENT;
@@ -421,7 +421,7 @@ locate_candidate(struct task_run *t, struct candidate *c, char **code_out)
 		*code_out = code;
 	else
 		free(code);
-	fsm_turn_path(t, t->turn, "kernel.py", c->kernel, sizeof(c->kernel));
+	fsm_turn_path(t, t->turn, RD_KERNEL_PY, c->kernel, sizeof(c->kernel));
 	work_dir_for(t, c->work, sizeof(c->work));
 	return 0;
 }
@@ -501,11 +501,11 @@ fsm_act_precompile(struct task_run *t)
 				   "feedback/kforge_check.py must run under the runner's Python");
 	}
 	result = json_pack("{s:O}", "findings", findings);
-	rc = put_json(t, "static", "static.json", result);
+	rc = put_json(t, "static", RD_STATIC_JSON, result);
 	json_decref(result);
 	if (rc == 0 && fb_findings_reject(findings)) {
 		result = fb_rejection(findings);
-		rc = put_json(t, "compile", "compile.json", result);
+		rc = put_json(t, "compile", RD_COMPILE_JSON, result);
 		json_object_set_new(t->data, "status", json_string("rejected"));
 		json_object_set_new(t->data, "reason", json_incref(json_object_get(
 				    json_object_get(result, "details"), "message")));
@@ -536,7 +536,7 @@ fsm_act_precompile(struct task_run *t)
 	}
 	result = json_incref(b.result);
 	if (b.ran.log != NULL)
-		rc = fsm_put_artifact(t, "compile_log", "compile.log", b.ran.log, strlen(b.ran.log));
+		rc = fsm_put_artifact(t, "compile_log", RD_COMPILE_LOG, b.ran.log, strlen(b.ran.log));
 	fb_build_clear(&b);
 	if (rc == -KB_ENOSPC) {
 		json_decref(result);
@@ -549,7 +549,7 @@ fsm_act_precompile(struct task_run *t)
 		json_decref(result);
 		return ev;
 	}
-	rc = put_json(t, "compile", "compile.json", result);
+	rc = put_json(t, "compile", RD_COMPILE_JSON, result);
 	{
 		const char *st = json_string_value(json_object_get(result, "status"));
 
@@ -810,16 +810,16 @@ fsm_act_execute(struct task_run *t)
 		return ev;
 	}
 	result = json_incref(o.result);
-	findings = read_turn_json(t, t->turn, "static.json");
+	findings = read_turn_json(t, t->turn, RD_STATIC_JSON);
 	verdict = fb_judge(result, json_object_get(findings, "findings"), base);
 	json_decref(findings);
 	json_object_set_new(result, "baseline", json_incref(base));
 	if (json_is_number(json_object_get(result, "speedup")))
 		speedup = json_number_value(json_object_get(result, "speedup"));
-	rc = o.log != NULL ? fsm_put_artifact(t, "execute_log", "execute.log", o.log,
+	rc = o.log != NULL ? fsm_put_artifact(t, "execute_log", RD_EXECUTE_LOG, o.log,
 					      strlen(o.log)) : 0;
 	if (rc != -KB_ENOSPC)
-		rc = put_json(t, "result", "result.json", result);
+		rc = put_json(t, "result", RD_RESULT_JSON, result);
 	json_object_set_new(t->data, "status", json_string(fb_status_name(o.status)));
 	json_object_set_new(t->data, "correct", json_boolean(o.correct));
 	json_object_set_new(t->data, "device", json_integer(device));
@@ -838,9 +838,6 @@ fsm_act_execute(struct task_run *t)
 }
 
 /* ------------------------------------------------------------- PROFILE */
-
-/* The task's one profile of the reference model, beside its turns. */
-#define FSM_REFERENCE_PROFILE	"reference_profile.json"
 
 static bool
 profiles_on_cuda(const struct task_run *t)
@@ -866,7 +863,8 @@ reference_profile(struct task_run *t, struct lease *lease, const struct candidat
 
 	*rc = 0;
 	if (!profiles_on_cuda(t) || fb_kprof_library(lib, sizeof(lib)) < 0 ||
-	    kb_path_join(path, sizeof(path), t->dir, FSM_REFERENCE_PROFILE) < 0)
+	    rd_task_file(path, sizeof(path), t->ctx->run_dir, t->task->id,
+			 RD_REFERENCE_PROFILE_JSON) < 0)
 		return NULL;
 	if ((record = json_load_file(path, 0, NULL)) != NULL) {
 		profile = json_incref(json_object_get(record, "profile"));
@@ -889,7 +887,8 @@ reference_profile(struct task_run *t, struct lease *lease, const struct candidat
 	if (o.status == FB_ST_OK && profile != NULL &&
 	    (*rc = kb_write_atomic_json(path, record)) == 0)
 		json_object_set_new(t->data, "reference_profile", json_pack("{s:s, s:I}", "path",
-				    FSM_REFERENCE_PROFILE, "wall_ms", (json_int_t)o.wall_ms));
+				    rd_name(RD_REFERENCE_PROFILE_JSON), "wall_ms",
+				    (json_int_t)o.wall_ms));
 	json_decref(record);
 	fb_outcome_clear(&o);
 	return profile;
@@ -902,7 +901,7 @@ first_profiled_turn(const struct task_run *t)
 	char	path[PATH_MAX];
 
 	for (int k = 1; k < t->turn; k++)
-		if (fsm_turn_path(t, k, "profile.json", path, sizeof(path)) == 0 &&
+		if (fsm_turn_path(t, k, RD_PROFILE_JSON, path, sizeof(path)) == 0 &&
 		    kb_file_exists(path))
 			return false;
 	return true;
@@ -927,10 +926,10 @@ judge_by_profile(struct task_run *t, json_t *profile, json_t *reference, const c
 	int		 rc;
 
 	if (source == NULL || strcmp(source, "cupti") != 0 ||
-	    (result = read_turn_json(t, t->turn, "result.json")) == NULL)
+	    (result = read_turn_json(t, t->turn, RD_RESULT_JSON)) == NULL)
 		return 0;
 	v = fb_judge_profile(result, profile, reference, code);
-	rc = put_json(t, "result", "result.json", result);
+	rc = put_json(t, "result", RD_RESULT_JSON, result);
 	check = json_object_get(json_object_get(result, "details"), "profile_check");
 	json_object_set_new(t->data, "verdict", json_string(fb_verdict_name(v)));
 	json_object_set_new(t->data, "flags", json_incref(json_object_get(result, "flags")));
@@ -985,12 +984,12 @@ fsm_act_profile(struct task_run *t)
 		goto out;
 	}
 	profile = json_object_get(o.result, "profile");
-	rc = put_json(t, "profile", "profile.json", o.result);
+	rc = put_json(t, "profile", RD_PROFILE_JSON, o.result);
 	if (rc == 0)
 		rc = judge_by_profile(t, profile, reference, code);
 	text = fb_profile_feedback(t->cfg, profile, first ? reference : NULL);
 	if (rc == 0 && text != NULL)
-		rc = fsm_put_artifact(t, "profile_feedback", "profile_feedback.md", text, strlen(text));
+		rc = fsm_put_artifact(t, "profile_feedback", RD_PROFILE_FEEDBACK_MD, text, strlen(text));
 	json_object_set_new(t->data, "status", json_string(fb_status_name(o.status)));
 	json_object_set_new(t->data, "source", json_incref(json_object_get(profile, "source")));
 	if (json_is_true(json_object_get(profile, "partial")))
@@ -1021,12 +1020,12 @@ turn_outcome(struct task_run *t, struct fb_outcome *o, const char **label, char 
 	*text = NULL;
 	*verdict = NULL;	/* nothing was evaluated */
 	if (!kb_file_exists(t->turn_dir) ||
-	    (compile = read_turn_json(t, t->turn, "compile.json")) == NULL) {
-		char *k = read_turn_file(t, t->turn, "kernel.py");
+	    (compile = read_turn_json(t, t->turn, RD_COMPILE_JSON)) == NULL) {
+		char *k = read_turn_file(t, t->turn, RD_KERNEL_PY);
 
 		if (k == NULL) {
 			*label = "no_code";
-			*text = read_turn_file(t, t->turn, "reply_refused.md");
+			*text = read_turn_file(t, t->turn, RD_REPLY_REFUSED_MD);
 			if (*text == NULL)
 				*text = kb_strdup("Your reply contained no code. Reply with the "
 						  "complete ModelNew module in one ```python fenced "
@@ -1050,7 +1049,7 @@ turn_outcome(struct task_run *t, struct fb_outcome *o, const char **label, char 
 		o->result = compile;	/* its reasons, for the record */
 		return 0;
 	}
-	result = read_turn_json(t, t->turn, "result.json");
+	result = read_turn_json(t, t->turn, RD_RESULT_JSON);
 	if (result != NULL)
 		json_decref(compile);
 	fb_outcome_of_judged(result != NULL ? result : compile, result != NULL, o);
@@ -1096,7 +1095,7 @@ fsm_act_feedback(struct task_run *t)
 			text = joined;
 		}
 	}
-	rc = fsm_put_artifact(t, "feedback", "feedback.md", text, strlen(text));
+	rc = fsm_put_artifact(t, "feedback", RD_FEEDBACK_MD, text, strlen(text));
 	free(text);
 	/* Only a correct verdict is a result: a suspect one waits for review. */
 	counts = o.correct && verdict != NULL &&

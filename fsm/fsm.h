@@ -137,8 +137,5 @@ int	fsm_summarize(const char *run_dir, const char *task_id, struct fsm_summary *
  * accept (NULL-ended; report --accept FLAG). */
 int	fsm_summarize_accepting(const char *run_dir, const char *task_id,
 				const char *const *accept, struct fsm_summary *out);
-/* Where fsm_summarize reads: tasks/<id>/trajectory.jsonl under run_dir (a reader that
- * re-summarises only the logs that changed stats it). -KB_ETOOBIG if it does not fit. */
-int	fsm_log_path(const char *run_dir, const char *task_id, char *out, size_t outlen);
 
 #endif /* KFORGE_FSM_H */

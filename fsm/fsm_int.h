@@ -8,6 +8,7 @@
 #include "feedback/feedback.h"
 #include "fsm/fsm.h"
 #include "llm/llm.h"
+#include "rundir/rundir.h"
 
 /* The per-task caps on files read back from the run directory (FSM_MAX_SOURCE: fsm.h). */
 #define FSM_GENERATE_RETRIES 5	/* transient LLM failures tolerated per turn, after the client's own retries */
@@ -42,10 +43,11 @@ int	fsm_act_feedback(struct task_run *t);
 
 bool	fsm_should_stop(void *arg);	/* the worker was asked to stop */
 bool	fsm_should_abort(void *arg);	/* ... twice: drop even a reply being paid for */
-int	fsm_turn_path(const struct task_run *t, int turn, const char *name, char *out, size_t n);
+/* The path of a turn's file (an RD_LEVEL_TURN entry) of this task. */
+int	fsm_turn_path(const struct task_run *t, int turn, enum rd_entry file, char *out, size_t n);
 /* Writes an artifact of the current turn atomically and records its path and hash in
  * t->data under key. */
-int	fsm_put_artifact(struct task_run *t, const char *key, const char *name, const void *p,
+int	fsm_put_artifact(struct task_run *t, const char *key, enum rd_entry file, const void *p,
 			 size_t n);
 
 #endif

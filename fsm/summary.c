@@ -160,14 +160,6 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 }
 
 int
-fsm_log_path(const char *run_dir, const char *task_id, char *out, size_t outlen)
-{
-	int	n = snprintf(out, outlen, "%s/tasks/%s/trajectory.jsonl", run_dir, task_id);
-
-	return n < 0 || (size_t)n >= outlen ? -KB_ETOOBIG : 0;
-}
-
-int
 fsm_summarize(const char *run_dir, const char *task_id, struct fsm_summary *out)
 {
 	return fsm_summarize_accepting(run_dir, task_id, NULL, out);
@@ -184,8 +176,8 @@ fsm_summarize_accepting(const char *run_dir, const char *task_id, const char *co
 	memset(out, 0, sizeof(*out));
 	out->state = FSM_ST_GENERATE;
 	out->best_speedup = out->best_lo = out->best_hi = -1;
-	if (fsm_log_path(run_dir, task_id, path, sizeof(path)) < 0)
-		return -KB_ETOOBIG;
+	if ((rc = rd_task_file(path, sizeof(path), run_dir, task_id, RD_TRAJECTORY)) < 0)
+		return rc;
 	rc = kb_tlog_read(path, summarize_record, &z);
 	if (rc == -KB_ENOENT)
 		return 0;

@@ -48,20 +48,20 @@ static const fsm_action_fn actions[FSM_ST__N] = {
 };
 
 int
-fsm_turn_path(const struct task_run *t, int turn, const char *name, char *out, size_t n)
+fsm_turn_path(const struct task_run *t, int turn, enum rd_entry file, char *out, size_t n)
 {
-	int	w = snprintf(out, n, "%s/turns/%d/%s", t->dir, turn, name);
-
-	return w < 0 || (size_t)w >= n ? -KB_ETOOBIG : 0;
+	return rd_turn_file(out, n, t->ctx->run_dir, t->task->id, turn, file);
 }
 
 int
-fsm_put_artifact(struct task_run *t, const char *key, const char *name, const void *p, size_t n)
+fsm_put_artifact(struct task_run *t, const char *key, enum rd_entry file, const void *p,
+		 size_t n)
 {
 	char	path[PATH_MAX], sha[65];
 	int	rc;
 
-	if ((rc = fsm_turn_path(t, t->turn, name, path, sizeof(path))) < 0)
+	/* Under t->dir, which rd_task_dir built from the same run directory and id. */
+	if ((rc = fsm_turn_path(t, t->turn, file, path, sizeof(path))) < 0)
 		return rc;
 	if ((rc = kb_write_atomic(path, p, n)) < 0) {
 		log_warnx("cannot write '%s': %s", path, kb_strerror(rc));
@@ -116,20 +116,19 @@ sleep_interruptible(int64_t ms)
 static void
 sweep_stale_tmp(const struct task_run *t)
 {
-	char		 path[PATH_MAX];
+	char		 turns[PATH_MAX], path[PATH_MAX];
 	DIR		*d;
 	struct dirent	*e;
 	int		 n, total = 0;
 
 	if ((n = kb_sweep_atomic_tmp(t->dir)) > 0)
 		total += n;
-	snprintf(path, sizeof(path), "%s/turns", t->dir);
-	if ((d = opendir(path)) == NULL)
+	if (rd_task_file(turns, sizeof(turns), t->ctx->run_dir, t->task->id, RD_TURNS_DIR) < 0 ||
+	    (d = opendir(turns)) == NULL)
 		return;
 	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
+		if (e->d_name[0] == '.' || kb_path_join(path, sizeof(path), turns, e->d_name) < 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/turns/%s", t->dir, e->d_name);
 		if ((n = kb_sweep_atomic_tmp(path)) > 0)
 			total += n;
 	}
@@ -145,14 +144,14 @@ open_task(struct task_run *t, int *lock_fd)
 	int64_t	dropped;
 	int	rc;
 
-	if (snprintf(t->dir, sizeof(t->dir), "%s/tasks/%s", t->ctx->run_dir, t->task->id) >=
-	    (int)sizeof(t->dir))
-		return -KB_ETOOBIG;
-	if ((rc = kb_mkdir_p(t->dir, 0755)) < 0)
+	if ((rc = rd_task_dir(t->dir, sizeof(t->dir), t->ctx->run_dir, t->task->id)) < 0 ||
+	    (rc = kb_mkdir_p(t->dir, 0755)) < 0)
 		return rc;
 	/* One worker per task, even across a supervisor that died and a resume that
 	 * started before its old workers finished their last LLM reply. */
-	snprintf(path, sizeof(path), "%s/lock", t->dir);
+	if ((rc = rd_task_file(path, sizeof(path), t->ctx->run_dir, t->task->id,
+			       RD_TASK_LOCK)) < 0)
+		return rc;
 	if ((*lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1)
 		return -kb_errno_to_err(errno);
 	while (flock(*lock_fd, LOCK_EX | LOCK_NB) == -1) {
@@ -167,7 +166,9 @@ open_task(struct task_run *t, int *lock_fd)
 		log_warnx("cannot read problem '%s': %s", t->task->problem_path, kb_strerror(rc));
 		return rc;
 	}
-	snprintf(path, sizeof(path), "%s/trajectory.jsonl", t->dir);
+	if ((rc = rd_task_file(path, sizeof(path), t->ctx->run_dir, t->task->id,
+			       RD_TRAJECTORY)) < 0)
+		return rc;
 	t->state = FSM_ST_INVALID;
 	t->best_speedup = -1;
 	if ((rc = kb_tlog_open(&t->log, path, replay_record, t, &dropped)) < 0) {
@@ -202,8 +203,9 @@ step(struct task_run *t)
 	int		 ev, rc;
 
 	t->data = json_object();
-	snprintf(t->turn_dir, sizeof(t->turn_dir), "%s/turns/%d", t->dir, t->turn);
-	if ((rc = kb_mkdir_p(t->turn_dir, 0755)) < 0) {
+	if ((rc = rd_turn_dir(t->turn_dir, sizeof(t->turn_dir), t->ctx->run_dir, t->task->id,
+			      t->turn)) < 0 ||
+	    (rc = kb_mkdir_p(t->turn_dir, 0755)) < 0) {
 		log_warnx("cannot create '%s': %s", t->turn_dir, kb_strerror(rc));
 		goto out;
 	}
@@ -233,7 +235,8 @@ step(struct task_run *t)
 	rc = kb_tlog_append(t->log, t->task->id, t->turn, fsm_state_name(t->state),
 			    fsm_event_name((enum fsm_event)ev), fsm_state_name(next), t->data);
 	if (rc < 0) {
-		log_warnx("cannot append to '%s/trajectory.jsonl': %s", t->dir, kb_strerror(rc));
+		log_warnx("cannot append to '%s/%s': %s", t->dir, rd_name(RD_TRAJECTORY),
+			  kb_strerror(rc));
 		goto out;
 	}
 	log_debug("turn %d: %s --%s--> %s", t->turn, fsm_state_name(t->state),

@@ -13,6 +13,7 @@
 
 #include "base/base.h"
 #include "llm/llm_int.h"
+#include "rundir/rundir.h"
 
 int
 llm_replay_complete(struct llm_client *c, const struct llm_request *req,
@@ -28,8 +29,8 @@ llm_replay_complete(struct llm_client *c, const struct llm_request *req,
 	for (int i = 0; i < 5; i++) {
 		switch (i) {
 		case 0:
-			n = snprintf(path, sizeof(path), "%s/tasks/%s/turns/%d/response.md", dir,
-			    t->id, req->turn);
+			/* 0, or < 0 when it does not fit */
+			n = rd_turn_file(path, sizeof(path), dir, t->id, req->turn, RD_RESPONSE_MD);
 			break;
 		case 1:
 			n = snprintf(path, sizeof(path), "%s/%s/%s/%d.md", dir, dev, t->id, req->turn);

@@ -71,8 +71,8 @@ cmp_runs_load(const char *const *dirs, int n, const char *const *accept)
 		for (int k = 0; k < r[i].run.ntasks; k++)
 			fsm_summarize_accepting(r[i].run.dir, r[i].run.tasks[k].id, accept,
 						&r[i].sum[k]);
-		snprintf(path, sizeof(path), "%s/tasks.json", r[i].run.dir);
-		tasks = json_load_file(path, 0, NULL);
+		tasks = rd_run_file(path, sizeof(path), r[i].run.dir, RD_TASKS_JSON) == 0 ?
+			json_load_file(path, 0, NULL) : NULL;
 		json_array_foreach(tasks, j, t) {
 			const char *key = json_string_value(json_object_get(t, "problem_key"));
 			const char *sha = json_string_value(json_object_get(t, "problem_sha256"));

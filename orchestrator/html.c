@@ -142,7 +142,7 @@ read_artifact(const char *run_dir, const char *task, const char *rel, bool *cut)
 	int		 fd;
 
 	*cut = false;
-	if (snprintf(task_dir, sizeof(task_dir), "%s/tasks/%s", run_dir, task) >= (int)sizeof(task_dir) ||
+	if (rd_task_dir(task_dir, sizeof(task_dir), run_dir, task) < 0 ||
 	    snprintf(path, sizeof(path), "%s/%s", task_dir, rel) >= (int)sizeof(path) ||
 	    realpath(task_dir, top) == NULL || realpath(path, real) == NULL)
 		return NULL;
@@ -434,6 +434,7 @@ artifact(struct kb_buf *out, const char *run_dir, const char *task, const char *
 	 const char *label, const char *rel, bool live)
 {
 	bool	 cut;
+	char	 task_rel[PATH_MAX];
 	char	*text = read_artifact(run_dir, task, rel, &cut);
 
 	kb_buf_printf(out, "<h4>");
@@ -441,9 +442,9 @@ artifact(struct kb_buf *out, const char *run_dir, const char *task, const char *
 	kb_buf_printf(out, " <span class=\"note\">");
 	esc(out, rel);
 	kb_buf_printf(out, "</span>");
-	if (live) {
-		kb_buf_printf(out, " <a href=\"files/tasks/");
-		esc(out, task);
+	if (live && rd_task_dir(task_rel, sizeof(task_rel), NULL, task) == 0) {
+		kb_buf_printf(out, " <a href=\"files/");
+		esc(out, task_rel);
 		kb_buf_printf(out, "/");
 		esc(out, rel);
 		kb_buf_printf(out, "\">raw</a>");

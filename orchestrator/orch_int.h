@@ -10,6 +10,7 @@
 #include "base/base.h"
 #include "fsm/fsm.h"
 #include "orchestrator/orchestrator.h"
+#include "rundir/rundir.h"
 
 #define ORCH_MAX_RUN_DIR 1024	/* keeps every path under the run directory in PATH_MAX */
 #define ORCH_MAX_DEATHS	3	/* worker deaths before a task is marked FAILED */

@@ -225,7 +225,8 @@ look_at_logs(struct orch_progress *p)
 		struct stat		 st;
 		char			 path[PATH_MAX];
 
-		if (fsm_log_path(p->run->dir, p->run->tasks[i].id, path, sizeof(path)) < 0)
+		if (rd_task_file(path, sizeof(path), p->run->dir, p->run->tasks[i].id,
+				 RD_TRAJECTORY) < 0)
 			continue;
 		if (stat(path, &st) == -1)
 			memset(&st, 0, sizeof(st));	/* no log yet: what a summary says of none */

@@ -228,10 +228,8 @@ write_config(const char *dir, const struct kb_config *cfg)
 		return -KB_ENOMEM;
 	rc = orch_config_emit(cfg, fp);
 	fclose(fp);
-	if (rc == 0) {
-		snprintf(path, sizeof(path), "%s/config.yaml", dir);
+	if (rc == 0 && (rc = rd_run_file(path, sizeof(path), dir, RD_CONFIG_YAML)) == 0)
 		rc = kb_write_atomic(path, text, len);
-	}
 	free(text);
 	return rc;
 }
@@ -271,8 +269,8 @@ write_tasks(const char *dir, const struct kb_task *tasks, int n, char *err, size
 			"problem_sha256", sha, "level", tasks[i].level, "problem_id",
 			(json_int_t)tasks[i].problem_id, "sample", tasks[i].sample));
 	}
-	snprintf(path, sizeof(path), "%s/tasks.json", dir);
-	if ((rc = kb_write_atomic_json(path, arr)) < 0)
+	if ((rc = rd_run_file(path, sizeof(path), dir, RD_TASKS_JSON)) < 0 ||
+	    (rc = kb_write_atomic_json(path, arr)) < 0)
 		snprintf(err, errlen, "cannot write the run directory '%s': %s", dir,
 			 kb_strerror(rc));
 	json_decref(arr);
@@ -288,7 +286,10 @@ read_tasks(const char *dir, struct kb_task **out, int *n, char *err, size_t errl
 	size_t		 i;
 	char		*next;
 
-	snprintf(path, sizeof(path), "%s/tasks.json", dir);
+	if (rd_run_file(path, sizeof(path), dir, RD_TASKS_JSON) < 0) {
+		snprintf(err, errlen, "%s: path too long", dir);
+		return -KB_ETOOBIG;
+	}
 	if ((arr = json_load_file(path, 0, &jerr)) == NULL || !json_is_array(arr)) {
 		snprintf(err, errlen, "%s: %s", path, arr == NULL ? jerr.text : "not a list");
 		json_decref(arr);
@@ -345,7 +346,8 @@ orch_run_update(const struct orch_run *run, json_t *fields)
 	json_t	*obj;
 	int	rc;
 
-	snprintf(path, sizeof(path), "%s/run.json", run->dir);
+	if ((rc = rd_run_file(path, sizeof(path), run->dir, RD_RUN_JSON)) < 0)
+		return rc;
 	if ((obj = json_load_file(path, 0, NULL)) == NULL)
 		obj = json_object();
 	json_object_update(obj, fields);
@@ -435,7 +437,10 @@ orch_run_create(struct orch_run *run, const char *config_path, const char *run_d
 		snprintf(err, errlen, "run directory '%s': path too long", path);
 		goto out;
 	}
-	snprintf(path, sizeof(path), "%s/config.yaml", run->dir);
+	if ((rc = rd_run_file(path, sizeof(path), run->dir, RD_CONFIG_YAML)) < 0) {
+		snprintf(err, errlen, "run directory '%s': path too long", run->dir);
+		goto out;
+	}
 	if (kb_file_exists(path)) {
 		snprintf(err, errlen, "%s already holds a run: 'kforge resume %s' continues it, "
 			 "or choose another --run-dir", run->dir, run->dir);
@@ -451,13 +456,14 @@ orch_run_create(struct orch_run *run, const char *config_path, const char *run_d
 		    (rc = orch_probe_hardware(&run->cfg, python, gpus, err, errlen)) < 0)
 			goto out;
 	}
-	snprintf(path, sizeof(path), "%s/tasks", run->dir);
-	if ((rc = kb_mkdir_p(path, 0755)) < 0) {
-		snprintf(err, errlen, "cannot create '%s': %s", path, strerror(errno));
+	if ((rc = rd_run_file(path, sizeof(path), run->dir, RD_TASKS_DIR)) < 0 ||
+	    (rc = kb_mkdir_p(path, 0755)) < 0) {
+		snprintf(err, errlen, "cannot create '%s': %s", path,
+			 rc == -KB_ETOOBIG ? kb_strerror(rc) : strerror(errno));
 		goto out;
 	}
-	snprintf(path, sizeof(path), "%s/gpus.json", run->dir);
-	if ((rc = kb_write_atomic_json(path, gpus)) < 0) {
+	if ((rc = rd_run_file(path, sizeof(path), run->dir, RD_GPUS_JSON)) < 0 ||
+	    (rc = kb_write_atomic_json(path, gpus)) < 0) {
 		snprintf(err, errlen, "cannot write the run directory '%s': %s", run->dir,
 			 kb_strerror(rc));
 		goto out;
@@ -497,9 +503,13 @@ orch_run_open(struct orch_run *run, const char *dir, char *err, size_t errlen)
 		snprintf(err, errlen, "run directory '%s': path too long", dir);
 		return -KB_EINVAL;
 	}
-	snprintf(path, sizeof(path), "%s/config.yaml", run->dir);
+	if (rd_run_file(path, sizeof(path), run->dir, RD_CONFIG_YAML) < 0) {
+		snprintf(err, errlen, "run directory '%s': path too long", dir);
+		return -KB_EINVAL;
+	}
 	if (!kb_file_exists(path)) {
-		snprintf(err, errlen, "%s is not a kforge run directory (no config.yaml)", dir);
+		snprintf(err, errlen, "%s is not a kforge run directory (no %s)", dir,
+			 rd_name(RD_CONFIG_YAML));
 		return -KB_ENOENT;
 	}
 	if ((rc = orch_config_load(path, NULL, 0, &run->cfg, err, errlen)) < 0)
@@ -536,7 +546,10 @@ orch_run_override(struct orch_run *run, const char *const *sets, int nsets, char
 			return -KB_ECONFIG;
 		}
 	}
-	snprintf(path, sizeof(path), "%s/config.yaml", run->dir);
+	if ((rc = rd_run_file(path, sizeof(path), run->dir, RD_CONFIG_YAML)) < 0) {
+		snprintf(err, errlen, "run directory '%s': path too long", run->dir);
+		return rc;
+	}
 	if ((rc = orch_config_load(path, sets, nsets, &cfg, err, errlen)) < 0)
 		return rc;
 	if ((rc = write_config(run->dir, &cfg)) < 0) {
@@ -567,16 +580,16 @@ orch_run_supervisor_pid(const char *dir)
 
 	/* The lock, not the pid file, says whether a supervisor lives: a pid file left by a
 	 * SIGKILLed supervisor must not block a resume. */
-	snprintf(path, sizeof(path), "%s/supervisor.lock", dir);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (rd_run_file(path, sizeof(path), dir, RD_SUPERVISOR_LOCK) < 0 ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return 0;
 	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
 		close(fd);
 		return 0;
 	}
 	close(fd);
-	snprintf(path, sizeof(path), "%s/supervisor.pid", dir);
-	if (kb_read_file(path, 64, &text, NULL) == 0) {
+	if (rd_run_file(path, sizeof(path), dir, RD_SUPERVISOR_PID) == 0 &&
+	    kb_read_file(path, 64, &text, NULL) == 0) {
 		text[strcspn(text, "\n")] = '\0';
 		if (kb_parse_int(text, 1, 1L << 30, &pid) < 0)
 			pid = 0;

@@ -250,7 +250,7 @@ orch_run_model(const struct orch_run *run, const char *const *accept)
 					       leases };
 
 		fsm_summarize_accepting(run->dir, run->tasks[i].id, accept, &s);
-		if (fsm_log_path(run->dir, run->tasks[i].id, path, sizeof(path)) == 0)
+		if (rd_task_file(path, sizeof(path), run->dir, run->tasks[i].id, RD_TRAJECTORY) == 0)
 			kb_tlog_read(path, read_record, &rd);
 		json_array_append_new(tasks, json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:o, "
 			"s:s, s:s, s:o, s:o}", "id", run->tasks[i].id, "level", run->tasks[i].level,

@@ -99,10 +99,10 @@ stop_reason(const struct sup *s)
 	return SUP_STOP_REQUESTED;
 }
 
-/* Space held back under the run directory while the supervisor runs, given back when a
- * worker finds the disk full, so that the stop itself can still be written down. Making
- * it at start also proves the directory writable with some room to spare. */
-#define SUP_RESERVE		"supervisor.reserve"
+/* Space held back under the run directory (RD_SUPERVISOR_RESERVE) while the supervisor
+ * runs, given back when a worker finds the disk full, so that the stop itself can still
+ * be written down. Making it at start also proves the directory writable with some room
+ * to spare. */
 #define SUP_RESERVE_BYTES	(1 << 20)
 
 static void signal_workers(struct sup *s, int sig);
@@ -113,9 +113,13 @@ static int
 make_reserve(const char *dir, char *err, size_t errlen)
 {
 	char	path[PATH_MAX];
-	int	fd, e = 0;
+	int	fd, e = 0, rc;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, SUP_RESERVE);
+	if ((rc = rd_run_file(path, sizeof(path), dir, RD_SUPERVISOR_RESERVE)) < 0) {
+		snprintf(err, errlen, "cannot write in the run directory %s: %s", dir,
+			 kb_strerror(rc));
+		return rc;
+	}
 	if ((unlink(path) == -1 && errno != ENOENT) ||
 	    (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) == -1) {
 		e = errno;
@@ -155,10 +159,10 @@ mark_failed(struct sup *s, int i, const char *reason)
 	json_t			*data;
 	int			 turn = 1;
 
-	snprintf(path, sizeof(path), "%s/tasks/%s", s->run->dir, t->id);
-	kb_mkdir_p(path, 0755);
-	snprintf(path, sizeof(path), "%s/tasks/%s/trajectory.jsonl", s->run->dir, t->id);
-	if (kb_tlog_open(&log, path, last_state_of, state, NULL) < 0) {
+	if (rd_task_dir(path, sizeof(path), s->run->dir, t->id) == 0)
+		kb_mkdir_p(path, 0755);
+	if (rd_task_file(path, sizeof(path), s->run->dir, t->id, RD_TRAJECTORY) < 0 ||
+	    kb_tlog_open(&log, path, last_state_of, state, NULL) < 0) {
 		log_warnx("%s: cannot record its failure", t->id);
 		return;
 	}
@@ -245,8 +249,8 @@ halt_disk_full(struct sup *s, const char *id)
 	if (s->disk_full)
 		return;
 	s->disk_full = true;
-	snprintf(path, sizeof(path), "%s/%s", s->run->dir, SUP_RESERVE);
-	unlink(path);
+	if (rd_run_file(path, sizeof(path), s->run->dir, RD_SUPERVISOR_RESERVE) == 0)
+		unlink(path);
 	if (s->halt[0] != '\0') {	/* already stopping for another reason */
 		log_warnx("no space left on device in %s either (task %s)", s->run->dir, id);
 		return;
@@ -423,8 +427,8 @@ publish_pool(struct sup *s)
 	}
 	json_object_set_new(snap, "workers", json_pack("{s:i, s:I}", "running", s->running,
 						       "max", (json_int_t)s->run->cfg.workers));
-	snprintf(path, sizeof(path), "%s/pool.json", s->run->dir);
-	kb_write_atomic_json(path, snap);
+	if (rd_run_file(path, sizeof(path), s->run->dir, RD_POOL_JSON) == 0)
+		kb_write_atomic_json(path, snap);
 	orch_progress_update(s->progress, snap);
 	json_decref(snap);
 }
@@ -634,8 +638,8 @@ create_pool(struct sup *s, char *err, size_t errlen)
 	char			 path[PATH_MAX];
 	json_t			*gpus;
 
-	snprintf(path, sizeof(path), "%s/gpus.json", s->run->dir);
-	if ((gpus = json_load_file(path, 0, NULL)) == NULL) {
+	if (rd_run_file(path, sizeof(path), s->run->dir, RD_GPUS_JSON) < 0 ||
+	    (gpus = json_load_file(path, 0, NULL)) == NULL) {
 		snprintf(err, errlen, "%s is missing or unreadable", path);
 		return -KB_ECORRUPT;
 	}
@@ -687,8 +691,9 @@ daemonize(struct orch_run *run)
 {
 	int	 ready[2];
 	pid_t	 pid;
-	char	 c;
+	char	 c, log[PATH_MAX];
 
+	(void)rd_run_file(log, sizeof(log), run->dir, RD_SUPERVISOR_LOG);	/* opened already */
 	if (pipe2(ready, O_CLOEXEC) == -1)
 		return -KB_ESYS;
 	if ((pid = fork()) == -1)
@@ -697,12 +702,12 @@ daemonize(struct orch_run *run)
 		close(ready[1]);
 		if (read(ready[0], &c, 1) != 1) {
 			fprintf(stderr, "kforge: the background supervisor failed to start; see "
-				"%s/supervisor.log\n", run->dir);
+				"%s\n", log);
 			exit(1);
 		}
 		waitpid(pid, NULL, 0);
-		printf("kforge: running in the background; log %s/supervisor.log; "
-		       "'kforge status %s' to watch, 'kforge stop %s' to stop\n", run->dir,
+		printf("kforge: running in the background; log %s; "
+		       "'kforge status %s' to watch, 'kforge stop %s' to stop\n", log,
 		       run->dir, run->dir);
 		exit(0);
 	}
@@ -730,8 +735,8 @@ open_stage(const struct orch_run *run, char *err, size_t errlen)
 	json_t	*info;
 	int	 rc;
 
-	snprintf(path, sizeof(path), "%s/run.json", run->dir);
-	info = json_load_file(path, 0, NULL);
+	info = rd_run_file(path, sizeof(path), run->dir, RD_RUN_JSON) == 0 ?
+	       json_load_file(path, 0, NULL) : NULL;
 	rc = fb_stage_open(run->dir, json_string_value(json_object_get(info, "stage_dir")), err,
 			   errlen);
 	json_decref(info);
@@ -754,7 +759,10 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	memset(&s, 0, sizeof(s));
 	s.run = run;
 	/* The directory first: an unwritable or full one fails at once, before any probe. */
-	snprintf(path, sizeof(path), "%s/supervisor.lock", run->dir);
+	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_LOCK) < 0) {
+		fprintf(stderr, "kforge: run directory %s: path too long\n", run->dir);
+		return 1;
+	}
 	if ((lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1) {
 		fprintf(stderr, "kforge: cannot write in the run directory %s: %s\n", run->dir,
 			strerror(errno));
@@ -795,8 +803,8 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		(void)fb_cache_trim((long long)run->cfg.runner.cache_max_gb << 30, &u);
 	}
 	s.lock_fd = lock_fd;
-	snprintf(path, sizeof(path), "%s/supervisor.log", run->dir);
-	if ((log_file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) == -1) {
+	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_LOG) < 0 ||
+	    (log_file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) == -1) {
 		fprintf(stderr, "kforge: cannot open %s: %s\n", path, strerror(errno));
 		return 1;
 	}
@@ -821,8 +829,8 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	s.self = getpid();
 	s.started_ms = kb_mono_ms();
 	snprintf(pidtext, sizeof(pidtext), "%ld\n", (long)s.self);
-	snprintf(path, sizeof(path), "%s/supervisor.pid", run->dir);
-	kb_write_atomic(path, pidtext, strlen(pidtext));
+	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_PID) == 0)
+		kb_write_atomic(path, pidtext, strlen(pidtext));
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "1", 1) != 1)
 			log_warn("cannot tell the launcher we started");
@@ -942,10 +950,10 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	/* The last thing the run prints, under its closing log line. */
 	orch_progress_finish(s.progress, outcome);
 	s.progress = NULL;
-	snprintf(path, sizeof(path), "%s/supervisor.pid", run->dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/%s", run->dir, SUP_RESERVE);
-	unlink(path);
+	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_PID) == 0)
+		unlink(path);
+	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_RESERVE) == 0)
+		unlink(path);
 	gpool_destroy(s.pool);
 	json_decref(s.quarantined);
 	free(s.slots);

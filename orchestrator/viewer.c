@@ -95,9 +95,8 @@ orch_run_stamp(const struct orch_run *run, char *out, size_t len)
 	for (int i = -1; i < run->ntasks; i++) {
 		int64_t v[3] = { 0, 0, 0 };
 
-		if (i < 0)
-			snprintf(path, sizeof(path), "%s/run.json", run->dir);
-		else if (fsm_log_path(run->dir, run->tasks[i].id, path, sizeof(path)) < 0)
+		if ((i < 0 ? rd_run_file(path, sizeof(path), run->dir, RD_RUN_JSON) :
+		     rd_task_file(path, sizeof(path), run->dir, run->tasks[i].id, RD_TRAJECTORY)) < 0)
 			continue;
 		if (stat(path, &st) == 0) {
 			v[0] = (int64_t)st.st_size;

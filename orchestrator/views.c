@@ -29,11 +29,12 @@ open_or_complain(struct orch_run *run, const char *dir)
 }
 
 static json_t *
-load_json_in(const char *dir, const char *name)
+load_json_in(const char *dir, enum rd_entry file)
 {
 	char	path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (rd_run_file(path, sizeof(path), dir, file) < 0)
+		return NULL;
 	return json_load_file(path, 0, NULL);
 }
 
@@ -142,9 +143,8 @@ stage_times_json(const struct orch_run *run)
 
 	memset(st, 0, sizeof(st));
 	for (int i = 0; i < run->ntasks; i++) {
-		snprintf(path, sizeof(path), "%s/tasks/%s/trajectory.jsonl", run->dir,
-			 run->tasks[i].id);
-		kb_tlog_read(path, stage_times_add, st);
+		if (rd_task_file(path, sizeof(path), run->dir, run->tasks[i].id, RD_TRAJECTORY) == 0)
+			kb_tlog_read(path, stage_times_add, st);
 	}
 	for (size_t k = 0; k < N_TIMED_STAGES; k++) {
 		struct stage_times *s = &st[timed_stages[k]];
@@ -306,8 +306,8 @@ orch_cmd_status(const char *dir, bool as_json)
 
 	if (open_or_complain(&run, dir) < 0)
 		return 1;
-	info = load_json_in(run.dir, "run.json");
-	pool = load_json_in(run.dir, "pool.json");
+	info = load_json_in(run.dir, RD_RUN_JSON);
+	pool = load_json_in(run.dir, RD_POOL_JSON);
 	sup = orch_run_supervisor_pid(run.dir);
 	alive = sup != 0;	/* -1: locked, its pid file unreadable */
 	state = run_state(info, alive);
@@ -734,8 +734,8 @@ orch_cmd_tail(const char *dir, const char *task, bool follow)
 		    strcmp(task, run.tasks[i].problem_key) != 0)
 			continue;
 		ids[nfiles] = run.tasks[i].id;
-		snprintf(files[nfiles].path, sizeof(files[nfiles].path),
-			 "%s/tasks/%s/trajectory.jsonl", run.dir, run.tasks[i].id);
+		(void)rd_task_file(files[nfiles].path, sizeof(files[nfiles].path), run.dir,
+				   run.tasks[i].id, RD_TRAJECTORY);
 		nfiles++;
 	}
 	if (nfiles == 0) {
@@ -749,7 +749,7 @@ orch_cmd_tail(const char *dir, const char *task, bool follow)
 	}
 	sl.tasks = ids;
 	sl.ntasks = nfiles;
-	snprintf(sl.path, sizeof(sl.path), "%s/supervisor.log", run.dir);
+	(void)rd_run_file(sl.path, sizeof(sl.path), run.dir, RD_SUPERVISOR_LOG);
 	for (;;) {
 		bool all = true;
 

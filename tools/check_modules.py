@@ -3,9 +3,11 @@
 
 Each folder is a module with one public header; a module may use only the modules the
 graph gives it, and of those only their public headers (internals stay inside their own
-folder). The graph is the table below, its one home: base is a leaf, the pool hands out
-slots and steers nothing, llm knows nothing of evaluation, fsm uses feedback, llm and
-gpu_pool, the orchestrator may use every module. A folder of C sources that the table
+folder). The graph is the table below, its one home: base is a leaf, rundir (the run
+directory's layout) uses only base, the pool hands out slots and steers nothing, llm knows
+nothing of evaluation, fsm uses feedback, llm and gpu_pool, the orchestrator may use every
+module; whoever writes or reads a run directory (llm's replay reads an earlier run's) asks
+rundir for its paths. A folder of C sources that the table
 does not name is an error too, so that a new module is placed in the graph.
 
 Usage: tools/check_modules.py [ROOT]   (default: the tree this script is in)
@@ -17,12 +19,13 @@ import sys
 # module: (its public header, the modules it may use)
 GRAPH = {
     "base": ("base/base.h", set()),
+    "rundir": ("rundir/rundir.h", {"base"}),
     "gpu_pool": ("gpu_pool/gpu_pool.h", {"base"}),
-    "llm": ("llm/llm.h", {"base"}),
-    "feedback": ("feedback/feedback.h", {"base"}),
-    "fsm": ("fsm/fsm.h", {"base", "feedback", "llm", "gpu_pool"}),
+    "llm": ("llm/llm.h", {"base", "rundir"}),
+    "feedback": ("feedback/feedback.h", {"base", "rundir"}),
+    "fsm": ("fsm/fsm.h", {"base", "rundir", "feedback", "llm", "gpu_pool"}),
     "orchestrator": ("orchestrator/orchestrator.h",
-                     {"base", "gpu_pool", "llm", "feedback", "fsm"}),
+                     {"base", "rundir", "gpu_pool", "llm", "feedback", "fsm"}),
 }
 # Folders with C sources that are not modules of kforge itself.
 NOT_MODULES = {"tests", "tools", "build", ".devdeps", ".git"}

@@ -17,11 +17,16 @@ EXPECTED = os.path.join(HOME, "configs", "demo_responses", "expected.json")
 SAMPLE_SUFFIX = "_s0"  # the demo has samples: 1
 
 
+def tasks_dir(run_dir):
+    """Where a run keeps its tasks (the layout's home is rundir/rundir.h)."""
+    return os.path.join(run_dir, "tasks")
+
+
 def turn_statuses(run_dir, task):
     """The status of each finished turn (the FEEDBACK records' data.status, in order),
     the state the task's log ends in, and what is wrong with the log itself: a finished
     demo's log has no torn tail and counts seq from 1 without gaps."""
-    path = os.path.join(run_dir, "tasks", task, "trajectory.jsonl")
+    path = os.path.join(tasks_dir(run_dir), task, "trajectory.jsonl")
     statuses, last, flaw = [], None, None
     with open(path) as f:
         for n, line in enumerate(f, 1):
@@ -48,8 +53,8 @@ def differences(run_dir, device=None):
     if expected is None:
         return ["%s: no expected outcomes for device %r" % (EXPECTED, device)], device
     problems = []
-    tasks_dir = os.path.join(run_dir, "tasks")
-    present = set(os.listdir(tasks_dir)) if os.path.isdir(tasks_dir) else set()
+    tdir = tasks_dir(run_dir)
+    present = set(os.listdir(tdir)) if os.path.isdir(tdir) else set()
     for key, want in sorted(expected.items()):
         task = key + SAMPLE_SUFFIX
         if task not in present:
@@ -72,7 +77,7 @@ def main(argv):
         print("usage: demo_check.py RUN_DIR [cpu|cuda]", file=sys.stderr)
         return 2
     run_dir = argv[1]
-    if not os.path.isdir(os.path.join(run_dir, "tasks")):
+    if not os.path.isdir(tasks_dir(run_dir)):
         print("demo_check: %s: not a run directory (no tasks/)" % run_dir, file=sys.stderr)
         return 2
     try:

@@ -28,7 +28,7 @@ check(p.returncode == 0, "the tree keeps to the graph: %s" % (p.stdout + p.stder
 
 tmp = tempfile.mkdtemp(prefix="kforge-module-graph-", dir=os.environ.get("KFORGE_TEST_TMP"))
 try:
-    for mod in ("base", "gpu_pool", "llm", "feedback", "fsm", "orchestrator"):
+    for mod in ("base", "rundir", "gpu_pool", "llm", "feedback", "fsm", "orchestrator"):
         shutil.copytree(os.path.join(HOME, mod), os.path.join(tmp, mod),
                         ignore=shutil.ignore_patterns("*.py", "*.md", "prompts"))
     check(run(tmp).returncode == 0, "the copy keeps to the graph before anything is planted")
@@ -45,6 +45,7 @@ try:
         plant("llm/prompt.c", '#include "feedback/feedback.h"'): "llm uses feedback",
         plant("base/util.c", '#include "llm/llm.h"'): "base uses llm",
         plant("gpu_pool/pool.c", '#include "fsm/fsm.h"'): "gpu_pool uses fsm",
+        plant("rundir/rundir.c", '#include "feedback/feedback.h"'): "rundir uses feedback",
         plant("fsm/worker.c", '#include "gpu_pool/gpu_pool_int.h"'): "an internal of gpu_pool",
         plant("orchestrator/cli.c", '#include "nowhere/x.h"'): "of no module",
     }

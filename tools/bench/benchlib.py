@@ -104,12 +104,34 @@ def read_json(path):
         return None
 
 
+# The run directory's layout, read from outside: rundir/rundir.h is its home in kforge;
+# the benchmarks derive a task's or a turn's folder here and nowhere else.
+def tasks_dir(run_dir):
+    return os.path.join(run_dir, "tasks")
+
+
+def task_dir(run_dir, task):
+    return os.path.join(tasks_dir(run_dir), task)
+
+
+def trajectory_path(run_dir, task):
+    return os.path.join(task_dir(run_dir, task), "trajectory.jsonl")
+
+
+def turns_dir(run_dir, task):
+    return os.path.join(task_dir(run_dir, task), "turns")
+
+
+def turn_dir(run_dir, task, turn):
+    return os.path.join(turns_dir(run_dir, task), str(turn))
+
+
 def trajectories(run_dir):
     """{task id: [records]} from every tasks/<id>/trajectory.jsonl (torn tails dropped)."""
     out = {}
-    tdir = os.path.join(run_dir, "tasks")
+    tdir = tasks_dir(run_dir)
     for task in sorted(os.listdir(tdir)) if os.path.isdir(tdir) else []:
-        path = os.path.join(tdir, task, "trajectory.jsonl")
+        path = trajectory_path(run_dir, task)
         if not os.path.exists(path):
             continue
         recs = []

@@ -1,0 +1,99 @@
+/*
+ * rundir.h: the layout of a run directory (DESIGN.md §1), in one table. Every path to a
+ * file or folder inside a run directory is built here; other modules ask for it by name
+ * and never spell a file name or a level's folder themselves.
+ *
+ *   <run>/                      RD_RUN entries: config.yaml, run.json, tasks.json, ...
+ *     tasks/<task id>/          RD_TASK entries: trajectory.jsonl, lock, turns, work,
+ *                               reference_profile.json
+ *       turns/<k>/              RD_TURN entries: prompt.md, response.md, kernel.py, ...
+ *     baselines/<device>/       RD_BASELINE entries: <problem key>.json, <problem key>.lock
+ *     build/<key>/  inputs/<key>/   keyed folders (rd_run_key)
+ *
+ * A runner's staging directory (feedback/stage.c) mirrors the same layout under its own
+ * root, so "run_dir" below is any such root.
+ *
+ * Every function writes at most n bytes (NUL included) to out and returns 0, or
+ * -KB_ETOOBIG when the path would not fit, or -KB_EINVAL when a name is not of the
+ * function's level, a task id or key is not one plain path component (empty, ".", ".."
+ * or holding '/'), or a turn is below 1; on error out is the empty string. A NULL run_dir
+ * gives the path relative to the run directory ("tasks/L1_19_ReLU_s0").
+ *
+ * Lifecycle and ownership: no state; inputs are borrowed. Processes: any.
+ */
+#ifndef KFORGE_RUNDIR_H
+#define KFORGE_RUNDIR_H
+
+#include <stddef.h>
+
+#include "base/base.h"
+
+/* name, level, file or folder name (for RD_BASELINE, the suffix after the problem key) */
+#define RD_ENTRIES(X)							\
+	X(CONFIG_YAML,		RUN,	  "config.yaml")		\
+	X(RUN_JSON,		RUN,	  "run.json")			\
+	X(TASKS_JSON,		RUN,	  "tasks.json")			\
+	X(GPUS_JSON,		RUN,	  "gpus.json")			\
+	X(POOL_JSON,		RUN,	  "pool.json")			\
+	X(SUPERVISOR_LOG,	RUN,	  "supervisor.log")		\
+	X(SUPERVISOR_LOCK,	RUN,	  "supervisor.lock")		\
+	X(SUPERVISOR_PID,	RUN,	  "supervisor.pid")		\
+	X(SUPERVISOR_RESERVE,	RUN,	  "supervisor.reserve")		\
+	X(TASKS_DIR,		RUN,	  "tasks")			\
+	X(BASELINES_DIR,	RUN,	  "baselines")			\
+	X(BUILD_DIR,		RUN,	  "build")			\
+	X(INPUTS_DIR,		RUN,	  "inputs")			\
+	X(TRAJECTORY,		TASK,	  "trajectory.jsonl")		\
+	X(TASK_LOCK,		TASK,	  "lock")			\
+	X(TURNS_DIR,		TASK,	  "turns")			\
+	X(WORK_DIR,		TASK,	  "work")			\
+	X(REFERENCE_PROFILE_JSON, TASK,	  "reference_profile.json")	\
+	X(PROMPT_MD,		TURN,	  "prompt.md")			\
+	X(RESPONSE_MD,		TURN,	  "response.md")		\
+	X(RESPONSE_JSON,	TURN,	  "response.json")		\
+	X(RESPONSE_RAW_JSON,	TURN,	  "response.raw.json")		\
+	X(REPLY_REFUSED_MD,	TURN,	  "reply_refused.md")		\
+	X(KERNEL_PY,		TURN,	  "kernel.py")			\
+	X(STATIC_JSON,		TURN,	  "static.json")		\
+	X(COMPILE_JSON,		TURN,	  "compile.json")		\
+	X(COMPILE_LOG,		TURN,	  "compile.log")		\
+	X(EXECUTE_LOG,		TURN,	  "execute.log")		\
+	X(RESULT_JSON,		TURN,	  "result.json")		\
+	X(PROFILE_JSON,		TURN,	  "profile.json")		\
+	X(PROFILE_FEEDBACK_MD,	TURN,	  "profile_feedback.md")	\
+	X(FEEDBACK_MD,		TURN,	  "feedback.md")		\
+	X(ENV_ERROR_JSON,	TURN,	  "env_error.json")		\
+	X(BASELINE_JSON,	BASELINE, ".json")			\
+	X(BASELINE_LOCK,	BASELINE, ".lock")
+
+enum rd_level { RD_LEVEL_RUN, RD_LEVEL_TASK, RD_LEVEL_TURN, RD_LEVEL_BASELINE };
+
+#define RD_ENUM_(name, level, file) RD_##name,
+enum rd_entry { RD_ENTRIES(RD_ENUM_) RD_ENTRY__N };
+#undef RD_ENUM_
+
+/* The entry's file or folder name ("result.json"), and its level; NULL / -1 for no entry. */
+const char	*rd_name(enum rd_entry e);
+int		 rd_level(enum rd_entry e);
+
+/* <run>/<name>: a file or folder of the run itself (an RD_LEVEL_RUN entry). */
+int	rd_run_file(char *out, size_t n, const char *run_dir, enum rd_entry e);
+/* <run>/<folder>/<key>: one keyed entry of a run-level folder (build/<key>, inputs/<sha>). */
+int	rd_run_key(char *out, size_t n, const char *run_dir, enum rd_entry folder,
+		   const char *key);
+/* <run>/tasks/<task_id> and an RD_LEVEL_TASK entry in it. */
+int	rd_task_dir(char *out, size_t n, const char *run_dir, const char *task_id);
+int	rd_task_file(char *out, size_t n, const char *run_dir, const char *task_id,
+		     enum rd_entry e);
+/* <run>/tasks/<task_id>/turns/<turn> (turn from 1, in decimal) and an RD_LEVEL_TURN entry. */
+int	rd_turn_dir(char *out, size_t n, const char *run_dir, const char *task_id, int turn);
+int	rd_turn_file(char *out, size_t n, const char *run_dir, const char *task_id, int turn,
+		     enum rd_entry e);
+/* <run>/baselines/<device>/: the reference timings a run measured, per device model.
+ * device_name is any text (a GPU's name): every byte but [A-Za-z0-9.-] becomes '_'
+ * (a name of only dots is refused). rd_baseline_file adds <problem_key><suffix>. */
+int	rd_baseline_dir(char *out, size_t n, const char *run_dir, const char *device_name);
+int	rd_baseline_file(char *out, size_t n, const char *run_dir, const char *device_name,
+			 const char *problem_key, enum rd_entry e);
+
+#endif /* KFORGE_RUNDIR_H */
