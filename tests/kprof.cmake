@@ -1,6 +1,7 @@
 # kprof: the CUPTI injection library (feedback/kprof*.c, feedback/kprof.cmake). Only where it
 # builds. unit_kprof_* need no GPU: the pure parts with synthetic records (core), the CUPTI
-# host API on GH100 (host), the built library's exports and dependencies (so).
+# host API on GH100 (host), the built library's exports and dependencies (so), its
+# refusals under fake CUPTI libraries (fake).
 # gpu_kprof_* run a CUDA probe (built with nvcc at test time) or torch under
 # CUDA_INJECTION64_PATH; label gpu, exit 77 without a GPU. gpu_kprof_smoke only prints the
 # JSON of the probe's trace run (ctest -R gpu_kprof_smoke -V), for reports.
@@ -20,6 +21,12 @@ kb_add_script_test(unit_kprof_so
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/kprof_so.py
                            $<TARGET_FILE:kforge_kprof>
                    LABELS unit TIMEOUT 60)
+# the refusals (version mismatch, CUPTI busy, a failing cuptiGetVersion) with fake
+# libcupti and libcuda built at test time, no GPU
+kb_add_script_test(unit_kprof_fake
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/kprof_fake.py
+                           $<TARGET_FILE:kforge_kprof> ${KPROF_CUPTI_INCLUDE}
+                   LABELS unit TIMEOUT 120)
 set(kprof_nvcc "${KPROF_NVCC}")
 if(NOT kprof_nvcc)
   set(kprof_nvcc "")
