@@ -16,8 +16,9 @@ free-form logs that the parent captures. Modes:
               extension with load_inline exactly as candidates are built (a C++ op on cpu,
               a __global__ kernel on cuda) and run it; details.build_s and run_s time it
 
-Started with --warm, the runner imports torch before it reads its request (kforge starts
-the next runner while the current one works) and then takes the request's "env",
+Started with --warm, the runner imports torch and its extension machinery before it reads
+its request (kforge starts the next runner while the current one works); with --warm-load,
+for a step that loads a build rather than makes one, torch alone. Either then takes the request's "env",
 "work_dir" and "rlimit_cpu_s" as a fresh runner would have had them. Its
 CUDA_VISIBLE_DEVICES is the one it was started with (torch may fix the device count at
 import): a request that asks for another is refused.
@@ -2249,17 +2250,21 @@ def set_dumpable(on):
 WARM_VISIBLE = None
 
 
-def warm_up():
-    """--warm: started before its request, which may come much later, so the request's
-    wait does not include importing torch. CUDA is not touched (CUDA_VISIBLE_DEVICES
-    comes with the request), and while it waits no other process of the same user (an
-    earlier candidate) can reach into it."""
+def warm_up(build):
+    """--warm, --warm-load: started before its request, which may come much later, so the
+    request's wait does not include importing torch. CUDA is not touched
+    (CUDA_VISIBLE_DEVICES comes with the request), and while it waits no other process of
+    the same user (an earlier candidate) can reach into it. build (--warm: the request
+    will likely build, a precompile): torch's extension machinery too, about a third of
+    the import; an execute or profile (--warm-load) loads its precompile's build without
+    it (LOAD_MEMO), and imports it at need."""
     set_dumpable(False)
     global WARM_VISIBLE
     WARM_VISIBLE = os.environ.get("CUDA_VISIBLE_DEVICES")
     try:
         import torch  # noqa: F401  (a failure is reported by the request's own import)
-        import torch.utils.cpp_extension  # noqa: F401
+        if build:
+            import torch.utils.cpp_extension  # noqa: F401
     except BaseException:
         pass
 
@@ -2309,10 +2314,10 @@ def pin_cpus(req):
 
 def main():
     faulthandler.enable(file=sys.stderr, all_threads=True)
-    warm = "--warm" in sys.argv[1:]
+    warm = "--warm" in sys.argv[1:] or "--warm-load" in sys.argv[1:]
     result_file = open_result_file()
     if warm:
-        warm_up()
+        warm_up("--warm" in sys.argv[1:])
     try:
         raw = sys.stdin.read()
         req = json.loads(raw)

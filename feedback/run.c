@@ -864,7 +864,9 @@ env_contained(struct fb_env *env, const char *work_dir)
  * stopped it is noticed at the hand-over (a dead one is replaced by a cold start, a
  * stopped one resumed). At most one per process, and only where fb_warm_enable was
  * called (a worker): fb_run starts the next when it hands its own runner the request, or
- * just after a CPU timing step (the import would take a core from the timings).
+ * just after a CPU timing step (the import would take a core from the timings), and only
+ * when another runner step is to follow before the next turn's GENERATE, which would kill
+ * it unused (warm_next_visible).
  */
 static struct {
 	bool		 enabled;
@@ -900,17 +902,21 @@ fb_warm_drop(void)
 	warm.child = NULL;
 }
 
+/* visible NULL: no runner step follows (warm_next_visible), none is started. build: the
+ * step it is for may build (a precompile), so torch's extension machinery is imported
+ * too; an execute or profile loads its precompile's build without it (LOAD_MEMO in the
+ * runner). */
 static void
 warm_start_with(const struct kb_config *cfg, const char *python, const char *runner,
-		const char *visible)
+		const char *visible, bool build)
 {
 	struct kb_spawn_opts	 o = { 0 };
 	struct fb_env		 env = { .n = 0 };
-	const char		*argv[] = { python, runner, "--warm", NULL };
+	const char		*argv[] = { python, runner, build ? "--warm" : "--warm-load", NULL };
 	long			 deadline = cfg->eval.compile_timeout_s > cfg->eval.timeout_s ?
 					    cfg->eval.compile_timeout_s : cfg->eval.timeout_s;
 
-	if (!warm.enabled || !cfg->runner.warm || warm.child != NULL)
+	if (!warm.enabled || !cfg->runner.warm || warm.child != NULL || visible == NULL)
 		return;
 	env_build(&env, cfg, NULL, visible, false);
 	env_contained(&env, NULL);
@@ -940,23 +946,28 @@ fb_warm_start(const struct kb_config *cfg)
 	    kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py") < 0 ||
 	    fb_stage_input(runner, staged, sizeof(staged)) < 0)
 		return;
-	warm_start_with(cfg, python, staged, "");	/* a precompile comes next */
+	warm_start_with(cfg, python, staged, "", true);	/* a precompile comes next */
 }
 
-/* The GPUs the step after this one will likely see: a precompile is followed by an
- * execute, a baseline or probe by an execute, an execute by a profile (with P feedback)
- * on the same GPU, a profile by the next of its runs (the reference's, the candidate's
- * trace, its metrics: the last one's warm runner goes unused); anything else by the
- * next turn's precompile, which sees none. */
+/* The GPUs the runner step after this one will see, or NULL when no runner step is to
+ * follow, so that none is started to be killed unused: a precompile is followed by an
+ * execute, a baseline or probe by an execute, all on the same GPU; an execute by a
+ * profile only with P feedback, and when it was correct (done: NULL unless it was;
+ * under way: not known yet); on a GPU a profile by the next of its runs (the
+ * reference's, the candidate's trace, its metrics: the last one's warm runner goes
+ * unused), on the CPU by nothing (one run). After a profile, or an execute with no
+ * profile to follow, comes the next turn's GENERATE, which kills a waiting runner for
+ * the length of the model's call (fb_warm_drop). */
 static const char *
-warm_next_visible(const struct kb_config *cfg, const struct fb_request *req, bool cuda)
+warm_next_visible(const struct kb_config *cfg, const struct fb_request *req, bool cuda,
+		  const struct fb_outcome *done)
 {
-	if (!cuda)
-		return "";
-	if (req->mode == FB_PRECOMPILE || req->mode == FB_BASELINE || req->mode == FB_PROBE ||
-	    ((req->mode == FB_EXECUTE || req->mode == FB_PROFILE) && cfg->refinement.feedback_p))
-		return warm.last_gpu;
-	return "";
+	if (req->mode == FB_EXECUTE &&
+	    (!cfg->refinement.feedback_p || (done != NULL && !done->correct)))
+		return NULL;
+	if (req->mode == FB_PROFILE && !(cuda && cfg->refinement.feedback_p))
+		return NULL;
+	return cuda ? warm.last_gpu : "";
 }
 
 /*
@@ -1152,7 +1163,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	next_after = !on_cuda(cfg, req) && (req->mode == FB_EXECUTE || req->mode == FB_PROFILE ||
 					     req->mode == FB_BASELINE);
 	if (warm_mode(req->mode) && !next_after)
-		warm_start_with(cfg, python, runner, warm_next_visible(cfg, req, on_cuda(cfg, req)));
+		warm_start_with(cfg, python, runner,
+				warm_next_visible(cfg, req, on_cuda(cfg, req), NULL), false);
 	if (ahead != NULL) {
 		rc = kb_spawn_finish(ahead, &o, &r);
 		ahead = NULL;
@@ -1160,8 +1172,6 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		rc = kb_spawn_run(&o, &r);
 	}
 	fbw_reap_strays(&strays, fb_warm_pid());
-	if (warm_mode(req->mode) && next_after && rc != -KB_ESTOPPED)
-		warm_start_with(cfg, python, runner, warm_next_visible(cfg, req, false));
 	if (pch[0] != '\0')
 		fb_contain_seal_closed(pch, pch_lock);
 	if (req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild)
@@ -1180,6 +1190,9 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	}
 	note_leftovers(res, &r, &watch, &strays);
 	fill_outcome(out, res);
+	if (warm_mode(req->mode) && next_after)
+		warm_start_with(cfg, python, runner, warm_next_visible(cfg, req, false, out),
+				false);
 	log_debug("runner %s: %s in %lld ms", mode_names[req->mode], fb_status_name(out->status),
 		  (long long)r.wall_ms);
 out:

@@ -360,11 +360,18 @@ test_warm(void)
 	fb_warm_enable();
 	cfg.runner.warm = true;
 	CHECK(fb_warm_pid() == 0);
+	/* Without P feedback nothing follows an execute before the next turn's GENERATE
+	 * (which kills a waiting runner): none is started to be killed unused. */
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_add.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.correct);
+	fb_outcome_clear(&o);
+	CHECK(fb_warm_pid() == 0);
+	cfg.refinement.feedback_p = true;
 	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_add.py", build, 0, &o) == 0);
 	CHECK(o.status == FB_ST_OK && o.correct);
 	fb_outcome_clear(&o);
 	seen[n++] = started_pid;
-	/* A CPU timing step starts the next runner once it is done. */
+	/* A correct CPU timing step with P starts the profile's runner once it is done. */
 	CHECK((ahead = fb_warm_pid()) > 0 && ahead != started_pid);
 
 	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_add.py", build, 0, &o) == 0);
@@ -414,20 +421,27 @@ test_warm(void)
 	CHECK(o.status == FB_ST_OK && o.correct && started_pid == ahead);
 	fb_outcome_clear(&o);
 
-	/* A crash in a warm runner is the candidate's, classified as ever. */
-	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_crash.py", build, 0, &o) == 0);
-	CHECK(o.status == FB_ST_CRASHED);
-	CHECK(strstr(detail(&o, "message"), "signal 11 (SIGSEGV)") != NULL);
-	fb_outcome_clear(&o);
-
 	ahead = fb_warm_pid();
 	fb_warm_drop();
 	CHECK(fb_warm_pid() == 0 && ahead > 0 && kill(ahead, 0) == -1);
 
-	/* On the cuda device a waiting runner has its GPUs fixed: it is started with none
-	 * before a precompile, with the last GPU before an execute, and a step on another
-	 * GPU gets a cold start (here without a GPU the executes end in cuda_error; on a GPU
-	 * host in ok; either way the runner ran). */
+	/* A crash in a warm runner is the candidate's, classified as ever; no profile
+	 * follows an execute that was not correct, so no runner is started for one. */
+	CHECK(run(FB_PRECOMPILE, "problem_add.py", "cand_env_dump.py", build, 0, &o) == 0);
+	fb_outcome_clear(&o);
+	CHECK((ahead = fb_warm_pid()) > 0);	/* a precompile's: for the execute */
+	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_crash.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_CRASHED && started_pid == ahead);
+	CHECK(strstr(detail(&o, "message"), "signal 11 (SIGSEGV)") != NULL);
+	fb_outcome_clear(&o);
+	CHECK(fb_warm_pid() == 0);
+
+	/* On the cuda device a waiting runner has its GPUs fixed: it is started with the
+	 * last GPU before an execute (a precompile's) or a profile (an execute's, with P),
+	 * and a step on another GPU gets a cold start (here
+	 * without a GPU the executes end in cuda_error; on a GPU host in ok; either way the
+	 * runner ran). An execute without P starts none. */
+	cfg.refinement.feedback_p = false;
 	CHECK(run_on("cuda", FB_PRECOMPILE, "cand_env_dump.py", -1, &o) == 0);
 	CHECK(o.status == FB_ST_OK);
 	fb_outcome_clear(&o);
@@ -435,15 +449,17 @@ test_warm(void)
 	CHECK(run_on("cuda", FB_EXECUTE, "cand_ext_add.py", 0, &o) == 0);
 	CHECK(started_pid == ahead && (o.status == FB_ST_CUDA_ERROR || o.status == FB_ST_OK));
 	fb_outcome_clear(&o);
-	CHECK((ahead = fb_warm_pid()) > 0);	/* for the next precompile: no GPU */
+	CHECK(fb_warm_pid() == 0);
+	cfg.refinement.feedback_p = true;
+	CHECK(run_on("cuda", FB_PRECOMPILE, "cand_env_dump.py", -1, &o) == 0);
+	fb_outcome_clear(&o);
+	CHECK((ahead = fb_warm_pid()) > 0);	/* for GPU 0, the last one */
 	CHECK(run_on("cuda", FB_EXECUTE, "cand_ext_add.py", 1, &o) == 0);
 	CHECK(started_pid != ahead && kill(ahead, 0) == -1);	/* GPU 1: cold, the other killed */
 	fb_outcome_clear(&o);
-	CHECK((ahead = fb_warm_pid()) > 0);
-	CHECK(run_on("cuda", FB_PRECOMPILE, "cand_env_dump.py", -1, &o) == 0);
-	CHECK(o.status == FB_ST_OK && started_pid == ahead);
-	fb_outcome_clear(&o);
+	CHECK(fb_warm_pid() > 0);	/* for the profile, on GPU 1 */
 	fb_warm_drop();
+	cfg.refinement.feedback_p = false;
 	cfg.runner.warm = false;
 }
 

@@ -74,7 +74,7 @@ class Env:
         env.update(extra_env or {})
         with tempfile.TemporaryFile() as res, tempfile.TemporaryFile() as log:
             t0 = time.monotonic()
-            p = subprocess.run([self.python, RUNNER] + (["--warm"] if warm else []), input=(raw if raw is not None else
+            p = subprocess.run([self.python, RUNNER] + ([warm if isinstance(warm, str) else "--warm"] if warm else []), input=(raw if raw is not None else
                                                              json.dumps(req)).encode(),
                                stdout=log, stderr=subprocess.STDOUT, cwd=self.work, env=env,
                                timeout=timeout, close_fds=False,
@@ -330,6 +330,20 @@ def main():
     with open(os.path.join(e.work, "kforge_env.json")) as f:
         got = json.load(f)
     check(got == want, "a warm runner's environment is the request's: %s" % got)
+    # --warm-load (torch alone, for a step that loads a build) the same; and a precompile
+    # it was not started for imports the extension machinery then.
+    os.unlink(os.path.join(e.work, "kforge_env.json"))
+    r, _, _, _ = e.run("execute", candidate="cand_env_dump.py", warm="--warm-load", env=want,
+                       work_dir=e.work, rlimit_cpu_s=600)
+    check(r.get("status") == "ok" and r.get("correct"), "warm-load execute: %s" % r.get("status"))
+    with open(os.path.join(e.work, "kforge_env.json")) as f:
+        got = json.load(f)
+    check(got == want, "a --warm-load runner's environment is the request's: %s" % got)
+    r, _, _, _ = e.run("precompile", candidate="cand_syntax_error.py", warm="--warm-load",
+                       env=want, work_dir=e.work)
+    check(r.get("status") == "compile_error" and "runner_error" not in r.get("flags", []),
+          "a precompile in a --warm-load runner: %s %s" % (r.get("status"),
+                                                          r.get("details", {}).get("message")))
     want["CUDA_VISIBLE_DEVICES"] = "0"
     r, _, _, _ = e.run("execute", candidate="cand_env_dump.py", warm=True, env=want)
     msg = r.get("details", {}).get("message", "")
