@@ -4,7 +4,8 @@ by a run, which must agree with each other and with what each file says it shoul
 
 A suite is tests/data/adversarial/<device>/ (the cheats), tests/data/honest/<device>/ and
 the device's demo turns that are correct (read from configs/demo_responses/, where
-expected.json says ok). Every candidate file begins with comment lines
+expected.json says ok). Every candidate file begins with comment lines (a demo turn is
+written as the demo's run extracts it, with its header kept beside it: demo_honest)
 
     # problem: problems/level1/1_ReLU.py      the problem it answers (a path under the
                                               repository, .../levelN/ID_Name.py)
@@ -81,12 +82,16 @@ def header(path):
 
 def demo_honest(device, dest):
     """The device's demo turns that are correct (configs/demo_responses/expected.json:
-    status ok), as honest candidates with a header, written into dest: the demo keeps its
-    one copy."""
+    status ok), as honest candidates written into dest (the demo keeps its one copy): a
+    list of (path, header). Each file is the turn's code exactly as a run of the demo
+    extracts it (its kernel.py), the header kept beside it rather than in it, so that
+    the demo's run and this suite share each build in the build cache their tests share
+    (its key is the code's) instead of making it twice."""
     responses = os.path.join(HOME, "configs", "demo_responses")
     with open(os.path.join(responses, "expected.json")) as f:
         expected = json.load(f)[device]
     os.makedirs(dest, exist_ok=True)
+    out = []
     for key, statuses in sorted(expected.items()):
         m = re.match(r"L(\d+)_(\d+)_(\w+)$", key)
         for turn, status in enumerate(statuses, 1):
@@ -94,38 +99,42 @@ def demo_honest(device, dest):
                 continue
             md = os.path.join(responses, device, key, "%d.md" % turn)
             code = re.search(r"```python\n(.*?)```", open(md).read(), re.S).group(1)
-            with open(os.path.join(dest, "demo_%s_t%d.py" % (key, turn)), "w") as f:
-                f.write("# problem: problems/level%s/%s_%s.py\n# expect: correct\n# catches: -\n"
-                        "# why: the %s demo's turn %d for %s, correct by expected.json\n%s"
-                        % (m.group(1), m.group(2), m.group(3), device, turn, key, code))
+            path = os.path.join(dest, "demo_%s_t%d.py" % (key, turn))
+            with open(path, "w") as f:
+                f.write(code)
+            out.append((path, {"problem": "problems/level%s/%s_%s.py" % m.groups(),
+                               "expect": "correct", "catches": "-",
+                               "why": "the %s demo's turn %d for %s, correct by expected.json"
+                                      % (device, turn, key)}))
+    return out
 
 
 def collect(device, demo_dir, min_adversarial, min_honest):
     """Every candidate of the device's suite, its header checked: a list of dicts (name,
     path, problem, level, expect, catches, flags). The demo's honest turns are written
-    into demo_dir first."""
-    demo_honest(device, demo_dir)
-    cands = []
-    for folder in (os.path.join(DATA, "adversarial", device), os.path.join(DATA, "honest", device),
-                   demo_dir):
+    into demo_dir first, their headers beside them (demo_honest)."""
+    files = []
+    for folder in (os.path.join(DATA, "adversarial", device), os.path.join(DATA, "honest", device)):
         check(os.path.isdir(folder), "no folder %s" % folder)
-        kind = "honest" if folder == demo_dir else os.path.basename(os.path.dirname(folder))
-        for fn in sorted(os.listdir(folder)):
-            if not fn.endswith(".py"):
-                continue
-            path = os.path.join(folder, fn)
-            h = header(path)
-            for key in ("problem", "expect", "catches", "why"):
-                check(h.get(key), "%s: no '# %s:' line in its header" % (path, key))
-            check(h["expect"] in VERDICTS, "%s: expect %r is not one of %s" % (
-                path, h["expect"], VERDICTS))
-            problem = os.path.join(HOME, h["problem"])
-            check(os.path.isfile(problem), "%s: its problem %s does not exist" % (path, problem))
-            m = re.match(r".*/level(\d+)/(\d+)_(\w+)\.py$", problem)
-            check(m is not None, "%s: %s is not a levelN/ID_Name.py problem" % (path, problem))
-            cands.append({"name": "%s/%s" % (kind, fn[:-3]), "path": path, "problem": problem,
-                          "level": int(m.group(1)), "expect": h["expect"],
-                          "catches": h["catches"], "flags": h.get("flags", "").split()})
+        files += [(os.path.join(folder, fn), header(os.path.join(folder, fn)))
+                  for fn in sorted(os.listdir(folder)) if fn.endswith(".py")]
+    files += demo_honest(device, demo_dir)
+    cands = []
+    for path, h in files:
+        fn = os.path.basename(path)
+        kind = "honest" if os.path.dirname(path) == demo_dir else \
+            os.path.basename(os.path.dirname(os.path.dirname(path)))
+        for key in ("problem", "expect", "catches", "why"):
+            check(h.get(key), "%s: no '# %s:' line in its header" % (path, key))
+        check(h["expect"] in VERDICTS, "%s: expect %r is not one of %s" % (
+            path, h["expect"], VERDICTS))
+        problem = os.path.join(HOME, h["problem"])
+        check(os.path.isfile(problem), "%s: its problem %s does not exist" % (path, problem))
+        m = re.match(r".*/level(\d+)/(\d+)_(\w+)\.py$", problem)
+        check(m is not None, "%s: %s is not a levelN/ID_Name.py problem" % (path, problem))
+        cands.append({"name": "%s/%s" % (kind, fn[:-3]), "path": path, "problem": problem,
+                      "level": int(m.group(1)), "expect": h["expect"],
+                      "catches": h["catches"], "flags": h.get("flags", "").split()})
     n_adv = sum(c["name"].startswith("adversarial/") for c in cands)
     n_honest = sum(c["name"].startswith("honest/") for c in cands)
     check(n_adv >= min_adversarial, "fewer than %d adversarial candidates" % min_adversarial)
