@@ -264,37 +264,35 @@ out:
 	return rc;
 }
 
+struct cmd_attempt {
+	struct llm_client		*c;
+	const struct llm_request	*req;
+	char				*input;
+};
+
+static int
+cmd_attempt(void *arg, struct llm_reply *out, char *msg, size_t msglen, long *retry_after_s)
+{
+	struct cmd_attempt	*a = arg;
+
+	*retry_after_s = -1;
+	return command_attempt(a->c, a->req, a->input, out, msg, msglen);
+}
+
 int
 llm_command_complete(struct llm_client *c, const struct llm_request *req,
 		     struct llm_reply *out, char *err, size_t errlen)
 {
-	char	*input, msg[512] = "";
-	int64_t	 t0 = kb_mono_ms(), delay;
-	int	 rc;
+	struct cmd_attempt	 a = { c, req, NULL };
+	int64_t			 t0 = kb_mono_ms();
+	int			 rc;
 
-	if ((input = request_json(c, req)) == NULL) {
+	if ((a.input = request_json(c, req)) == NULL) {
 		snprintf(err, errlen, "command: cannot encode the request");
 		return -KB_ENOMEM;
 	}
-	for (out->attempts = 1;; out->attempts++) {
-		rc = command_attempt(c, req, input, out, msg, sizeof(msg));
-		if (rc == 0 || (rc != -KB_ETIMEDOUT && rc != -KB_ELLM_HTTP) ||
-		    out->attempts > c->retries)
-			break;
-		delay = llm_backoff_ms(c, out->attempts);
-		log_warnx("llm: %s; retry %d of %ld in %.2f s", msg, out->attempts, c->retries,
-			  (double)delay / 1000);
-		if (llm_sleep_polling(req, delay)) {
-			rc = -KB_ESTOPPED;
-			snprintf(msg, sizeof(msg), "stop requested while waiting to retry");
-			break;
-		}
-	}
-	if (rc < 0 && (out->attempts == 1 || rc == -KB_ESTOPPED || rc == -KB_ETOOBIG))
-		snprintf(err, errlen, "command: %s", msg);
-	else if (rc < 0)
-		snprintf(err, errlen, "command: %s (after %d attempts)", msg, out->attempts);
+	rc = llm_retrying(c, req, "command", false, cmd_attempt, &a, out, err, errlen);
 	out->latency_s = (double)(kb_mono_ms() - t0) / 1000;
-	free(input);
+	free(a.input);
 	return rc;
 }

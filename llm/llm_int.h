@@ -48,6 +48,19 @@ int	llm_http_complete(struct llm_client *c, const struct llm_request *req,
  * prompt with invalid UTF-8 replaced (NULL on OOM), and a key variable's check. */
 int	llm_backoff_scale_env(double *out, char *err, size_t errlen);
 int64_t	llm_backoff_ms(struct llm_client *c, int k);
+/* One attempt of a provider's request: 0, or < 0 with msg; *retry_after_s >= 0 where the
+ * server named a wait (-1: none). */
+typedef int	(*llm_attempt_fn)(void *arg, struct llm_reply *out, char *msg, size_t msglen,
+				  long *retry_after_s);
+/* The retries every provider shares: attempts until one succeeds, fails in a way that is
+ * not retried (retried: a timeout, an HTTP failure, and with bad_reply_retried a reply
+ * that cannot be read) or llm.retries retries are spent; between attempts the server's
+ * Retry-After (capped at LLM_RETRY_AFTER_CAP_S) or the backoff, in a sleep that a stop
+ * ends (-KB_ESTOPPED). out->attempts counts them. On failure err says "who: message",
+ * with the attempts where there were several. */
+int	llm_retrying(struct llm_client *c, const struct llm_request *req, const char *who,
+		     bool bad_reply_retried, llm_attempt_fn attempt, void *arg,
+		     struct llm_reply *out, char *err, size_t errlen);
 bool	llm_sleep_polling(const struct llm_request *req, int64_t ms);
 char	*llm_utf8_clean(const char *s);
 int	llm_check_key_env(const char *envname, char *err, size_t errlen);

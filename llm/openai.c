@@ -645,6 +645,61 @@ request_body(const struct llm_client *c, const char *prompt)
 	return s;
 }
 
+struct http_attempt {
+	struct llm_client	*c;
+	const char		*body;
+	struct curl_slist	*headers;
+	struct xfer		*x;
+};
+
+static int
+http_attempt(void *arg, struct llm_reply *out, char *msg, size_t msglen, long *retry_after_s)
+{
+	struct http_attempt	*a = arg;
+	int			 rc;
+
+	rc = openai_attempt(a->c, a->body, strlen(a->body), a->headers, a->x, out, msg, msglen);
+	*retry_after_s = a->x->retry_after_s;
+	return rc;
+}
+
+int
+llm_retrying(struct llm_client *c, const struct llm_request *req, const char *who,
+	     bool bad_reply_retried, llm_attempt_fn attempt, void *arg,
+	     struct llm_reply *out, char *err, size_t errlen)
+{
+	char	msg[512] = "";
+	long	retry_after_s;
+	int64_t	delay;
+	int	rc;
+
+	for (out->attempts = 1;; out->attempts++) {
+		retry_after_s = -1;
+		if ((rc = attempt(arg, out, msg, sizeof(msg), &retry_after_s)) == 0)
+			return 0;
+		if ((rc != -KB_ETIMEDOUT && rc != -KB_ELLM_HTTP &&
+		     !(bad_reply_retried && rc == -KB_ELLM_REPLY)) || out->attempts > c->retries)
+			break;
+		if (retry_after_s >= 0)
+			delay = 1000 * (retry_after_s < LLM_RETRY_AFTER_CAP_S ? retry_after_s :
+					LLM_RETRY_AFTER_CAP_S);
+		else
+			delay = llm_backoff_ms(c, out->attempts);
+		log_warnx("llm: %s; retry %d of %ld in %.2f s", msg, out->attempts, c->retries,
+			  (double)delay / 1000);
+		if (llm_sleep_polling(req, delay)) {
+			rc = -KB_ESTOPPED;
+			snprintf(msg, sizeof(msg), "stop requested while waiting to retry");
+			break;
+		}
+	}
+	if (rc == -KB_ESTOPPED || rc == -KB_ETOOBIG || out->attempts == 1)
+		snprintf(err, errlen, "%s: %s", who, msg);
+	else
+		snprintf(err, errlen, "%s: %s (after %d attempts)", who, msg, out->attempts);
+	return rc;
+}
+
 int
 llm_http_complete(struct llm_client *c, const struct llm_request *req,
 		  struct llm_reply *out, char *err, size_t errlen)
@@ -653,9 +708,9 @@ llm_http_complete(struct llm_client *c, const struct llm_request *req,
 				       "openai";
 	struct xfer		 x = { .body = KB_BUF_INIT(0), .req = req };
 	struct curl_slist	*headers = NULL, *h;
+	struct http_attempt	 ha;
 	char			*body;
-	char			 msg[512] = "";
-	int64_t			 t0 = kb_mono_ms(), delay;
+	int64_t			 t0 = kb_mono_ms();
 	int			 rc;
 
 	x.stall_ms = 500 * (c->timeout_s < 2 * LLM_STALL_S ? c->timeout_s : 2 * LLM_STALL_S);
@@ -676,33 +731,9 @@ llm_http_complete(struct llm_client *c, const struct llm_request *req,
 		headers = h;
 	}
 
-	for (out->attempts = 1;; out->attempts++) {
-		rc = openai_attempt(c, body, strlen(body), headers, &x, out, msg, sizeof(msg));
-		if (rc == 0)
-			break;
-		if ((rc != -KB_ETIMEDOUT && rc != -KB_ELLM_HTTP && rc != -KB_ELLM_REPLY) ||
-		    out->attempts > c->retries)
-			break;
-		if (x.retry_after_s >= 0)
-			delay = 1000 * (x.retry_after_s < LLM_RETRY_AFTER_CAP_S ?
-			    x.retry_after_s : LLM_RETRY_AFTER_CAP_S);
-		else
-			delay = llm_backoff_ms(c, out->attempts);
-		log_warnx("llm: %s; retry %d of %ld in %.2f s", msg, out->attempts, c->retries,
-		    (double)delay / 1000);
-		if (llm_sleep_polling(req, delay)) {
-			rc = -KB_ESTOPPED;
-			snprintf(msg, sizeof(msg), "stop requested while waiting to retry");
-			break;
-		}
-	}
-	if (rc == 0) {
+	ha = (struct http_attempt){ c, body, headers, &x };
+	if ((rc = llm_retrying(c, req, who, true, http_attempt, &ha, out, err, errlen)) == 0)
 		out->raw = kb_buf_steal(&x.body);
-	} else if (rc == -KB_ESTOPPED || rc == -KB_ETOOBIG || out->attempts == 1) {
-		snprintf(err, errlen, "%s: %s", who, msg);
-	} else {
-		snprintf(err, errlen, "%s: %s (after %d attempts)", who, msg, out->attempts);
-	}
 out:
 	out->latency_s = (double)(kb_mono_ms() - t0) / 1000;
 	kb_buf_clear(&x.body);
