@@ -55,6 +55,21 @@
 #define LLM_SNIPPET		240
 #define LLM_ANTHROPIC_DEFAULT_URL "https://api.anthropic.com"
 
+/*
+ * What an HTTP provider's wire format decides, a row each (http_wires, below): its name
+ * in messages, the API root when llm.base_url is unset (NULL: required), the path under
+ * it, the key's header, the request body and the reply's reading. Anthropic's version
+ * header is its own key (llm.anthropic_version).
+ */
+struct http_wire {
+	enum llm_provider	 provider;
+	const char		*who, *default_base, *path, *auth_fmt;
+	char			*(*body)(const struct llm_client *c, const char *clean_prompt);
+	int			 (*parse)(const struct kb_buf *body, struct llm_reply *out, char *msg,
+					  size_t msglen);
+};
+static const struct http_wire	*wire_of(const struct llm_client *c);
+
 /* One attempt's transfer state, seen by the curl callbacks. */
 struct xfer {
 	struct kb_buf		 body;
@@ -147,21 +162,19 @@ llm_http_check(const struct kb_config *cfg, char *err, size_t errlen)
 int
 llm_http_init(struct llm_client *c, const struct kb_config *cfg, char *err, size_t errlen)
 {
-	const char	*base = cfg->llm.base_url, *envname = cfg->llm.api_key_env;
-	bool		 anthropic = c->provider == LLM_PROVIDER_ANTHROPIC;
-	size_t		 n;
+	const struct http_wire	*wire = wire_of(c);
+	const char		*base = cfg->llm.base_url, *envname = cfg->llm.api_key_env;
+	size_t			 n;
 
-	if (anthropic && (base == NULL || base[0] == '\0'))
-		base = LLM_ANTHROPIC_DEFAULT_URL;
+	if (base == NULL || base[0] == '\0')
+		base = wire->default_base;
 	n = strlen(base);
 	while (n > 0 && base[n - 1] == '/')
 		n--;
-	c->endpoint = kb_asprintf(anthropic ? "%.*s/v1/messages" : "%.*s/chat/completions",
-	    (int)n, base);
+	c->endpoint = kb_asprintf("%.*s%s", (int)n, base, wire->path);
 	if (envname != NULL && envname[0] != '\0')
-		c->auth_header = kb_asprintf(anthropic ? "x-api-key: %s" :
-		    "Authorization: Bearer %s", getenv(envname));
-	if (anthropic)
+		c->auth_header = kb_asprintf(wire->auth_fmt, getenv(envname));
+	if (c->provider == LLM_PROVIDER_ANTHROPIC)
 		c->version_header = kb_asprintf("anthropic-version: %s",
 		    cfg->llm.anthropic_version);
 	c->model = kb_strdup(cfg->llm.model);
@@ -509,9 +522,7 @@ openai_attempt(struct llm_client *c, const char *body, size_t bodylen,
 	if (cc != CURLE_OK)
 		return classify_curl(cc, c->timeout_s, msg, msglen);
 	if (status == 200)
-		return c->provider == LLM_PROVIDER_ANTHROPIC ?
-		    llm_anthropic_parse(&x->body, out, msg, msglen) :
-		    parse_completion(&x->body, out, msg, msglen);
+		return wire_of(c)->parse(&x->body, out, msg, msglen);
 	error_snippet(&x->body, snip, sizeof(snip));
 	snprintf(msg, msglen, "HTTP %ld: %s", status, snip);
 	if (status == 401 || status == 403)
@@ -612,21 +623,14 @@ llm_utf8_clean(const char *s)
 	return out;
 }
 
+/* The chat-completions body of the OpenAI-compatible wire. */
 static char *
-request_body(const struct llm_client *c, const char *prompt)
+openai_body(const struct llm_client *c, const char *clean_prompt)
 {
 	json_t	*root, *msg;
-	char	*s, *clean;
+	char	*s;
 
-	if ((clean = llm_utf8_clean(prompt)) == NULL)
-		return NULL;
-	if (c->provider == LLM_PROVIDER_ANTHROPIC) {
-		s = llm_anthropic_body(c, clean);
-		free(clean);
-		return s;
-	}
-	msg = json_pack("{s:s, s:s}", "role", "user", "content", clean);
-	free(clean);
+	msg = json_pack("{s:s, s:s}", "role", "user", "content", clean_prompt);
 	root = json_pack("{s:s, s:[o]}", "model", c->model, "messages", msg);
 	if (root == NULL)
 		return NULL;
@@ -642,6 +646,34 @@ request_body(const struct llm_client *c, const char *prompt)
 		json_object_set_new(root, "reasoning_effort", json_string(c->reasoning_effort));
 	s = json_dumps(root, JSON_COMPACT);
 	json_decref(root);
+	return s;
+}
+
+static const struct http_wire http_wires[] = {
+	{ LLM_PROVIDER_OPENAI, "openai", NULL, "/chat/completions", "Authorization: Bearer %s",
+	  openai_body, parse_completion },
+	{ LLM_PROVIDER_ANTHROPIC, "anthropic", LLM_ANTHROPIC_DEFAULT_URL, "/v1/messages",
+	  "x-api-key: %s", llm_anthropic_body, llm_anthropic_parse },
+};
+
+static const struct http_wire *
+wire_of(const struct llm_client *c)
+{
+	for (size_t i = 0; i < sizeof(http_wires) / sizeof(http_wires[0]); i++)
+		if (http_wires[i].provider == c->provider)
+			return &http_wires[i];
+	return &http_wires[0];
+}
+
+static char *
+request_body(const struct llm_client *c, const char *prompt)
+{
+	char	*s, *clean;
+
+	if ((clean = llm_utf8_clean(prompt)) == NULL)
+		return NULL;
+	s = wire_of(c)->body(c, clean);
+	free(clean);
 	return s;
 }
 
@@ -704,8 +736,7 @@ int
 llm_http_complete(struct llm_client *c, const struct llm_request *req,
 		  struct llm_reply *out, char *err, size_t errlen)
 {
-	const char		*who = c->provider == LLM_PROVIDER_ANTHROPIC ? "anthropic" :
-				       "openai";
+	const char		*who = wire_of(c)->who;
 	struct xfer		 x = { .body = KB_BUF_INIT(0), .req = req };
 	struct curl_slist	*headers = NULL, *h;
 	struct http_attempt	 ha;
