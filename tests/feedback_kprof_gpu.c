@@ -15,32 +15,6 @@
 static struct kb_config	cfg;
 static char		scratch[2048], work[4096];
 
-static bool
-have_gpu(void)
-{
-	static const char *const where[] = { "/usr/bin/nvidia-smi", "/usr/local/bin/nvidia-smi",
-					     "/usr/local/nvidia/bin/nvidia-smi" };
-	const char		*argv[] = { NULL, "-L", NULL };
-	const char		*envp[] = { "PATH=/usr/bin:/bin", NULL };
-	struct kb_spawn_opts	 o = { 0 };
-	struct kb_spawn_result	 r;
-	bool			 ok;
-
-	if (access("/dev/nvidia0", F_OK) != 0)
-		return false;
-	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]) && argv[0] == NULL; i++)
-		if (access(where[i], X_OK) == 0)
-			argv[0] = where[i];
-	if (argv[0] == NULL)
-		return false;
-	o.argv = argv;
-	o.envp = envp;
-	o.timeout_ms = 60000;
-	ok = kb_spawn_run(&o, &r) == 0 && r.end == KB_END_EXITED && r.exit_code == 0;
-	kb_spawn_result_clear(&r);
-	return ok;
-}
-
 static void
 dump(const char *what, int rc, const struct fb_outcome *o)
 {
@@ -97,7 +71,7 @@ main(void)
 	json_t			*prof, *ref = NULL, *top, *result;
 	const char		*cap, *name, *mst;
 
-	if (!have_gpu()) {
+	if (!fbt_have_gpu()) {
 		fprintf(stderr, "SKIP: no GPU (/dev/nvidia0, nvidia-smi -L)\n");
 		return 77;
 	}
