@@ -16,7 +16,6 @@ Every other CUPTI and driver function the library imports is a stub that fails; 
 may be reached on these paths without the status showing it.
 
 Usage: kprof_fake.py LIBRARY CUPTI_INCLUDE_DIR"""
-import ctypes  # noqa: F401  (the child uses it)
 import glob
 import json
 import os
