@@ -225,6 +225,10 @@ struct kb_spawn_opts {
 	bool		 drop_user;
 	uid_t		 uid;
 	gid_t		 gid;
+	/* The cores the child starts on, [cpu_first, cpu_last) (cpu_last 0: those of the
+	 * parent). A placement, not containment: the child may move itself, and a host whose
+	 * cpuset refuses the set leaves the child where the parent is. */
+	int		 cpu_first, cpu_last;
 	/* Called in the parent once the child's pid is known (e.g. gpool_set_runner). */
 	void		(*on_start)(pid_t pid, void *arg);
 	void		*on_start_arg;

@@ -79,6 +79,8 @@ struct spawn_plan {
 	bool		 drop_user;
 	uid_t		 uid;
 	gid_t		 gid;
+	bool		 pin;		/* cpus set: sched_setaffinity before exec */
+	cpu_set_t	 cpus;
 	int		 nlim;
 	struct {
 		int		res;
@@ -220,6 +222,8 @@ child_exec(const struct spawn_plan *pl)
 			child_fail(pl, STEP_RLIMIT);
 	if (pl->cwd != NULL && chdir(pl->cwd) == -1)
 		child_fail(pl, STEP_CHDIR);
+	if (pl->pin)
+		(void)sched_setaffinity(0, sizeof(pl->cpus), &pl->cpus);	/* a placement */
 	execve(pl->argv[0], pl->argv, pl->envp);
 	child_fail(pl, STEP_EXEC);
 }
@@ -304,6 +308,18 @@ plan_limits(struct spawn_plan *pl, const struct kb_spawn_opts *o)
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
 	    nofile.rlim_cur < SPAWN_FD_SCAN_CAP)
 		pl->fd_scan_cap = (int)nofile.rlim_cur;
+}
+
+static void
+plan_cpus(struct spawn_plan *pl, const struct kb_spawn_opts *o)
+{
+	pl->pin = false;
+	CPU_ZERO(&pl->cpus);
+	for (int c = o->cpu_first < 0 ? 0 : o->cpu_first; c < o->cpu_last && c < CPU_SETSIZE;
+	     c++) {
+		CPU_SET(c, &pl->cpus);
+		pl->pin = true;
+	}
 }
 
 static void
@@ -658,6 +674,7 @@ spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **out, struct spawn_i
 	pl.cwd = o->cwd;
 	pl.parent = getpid();
 	plan_limits(&pl, o);
+	plan_cpus(&pl, o);
 	plan_contain(&pl, o);
 	if ((s->io.chunk = malloc(SPAWN_CHUNK)) == NULL) {
 		rc = -KB_ENOMEM;

@@ -329,6 +329,10 @@ void	fb_timing_method(const struct kb_config *cfg, char *out, size_t n);
 long	fb_cpu_threads(const struct kb_config *cfg);
 /* The compile slots (runner.compile_slots, else half the cores, at least one): the pool
  * makes that many, and on the CPU builds run on as many cores of their own. */
+/* The cores a worker's warm runner starts on, before its request moves it to its step's
+ * (builds and timings apart): true and [*first, *last) on a GPU host of cores that keeps
+ * some for the steps on the GPU, false (left where it is) otherwise. */
+bool	fb_warm_cpu_range(const struct kb_config *cfg, long cores, int *first, int *last);
 long	fb_compile_slots(const struct kb_config *cfg);
 #define FB_BUILD_KEY_CAP	((size_t)8 << 20)
 int	fb_build_dir(const struct kb_config *cfg, const char *code, char *out, size_t n);

@@ -146,19 +146,23 @@ fb_cpu_threads(const struct kb_config *cfg)
  * kept pace, so there the steps on the GPU keep a few cores (FB_CUDA_EXEC_CORES_MIN, or
  * an eighth) and the builds have the rest. An empty list leaves the runner where it is:
  * where one core is all there is, or on a small GPU host. */
+static long
+cpu_split(const struct kb_config *cfg, bool cuda, long cores)
+{
+	if (!cuda)
+		return fb_compile_slots(cfg);
+	if (cores < FB_CUDA_PIN_MIN_CORES)
+		return cores;
+	return cores - (cores / 8 > FB_CUDA_EXEC_CORES_MIN ? cores / 8 : FB_CUDA_EXEC_CORES_MIN);
+}
+
 static json_t *
 step_cpus(const struct kb_config *cfg, const struct fb_request *req, bool cuda)
 {
 	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
-	long	split = fb_compile_slots(cfg), first, last;
+	long	split = cpu_split(cfg, cuda, cores), first, last;
 	json_t	*cpus = json_array();
 
-	if (cuda) {
-		if (cores < FB_CUDA_PIN_MIN_CORES)
-			return cpus;
-		split = cores - (cores / 8 > FB_CUDA_EXEC_CORES_MIN ? cores / 8 :
-				 FB_CUDA_EXEC_CORES_MIN);
-	}
 	if (cores < 2 || split >= cores)
 		return cpus;
 	first = req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST ? 0 : split;
@@ -902,6 +906,26 @@ fb_warm_drop(void)
 	warm.child = NULL;
 }
 
+/* Where a warm runner imports torch before its request says which step it is for: on a
+ * GPU host that keeps cores for the steps on the GPU, on the builds' cores, so that the
+ * imports of the workers' next runners (seconds of CPU each, eight workers) never land on
+ * the cores of a timing; the runner moves to its step's cores when it reads the request
+ * (pin_cpus in the runner): [*first, *last) of a host of cores, true where there is
+ * such a set. On the CPU it is left where it is: with the builds on one
+ * core of two, the imports there made every demo run 45% slower (tools/bench/README.md,
+ * repeat). */
+bool
+fb_warm_cpu_range(const struct kb_config *cfg, long cores, int *first, int *last)
+{
+	long	split = cpu_split(cfg, true, cores);
+
+	if (!on_cuda(cfg, NULL) || cores < 2 || split >= cores || split > INT_MAX)
+		return false;
+	*first = 0;
+	*last = (int)split;
+	return true;
+}
+
 /* visible NULL: no runner step follows (warm_next_visible), none is started. build: the
  * step it is for may build (a precompile), so torch's extension machinery is imported
  * too; an execute or profile loads its precompile's build without it (LOAD_MEMO in the
@@ -925,6 +949,7 @@ warm_start_with(const struct kb_config *cfg, const char *python, const char *run
 	o.cwd = "/";
 	o.stdin_data = "";	/* a pipe, written at the hand-over */
 	runner_limits(cfg, &o, deadline > 0 && deadline < INT_MAX / 1000 ? (int)deadline : 300);
+	(void)fb_warm_cpu_range(cfg, sysconf(_SC_NPROCESSORS_ONLN), &o.cpu_first, &o.cpu_last);
 	o.timeout_ms = 0;
 	if (kb_spawn_start(&o, &warm.child) < 0) {
 		warm.child = NULL;

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -680,6 +681,39 @@ test_rlimits(void)
 	kb_spawn_result_clear(&r);
 }
 
+/* The child starts on the cores asked for, the last one of those this test may use, and
+ * on the parent's cores when none are asked for. */
+static void
+test_cpus(void)
+{
+	struct kb_spawn_opts	o = { 0 };
+	struct kb_spawn_result	r;
+	cpu_set_t		mine;
+	char			want[32];
+	int			last = -1, n = 0;
+
+	CHECK(sched_getaffinity(0, sizeof(mine), &mine) == 0);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &mine)) {
+			last = c;
+			n++;
+		}
+	CHECK(last >= 0);
+	o.cpu_first = last;
+	o.cpu_last = last + 1;
+	CHECK(run_sh("grep '^Cpus_allowed_list:' /proc/self/status | tr -d ' \t'", &o, &r) == 0);
+	snprintf(want, sizeof(want), "Cpus_allowed_list:%d\n", last);
+	CHECK(strcmp(r.out.p, want) == 0);
+	if (strcmp(r.out.p, want) != 0)
+		fprintf(stderr, "child cpus: %s (want %s)", r.out.p, want);
+	kb_spawn_result_clear(&r);
+
+	o.cpu_first = o.cpu_last = 0;
+	CHECK(run_sh("nproc", &o, &r) == 0);
+	CHECK(atoi(r.out.p) == n);
+	kb_spawn_result_clear(&r);
+}
+
 static void
 test_no_fd_leak(void)
 {
@@ -900,6 +934,7 @@ main(int argc, char **argv)
 	test_should_stop();
 	test_signal_state();
 	test_rlimits();
+	test_cpus();
 	test_no_fd_leak();
 	test_on_start_and_pgid();
 	test_low_fds_closed();

@@ -347,6 +347,26 @@ wait_gone(pid_t pid)
 	return pid;
 }
 
+/* On a GPU host of 8 cores or more a warm runner starts on the builds' cores (all but an
+ * eighth, at least two, kept for the steps on the GPU); on a smaller one, or on the CPU,
+ * where it is. */
+static void
+test_warm_cpus(void)
+{
+	struct kb_config	c;
+	int			first = -1, last = -1;
+
+	fbt_config(&c, "cuda");
+	CHECK(fb_warm_cpu_range(&c, 16, &first, &last) && first == 0 && last == 14);
+	CHECK(fb_warm_cpu_range(&c, 64, &first, &last) && first == 0 && last == 56);
+	CHECK(fb_warm_cpu_range(&c, 8, &first, &last) && first == 0 && last == 6);
+	CHECK(!fb_warm_cpu_range(&c, 4, &first, &last));
+	kb_config_clear(&c);
+	fbt_config(&c, "cpu");
+	CHECK(!fb_warm_cpu_range(&c, 16, &first, &last));
+	kb_config_clear(&c);
+}
+
 static void
 test_warm(void)
 {
@@ -470,6 +490,7 @@ main(void)
 
 	test_status_names();
 	test_find_python_failure();
+	test_warm_cpus();
 	fbt_config(&cfg, "cpu");
 	if (fb_find_python(&cfg, py, sizeof(py), err, sizeof(err)) < 0) {
 		fprintf(stderr, "SKIP: %s\n", err);
