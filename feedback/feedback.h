@@ -138,6 +138,13 @@ struct fb_request {
  * half-width), up to FB_TIMING_MAX_PASSES in all. */
 #define FB_TIMING_MAX_SPREAD	0.10
 #define FB_TIMING_MAX_PASSES	3
+/* The statistic of the interleaved timing that a speedup is the ratio of (the request's
+ * timing.statistic, kept in result.json's timing.pair, which fb_judge reads): the mean on
+ * a GPU, as KernelBench takes it; the median on the CPU, where KernelBench defines no
+ * timing and a few trials preempted for milliseconds moved the mean speedup of the same
+ * 0.2 ms kernel by up to 58% from one run to the next on a 2-core machine
+ * (tools/bench/README.md, repeat). */
+#define FB_SPEEDUP_STATISTIC(cuda)	((cuda) ? "mean" : "median")
 
 struct fb_outcome {
 	enum fb_status	 status;

@@ -1086,8 +1086,8 @@ class Runner:
         while the speedup's 95% interval is wider than the request's timing.max_spread
         of it (a relative half-width), another pass is added, up to timing.max_passes.
         Returns (candidate stats, reference stats, pair) where pair holds the speedup
-        (reference mean / candidate mean, KernelBench's), its interval, the ratio of
-        medians, the passes and rounds. REPLAY_CHECKS times in the first pass, between
+        (by timing.statistic: the ratio of means, KernelBench's, or of medians; see
+        speedup_interval), its interval, both ratios, the passes and rounds. REPLAY_CHECKS times in the first pass, between
         rounds, the inputs get a few fresh values (replay_check). do_bench times each
         apart (Triton's own protocol), one after the other."""
         tcfg = self.req.get("timing") or {}
@@ -1097,6 +1097,7 @@ class Runner:
             self.replay_check(model, model_new, inputs, 1)
             rst = self.time_do_bench(model, inputs)
             return st, rst, speedup_interval(rst, st, 1, 1)
+        statistic = tcfg.get("statistic", "mean")
         max_spread = float(tcfg.get("max_spread", 0.1))
         max_passes = max(1, int(tcfg.get("max_passes", 3)))
         block = max(1, trials // 10)
@@ -1122,7 +1123,7 @@ class Runner:
                     if passes == 1 and rounds in replay_at:
                         self.replay_check(model, model_new, inputs, rounds)
                 st, rst = stats(cand_s), stats(ref_s)
-                pair = speedup_interval(rst, st, passes, rounds)
+                pair = speedup_interval(rst, st, passes, rounds, statistic)
                 if (passes >= max_passes or pair["speedup"] is None
                         or pair["spread"] is None or pair["spread"] <= max_spread):
                     break
@@ -2183,34 +2184,58 @@ def first_attr(obj, names):
 def stats(samples):
     if not samples:
         return {"mean_ms": None, "std_ms": None, "min_ms": None, "max_ms": None,
-                "median_ms": None, "trials": 0}
+                "median_ms": None, "mad_ms": None, "trials": 0}
     n = len(samples)
     mean = sum(samples) / n
     var = sum((s - mean) ** 2 for s in samples) / n
-    srt = sorted(samples)
-    med = srt[n // 2] if n % 2 else 0.5 * (srt[n // 2 - 1] + srt[n // 2])
-    return {"mean_ms": mean, "std_ms": math.sqrt(var), "min_ms": srt[0], "max_ms": srt[-1],
-            "median_ms": med, "trials": n}
+    med = median_of(samples)
+    return {"mean_ms": mean, "std_ms": math.sqrt(var), "min_ms": min(samples),
+            "max_ms": max(samples), "median_ms": med,
+            "mad_ms": median_of([abs(s - med) for s in samples]), "trials": n}
 
 
-def speedup_interval(rst, st, passes, rounds):
-    """The speedup of a reference over a candidate timed in one process: the ratio of
-    their means (KernelBench's speedup), a 95% interval for it from the trials' spread
-    (the delta method on the log of the ratio: a relative standard error of
-    sqrt(sd_r^2/(n_r mean_r^2) + sd_c^2/(n_c mean_c^2)), so the interval stays positive),
-    "spread" the interval's relative half-width, and the ratio of medians, which one
-    preempted trial cannot move."""
+def median_of(xs):
+    srt = sorted(xs)
+    n = len(srt)
+    return srt[n // 2] if n % 2 else 0.5 * (srt[n // 2 - 1] + srt[n // 2])
+
+
+# The standard error of a median of n trials, as a multiple of MAD / sqrt(n): MAD * 1.4826
+# estimates a normal spread's sigma without the outliers, and a median's standard error
+# is sqrt(pi / 2) = 1.2533 times a mean's.
+MEDIAN_SE_PER_MAD = 1.4826 * 1.2533
+
+
+def speedup_interval(rst, st, passes, rounds, statistic="mean"):
+    """The speedup of a reference over a candidate timed in one process, by the request's
+    statistic: "mean", the ratio of their means (KernelBench's speedup, on a GPU), or
+    "median", the ratio of their medians (on the CPU, where a few trials preempted for
+    milliseconds move a mean of 0.2 ms kernels by tens of percent from run to run); a
+    95% interval for it from the trials' spread (the delta method on the log of the
+    ratio: a relative standard error of sqrt(se_r^2/x_r^2 + se_c^2/x_c^2), with a mean's
+    se sd/sqrt(n) and a median's MEDIAN_SE_PER_MAD * MAD/sqrt(n), so the interval stays
+    positive); "spread" the interval's relative half-width; and the ratio of medians
+    and of means both, whichever is the speedup."""
     pair = {"speedup": None, "ci95": None, "spread": None, "median_speedup": None,
-            "passes": passes, "rounds": rounds}
+            "mean_speedup": None, "statistic": statistic, "passes": passes,
+            "rounds": rounds}
     if not rst or not st or not rst.get("mean_ms") or not st.get("mean_ms"):
         return pair
-    pair["speedup"] = rst["mean_ms"] / st["mean_ms"]
+    pair["mean_speedup"] = rst["mean_ms"] / st["mean_ms"]
     if rst.get("median_ms") and st.get("median_ms"):
         pair["median_speedup"] = rst["median_ms"] / st["median_ms"]
+    by_median = (statistic == "median" and pair["median_speedup"] is not None
+                 and rst.get("mad_ms") is not None and st.get("mad_ms") is not None)
+    pair["statistic"] = "median" if by_median else "mean"
+    pair["speedup"] = pair["median_speedup"] if by_median else pair["mean_speedup"]
     n_r, n_c = rst.get("trials") or 0, st.get("trials") or 0
     if n_r > 1 and n_c > 1:
-        rel = math.sqrt((rst["std_ms"] / rst["mean_ms"]) ** 2 / n_r +
-                        (st["std_ms"] / st["mean_ms"]) ** 2 / n_c)
+        if by_median:
+            rel = math.sqrt((MEDIAN_SE_PER_MAD * rst["mad_ms"] / rst["median_ms"]) ** 2 / n_r +
+                            (MEDIAN_SE_PER_MAD * st["mad_ms"] / st["median_ms"]) ** 2 / n_c)
+        else:
+            rel = math.sqrt((rst["std_ms"] / rst["mean_ms"]) ** 2 / n_r +
+                            (st["std_ms"] / st["mean_ms"]) ** 2 / n_c)
         pair["ci95"] = [pair["speedup"] * math.exp(-1.96 * rel),
                         pair["speedup"] * math.exp(1.96 * rel)]
         pair["spread"] = math.exp(1.96 * rel) - 1.0

@@ -450,7 +450,7 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 	json_t		*r;
 
 	r = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o,"
-		      " s:{s:s, s:b, s:i, s:f, s:i}, s:b, s:b, s:b}",
+		      " s:{s:s, s:b, s:i, s:f, s:i, s:s}, s:b, s:b, s:b}",
 		      "mode", mode_names[req->mode],
 		      "device", cuda ? "cuda" : "cpu",
 		      "precision", precision,
@@ -465,6 +465,7 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 		      "timing", "method", cfg->eval.timing != NULL ? cfg->eval.timing : "cuda_event",
 		      "l2_flush", cfg->eval.l2_flush, "discard_first", 1,
 		      "max_spread", FB_TIMING_MAX_SPREAD, "max_passes", FB_TIMING_MAX_PASSES,
+		      "statistic", FB_SPEEDUP_STATISTIC(cuda),
 		      "time_reference", req->time_reference,
 		      "baseline_compile", req->mode == FB_BASELINE && cuda &&
 					  cfg->eval.baseline_compile,

@@ -276,38 +276,45 @@ positive_at(const json_t *v, const char *const *path)
 
 /*
  * The speedup of a correct result, settled in one place for runs and `kforge eval`: the
- * runner's, from the reference timed beside the candidate in one process (KernelBench's
- * ratio of means, with its 95% interval); else, where the runner timed the candidate
- * alone, the baseline's reference mean over the candidate's (no interval). Sets the
- * result's speedup, speedup_ci95 and ref_runtime_ms (null where not measured). Returns
- * the speedup to judge an excessive one by, -1 when none: the lower of the ratio of
- * means and the ratio of medians where the runner measured both. A few preempted trials
- * of the reference raise its mean, not its median, so an honest kernel is not flagged
- * for them; and a candidate cannot hide a large speedup behind a few slow calls that
- * widen its interval, since its median stays fast (to bring the median down it must be
- * slow on most calls, which leaves its mean at most about twice as fast as its median).
+ * runner's, from the reference timed beside the candidate in one process, the ratio of
+ * the statistic that the timing's pair names (FB_SPEEDUP_STATISTIC: KernelBench's ratio
+ * of means on a GPU, of medians on the CPU), with its 95% interval; else, where the
+ * runner timed the candidate alone, the baseline's reference mean over the candidate's
+ * (no interval). Sets the result's speedup, speedup_ci95 and ref_runtime_ms (the
+ * reference's time by the same statistic; null where not measured). Returns the speedup
+ * to judge an excessive one by, -1 when none: the lower of the ratio of means and the
+ * ratio of medians where the runner measured both. A few preempted trials of the
+ * reference raise its mean, not its median, so an honest kernel is not flagged for them;
+ * and a candidate cannot hide a large speedup behind a few slow calls that widen its
+ * interval, since its median stays fast (to bring the median down it must be slow on
+ * most calls, which leaves its mean at most about twice as fast as its median).
  */
 static double
 settle_speedup(json_t *result, const json_t *baseline, bool correct)
 {
-	static const char *const cand[] = { "timing", "candidate", "mean_ms", NULL };
-	static const char *const ref[] = { "timing", "reference", "mean_ms", NULL };
-	static const char *const median[] = { "timing", "pair", "median_speedup", NULL };
 	static const char *const base[] = { "eager", "mean_ms", NULL };
+	json_t	*timing = json_object_get(result, "timing");
+	json_t	*pair = json_object_get(timing, "pair");
+	json_t	*stat = json_object_get(pair, "statistic");
+	bool	 by_median = json_is_string(stat) && strcmp(json_string_value(stat), "median") == 0;
+	const char *key = by_median ? "median_ms" : "mean_ms";
+	const char *const cand[] = { "timing", "candidate", key, NULL };
+	const char *const ref[] = { "timing", "reference", key, NULL };
+	const char *const other[] = { "timing", "pair", by_median ? "mean_speedup" :
+				      "median_speedup", NULL };
 	double	 cand_ms = positive_at(result, cand), ref_ms = positive_at(result, ref);
-	double	 speedup = -1, judged = -1, med = -1;
+	double	 speedup = -1, judged = -1, second = -1;
 	json_t	*ci = NULL;
 
 	if (ref_ms > 0) {
-		ci = json_object_get(json_object_get(json_object_get(result, "timing"), "pair"),
-				     "ci95");
-		med = positive_at(result, median);
+		ci = json_object_get(pair, "ci95");
+		second = positive_at(result, other);
 	} else {
 		ref_ms = positive_at(baseline, base);
 	}
 	if (correct && cand_ms > 0 && ref_ms > 0) {
 		speedup = ref_ms / cand_ms;
-		judged = med > 0 && med < speedup ? med : speedup;
+		judged = second > 0 && second < speedup ? second : speedup;
 	}
 	json_object_set_new(result, "ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null());
 	json_object_set_new(result, "speedup", speedup > 0 ? json_real(speedup) : json_null());

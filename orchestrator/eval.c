@@ -144,7 +144,8 @@ orch_eval_help(void)
 	       "do_bench:\n  Triton's, where Triton imports), the host clock on cpu; "
 	       "eval.l2_flush %s; the first trial\n  discarded; eval.allow_tf32 %s (fp32)\n"
 	       "  the reference timed beside the candidate in one process, interleaved; the speedup\n"
-	       "  (reference mean / candidate mean) with its 95%% interval, passes added while that\n"
+	       "  (reference mean / candidate mean on cuda, KernelBench's; the medians' ratio on cpu,\n"
+	       "  which preempted trials do not move) with its 95%% interval, passes added while that\n"
 	       "  is wider than +-%.0f%% (at most %d); excessive_speedup above %gx by the means and\n"
 	       "  by the medians\n",
 	       cfg.eval.timing, cfg.eval.l2_flush ? "true" : "false",

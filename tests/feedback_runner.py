@@ -159,6 +159,20 @@ def main():
     check(pair.get("median_speedup") and abs(pair["median_speedup"] - ref["median_ms"] / cand["median_ms"]) < 1e-9,
           "execute: the ratio of medians")
     check(passes == 3 or pair["spread"] <= 0.1, "execute: a pass short of 3 left an interval over 10%%: %s" % pair)
+    check(pair.get("statistic") == "mean" and abs(pair["mean_speedup"] - r["speedup"]) < 1e-9,
+          "execute: no statistic asked for: the means' %s" % pair)
+    # The CPU's statistic (FB_SPEEDUP_STATISTIC): the ratio of medians, with an interval
+    # from the trials' median absolute deviations.
+    rm, _, _, _ = e.run("execute", candidate="cand_globals.py", time_reference=True,
+                        timing={"method": "cuda_event", "l2_flush": True, "discard_first": 1,
+                                "statistic": "median"})
+    pm, cm, refm = (rm.get("timing", {}).get(k) or {} for k in ("pair", "candidate", "reference"))
+    lo, hi = pm.get("ci95") or (None, None)
+    check(pm.get("statistic") == "median" and cm.get("mad_ms") is not None and rm.get("speedup")
+          and abs(rm["speedup"] - refm["median_ms"] / cm["median_ms"]) < 1e-9
+          and abs(pm["mean_speedup"] - refm["mean_ms"] / cm["mean_ms"]) < 1e-9
+          and lo is not None and lo <= rm["speedup"] <= hi,
+          "execute: statistic median: the ratio of medians in its interval: %s %s" % (pm, cm))
     check(r.get("env", {}).get("device_name"), "execute: env.device_name")
     # The runner flags no speedup: fb_judge alone does, from the interval (feedback_verdict).
     check("excessive_speedup" not in r.get("flags", []), "execute: the runner flagged a speedup")

@@ -134,7 +134,7 @@ test_verdicts(void)
 }
 
 /* The speedup is settled in fb_judge: the runner's reference, timed beside the candidate,
- * over a baseline's; the excessive flag by the lower of the ratios of means and of
+ * by the pair's statistic (means, or medians on the CPU), over a baseline's; the excessive flag by the lower of the ratios of means and of
  * medians; no speedup for a wrong result. */
 static void
 test_speedup(void)
@@ -158,6 +158,26 @@ test_speedup(void)
 		  "{\"mean_ms\": 1.0}, \"reference\": {\"mean_ms\": 12.0}, \"pair\": "
 		  "{\"ci95\": [0.5, 90.0], \"median_speedup\": 400.0}}}");
 	CHECK(fb_judge(r, NULL, base) == FB_VERDICT_SUSPECT);
+	CHECK(names(r, "excessive_speedup"));
+	json_decref(r);
+	/* A pair timed by its medians (the CPU's statistic): the speedup and the reference's
+	 * time are the medians'; 12x by the medians, 1.5x by the means: not flagged. */
+	r = parse("{\"status\": \"ok\", \"correct\": true, \"timing\": {\"candidate\": "
+		  "{\"mean_ms\": 8.0, \"median_ms\": 1.0}, \"reference\": {\"mean_ms\": 12.0, "
+		  "\"median_ms\": 12.0}, \"pair\": {\"statistic\": \"median\", "
+		  "\"ci95\": [10.0, 14.0], \"mean_speedup\": 1.5, \"median_speedup\": 12.0}}}");
+	CHECK(fb_judge(r, NULL, base) == FB_VERDICT_CORRECT);
+	CHECK(fabs(json_number_value(json_object_get(r, "speedup")) - 12.0) < 1e-12);
+	CHECK(fabs(json_number_value(json_object_get(r, "ref_runtime_ms")) - 12.0) < 1e-12);
+	CHECK(!names(r, "excessive_speedup"));
+	json_decref(r);
+	/* ... and above it by both: suspect. */
+	r = parse("{\"status\": \"ok\", \"correct\": true, \"timing\": {\"candidate\": "
+		  "{\"mean_ms\": 1.0, \"median_ms\": 0.5}, \"reference\": {\"mean_ms\": 12.0, "
+		  "\"median_ms\": 12.0}, \"pair\": {\"statistic\": \"median\", "
+		  "\"ci95\": [20.0, 28.0], \"mean_speedup\": 12.0, \"median_speedup\": 24.0}}}");
+	CHECK(fb_judge(r, NULL, base) == FB_VERDICT_SUSPECT);
+	CHECK(fabs(json_number_value(json_object_get(r, "speedup")) - 24.0) < 1e-12);
 	CHECK(names(r, "excessive_speedup"));
 	json_decref(r);
 	/* Timed alone: the baseline's reference, no interval (100x: suspect). */

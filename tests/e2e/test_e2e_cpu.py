@@ -154,8 +154,11 @@ for task in expected:
             res = json.load(open(rpath))
             if res["correct"] and res["verdict"] == "correct":
                 # The reference timed beside the candidate, in the same runner.
-                cand = res["timing"]["candidate"]["mean_ms"]
-                ref = res["timing"]["reference"]["mean_ms"]
+                # By the pair's statistic: the CPU's is the median (FB_SPEEDUP_STATISTIC).
+                stat = "%s_ms" % res["timing"]["pair"]["statistic"]
+                check(stat == "median_ms", "%s turn %d: a CPU speedup by %s" % (task, k, stat))
+                cand = res["timing"]["candidate"][stat]
+                ref = res["timing"]["reference"][stat]
                 b = max(b, ref / cand)
                 ci = res["speedup_ci95"]
                 check(ci and ci[0] <= res["speedup"] <= ci[1] and abs(res["speedup"] - ref / cand) < 1e-9,
