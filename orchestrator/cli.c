@@ -347,14 +347,28 @@ parse_for(int argc, char **argv, const char *allowed, struct run_opts *o, char *
 			return prc_;                                        \
 	} while (0)
 
+/* run and resume: supervise an opened run with the options given, then close it. */
+static int
+supervise(struct orch_run *run, const struct run_opts *o)
+{
+	struct orch_sup_opts	sopts = { 0 };
+	int			rc;
+
+	sopts.detach = o->detach;
+	sopts.quiet = o->quiet;
+	sopts.progress_interval_s = o->progress_interval;
+	rc = orch_supervise(run, &sopts);
+	orch_run_clear(run);
+	return rc;
+}
+
 static int
 cmd_run(int argc, char **argv)
 {
 	struct run_opts		o = { 0 };
 	struct orch_run		run;
-	struct orch_sup_opts	sopts = { 0 };
 	char			err[1024], **rest;
-	int			nrest, rc;
+	int			nrest;
 
 	PARSE_OR_RETURN("dsDqi");
 	if (nrest != 1)
@@ -363,12 +377,7 @@ cmd_run(int argc, char **argv)
 		fprintf(stderr, "kforge: %s\n", err);
 		return 2;
 	}
-	sopts.detach = o.detach;
-	sopts.quiet = o.quiet;
-	sopts.progress_interval_s = o.progress_interval;
-	rc = orch_supervise(&run, &sopts);
-	orch_run_clear(&run);
-	return rc;
+	return supervise(&run, &o);
 }
 
 static int
@@ -376,9 +385,8 @@ cmd_resume(int argc, char **argv)
 {
 	struct run_opts		o = { 0 };
 	struct orch_run		run;
-	struct orch_sup_opts	sopts = { 0 };
 	char			err[1024], **rest;
-	int			nrest, rc;
+	int			nrest;
 
 	PARSE_OR_RETURN("sDqi");
 	if (nrest != 1)
@@ -398,12 +406,7 @@ cmd_resume(int argc, char **argv)
 		orch_run_clear(&run);
 		return 1;
 	}
-	sopts.detach = o.detach;
-	sopts.quiet = o.quiet;
-	sopts.progress_interval_s = o.progress_interval;
-	rc = orch_supervise(&run, &sopts);
-	orch_run_clear(&run);
-	return rc;
+	return supervise(&run, &o);
 }
 
 /* status and report: one run directory, optionally as JSON. */
