@@ -321,9 +321,10 @@ fb_outcome_of_judged(json_t *result, bool executed, struct fb_outcome *o)
 		o->speedup = json_number_value(v);
 	if (json_is_number(v = json_object_get(result, "ref_runtime_ms")))
 		o->ref_runtime_ms = json_number_value(v);
-	v = json_object_get(json_object_get(json_object_get(result, "timing"), "candidate"),
-			    "mean_ms");
-	if (json_is_number(v))
+	/* runtime_ms is fb_judge's; a result judged before it set one has the mean. */
+	if (json_is_number(v = json_object_get(result, "runtime_ms")) ||
+	    json_is_number(v = json_object_get(json_object_get(json_object_get(result, "timing"),
+							       "candidate"), "mean_ms")))
 		o->runtime_ms = json_number_value(v);
 }
 

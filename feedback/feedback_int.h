@@ -31,6 +31,11 @@ struct fb_strays {
 };
 void	fbw_reap_strays(struct fb_strays *out, pid_t keep);
 
+/* verdict.c: a result's "flags" array (made when it has none), and flag added to it once;
+ * every flag kforge itself raises on a result goes through fb_flag. */
+json_t	*fb_flags_of(json_t *result);
+void	fb_flag(json_t *result, const char *flag);
+
 /* profile.c: whether the CUPTI library is there to profile with (fb_kprof_library),
  * and how many kernels the library lists by name (KPROF_TOP; the rest are "other"):
  * more than the text shows, so that the profile rule sees the candidate's kernel

@@ -1353,12 +1353,14 @@ class Runner:
         else:
             st = self.timed(model_new, inputs, "ModelNew")
             self.timing["candidate"] = st
+        # The times by the statistic the speedup is a ratio of (the pair's).
+        key = "%s_ms" % ((self.timing.get("pair") or {}).get("statistic") or "mean")
         if st is not None:
             self.check_side_stream(st)
-            msg += ", %.4g ms" % st["mean_ms"]
+            msg += ", %.4g ms" % st[key]
         if self.speedup is not None:
             msg += " (reference %.4g ms, speedup %.3g, 95%% interval %s)" % (
-                self.timing["reference"]["mean_ms"], self.speedup,
+                self.timing["reference"][key], self.speedup,
                 "-".join(fmt(x) for x in self.timing["pair"]["ci95"] or ["n/a"]))
         self.check_leftovers()
         return "ok", msg

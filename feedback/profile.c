@@ -245,12 +245,6 @@ fb_source_kernels(const char *source)
 
 /* ------------------------------------------------------------ running */
 
-static const char *
-device_of(const struct kb_config *cfg, const struct fb_request *req)
-{
-	return req->device != NULL ? req->device : cfg->eval.device;
-}
-
 /* The same kernel in two profiles of the same code: its mangled name (else its name)
  * and launch configuration. */
 static bool
@@ -394,11 +388,10 @@ fb_profile(const struct kb_config *cfg, const struct fb_request *req, const char
 {
 	struct fb_outcome	 mo = { 0 };
 	char			 lib[PATH_MAX], staged[PATH_MAX], mtag[128], *targets;
-	const char		*device = device_of(cfg, req);
 	json_t			*kprof = NULL, *mkprof = NULL, *profile;
 	int			 rc;
 
-	if (device == NULL || strcmp(device, "cuda") != 0 || req->work_dir == NULL)
+	if (!fb_on_cuda(cfg, req) || req->work_dir == NULL)
 		return fb_run(cfg, req, out);
 	if (fb_kprof_library(lib, sizeof(lib)) < 0) {
 		if ((rc = fb_run(cfg, req, out)) == 0 &&

@@ -433,8 +433,8 @@ out_unlock:
 
 /* ------------------------------------------------------------ request */
 
-static bool
-on_cuda(const struct kb_config *cfg, const struct fb_request *req)
+bool
+fb_on_cuda(const struct kb_config *cfg, const struct fb_request *req)
 {
 	const char	*device = req != NULL && req->device != NULL ? req->device : cfg->eval.device;
 
@@ -445,7 +445,7 @@ static json_t *
 build_request(const struct kb_config *cfg, const struct fb_request *req)
 {
 	const char	*precision = cfg->eval.precision != NULL ? cfg->eval.precision : "fp32";
-	bool		 cuda = on_cuda(cfg, req);
+	bool		 cuda = fb_on_cuda(cfg, req);
 	char		 pch[PATH_MAX];
 	json_t		*r;
 
@@ -667,16 +667,6 @@ parse_result(const struct kb_spawn_result *r, char *why, size_t whylen)
 	return load_result(r->result.p, r->result.len, why, whylen);
 }
 
-static void
-add_flag(json_t *res, const char *flag)
-{
-	json_t	*flags = json_object_get(res, "flags");
-
-	if (!json_is_array(flags))
-		json_object_set_new(res, "flags", flags = json_array());
-	json_array_append_new(flags, json_string(flag));
-}
-
 /* A measurement is a finite number >= 0; anything else reads as "not measured" (-1),
  * whatever the runner (or code running inside it) wrote. */
 static double
@@ -738,13 +728,13 @@ classify(const struct fb_request *req, const struct kb_spawn_result *r, const ch
 			 w->cap_kb >> 10);
 		json_decref(res);
 		if ((res = synthesize(req->mode, FB_ST_CRASHED, msg, log)) != NULL)
-			add_flag(res, "host_memory_exceeded");
+			fb_flag(res, "host_memory_exceeded");
 	} else if (res != NULL) {
 		/* It reported; anything after that is noted, not held against it. */
 		if (r->end == KB_END_SIGNALED)
-			add_flag(res, "runner_died_after_result");
+			fb_flag(res, "runner_died_after_result");
 		else if (r->end == KB_END_TIMEOUT)
-			add_flag(res, "runner_hung_after_result");
+			fb_flag(res, "runner_hung_after_result");
 	} else if (r->end == KB_END_TIMEOUT) {
 		snprintf(msg, sizeof(msg), "the runner exceeded its deadline of %d s", deadline);
 		res = synthesize(req->mode, FB_ST_TIMEOUT, msg, log);
@@ -782,13 +772,13 @@ note_leftovers(json_t *res, const struct kb_spawn_result *r, const struct fb_wat
 	int	 n = s->running + (r->end == KB_END_TIMEOUT || w->over_cap ? 0 : s->killed);
 
 	if (r->out.truncated) {
-		add_flag(res, "output_truncated");
+		fb_flag(res, "output_truncated");
 		if (json_is_object(details))
 			json_object_set_new(details, "output_cap_bytes",
 					    json_integer((json_int_t)r->out.cap));
 	}
 	if (n > 0) {
-		add_flag(res, "stray_processes");
+		fb_flag(res, "stray_processes");
 		if (json_is_object(details))
 			json_object_set_new(details, "stray_processes", json_integer(n));
 	}
@@ -920,7 +910,7 @@ fb_warm_cpu_range(const struct kb_config *cfg, long cores, int *first, int *last
 {
 	long	split = cpu_split(cfg, true, cores);
 
-	if (!on_cuda(cfg, NULL) || cores < 2 || split >= cores || split > INT_MAX)
+	if (!fb_on_cuda(cfg, NULL) || cores < 2 || split >= cores || split > INT_MAX)
 		return false;
 	*first = 0;
 	*last = (int)split;
@@ -1008,7 +998,7 @@ warm_next_visible(const struct kb_config *cfg, const struct fb_request *req, boo
 static bool
 kprof_step(const struct kb_config *cfg, const struct fb_request *req)
 {
-	return req->mode == FB_PROFILE && req->kprof_out != NULL && on_cuda(cfg, req);
+	return req->mode == FB_PROFILE && req->kprof_out != NULL && fb_on_cuda(cfg, req);
 }
 
 static void
@@ -1110,7 +1100,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		return -KB_ENOMEM;
 
 	/* Precompile and every CPU step see no GPU; a GPU step sees exactly its own. */
-	if (req->mode == FB_PRECOMPILE || !on_cuda(cfg, req)) {
+	if (req->mode == FB_PRECOMPILE || !fb_on_cuda(cfg, req)) {
 		cuda_visible = "";
 	} else if (req->device_index >= 0) {
 		snprintf(visible, sizeof(visible), "%d", req->device_index);
@@ -1186,11 +1176,11 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	o.should_stop_arg = &watch;
 
 	/* The next step's runner imports torch while this one works (the comment above). */
-	next_after = !on_cuda(cfg, req) && (req->mode == FB_EXECUTE || req->mode == FB_PROFILE ||
-					     req->mode == FB_BASELINE);
+	next_after = !fb_on_cuda(cfg, req) && (req->mode == FB_EXECUTE || req->mode == FB_PROFILE ||
+					       req->mode == FB_BASELINE);
 	if (warm_mode(req->mode) && !next_after)
 		warm_start_with(cfg, python, runner,
-				warm_next_visible(cfg, req, on_cuda(cfg, req), NULL), false);
+				warm_next_visible(cfg, req, fb_on_cuda(cfg, req), NULL), false);
 	if (ahead != NULL) {
 		rc = kb_spawn_finish(ahead, &o, &r);
 		ahead = NULL;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "feedback/feedback.h"
+#include "feedback/feedback_int.h"
 
 #define FB_CHECK_TIMEOUT_MS	30000		/* the checker parses; it never runs code */
 #define FB_CHECK_OUT_CAP	(256 << 10)	/* at most 50 findings of a line each */
@@ -274,14 +274,34 @@ positive_at(const json_t *v, const char *const *path)
 	return isfinite(d) && d > 0 ? d : -1;
 }
 
+json_t *
+fb_flags_of(json_t *result)
+{
+	json_t	*flags = json_object_get(result, "flags");
+
+	if (!json_is_array(flags))
+		json_object_set_new(result, "flags", flags = json_array());
+	return flags;
+}
+
+void
+fb_flag(json_t *result, const char *flag)
+{
+	json_t	*flags = fb_flags_of(result);
+
+	if (!kb_json_has_string(flags, flag))
+		json_array_append_new(flags, json_string(flag));
+}
+
 /*
  * The speedup of a correct result, settled in one place for runs and `kforge eval`: the
  * runner's, from the reference timed beside the candidate in one process, the ratio of
  * the statistic that the timing's pair names (FB_SPEEDUP_STATISTIC: KernelBench's ratio
  * of means on a GPU, of medians on the CPU), with its 95% interval; else, where the
  * runner timed the candidate alone, the baseline's reference mean over the candidate's
- * (no interval). Sets the result's speedup, speedup_ci95 and ref_runtime_ms (the
- * reference's time by the same statistic; null where not measured). Returns the speedup
+ * (no interval). Sets the result's speedup, speedup_ci95, runtime_ms and ref_runtime_ms
+ * (the candidate's and the reference's times by the same statistic, so that the speedup
+ * is the one over the other; null where not measured). Returns the speedup
  * to judge an excessive one by, -1 when none: the lower of the ratio of means and the
  * ratio of medians where the runner measured both. A few preempted trials of the
  * reference raise its mean, not its median, so an honest kernel is not flagged for them;
@@ -316,6 +336,7 @@ settle_speedup(json_t *result, const json_t *baseline, bool correct)
 		speedup = ref_ms / cand_ms;
 		judged = second > 0 && second < speedup ? second : speedup;
 	}
+	json_object_set_new(result, "runtime_ms", cand_ms > 0 ? json_real(cand_ms) : json_null());
 	json_object_set_new(result, "ref_runtime_ms", ref_ms > 0 ? json_real(ref_ms) : json_null());
 	json_object_set_new(result, "speedup", speedup > 0 ? json_real(speedup) : json_null());
 	json_object_set_new(result, "speedup_ci95", speedup > 0 && json_array_size(ci) == 2 ?
@@ -329,14 +350,11 @@ fb_judge(json_t *result, const json_t *findings, const json_t *baseline)
 	const char		*status = json_string_value(json_object_get(result, "status"));
 	bool			 correct = json_is_true(json_object_get(result, "correct"));
 	enum fb_verdict		 v;
-	json_t			*flags = json_object_get(result, "flags"), *reasons;
+	json_t			*flags = fb_flags_of(result), *reasons;
 
-	if (!json_is_array(flags))
-		json_object_set_new(result, "flags", flags = json_array());
 	if (settle_speedup(result, baseline, correct && status != NULL &&
-			   strcmp(status, "ok") == 0) > FB_EXCESSIVE_SPEEDUP &&
-	    !kb_json_has_string(flags, "excessive_speedup"))
-		json_array_append_new(flags, json_string("excessive_speedup"));
+			   strcmp(status, "ok") == 0) > FB_EXCESSIVE_SPEEDUP)
+		fb_flag(result, "excessive_speedup");
 	if (findings != NULL)
 		json_object_set(result, "findings", (json_t *)findings);
 	findings = json_object_get(result, "findings");
@@ -540,7 +558,7 @@ enum fb_verdict
 fb_judge_profile(json_t *result, const json_t *profile, const json_t *reference,
 		 const char *source)
 {
-	json_t		*flags = json_object_get(result, "flags"), *details, *check, *ran;
+	json_t		*flags = fb_flags_of(result), *details, *check, *ran;
 	json_t		*own = fb_source_kernels(source), *k, *v, *streams;
 	const char	*why = profile_unfit(profile);
 	char		 ident[256];
@@ -548,8 +566,6 @@ fb_judge_profile(json_t *result, const json_t *profile, const json_t *reference,
 	int		 nstreams, ref_streams;
 	size_t		 i, j;
 
-	if (!json_is_array(flags))
-		json_object_set_new(result, "flags", flags = json_array());
 	drop_flag(flags, "custom_kernel_not_run");
 	drop_flag(flags, "side_stream");
 	if (!json_is_object(details = json_object_get(result, "details")))
@@ -590,7 +606,7 @@ fb_judge_profile(json_t *result, const json_t *profile, const json_t *reference,
 			json_object_set_new(check, "why", json_string("neither the candidate "
 					    "nor the reference launched a kernel"));
 		} else {
-			json_array_append_new(flags, json_string("custom_kernel_not_run"));
+			fb_flag(result, "custom_kernel_not_run");
 		}
 	}
 	streams = json_array();
@@ -601,7 +617,7 @@ fb_judge_profile(json_t *result, const json_t *profile, const json_t *reference,
 	if (ref_streams >= 0)
 		json_object_set_new(check, "reference_streams", json_integer(ref_streams));
 	if (nstreams > 1 && ref_streams <= 1)
-		json_array_append_new(flags, json_string("side_stream"));
+		fb_flag(result, "side_stream");
 out:
 	json_decref(own);
 	return fb_judge(result, NULL, json_object_get(result, "baseline"));

@@ -823,8 +823,9 @@ fsm_act_execute(struct task_run *t)
 	json_object_set_new(t->data, "status", json_string(fb_status_name(o.status)));
 	json_object_set_new(t->data, "correct", json_boolean(o.correct));
 	json_object_set_new(t->data, "device", json_integer(device));
-	if (o.runtime_ms > 0)
-		json_object_set_new(t->data, "runtime_ms", json_real(o.runtime_ms));
+	if (json_is_number(json_object_get(result, "runtime_ms")))	/* fb_judge's */
+		json_object_set_new(t->data, "runtime_ms",
+				    json_incref(json_object_get(result, "runtime_ms")));
 	if (speedup > 0)
 		json_object_set_new(t->data, "speedup", json_real(speedup));
 	json_object_set_new(t->data, "flags", json_incref(json_object_get(result, "flags")));
@@ -838,12 +839,6 @@ fsm_act_execute(struct task_run *t)
 }
 
 /* ------------------------------------------------------------- PROFILE */
-
-static bool
-profiles_on_cuda(const struct task_run *t)
-{
-	return t->cfg->eval.device != NULL && strcmp(t->cfg->eval.device, "cuda") == 0;
-}
 
 /*
  * The reference model's CUPTI profile, made once per task, on its first profiled turn,
@@ -862,7 +857,7 @@ reference_profile(struct task_run *t, struct lease *lease, const struct candidat
 	json_t			*record, *profile;
 
 	*rc = 0;
-	if (!profiles_on_cuda(t) || fb_kprof_library(lib, sizeof(lib)) < 0 ||
+	if (!fb_on_cuda(t->cfg, NULL) || fb_kprof_library(lib, sizeof(lib)) < 0 ||
 	    rd_task_file(path, sizeof(path), t->ctx->run_dir, t->task->id,
 			 RD_REFERENCE_PROFILE_JSON) < 0)
 		return NULL;

@@ -150,6 +150,7 @@ test_speedup(void)
 	CHECK(fb_judge(r, NULL, base) == FB_VERDICT_CORRECT);
 	CHECK(fabs(json_number_value(json_object_get(r, "speedup")) - 12.0) < 1e-12);
 	CHECK(fabs(json_number_value(json_object_get(r, "ref_runtime_ms")) - 12.0) < 1e-12);
+	CHECK(fabs(json_number_value(json_object_get(r, "runtime_ms")) - 1.0) < 1e-12);
 	CHECK(json_number_value(json_array_get(json_object_get(r, "speedup_ci95"), 0)) == 7.5);
 	CHECK(!names(r, "excessive_speedup"));
 	json_decref(r);
@@ -169,6 +170,7 @@ test_speedup(void)
 	CHECK(fb_judge(r, NULL, base) == FB_VERDICT_CORRECT);
 	CHECK(fabs(json_number_value(json_object_get(r, "speedup")) - 12.0) < 1e-12);
 	CHECK(fabs(json_number_value(json_object_get(r, "ref_runtime_ms")) - 12.0) < 1e-12);
+	CHECK(fabs(json_number_value(json_object_get(r, "runtime_ms")) - 1.0) < 1e-12);
 	CHECK(!names(r, "excessive_speedup"));
 	json_decref(r);
 	/* ... and above it by both: suspect. */
