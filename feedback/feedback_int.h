@@ -18,9 +18,19 @@ struct fb_watch {
 	int64_t		 next_poll_ms;
 	long long	 peak_kb;	/* largest total seen */
 	bool		 over_cap;	/* killed for memory */
+	/* The candidate's own deadline (fbw_time_from): from the moment the runner writes
+	 * started_file, not from its start. */
+	char		 started_file[PATH_MAX];
+	struct timespec	 armed;		/* a started_file older than this is an earlier step's */
+	int64_t		 started_ms;	/* monotonic, when it was seen; 0: not yet */
+	int64_t		 exec_limit_ms;
+	bool		 exec_timed_out;	/* killed at that deadline */
 };
 
 void	fbw_init(struct fb_watch *w, const struct kb_config *cfg, const struct fb_request *req);
+/* The runner's group is killed limit_ms after file is (re)written, which the runner does
+ * when the candidate's time begins (its request's started_file). */
+void	fbw_time_from(struct fb_watch *w, const char *file, int64_t limit_ms);
 void	fbw_on_start(pid_t pid, void *arg);
 bool	fbw_should_stop(void *arg);
 /* After a runner ended: kills and reaps every child of this process but keep (the warm

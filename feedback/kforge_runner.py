@@ -461,7 +461,23 @@ class Runner:
         self.import_torch()
         if self.mode in ("precompile", "selftest", "execute", "profile"):
             build_compilers(self.req, build_dir)
+        if self.mode in ("execute", "profile"):
+            self.mark_started()
         return getattr(self, "mode_" + self.mode)()
+
+    def mark_started(self):
+        """The request's started_file, written as the models' time begins: kforge times
+        the step's deadline (eval.timeout_s) from it, and the runner's start up to here
+        (the interpreter, torch's import) has an allowance of its own. Not written (no
+        such path, or it cannot be): the step keeps only that longer deadline."""
+        path = self.req.get("started_file")
+        if not path:
+            return
+        try:
+            with open(path, "w"):
+                pass
+        except OSError as e:
+            log("started file %s not written: %s" % (path, e))
 
     def import_torch(self):
         try:

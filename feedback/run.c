@@ -441,12 +441,28 @@ fb_on_cuda(const struct kb_config *cfg, const struct fb_request *req)
 	return device != NULL && strcmp(device, "cuda") == 0;
 }
 
+/* The steps that run a candidate's code (an execute, a profile) time it from the moment
+ * the runner writes FB_STARTED_FILE in its work directory, just before it loads the
+ * models (fbw_time_from): eval.timeout_s is the candidate's. The runner's start before
+ * that (the interpreter, torch's import, a CUDA context, and on a loaded machine tens of
+ * seconds of waiting for a core) has FB_START_ALLOWANCE_S more, which the spawn's own
+ * deadline adds; it also bounds a runner that never writes the file. */
+#define FB_STARTED_FILE		".kforge_started"
+#define FB_START_ALLOWANCE_S	300
+
+static bool
+timed_from_start(const struct fb_request *req, char *file, size_t n)
+{
+	return (req->mode == FB_EXECUTE || req->mode == FB_PROFILE) && req->work_dir != NULL &&
+	       kb_path_join(file, n, req->work_dir, FB_STARTED_FILE) == 0;
+}
+
 static json_t *
 build_request(const struct kb_config *cfg, const struct fb_request *req)
 {
 	const char	*precision = cfg->eval.precision != NULL ? cfg->eval.precision : "fp32";
 	bool		 cuda = fb_on_cuda(cfg, req);
-	char		 pch[PATH_MAX];
+	char		 pch[PATH_MAX], started[PATH_MAX];
 	json_t		*r;
 
 	r = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o,"
@@ -490,6 +506,8 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 	if (cuda && cfg->eval.inputs != NULL && strcmp(cfg->eval.inputs, "device") == 0)
 		json_object_set_new(r, "input_placement", json_string("device"));
 	json_object_set_new(r, "cpus", step_cpus(cfg, req, cuda));
+	if (timed_from_start(req, started, sizeof(started)))
+		json_object_set_new(r, "started_file", json_string(started));
 	return r;
 }
 
@@ -731,10 +749,14 @@ classify(const struct fb_request *req, const struct kb_spawn_result *r, const ch
 			fb_flag(res, "host_memory_exceeded");
 	} else if (res != NULL) {
 		/* It reported; anything after that is noted, not held against it. */
-		if (r->end == KB_END_SIGNALED)
-			fb_flag(res, "runner_died_after_result");
-		else if (r->end == KB_END_TIMEOUT)
+		if (w->exec_timed_out || r->end == KB_END_TIMEOUT)
 			fb_flag(res, "runner_hung_after_result");
+		else if (r->end == KB_END_SIGNALED)
+			fb_flag(res, "runner_died_after_result");
+	} else if (w->exec_timed_out) {
+		snprintf(msg, sizeof(msg), "the candidate's code ran past its deadline of %lld s",
+			 (long long)(w->exec_limit_ms / 1000));
+		res = synthesize(req->mode, FB_ST_TIMEOUT, msg, log);
 	} else if (r->end == KB_END_TIMEOUT) {
 		snprintf(msg, sizeof(msg), "the runner exceeded its deadline of %d s", deadline);
 		res = synthesize(req->mode, FB_ST_TIMEOUT, msg, log);
@@ -754,7 +776,7 @@ classify(const struct fb_request *req, const struct kb_spawn_result *r, const ch
 		return NULL;
 	end = json_pack("{s:s, s:i, s:i, s:i}", "end",
 			r->end == KB_END_EXITED ? "exited" :
-			r->end == KB_END_SIGNALED ? "signaled" : "timeout",
+			r->end == KB_END_SIGNALED && !w->exec_timed_out ? "signaled" : "timeout",
 			"exit_code", r->exit_code, "signal", r->signo, "pid", (int)r->pid);
 	json_object_set_new(res, "runner", end);
 	json_object_set_new(res, "wall_ms", json_integer(r->wall_ms));
@@ -769,7 +791,8 @@ note_leftovers(json_t *res, const struct kb_spawn_result *r, const struct fb_wat
 	       const struct fb_strays *s)
 {
 	json_t	*details = json_object_get(res, "details");
-	int	 n = s->running + (r->end == KB_END_TIMEOUT || w->over_cap ? 0 : s->killed);
+	int	 n = s->running + (r->end == KB_END_TIMEOUT || w->over_cap || w->exec_timed_out ? 0 :
+				     s->killed);
 
 	if (r->out.truncated) {
 		fb_flag(res, "output_truncated");
@@ -1077,8 +1100,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	const char		*argv[3], *cuda_visible = NULL;
 	char			*request = NULL;
 	json_t			*jreq = NULL, *res;
-	int			 deadline, rc, build_lock = -1, pch_lock = -1;
-	char			 pch[PATH_MAX] = "";
+	int			 deadline, exec_limit_s = 0, rc, build_lock = -1, pch_lock = -1;
+	char			 pch[PATH_MAX] = "", started[PATH_MAX];
 	bool			 rebuild = false, next_after;
 
 	memset(out, 0, sizeof(*out));
@@ -1113,6 +1136,11 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	kprof_env(&env, cfg, req);
 
 	deadline = deadline_s(cfg, req);
+	if (timed_from_start(req, started, sizeof(started))) {
+		exec_limit_s = deadline;
+		deadline = deadline > INT_MAX / 1000 - FB_START_ALLOWANCE_S ? INT_MAX / 1000 :
+			   deadline + FB_START_ALLOWANCE_S;
+	}
 	argv[0] = python;
 	argv[1] = runner;
 	argv[2] = NULL;
@@ -1170,6 +1198,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		pch_lock = -1;
 	}
 	fbw_init(&watch, cfg, req);
+	if (exec_limit_s > 0)
+		fbw_time_from(&watch, started, (int64_t)exec_limit_s * 1000);
 	o.on_start = fbw_on_start;
 	o.on_start_arg = &watch;
 	o.should_stop = fbw_should_stop;

@@ -9,6 +9,11 @@
  * for a daemon that left the tree, oom_score_adj 1000 (inherited by everything the
  * runner starts) makes the runner the OOM killer's first choice.
  *
+ * Deadline: a step that runs a candidate's code times it from the moment the runner
+ * writes its started file (fbw_time_from), so that a runner's start (the interpreter,
+ * torch's import, a CUDA context: seconds, tens of them on a loaded machine) does not eat
+ * the candidate's time; the file is looked for at each poll of the spawn (100 ms).
+ *
  * Leftovers: the spawn kills the runner's process group when the runner ends, which
  * takes forked children but not a daemon that called setsid. A process that adopts
  * strays (fb_adopt_strays: a worker, whose only children are runners) is a child
@@ -23,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +36,7 @@
 #include "feedback/feedback_int.h"
 
 #define FBW_POLL_MS		100
+#define FBW_MTIME_SLACK_NS	20000000L	/* 20 ms */
 #define FBW_PROC_MAX		65536	/* processes read from /proc in one scan */
 #define FBW_TREE_DEPTH		64	/* descendant generations followed */
 #define FBW_REAP_ROUNDS		64	/* kill-and-reap passes over our children */
@@ -185,6 +192,50 @@ fbw_on_start(pid_t pid, void *arg)
 		w->on_start(pid, w->on_start_arg);
 }
 
+void
+fbw_time_from(struct fb_watch *w, const char *file, int64_t limit_ms)
+{
+	if (file == NULL || limit_ms <= 0 ||
+	    snprintf(w->started_file, sizeof(w->started_file), "%s", file) >=
+	    (int)sizeof(w->started_file)) {
+		w->started_file[0] = '\0';
+		return;
+	}
+	w->exec_limit_ms = limit_ms;
+	w->started_ms = 0;
+	(void)clock_gettime(CLOCK_REALTIME, &w->armed);
+	/* The file system's clock is the coarse one, a tick behind at most. */
+	w->armed.tv_nsec -= FBW_MTIME_SLACK_NS;
+	if (w->armed.tv_nsec < 0) {
+		w->armed.tv_sec--;
+		w->armed.tv_nsec += 1000000000L;
+	}
+}
+
+/* The started file seen (written since fbw_time_from), or the candidate past its time:
+ * then the runner's group is killed, as the memory cap kills it. */
+static void
+check_deadline(struct fb_watch *w, int64_t now)
+{
+	struct stat	st;
+
+	if (w->started_ms == 0) {
+		if (stat(w->started_file, &st) == 0 &&
+		    (st.st_mtim.tv_sec > w->armed.tv_sec ||
+		     (st.st_mtim.tv_sec == w->armed.tv_sec &&
+		      st.st_mtim.tv_nsec >= w->armed.tv_nsec)))
+			w->started_ms = now;
+		return;
+	}
+	if (now - w->started_ms <= w->exec_limit_ms)
+		return;
+	w->exec_timed_out = true;
+	log_info("runner %d: the candidate ran past its deadline of %lld s: killed", (int)w->pid,
+		 (long long)(w->exec_limit_ms / 1000));
+	if (killpg(w->pid, SIGKILL) == -1 && errno != ESRCH)
+		log_warn("killpg %d", (int)w->pid);
+}
+
 bool
 fbw_should_stop(void *arg)
 {
@@ -195,6 +246,8 @@ fbw_should_stop(void *arg)
 		w->next_poll_ms = now + FBW_POLL_MS;
 		check_memory(w);
 	}
+	if (w->pid > 0 && w->started_file[0] != '\0' && !w->exec_timed_out && !w->over_cap)
+		check_deadline(w, now);
 	return w->should_stop != NULL && w->should_stop(w->stop_arg);
 }
 

@@ -183,7 +183,8 @@ static const struct cfg_key schema[] = {
 	  .lo = 1, .hi = 7200,
 	  .doc = "seconds a candidate's build may take" },
 	{ KEY("eval.timeout_s", K_INT, eval.timeout_s), .def = "300", .lo = 1, .hi = 86400,
-	  .doc = "seconds an execution (correctness and timing) may take" },
+	  .doc = "seconds an execution (correctness and timing) may take, from when the runner "
+		 "has started (its start, torch's import, has an allowance of its own)" },
 	{ KEY("eval.arch_list", K_STR, eval.arch_list), .def = "''",
 	  .doc = "TORCH_CUDA_ARCH_LIST for builds ('' : the capabilities of the GPUs used)" },
 	{ KEY("eval.baseline_compile", K_BOOL, eval.baseline_compile), .def = "false",

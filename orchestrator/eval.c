@@ -124,7 +124,8 @@ orch_eval_help(void)
 	       "  eval.device %s, eval.precision %s\n"
 	       "  eval.correctness_trials %ld, inputs seeded from eval.seed %ld\n"
 	       "  eval.warmup %ld runs, then eval.perf_trials %ld timed trials (mean reported)\n"
-	       "  eval.timeout_s %ld per run, eval.compile_timeout_s %ld for the build\n",
+	       "  eval.timeout_s %ld per run (from the runner's start, after torch's import),"
+	       " eval.compile_timeout_s %ld for the build\n",
 	       cfg.eval.device, cfg.eval.precision, cfg.eval.correctness_trials, cfg.eval.seed,
 	       cfg.eval.warmup, cfg.eval.perf_trials, cfg.eval.timeout_s,
 	       cfg.eval.compile_timeout_s);

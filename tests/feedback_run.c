@@ -174,11 +174,18 @@ test_extension(void)
 
 	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_spin.py", build, 15, &o) == 0);
 	CHECK(o.status == FB_ST_TIMEOUT && !o.correct);
-	/* Never before the deadline; ended by it (the spin never ends by itself, and the
+	/* Never before the deadline, which counts from the runner's started file (written
+	 * once torch is imported); ended by it (the spin never ends by itself, and the
 	 * CPU-time limit would read "signaled"), however long the kill took. */
 	CHECK(o.wall_ms >= 15000);
 	CHECK(strcmp(json_string_value(json_object_get(json_object_get(o.result, "runner"),
 						       "end")), "timeout") == 0);
+	CHECK(strstr(json_string_value(json_object_get(json_object_get(o.result, "details"),
+						       "message")) ?: "",
+		     "the candidate's code ran past its deadline of 15 s") != NULL);
+	snprintf(so, sizeof(so), "%s/.kforge_started", work);
+	CHECK(kb_file_exists(so));
+	snprintf(so, sizeof(so), "%s/kforge_test_ext/kforge_test_ext.so", build);
 	text = fb_exec_feedback(&cfg, &o);
 	CHECK(strcmp(text, "Your kernel execution timed out") == 0);
 	free(text);
