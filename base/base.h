@@ -229,6 +229,10 @@ struct kb_spawn_opts {
 	 * parent). A placement, not containment: the child may move itself, and a host whose
 	 * cpuset refuses the set leaves the child where the parent is. */
 	int		 cpu_first, cpu_last;
+	/* The child starts under SCHED_IDLE (it runs only on a core nothing else wants),
+	 * which kb_sched_normal undoes; a child started ahead of its work (a warm runner)
+	 * then takes no time from the processes it waits beside. */
+	bool		 sched_idle;
 	/* Called in the parent once the child's pid is known (e.g. gpool_set_runner). */
 	void		(*on_start)(pid_t pid, void *arg);
 	void		*on_start_arg;
@@ -262,6 +266,9 @@ void	kb_spawn_result_clear(struct kb_spawn_result *r);
  * kb_spawn_discard kills its group, reaps it and frees s. A child that waits must write
  * at most a pipe's capacity (64 KiB) before its finish, or it blocks until then. */
 struct kb_spawn;
+/* Every thread of pid back to SCHED_OTHER (from sched_idle); -KB_ESYS where one cannot
+ * be (the caller lacks CAP_SYS_NICE and RLIMIT_NICE forbids it). */
+int	kb_sched_normal(pid_t pid);
 int	kb_spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **s);
 int	kb_spawn_finish(struct kb_spawn *s, const struct kb_spawn_opts *o,
 			struct kb_spawn_result *r);

@@ -19,6 +19,7 @@
  * waitid(WNOWAIT) first, so that the whole group can be SIGKILLed while the zombie
  * still pins the group id (no pid-reuse race), and only then reaped.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -80,6 +81,7 @@ struct spawn_plan {
 	uid_t		 uid;
 	gid_t		 gid;
 	bool		 pin;		/* cpus set: sched_setaffinity before exec */
+	bool		 sched_idle;
 	cpu_set_t	 cpus;
 	int		 nlim;
 	struct {
@@ -224,6 +226,11 @@ child_exec(const struct spawn_plan *pl)
 		child_fail(pl, STEP_CHDIR);
 	if (pl->pin)
 		(void)sched_setaffinity(0, sizeof(pl->cpus), &pl->cpus);	/* a placement */
+	if (pl->sched_idle) {
+		struct sched_param	sp = { 0 };
+
+		(void)sched_setscheduler(0, SCHED_IDLE, &sp);	/* a courtesy, like the above */
+	}
 	execve(pl->argv[0], pl->argv, pl->envp);
 	child_fail(pl, STEP_EXEC);
 }
@@ -313,6 +320,7 @@ plan_limits(struct spawn_plan *pl, const struct kb_spawn_opts *o)
 static void
 plan_cpus(struct spawn_plan *pl, const struct kb_spawn_opts *o)
 {
+	pl->sched_idle = o->sched_idle;
 	pl->pin = false;
 	CPU_ZERO(&pl->cpus);
 	for (int c = o->cpu_first < 0 ? 0 : o->cpu_first; c < o->cpu_last && c < CPU_SETSIZE;
@@ -861,4 +869,27 @@ kb_spawn_result_clear(struct kb_spawn_result *r)
 	kb_buf_clear(&r->out);
 	kb_buf_clear(&r->result);
 	memset(r, 0, sizeof(*r));
+}
+
+int
+kb_sched_normal(pid_t pid)
+{
+	struct sched_param	 sp = { 0 };
+	struct dirent		*de;
+	char			 path[64];
+	DIR			*d;
+	int			 rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return -KB_ESYS;
+	while ((de = readdir(d)) != NULL) {
+		pid_t	tid = (pid_t)strtol(de->d_name, NULL, 10);
+
+		if (tid > 0 && sched_getscheduler(tid) == SCHED_IDLE &&
+		    sched_setscheduler(tid, SCHED_OTHER, &sp) == -1 && errno != ESRCH)
+			rc = -KB_ESYS;
+	}
+	closedir(d);
+	return rc;
 }

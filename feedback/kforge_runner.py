@@ -463,6 +463,10 @@ class Runner:
             build_compilers(self.req, build_dir)
         if self.mode in ("execute", "profile"):
             self.mark_started()
+            # SCHED_OTHER (0) for a timing; a warm runner waits under SCHED_IDLE (5) and
+            # kforge puts it back at the hand-over.
+            if hasattr(os, "sched_getscheduler"):
+                self.details["sched_policy"] = os.sched_getscheduler(0)
         return getattr(self, "mode_" + self.mode)()
 
     def mark_started(self):

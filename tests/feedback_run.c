@@ -7,6 +7,7 @@
  * Compiling is the slow part (15-30 s per C++ extension here), so the three extension
  * candidates share one build: cand_ext_{add,crash,spin}.py carry identical sources.
  */
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -354,6 +355,31 @@ wait_gone(pid_t pid)
 	return pid;
 }
 
+/* A process's scheduling policy, from /proc/PID/stat (field 41); -1 when unreadable. */
+static int
+sched_policy_of(pid_t pid)
+{
+	char	path[64], buf[1024], *p;
+	int	field = 2, policy = -1;
+	FILE	*fp;
+	size_t	n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fp = fopen(path, "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL)
+		return -1;
+	for (p++; *p != '\0' && field < 41; p++)
+		if (*p == ' ')
+			field++;
+	if (field == 41)
+		policy = atoi(p);
+	return policy;
+}
+
 /* On a GPU host of 8 cores or more a warm runner starts on the builds' cores (all but an
  * eighth, at least two, kept for the steps on the GPU); on a smaller one, or on the CPU,
  * where it is. */
@@ -400,10 +426,17 @@ test_warm(void)
 	seen[n++] = started_pid;
 	/* A correct CPU timing step with P starts the profile's runner once it is done. */
 	CHECK((ahead = fb_warm_pid()) > 0 && ahead != started_pid);
+	/* It waits under SCHED_IDLE (the test runs as root, as CI does, or with an
+	 * RLIMIT_NICE that lets it back), and the step it is handed runs under SCHED_OTHER. */
+	CHECK(sched_policy_of(ahead) == SCHED_IDLE || geteuid() != 0);
 
 	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_add.py", build, 0, &o) == 0);
 	CHECK(o.status == FB_ST_OK && o.correct);
 	CHECK(started_pid == ahead);
+	CHECK(json_integer_value(json_object_get(json_object_get(o.result, "details"),
+						 "sched_policy")) == SCHED_OTHER);
+	CHECK(json_is_integer(json_object_get(json_object_get(o.result, "details"),
+					      "sched_policy")));
 	fb_outcome_clear(&o);
 	for (int i = 0; i < n; i++)
 		CHECK(seen[i] != started_pid);
