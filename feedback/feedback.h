@@ -334,8 +334,6 @@ void	fb_timing_method(const struct kb_config *cfg, char *out, size_t n);
 /* The threads an execution slot gets on the CPU (OMP_NUM_THREADS): the cores the compile
  * slots leave, shared by the CPU execution slots. */
 long	fb_cpu_threads(const struct kb_config *cfg);
-/* The compile slots (runner.compile_slots, else half the cores, at least one): the pool
- * makes that many, and on the CPU builds run on as many cores of their own. */
 /* The cores a worker's warm runner starts on, before its request moves it to its step's
  * (builds and timings apart): true and [*first, *last) on a GPU host of cores that keeps
  * some for the steps on the GPU, false (left where it is) otherwise. */
@@ -343,6 +341,8 @@ bool	fb_warm_cpu_range(const struct kb_config *cfg, long cores, int *first, int 
 /* Whether a step runs on a GPU: the request's device where it names one (req may be
  * NULL), else the config's (eval.device, resolved from auto when a run starts). */
 bool	fb_on_cuda(const struct kb_config *cfg, const struct fb_request *req);
+/* The compile slots (runner.compile_slots, else half the cores, at least one): the pool
+ * makes that many, and on the CPU builds run on as many cores of their own. */
 long	fb_compile_slots(const struct kb_config *cfg);
 #define FB_BUILD_KEY_CAP	((size_t)8 << 20)
 int	fb_build_dir(const struct kb_config *cfg, const char *code, char *out, size_t n);
@@ -547,8 +547,8 @@ int	fb_evaluate(const struct kb_config *cfg, const struct fb_request *req,
 void	fb_evaluation_clear(struct fb_evaluation *ev);
 /* The outcome of a judged result (fb_judge's, or a rejection): its status (crashed when
  * it has none), compiled (executed, or a build that succeeded), correct, the candidate's
- * time, the reference's and the speedup as judged (by the timing's statistic). o->result becomes result (the
- * caller's reference passes to o). */
+ * time, the reference's and the speedup as judged (by the timing's statistic).
+ * o->result becomes result (the caller's reference passes to o). */
 void	fb_outcome_of_judged(json_t *result, bool executed, struct fb_outcome *o);
 
 #endif /* KFORGE_FEEDBACK_H */

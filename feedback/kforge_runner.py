@@ -18,8 +18,8 @@ free-form logs that the parent captures. Modes:
 
 Started with --warm, the runner imports torch and its extension machinery before it reads
 its request (kforge starts the next runner while the current one works); with --warm-load,
-for a step that loads a build rather than makes one, torch alone. Either then takes the request's "env",
-"work_dir" and "rlimit_cpu_s" as a fresh runner would have had them. Its
+for a step that loads a build rather than makes one, torch alone. Either then takes the
+request's "env", "work_dir" and "rlimit_cpu_s" as a fresh runner would have had them. Its
 CUDA_VISIBLE_DEVICES is the one it was started with (torch may fix the device count at
 import): a request that asks for another is refused.
 
@@ -1107,8 +1107,9 @@ class Runner:
         of it (a relative half-width), another pass is added, up to timing.max_passes.
         Returns (candidate stats, reference stats, pair) where pair holds the speedup
         (by timing.statistic: the ratio of means, KernelBench's, or of medians; see
-        speedup_interval), its interval, both ratios, the passes and rounds. REPLAY_CHECKS times in the first pass, between
-        rounds, the inputs get a few fresh values (replay_check). do_bench times each
+        speedup_interval), its interval, both ratios, the passes and rounds.
+        REPLAY_CHECKS times in the first pass, between rounds, the inputs get a few fresh
+        values (replay_check). do_bench times each
         apart (Triton's own protocol), one after the other."""
         tcfg = self.req.get("timing") or {}
         method, trials, discard, warmup, flush_buf = self.timing_setup()
@@ -2252,12 +2253,10 @@ def speedup_interval(rst, st, passes, rounds, statistic="mean"):
     pair["speedup"] = pair["median_speedup"] if by_median else pair["mean_speedup"]
     n_r, n_c = rst.get("trials") or 0, st.get("trials") or 0
     if n_r > 1 and n_c > 1:
-        if by_median:
-            rel = math.sqrt((MEDIAN_SE_PER_MAD * rst["mad_ms"] / rst["median_ms"]) ** 2 / n_r +
-                            (MEDIAN_SE_PER_MAD * st["mad_ms"] / st["median_ms"]) ** 2 / n_c)
-        else:
-            rel = math.sqrt((rst["std_ms"] / rst["mean_ms"]) ** 2 / n_r +
-                            (st["std_ms"] / st["mean_ms"]) ** 2 / n_c)
+        def rel_sd(s):   # a trial's spread relative to the statistic
+            return (MEDIAN_SE_PER_MAD * s["mad_ms"] / s["median_ms"] if by_median
+                    else s["std_ms"] / s["mean_ms"])
+        rel = math.sqrt(rel_sd(rst) ** 2 / n_r + rel_sd(st) ** 2 / n_c)
         pair["ci95"] = [pair["speedup"] * math.exp(-1.96 * rel),
                         pair["speedup"] * math.exp(1.96 * rel)]
         pair["spread"] = math.exp(1.96 * rel) - 1.0

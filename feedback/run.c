@@ -951,9 +951,9 @@ warm_idle(const struct kb_config *cfg)
  * imports of the workers' next runners (seconds of CPU each, eight workers) never land on
  * the cores of a timing; the runner moves to its step's cores when it reads the request
  * (pin_cpus in the runner): [*first, *last) of a host of cores, true where there is
- * such a set. On the CPU it is left where it is: with the builds on one
- * core of two, the imports there made every demo run 45% slower (tools/bench/README.md,
- * repeat). */
+ * such a set. On the CPU it is left where it is (with the builds on one core of two, the
+ * imports there made every demo run 45% slower: tools/bench/README.md, repeat) and waits
+ * under SCHED_IDLE instead (warm_idle). */
 bool
 fb_warm_cpu_range(const struct kb_config *cfg, long cores, int *first, int *last)
 {

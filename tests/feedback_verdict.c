@@ -133,6 +133,21 @@ test_verdicts(void)
 	json_decref(r);
 }
 
+/* A correct result whose pair was timed by its medians (the CPU's statistic), with both
+ * models' means and medians and the interval [lo, hi]; the pair's ratios follow. */
+static json_t *
+median_pair(double cand_mean, double cand_median, double ref_mean, double ref_median,
+	    double lo, double hi)
+{
+	return json_pack("{s:s, s:b, s:{s:{s:f, s:f}, s:{s:f, s:f}, s:{s:s, s:[f, f], s:f, s:f}}}",
+			 "status", "ok", "correct", 1, "timing",
+			 "candidate", "mean_ms", cand_mean, "median_ms", cand_median,
+			 "reference", "mean_ms", ref_mean, "median_ms", ref_median,
+			 "pair", "statistic", "median", "ci95", lo, hi,
+			 "mean_speedup", ref_mean / cand_mean,
+			 "median_speedup", ref_median / cand_median);
+}
+
 /* The speedup is settled in fb_judge: the runner's reference, timed beside the candidate,
  * by the pair's statistic (means, or medians on the CPU), over a baseline's; the excessive flag by the lower of the ratios of means and of
  * medians; no speedup for a wrong result. */
@@ -163,10 +178,7 @@ test_speedup(void)
 	json_decref(r);
 	/* A pair timed by its medians (the CPU's statistic): the speedup and the reference's
 	 * time are the medians'; 12x by the medians, 1.5x by the means: not flagged. */
-	r = parse("{\"status\": \"ok\", \"correct\": true, \"timing\": {\"candidate\": "
-		  "{\"mean_ms\": 8.0, \"median_ms\": 1.0}, \"reference\": {\"mean_ms\": 12.0, "
-		  "\"median_ms\": 12.0}, \"pair\": {\"statistic\": \"median\", "
-		  "\"ci95\": [10.0, 14.0], \"mean_speedup\": 1.5, \"median_speedup\": 12.0}}}");
+	r = median_pair(8.0, 1.0, 12.0, 12.0, 10.0, 14.0);
 	CHECK(fb_judge(r, NULL, base) == FB_VERDICT_CORRECT);
 	CHECK(fabs(json_number_value(json_object_get(r, "speedup")) - 12.0) < 1e-12);
 	CHECK(fabs(json_number_value(json_object_get(r, "ref_runtime_ms")) - 12.0) < 1e-12);
@@ -174,10 +186,7 @@ test_speedup(void)
 	CHECK(!names(r, "excessive_speedup"));
 	json_decref(r);
 	/* ... and above it by both: suspect. */
-	r = parse("{\"status\": \"ok\", \"correct\": true, \"timing\": {\"candidate\": "
-		  "{\"mean_ms\": 1.0, \"median_ms\": 0.5}, \"reference\": {\"mean_ms\": 12.0, "
-		  "\"median_ms\": 12.0}, \"pair\": {\"statistic\": \"median\", "
-		  "\"ci95\": [20.0, 28.0], \"mean_speedup\": 12.0, \"median_speedup\": 24.0}}}");
+	r = median_pair(1.0, 0.5, 12.0, 12.0, 20.0, 28.0);
 	CHECK(fb_judge(r, NULL, base) == FB_VERDICT_SUSPECT);
 	CHECK(fabs(json_number_value(json_object_get(r, "speedup")) - 24.0) < 1e-12);
 	CHECK(names(r, "excessive_speedup"));
