@@ -26,8 +26,9 @@
  *            "reference", "reference_compile": {"mean_ms", "std_ms", "min_ms", "max_ms",
  *            "median_ms", "trials", "method", "stream_check"} | null, "pair":
  *            {"speedup", "ci95": [lo, hi], "spread", "median_speedup", "mean_speedup",
- *            "statistic", "passes", "chosen" (the pass the figures are of), "rounds" (a
- *            pass's), "pass_log": [{"speedup", "nivcsw"}]}}, "speedup",
+ *            "statistic", "passes", "rounds", "pass_log": [{"speedup", "nivcsw",
+ *            "steal_ticks"}] (each pass alone)}},
+ *            "speedup",
  *            "profile", "env": {"device_name", "capability", "torch", "cuda", "python",
  *            "gpu_count"}}
  *            plus, added here, "wall_ms" and "runner": {"end", "exit_code", "signal",
@@ -134,12 +135,11 @@ struct fb_request {
  * medians (where the runner timed both models), is flagged "excessive_speedup"
  * (KernelBench's review threshold), by fb_judge alone. */
 #define FB_EXCESSIVE_SPEEDUP	10.0
-/* Interleaved timing (time_reference): passes of perf_trials trials of each, each a
- * measurement of its own, are taken until the two least disturbed (the least product of
- * the two models' times) give speedups within FB_TIMING_MAX_SPREAD of each other, or
- * FB_TIMING_MAX_PASSES are done; the speedup is the least disturbed pass's. */
+/* Interleaved timing (time_reference): passes of perf_trials trials of each are added
+ * while the speedup's 95% interval is wider than FB_TIMING_MAX_SPREAD of it (relative
+ * half-width), up to FB_TIMING_MAX_PASSES in all. */
 #define FB_TIMING_MAX_SPREAD	0.10
-#define FB_TIMING_MAX_PASSES	4
+#define FB_TIMING_MAX_PASSES	3
 /* The statistic of the interleaved timing that a speedup is the ratio of (the request's
  * timing.statistic, kept in result.json's timing.pair, which fb_judge reads): the mean on
  * a GPU, as KernelBench takes it; the median on the CPU, where KernelBench defines no

@@ -1103,21 +1103,17 @@ class Runner:
         whatever else the machine does (a build on the other core, clocks, another
         process on the GPU) weighs on both alike: after the warm-ups of each, rounds of
         a block of trials of one then a block of the other, the order swapped every
-        round (ABBA). A pass is perf_trials trials of each (plus the discarded first), a
-        measurement of its own; the speedup is the least disturbed pass's (pass_cost),
-        taken once at least two passes give speedups within the request's
-        timing.max_spread of each other, else after timing.max_passes. Interference only
-        ever adds time, and it can hold a whole pass: on a GPU host a reference of three
-        small launches, bound by how fast the host issues them, timed 0.060 ms at the
-        median of a run's passes and 0.018 ms in the four other runs, while the
-        one-launch candidate beside it held 0.024 ms (tools/bench/README.md, repeat):
-        pooled, the passes kept such trials in; the least disturbed pass leaves them out.
-        Returns (candidate stats, reference stats, pair) where pair holds the chosen
-        pass's speedup (by timing.statistic: the ratio of means, KernelBench's, or of
-        medians; see speedup_interval), its interval, both ratios, and every pass's
-        speedup and involuntary context switches (pass_log).
+        round (ABBA). A pass is perf_trials trials of each (plus the discarded first);
+        while the speedup's 95% interval is wider than the request's timing.max_spread
+        of it (a relative half-width), another pass is added, up to timing.max_passes.
+        Returns (candidate stats, reference stats, pair) where pair holds the speedup
+        (by timing.statistic: the ratio of means, KernelBench's, or of medians; see
+        speedup_interval), its interval, both ratios, the passes and rounds, and each
+        pass's own speedup, preemptions of the timing thread and stolen time of the
+        process's cores (pass_log: what moved a pass, where passes disagree).
         REPLAY_CHECKS times in the first pass, between rounds, the inputs get a few fresh
-        values (replay_check). do_bench times each
+        values (replay_check), and each model runs once untimed after it, so that the
+        check's own calls weigh on no timed trial. do_bench times each
         apart (Triton's own protocol), one after the other."""
         tcfg = self.req.get("timing") or {}
         method, trials, discard, warmup, flush_buf = self.timing_setup()
@@ -1128,9 +1124,10 @@ class Runner:
             return st, rst, speedup_interval(rst, st, 1, 1)
         statistic = tcfg.get("statistic", "mean")
         max_spread = float(tcfg.get("max_spread", 0.1))
-        max_passes = max(1, int(tcfg.get("max_passes", 4)))
+        max_passes = max(1, int(tcfg.get("max_passes", 3)))
         block = max(1, trials // 10)
-        done, log_ = [], []     # (cost, candidate stats, reference stats, pair) per pass
+        ref_s, cand_s, passes, rounds, log_ = [], [], 0, 0, []
+        cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
         with self.torch.no_grad():
             self.warm_up_models((model, model_new), inputs, warmup)
             for m in (model, model_new):  # the discarded first trials
@@ -1140,8 +1137,9 @@ class Runner:
             replay_at = {1 + i * (per_pass - 1) // max(1, REPLAY_CHECKS - 1)
                          for i in range(REPLAY_CHECKS)}
             while True:
-                ref_s, cand_s, left, rounds = [], [], trials, 0
-                switches = involuntary_switches()
+                passes += 1
+                left, first = trials, (len(ref_s), len(cand_s))
+                switches, stolen = involuntary_switches(), steal_ticks(cores)
                 while left > 0:
                     n = min(block, left)
                     order = ((model, ref_s), (model_new, cand_s))
@@ -1149,24 +1147,24 @@ class Runner:
                         out.extend(self.trial(m, inputs, method, flush_buf) for _ in range(n))
                     left -= n
                     rounds += 1
-                    if not done and rounds in replay_at:
+                    if passes == 1 and rounds in replay_at:
                         self.replay_check(model, model_new, inputs, rounds)
+                        for m in (model, model_new):
+                            self.trial(m, inputs, method, flush_buf)
+                one = speedup_interval(stats(ref_s[first[0]:]), stats(cand_s[first[1]:]),
+                                       1, 1, statistic)
+                log_.append({"speedup": one["speedup"],
+                             "nivcsw": involuntary_switches() - switches,
+                             "steal_ticks": steal_ticks(cores) - stolen})
                 st, rst = stats(cand_s), stats(ref_s)
-                pair = speedup_interval(rst, st, len(done) + 1, rounds, statistic)
-                done.append((pass_cost(rst, st, pair["statistic"]), st, rst, pair))
-                log_.append({"speedup": pair["speedup"],
-                             "reference_ms": rst.get(STAT_KEY[pair["statistic"]]),
-                             "candidate_ms": st.get(STAT_KEY[pair["statistic"]]),
-                             "nivcsw": involuntary_switches() - switches})
-                finished, best = settle_passes(done, max_spread, max_passes)
-                if finished:
+                pair = speedup_interval(rst, st, passes, rounds, statistic)
+                if (passes >= max_passes or pair["speedup"] is None
+                        or pair["spread"] is None or pair["spread"] <= max_spread):
                     break
             del flush_buf
-        _, st, rst, pair = done[best]
-        pair = dict(pair, passes=len(done), chosen=best + 1, pass_log=log_)
-        st["method"] = rst["method"] = method
-        if self.device.type == "cuda":
-            with self.torch.no_grad():
+            pair["pass_log"] = log_
+            st["method"] = rst["method"] = method
+            if self.device.type == "cuda":
                 st["stream_check"] = self.stream_check(model_new, inputs)
         return st, rst, pair
 
@@ -2239,30 +2237,21 @@ def median_of(xs):
     return srt[n // 2] if n % 2 else 0.5 * (srt[n // 2 - 1] + srt[n // 2])
 
 
-STAT_KEY = {"mean": "mean_ms", "median": "median_ms"}
-
-
-def pass_cost(rst, st, statistic):
-    """How disturbed a pass of interleaved timing was: the log of the product of the two
-    models' times by the pass's statistic, so that a slowdown of either counts by its
-    share of that model's time (interference only adds time: the least is the truest)."""
-    a, b = rst.get(STAT_KEY[statistic]), st.get(STAT_KEY[statistic])
-    return math.log(a) + math.log(b) if a and b and a > 0 and b > 0 else math.inf
-
-
-def settle_passes(done, max_spread, max_passes):
-    """(whether to stop, the index of the pass to report) over the passes so far, each
-    (pass_cost, candidate stats, reference stats, pair): the least disturbed pass is
-    reported; stop once the two least disturbed agree within max_spread (the log of
-    their speedups' ratio within log(1 + max_spread)), after max_passes, or when a pass
-    gave no speedup."""
-    ranked = sorted(range(len(done)), key=lambda i: done[i][0])
-    if len(done) >= max_passes or done[-1][3]["speedup"] is None:
-        return True, ranked[0]
-    if len(done) < 2:
-        return False, ranked[0]
-    a, b = (done[i][3]["speedup"] for i in ranked[:2])
-    return bool(a and b and abs(math.log(a / b)) <= math.log1p(max_spread)), ranked[0]
+def steal_ticks(cores):
+    """The time the hypervisor ran something else on these cores (/proc/stat's steal, in
+    clock ticks), summed: a timing thread can lose its core this way with no switch the
+    guest sees. 0 where there is no such count."""
+    total = 0
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                name, _, rest = line.partition(" ")
+                if name[:3] == "cpu" and name[3:].isdigit() and int(name[3:]) in cores:
+                    fields = rest.split()
+                    total += int(fields[7]) if len(fields) > 7 else 0
+    except (OSError, ValueError):
+        return 0
+    return total
 
 
 def involuntary_switches():

@@ -146,9 +146,9 @@ orch_eval_help(void)
 	       "eval.l2_flush %s; the first trial\n  discarded; eval.allow_tf32 %s (fp32)\n"
 	       "  the reference timed beside the candidate in one process, interleaved; the speedup\n"
 	       "  (reference mean / candidate mean on cuda, KernelBench's; the medians' ratio on cpu,\n"
-	       "  which preempted trials do not move) with its 95%% interval, from the least\n"
-	       "  disturbed of passes of perf_trials each, taken until two agree within %.0f%%\n"
-	       "  (at most %d); excessive_speedup above %gx by the means and by the medians\n",
+	       "  which preempted trials do not move) with its 95%% interval, passes added while that\n"
+	       "  is wider than +-%.0f%% (at most %d); excessive_speedup above %gx by the means and\n"
+	       "  by the medians\n",
 	       cfg.eval.timing, cfg.eval.l2_flush ? "true" : "false",
 	       cfg.eval.allow_tf32 ? "true" : "false", FB_TIMING_MAX_SPREAD * 100,
 	       FB_TIMING_MAX_PASSES, FB_EXCESSIVE_SPEEDUP);

@@ -95,12 +95,13 @@ main(void)
 	CHECK(fbt_mtime_ns(so) == t_so);
 	cand = json_object_get(json_object_get(o.result, "timing"), "candidate");
 	CHECK(strcmp(json_string_value(json_object_get(cand, "method")), "cuda_event") == 0);
-	/* passes of perf_trials each until two agree; the figures are one pass's */
+	/* perf_trials a pass, passes added while the speedup's interval is wide */
 	pair = json_object_get(json_object_get(o.result, "timing"), "pair");
 	passes = json_integer_value(json_object_get(pair, "passes"));
-	CHECK(passes >= 2 && passes <= FB_TIMING_MAX_PASSES);
+	CHECK(passes >= 1 && passes <= FB_TIMING_MAX_PASSES);
+	CHECK(json_integer_value(json_object_get(cand, "trials")) == 10 * passes);
+	/* each pass logged */
 	CHECK(json_array_size(json_object_get(pair, "pass_log")) == (size_t)passes);
-	CHECK(json_integer_value(json_object_get(cand, "trials")) == 10);
 	CHECK(json_is_number(json_object_get(json_object_get(cand, "stream_check"),
 					     "host_median_ms")));
 	text = fb_exec_feedback(&cfg, &o);
