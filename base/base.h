@@ -233,6 +233,9 @@ struct kb_spawn_opts {
 	 * which kb_sched_normal undoes; a child started ahead of its work (a warm runner)
 	 * then takes no time from the processes it waits beside. */
 	bool		 sched_idle;
+	/* > 0: this descriptor becomes the child's fd 4 (a fork server's socket to this
+	 * process: kb_spawn_fork). */
+	int		 pass_fd;
 	/* Called in the parent once the child's pid is known (e.g. gpool_set_runner). */
 	void		(*on_start)(pid_t pid, void *arg);
 	void		*on_start_arg;
@@ -273,6 +276,17 @@ int	kb_spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **s);
 int	kb_spawn_finish(struct kb_spawn *s, const struct kb_spawn_opts *o,
 			struct kb_spawn_result *r);
 bool	kb_spawn_exited(struct kb_spawn *s);
+/* A child made by a fork server rather than by fork and exec here: a program this
+ * process started (kb_spawn_start, pass_fd its end of a socketpair, ctl ours) that, for
+ * each message, forks twice and answers the pid of the grandchild, which then leads a
+ * process group of its own and, its parent gone, is reparented to this process (which
+ * must have set PR_SET_CHILD_SUBREAPER). The pipes o asks for are made here and sent
+ * with msg (SCM_RIGHTS: stdin, output, result), so the child is then finished, waited
+ * for and killed as one kb_spawn_start made; it keeps the server's environment, limits,
+ * containment, cores and scheduling, none of o's. -KB_EEXEC where the server answered
+ * no child of this process within timeout_ms. */
+int	kb_spawn_fork(int ctl, const struct kb_spawn_opts *o, const char *msg, int timeout_ms,
+		      struct kb_spawn **s);
 pid_t	kb_spawn_pid(const struct kb_spawn *s);
 void	kb_spawn_discard(struct kb_spawn *s);
 /* Which way this host lets a child get a network namespace of its own: KB_NETNS_NEW,

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,7 +44,8 @@
 #define SPAWN_CHUNK		65536
 #define SPAWN_READS_PER_WAKE	16	/* a fast writer cannot starve the other fds */
 #define SPAWN_FD_SCAN_CAP	65536	/* close() loop bound when close_range() fails */
-#define SPAWN_MIN_FD		4	/* child-side fds live above 0..3 before dup2 */
+#define SPAWN_MIN_FD		5	/* child-side fds live above 0..4 before dup2 */
+#define SPAWN_PASS_FD		4	/* where pass_fd lands in the child */
 #define SPAWN_MAX_LIMITS	5
 
 enum spawn_step {
@@ -73,6 +75,7 @@ struct spawn_plan {
 	const char	*cwd;
 	pid_t		 parent;
 	int		 fd_in, fd_out, fd_res, fd_err;	/* child ends, all >= SPAWN_MIN_FD */
+	int		 fd_pass;	/* pass_fd, >= SPAWN_MIN_FD; -1: none */
 	int		 fd_scan_cap;
 	enum kb_netns	 netns;
 	bool		 stderr_apart;	/* fd_res is the child's stderr, not its fd 3 */
@@ -217,7 +220,10 @@ child_exec(const struct spawn_plan *pl)
 		child_fail(pl, STEP_DUP2);
 	if (pl->fd_res >= 0 && !pl->stderr_apart && dup2(pl->fd_res, 3) == -1)
 		child_fail(pl, STEP_DUP2);
-	child_close_fds(pl, pl->fd_res >= 0 && !pl->stderr_apart ? 4 : 3);
+	if (pl->fd_pass >= 0 && dup2(pl->fd_pass, SPAWN_PASS_FD) == -1)
+		child_fail(pl, STEP_DUP2);
+	child_close_fds(pl, pl->fd_pass >= 0 ? SPAWN_PASS_FD + 1 :
+			    pl->fd_res >= 0 && !pl->stderr_apart ? 4 : 3);
 
 	for (i = 0; i < pl->nlim; i++)
 		if (setrlimit(pl->lim[i].res, &pl->lim[i].rl) == -1)
@@ -636,6 +642,10 @@ setup_fds(const struct kb_spawn_opts *o, struct spawn_plan *pl, struct spawn_io 
 	if (fd_move_high(&pl->fd_in) == -1 || fd_move_high(&pl->fd_out) == -1 ||
 	    (pl->fd_res >= 0 && fd_move_high(&pl->fd_res) == -1) || fd_move_high(&pl->fd_err) == -1)
 		return -1;
+	/* A copy of the caller's, so that the caller's own is never moved or closed. */
+	if (o->pass_fd > 0 &&
+	    (pl->fd_pass = fcntl(o->pass_fd, F_DUPFD_CLOEXEC, SPAWN_MIN_FD)) == -1)
+		return -1;
 	return 0;
 }
 
@@ -658,12 +668,51 @@ spawn_free(struct kb_spawn *s)
 	free(s);
 }
 
+/* The parent's half of a child about to be made: s with its caps, and the pipes of o,
+ * their child ends in pl (plan_close closes those). */
+static int
+spawn_new(const struct kb_spawn_opts *o, struct spawn_plan *pl, struct kb_spawn **out)
+{
+	struct kb_spawn	*s;
+
+	*out = NULL;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return -KB_ENOMEM;
+	s->io = (struct spawn_io){ .out = -1, .res = -1, .in = -1, .err = -1, .pidfd = -1 };
+	s->grace_ms = o->grace_ms > 0 ? o->grace_ms : 2000;
+	s->out_cap = o->out_cap ? o->out_cap : (size_t)1 << 20;
+	s->result_cap = o->result_cap ? o->result_cap : (size_t)16 << 20;
+	if ((s->io.chunk = malloc(SPAWN_CHUNK)) == NULL) {
+		spawn_free(s);
+		return -KB_ENOMEM;
+	}
+	if (setup_fds(o, pl, &s->io) == -1) {
+		int rc = spawn_fail(errno, "cannot set up the child's pipes");
+
+		spawn_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+static void
+plan_close(struct spawn_plan *pl)
+{
+	close_fd(&pl->fd_in);
+	close_fd(&pl->fd_out);
+	close_fd(&pl->fd_res);
+	close_fd(&pl->fd_err);
+	close_fd(&pl->fd_pass);
+}
+
 /* kb_spawn_start; on an exec failure *failed has the reaped child's pid and status. */
 static int
 spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **out, struct spawn_io *failed)
 {
 	static char *const	 no_env[] = { NULL };
-	struct spawn_plan	 pl = { .fd_in = -1, .fd_out = -1, .fd_res = -1, .fd_err = -1 };
+	struct spawn_plan	 pl = { .fd_in = -1, .fd_out = -1, .fd_res = -1, .fd_err = -1,
+				.fd_pass = -1 };
 	struct kb_spawn		*s;
 	sigset_t		 all, old;
 	int			 rc = 0, errnum;
@@ -671,12 +720,6 @@ spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **out, struct spawn_i
 	*out = NULL;
 	if (o->argv == NULL || o->argv[0] == NULL)
 		return -KB_EINVAL;
-	if ((s = calloc(1, sizeof(*s))) == NULL)
-		return -KB_ENOMEM;
-	s->io = (struct spawn_io){ .out = -1, .res = -1, .in = -1, .err = -1, .pidfd = -1 };
-	s->grace_ms = o->grace_ms > 0 ? o->grace_ms : 2000;
-	s->out_cap = o->out_cap ? o->out_cap : (size_t)1 << 20;
-	s->result_cap = o->result_cap ? o->result_cap : (size_t)16 << 20;
 	pl.argv = (char *const *)o->argv;
 	pl.envp = o->envp != NULL ? (char *const *)o->envp : no_env;
 	pl.cwd = o->cwd;
@@ -684,13 +727,9 @@ spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **out, struct spawn_i
 	plan_limits(&pl, o);
 	plan_cpus(&pl, o);
 	plan_contain(&pl, o);
-	if ((s->io.chunk = malloc(SPAWN_CHUNK)) == NULL) {
-		rc = -KB_ENOMEM;
-		goto fail;
-	}
-	if (setup_fds(o, &pl, &s->io) == -1) {
-		rc = spawn_fail(errno, "cannot set up the child's pipes");
-		goto fail;
+	if ((rc = spawn_new(o, &pl, &s)) < 0) {
+		plan_close(&pl);
+		return rc;
 	}
 
 	sigfillset(&all);
@@ -705,10 +744,7 @@ spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **out, struct spawn_i
 		goto fail;
 	}
 	s->io.start = kb_mono_ms();
-	close_fd(&pl.fd_in);
-	close_fd(&pl.fd_out);
-	close_fd(&pl.fd_res);
-	close_fd(&pl.fd_err);
+	plan_close(&pl);
 	(void)setpgid(s->io.pid, s->io.pid);	/* whichever of parent and child runs first */
 	if ((rc = wait_exec(&s->io, o->argv[0])) < 0) {
 		*failed = s->io;
@@ -718,10 +754,7 @@ spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **out, struct spawn_i
 	*out = s;
 	return 0;
 fail:
-	close_fd(&pl.fd_in);
-	close_fd(&pl.fd_out);
-	close_fd(&pl.fd_res);
-	close_fd(&pl.fd_err);
+	plan_close(&pl);
 	spawn_free(s);
 	return rc;
 }
@@ -732,6 +765,101 @@ kb_spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **out)
 	struct spawn_io	failed = { .pid = 0 };
 
 	return spawn_start(o, out, &failed);
+}
+
+/* Sends msg with the child ends of the pipes (stdin, output, result) over ctl. */
+static int
+fork_send(int ctl, const char *msg, const struct spawn_plan *pl)
+{
+	int		 fds[3] = { pl->fd_in, pl->fd_out, pl->fd_res >= 0 ? pl->fd_res : pl->fd_out };
+	char		 cbuf[CMSG_SPACE(sizeof(fds))];
+	struct iovec	 iov = { .iov_base = (void *)msg, .iov_len = strlen(msg) };
+	struct msghdr	 mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+				.msg_controllen = sizeof(cbuf) };
+	struct cmsghdr	*cm;
+	ssize_t		 n;
+
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	do
+		n = sendmsg(ctl, &mh, MSG_NOSIGNAL);
+	while (n == -1 && errno == EINTR);
+	return n == (ssize_t)iov.iov_len ? 0 : -1;
+}
+
+/* The server's answer, a pid and a newline; 0 for none within timeout_ms. */
+static pid_t
+fork_answer(int ctl, int timeout_ms)
+{
+	struct pollfd	pfd = { .fd = ctl, .events = POLLIN };
+	int64_t		end = kb_mono_ms() + timeout_ms;
+	char		line[32];
+	size_t		got = 0;
+	ssize_t		n;
+	long		pid;
+	char		*nl, *ep;
+
+	while (got < sizeof(line) - 1) {
+		int64_t	left = end - kb_mono_ms();
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			return 0;
+		do
+			n = read(ctl, line + got, sizeof(line) - 1 - got);
+		while (n == -1 && errno == EINTR);
+		if (n <= 0)
+			return 0;
+		got += (size_t)n;
+		line[got] = '\0';
+		if ((nl = strchr(line, '\n')) != NULL) {
+			*nl = '\0';
+			pid = strtol(line, &ep, 10);
+			return *ep == '\0' && pid > 0 && pid < INT32_MAX ? (pid_t)pid : 0;
+		}
+	}
+	return 0;
+}
+
+int
+kb_spawn_fork(int ctl, const struct kb_spawn_opts *o, const char *msg, int timeout_ms,
+	      struct kb_spawn **out)
+{
+	struct spawn_plan	 pl = { .fd_in = -1, .fd_out = -1, .fd_res = -1, .fd_err = -1,
+				.fd_pass = -1 };
+	struct kb_spawn		*s;
+	siginfo_t		 si;
+	pid_t			 pid;
+	int			 rc;
+
+	if ((rc = spawn_new(o, &pl, &s)) < 0) {
+		plan_close(&pl);
+		return rc;
+	}
+	rc = -KB_EEXEC;
+	close_fd(&s->io.err);	/* no exec here to report on */
+	if (fork_send(ctl, msg, &pl) == -1 || (pid = fork_answer(ctl, timeout_ms)) == 0)
+		goto out;
+	/* Ours once its first parent has exited, which the server waits for. */
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1) {
+		log_warnx("the fork server's child %d is not this process's", (int)pid);
+		goto out;
+	}
+	s->io.pid = pid;
+	s->io.start = kb_mono_ms();
+	s->io.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);	/* -1: poll with ticks */
+	*out = s;
+	s = NULL;
+	rc = 0;
+out:
+	plan_close(&pl);
+	if (s != NULL)
+		spawn_free(s);
+	return rc;
 }
 
 pid_t

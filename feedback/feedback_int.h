@@ -39,7 +39,7 @@ bool	fbw_should_stop(void *arg);
 struct fb_strays {
 	int	running, killed;
 };
-void	fbw_reap_strays(struct fb_strays *out, pid_t keep);
+void	fbw_reap_strays(struct fb_strays *out, const pid_t *keep, size_t nkeep);
 
 /* verdict.c: a result's "flags" array (made when it has none), and flag added to it once;
  * every flag kforge itself raises on a result goes through fb_flag. */

@@ -23,6 +23,12 @@ request's "env", "work_dir" and "rlimit_cpu_s" as a fresh runner would have had 
 CUDA_VISIBLE_DEVICES is the one it was started with (torch may fix the device count at
 import): a request that asks for another is refused.
 
+Started with --zygote, the runner is a fork server: it imports what --warm does, once,
+and then, for each message on the socket at fd 4 (kb_spawn_fork in base/spawn.c), forks
+a child that goes on as a --warm runner with the message's pipes as its fds 0 to 3. The
+server runs no request and no candidate, so each child is a process no candidate has
+touched, without an import of its own.
+
 A failure the candidate cannot cause (torch not importable; a build that failed for want
 of torch's headers, pybind11, the compiler or ninja, confirmed by probing those
 prerequisites independently of the candidate's code) has the status env_error, with
@@ -2355,6 +2361,107 @@ def warm_up(build):
         pass
 
 
+ZYGOTE_FD = 4
+ZYGOTE_MSG_CAP = 4096
+
+
+def zygote():
+    """--zygote: the fork server. Returns in a child only, with fds 0 to 3 its own (True);
+    False when kforge closes the socket. Each child is forked twice (the middle process
+    exits at once) so that it is reparented to kforge, a subreaper, which then waits for
+    it, kills its group and reads its pipes as for a runner it started; it leads a process
+    group of its own. The server is not dumpable and single-threaded when it forks (no
+    thread of an import is copied half-way)."""
+    import array
+    import socket
+    warm_up(True)
+    ctl = socket.socket(fileno=ZYGOTE_FD)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
+        log("zygote: threads after the import: %d; forking anyway" % len(os.listdir("/proc/self/task")))
+    devnull = os.open(os.devnull, os.O_RDWR)   # a long wait: its pipe is read at the end only
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    while True:
+        fds = array.array("i")
+        try:
+            msg, anc, _, _ = ctl.recvmsg(ZYGOTE_MSG_CAP, socket.CMSG_SPACE(3 * fds.itemsize))
+        except InterruptedError:
+            continue
+        except OSError:
+            return False
+        if not msg:
+            return False
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+        pid = zygote_fork(ctl, list(fds), msg) if len(fds) == 3 else 0
+        if pid < 0:
+            return True         # the child: a runner now
+        for fd in fds:
+            os.close(fd)
+        try:
+            ctl.sendall(b"%d\n" % pid)
+        except OSError:
+            return False
+
+
+def zygote_fork(ctl, fds, msg):
+    """The child's pid (0: none could be made) in the server, -1 in the child."""
+    try:
+        parent = int(json.loads(msg.decode()).get("parent", 0))
+        r, w = os.pipe()
+        middle = os.fork()
+    except (OSError, ValueError, AttributeError):
+        return 0
+    if middle == 0:
+        try:
+            os.close(r)
+            child = os.fork()
+        except OSError:
+            os._exit(1)
+        if child == 0:
+            try:
+                os.close(w)
+                zygote_child(ctl, fds, parent)
+            except BaseException:
+                os._exit(127)
+            return -1
+        try:
+            os.setpgid(child, child)    # whichever runs first, as kb_spawn does
+            os.write(w, b"%d" % child)
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 32)
+    os.close(r)
+    os.waitpid(middle, 0)
+    return int(got) if got.isdigit() else 0
+
+
+def zygote_child(ctl, fds, parent):
+    """In the forked child: its own group, the message's pipes as fds 0 to 3, killed with
+    kforge (PR_SET_PDEATHSIG, armed once kforge is its parent: the middle process exits
+    first)."""
+    import ctypes
+    os.setpgid(0, 0)
+    ctl.close()
+    for target, fd in zip((0, 1, 2, 3), (fds[0], fds[1], fds[1], fds[2])):
+        os.dup2(fd, target)
+    for fd in set(fds):
+        if fd > 3:
+            os.close(fd)
+    deadline = time.monotonic() + 5
+    while os.getppid() != parent and time.monotonic() < deadline:
+        time.sleep(0.001)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    if os.getppid() != parent:
+        os._exit(127)
+
+
 def take_request_context(req):
     """The environment, working directory and CPU limit a fresh runner would have been
     started with for this request (a warm runner was started before it was known)."""
@@ -2400,9 +2507,12 @@ def pin_cpus(req):
 
 def main():
     faulthandler.enable(file=sys.stderr, all_threads=True)
-    warm = "--warm" in sys.argv[1:] or "--warm-load" in sys.argv[1:]
+    forked = "--zygote" in sys.argv[1:]
+    if forked and not zygote():
+        return 0
+    warm = forked or "--warm" in sys.argv[1:] or "--warm-load" in sys.argv[1:]
     result_file = open_result_file()
-    if warm:
+    if warm and not forked:
         warm_up("--warm" in sys.argv[1:])
     try:
         raw = sys.stdin.read()

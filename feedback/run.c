@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +32,10 @@ extern char **environ;
 #define FB_PROBE_TIMEOUT_MS	120000
 #define FB_COMPILER_TAIL	8192
 #define FB_LOG_TAIL		4096
+/* Fork servers a process keeps: a GPU host's steps see two sets of GPUs, none (a
+ * precompile) and the worker's own. */
+#define FB_ZYGOTES		2
+#define FB_ZYGOTE_ANSWER_MS	10000
 
 static const char *const mode_names[] = {
 	[FB_PRECOMPILE] = "precompile", [FB_EXECUTE] = "execute", [FB_PROFILE] = "profile",
@@ -923,6 +929,135 @@ fb_warm_drop(void)
 }
 
 /*
+ * Fork servers (kforge_runner.py --zygote): where this process is a subreaper (a worker:
+ * fb_adopt_strays), a warm runner is forked from a server that imported torch once,
+ * instead of started afresh to import it again, so a step costs a fork and not an
+ * import (0.7 s of CPU a step on the 2-core machine, where the tests' runs are bound by
+ * CPU). The server runs no request and no candidate: each child is still a process no
+ * candidate has touched, in a group of its own, and kb_spawn_fork hands it to this
+ * process to finish, wait for and kill as one it started. A server is kept per Python,
+ * runner and CUDA_VISIBLE_DEVICES (fixed at torch's import), at most FB_ZYGOTES, the
+ * least recently used replaced; one that fails to answer is ended and the step's runner
+ * started the plain way. They live until fb_warm_end, idle through the LLM's calls.
+ * Only on the CPU device so far: a GPU host's runs (CUDA initialised after the fork,
+ * the CUPTI injection read at cuInit) have not been run this way on a GPU yet.
+ */
+static struct zygote {
+	struct kb_spawn	*server;
+	int		 ctl;		/* our end of its socket */
+	char		 python[PATH_MAX], runner[PATH_MAX], visible[16];
+	bool		 idle;		/* started under SCHED_IDLE, its children too */
+	uint64_t	 used;
+} zygotes[FB_ZYGOTES];
+static uint64_t zygote_clock;
+
+static void
+zygote_end(struct zygote *z)
+{
+	if (z->server == NULL)
+		return;
+	(void)close(z->ctl);
+	kb_spawn_discard(z->server);
+	memset(z, 0, sizeof(*z));
+}
+
+void
+fb_warm_end(void)
+{
+	fb_warm_drop();
+	for (int i = 0; i < FB_ZYGOTES; i++)
+		zygote_end(&zygotes[i]);
+}
+
+/* The pids a runner step's reaping of strays spares: the warm runner and the servers.
+ * Returns how many, at most FB_ZYGOTES + 1. */
+static size_t
+warm_pids(pid_t *out)
+{
+	size_t	n = 0;
+
+	if (warm.child != NULL)
+		out[n++] = kb_spawn_pid(warm.child);
+	for (int i = 0; i < FB_ZYGOTES; i++)
+		if (zygotes[i].server != NULL)
+			out[n++] = kb_spawn_pid(zygotes[i].server);
+	return n;
+}
+
+/* The server for python, runner and visible, started (o as a warm runner's, its argv
+ * replaced) where there is none; NULL where none can be. */
+static struct zygote *
+zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *runner,
+	   const char *visible)
+{
+	const char		*argv[] = { python, runner, "--zygote", NULL };
+	struct kb_spawn_opts	 o = *warm_o;
+	struct zygote		*z = &zygotes[0];
+	int			 sv[2], arg;
+
+	for (int i = 0; i < FB_ZYGOTES; i++) {
+		struct zygote *c = &zygotes[i];
+
+		if (c->server != NULL && strcmp(c->python, python) == 0 &&
+		    strcmp(c->runner, runner) == 0 && strcmp(c->visible, visible) == 0) {
+			if (!kb_spawn_exited(c->server)) {
+				c->used = ++zygote_clock;
+				return c;
+			}
+			log_info("the fork server %d is gone; starting another",
+				 (int)kb_spawn_pid(c->server));
+			zygote_end(c);
+		}
+		if (c->server == NULL || (z->server != NULL && c->used < z->used))
+			z = c;
+	}
+	if (prctl(PR_GET_CHILD_SUBREAPER, (unsigned long)&arg) == -1 || arg == 0)
+		return NULL;	/* its children would not come back to this process */
+	zygote_end(z);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
+		return NULL;
+	o.argv = argv;
+	o.pass_fd = sv[1];
+	o.stdin_data = NULL;	/* it reads its socket only */
+	if (kb_spawn_start(&o, &z->server) < 0) {
+		z->server = NULL;
+		(void)close(sv[0]);
+		(void)close(sv[1]);
+		return NULL;
+	}
+	(void)close(sv[1]);
+	z->ctl = sv[0];
+	z->idle = o.sched_idle;
+	z->used = ++zygote_clock;
+	snprintf(z->python, sizeof(z->python), "%s", python);
+	snprintf(z->runner, sizeof(z->runner), "%s", runner);
+	snprintf(z->visible, sizeof(z->visible), "%s", visible);
+	return z;
+}
+
+/* A warm runner forked by the server for python, runner and visible; 0 on success. */
+static int
+zygote_fork(const struct kb_spawn_opts *o, const char *python, const char *runner,
+	    const char *visible, struct kb_spawn **child, bool *idle)
+{
+	struct zygote	*z;
+	char		 msg[64];
+	int		 rc;
+
+	if ((z = zygote_for(o, python, runner, visible)) == NULL)
+		return -KB_EEXEC;
+	snprintf(msg, sizeof(msg), "{\"parent\": %d}", (int)getpid());
+	if ((rc = kb_spawn_fork(z->ctl, o, msg, FB_ZYGOTE_ANSWER_MS, child)) < 0) {
+		log_info("the fork server %d made no runner; starting one the plain way",
+			 (int)kb_spawn_pid(z->server));
+		zygote_end(z);
+		return rc;
+	}
+	*idle = z->idle;
+	return 0;
+}
+
+/*
  * Whether a warm runner imports torch under SCHED_IDLE: on the CPU, where the steps that
  * time share the host's cores with it. A waiting runner's import (a second of CPU, one
  * per worker) on the timing core made whole turns of a run time at two or three times
@@ -992,10 +1127,10 @@ warm_start_with(const struct kb_config *cfg, const char *python, const char *run
 	(void)fb_warm_cpu_range(cfg, sysconf(_SC_NPROCESSORS_ONLN), &o.cpu_first, &o.cpu_last);
 	o.sched_idle = warm_idle(cfg);
 	o.timeout_ms = 0;
-	if (kb_spawn_start(&o, &warm.child) < 0) {
-		warm.child = NULL;
-	} else {
-		warm.idle = o.sched_idle;
+	warm.idle = o.sched_idle;
+	if ((!fb_on_cuda(cfg, NULL) &&
+	     zygote_fork(&o, python, runner, visible, &warm.child, &warm.idle) == 0) ||
+	    kb_spawn_start(&o, &warm.child) == 0) {
 		snprintf(warm.python, sizeof(warm.python), "%s", python);
 		snprintf(warm.runner, sizeof(warm.runner), "%s", runner);
 		snprintf(warm.visible, sizeof(warm.visible), "%s", visible);
@@ -1137,6 +1272,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	int			 deadline, exec_limit_s = 0, rc, build_lock = -1, pch_lock = -1;
 	char			 pch[PATH_MAX] = "", started[PATH_MAX];
 	bool			 rebuild = false, next_after;
+	pid_t			 keep[FB_ZYGOTES + 1];
 
 	memset(out, 0, sizeof(*out));
 	out->runtime_ms = out->ref_runtime_ms = out->speedup = -1;
@@ -1251,7 +1387,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	} else {
 		rc = kb_spawn_run(&o, &r);
 	}
-	fbw_reap_strays(&strays, fb_warm_pid());
+	fbw_reap_strays(&strays, keep, warm_pids(keep));
 	if (pch[0] != '\0')
 		fb_contain_seal_closed(pch, pch_lock);
 	if (req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild)

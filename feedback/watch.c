@@ -327,10 +327,20 @@ mark_descendants(struct proc_ent *v, size_t n)
 	return added;
 }
 
+struct pid_set {
+	const pid_t	*pids;
+	size_t		 n;
+};
+
 static bool
-is_pid(pid_t pid, void *arg)
+in_set(pid_t pid, void *arg)
 {
-	return pid == *(pid_t *)arg;
+	const struct pid_set	*set = arg;
+
+	for (size_t i = 0; i < set->n; i++)
+		if (set->pids[i] == pid)
+			return true;
+	return false;
 }
 
 static bool
@@ -340,8 +350,9 @@ is_zombie(const struct proc_ent *e)
 }
 
 void
-fbw_reap_strays(struct fb_strays *out, pid_t keep)
+fbw_reap_strays(struct fb_strays *out, const pid_t *keep, size_t nkeep)
 {
+	struct pid_set	 spare = { keep, nkeep };
 	struct proc_ent	*v;
 	size_t		 n;
 	int		 status, found;
@@ -352,7 +363,7 @@ fbw_reap_strays(struct fb_strays *out, pid_t keep)
 	for (int round = 0; round < FBW_REAP_ROUNDS; round++) {
 		if ((v = proc_list(&n)) == NULL)
 			return;
-		found = mark_children(v, n, is_pid, &keep);
+		found = mark_children(v, n, in_set, &spare);
 		/* Kill them all first, so that none forks after its siblings died. */
 		for (size_t i = 0; i < n; i++) {
 			if (v[i].mark && !is_zombie(&v[i])) {

@@ -309,7 +309,7 @@ out:
 		code = code == KB_EXIT_DONE ? code : KB_EXIT_TEMPFAIL;
 	if (rc == -KB_ENOSPC)	/* the supervisor stops the run; nothing here is lost */
 		code = KB_EXIT_NOSPC;
-	fb_warm_drop();
+	fb_warm_end();
 	llm_client_destroy(t.llm);
 	kb_tlog_close(t.log);
 	free(t.problem_src);

@@ -457,6 +457,35 @@ test_result_pipe(void)
 	kb_spawn_result_clear(&r);
 }
 
+/* pass_fd: the descriptor is the child's fd 4 (the same pipe), nothing above it is
+ * open, and the caller's own stays where it was, open. */
+static void
+test_pass_fd(void)
+{
+	struct kb_spawn_opts	o = { .want_result = true };
+	struct kb_spawn_result	r;
+	char			line[64];
+	int			p[2];
+	ssize_t			n;
+
+	CHECK(pipe2(p, O_CLOEXEC) == 0);
+	o.pass_fd = p[1];
+	CHECK(run_sh("echo through4 >&4 && ! ls /proc/self/fd/5 2>/dev/null && echo ok", &o,
+		     &r) == 0);
+	CHECK(r.exit_code == 0 && strcmp(r.out.p, "ok\n") == 0);
+	kb_spawn_result_clear(&r);
+	CHECK(fcntl(p[1], F_GETFD) != -1);
+	(void)close(p[1]);
+	n = read(p[0], line, sizeof(line) - 1);
+	CHECK(n == 9 && memcmp(line, "through4\n", 9) == 0);
+	(void)close(p[0]);
+
+	o.pass_fd = 0;
+	CHECK(run_sh("echo x >&4", &o, &r) == 0);
+	CHECK(r.end == KB_END_EXITED && r.exit_code != 0);
+	kb_spawn_result_clear(&r);
+}
+
 /* stderr_apart: stdout alone in out, stderr in result, and no fd 3 in the child. */
 static void
 test_stderr_apart(void)
@@ -935,6 +964,7 @@ main(int argc, char **argv)
 	test_signal_state();
 	test_rlimits();
 	test_cpus();
+	test_pass_fd();
 	test_no_fd_leak();
 	test_on_start_and_pgid();
 	test_low_fds_closed();
