@@ -224,8 +224,8 @@ void	fb_warm_enable(void);
 void	fb_warm_start(const struct kb_config *cfg);
 void	fb_warm_drop(void);
 pid_t	fb_warm_pid(void);
-/* fb_warm_drop, and the fork servers warm runners are forked from end too (run.c): at a
- * worker's end. */
+/* fb_warm_drop, and the fork servers warm runners are forked from end too (run.c): for
+ * the model's call, and at a worker's end. */
 void	fb_warm_end(void);
 
 /* How fb_run reads the runner's fd-3 result, public so that its fuzz target

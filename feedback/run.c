@@ -938,7 +938,9 @@ fb_warm_drop(void)
  * process to finish, wait for and kill as one it started. A server is kept per Python,
  * runner and CUDA_VISIBLE_DEVICES (fixed at torch's import), at most FB_ZYGOTES, the
  * least recently used replaced; one that fails to answer is ended and the step's runner
- * started the plain way. They live until fb_warm_end, idle through the LLM's calls.
+ * started the plain way. They live until fb_warm_end: the next turn's GENERATE, where
+ * hundreds of workers may wait on the model at once and none should hold a Python, or
+ * the worker's end; a turn's steps (a precompile, an execute, the profiles) share one.
  * Only on the CPU device so far: a GPU host's runs (CUDA initialised after the fork,
  * the CUPTI injection read at cuInit) have not been run this way on a GPU yet.
  */

@@ -78,7 +78,7 @@ def max_overlap(intervals):
 tasks = ["L1_2_LeakyReLU_s%d" % i for i in range(NTASKS)]
 leases = {"GENERATE": [], "PRECOMPILE": [], "EXECUTE": []}
 asks = {"GENERATE": [], "PRECOMPILE": [], "EXECUTE": []}  # (asked, acquired, task, seq)
-compiles, waits = [], []
+compiles, waits, held = [], [], []  # held: (acquired, released, task) of EXECUTE
 for task in tasks:
     recs = records(run_dir, task)
     # (c) every task finished every turn
@@ -102,6 +102,7 @@ for task in tasks:
             # from the ask, not from the log line before it: that line's fsync is disk
             # time a loaded machine stretches, not time the slot was idle
             waits.append((task, lease["acquired_ms"] - lease["wait_ms"], lease["acquired_ms"]))
+            held.append((lease["acquired_ms"], lease["released_ms"], task))
 
 # (a) the limits
 for state, limit in (("EXECUTE", EXEC_SLOTS), ("PRECOMPILE", COMPILE_SLOTS), ("GENERATE", LLM_CONCURRENCY)):
@@ -117,9 +118,18 @@ reqs = mock.requests()
 check(len(reqs) == NTASKS * TURNS, "the mock server saw %d requests" % len(reqs))
 inflight = [(r["time"] + 0.02, r["time"] + slow["delay_s"] - 0.02) for r in reqs]
 check(max_overlap(inflight) <= LLM_CONCURRENCY, "the server had %d requests in flight" % max_overlap(inflight))
-# The limits bound: the test would be empty if nobody ever waited.
+# The limits bound: the test would be empty if nobody ever waited. A task queued for the
+# execution slot when it asked while another task held it and got it only once that one
+# let it go: the order of the leases, not their length, which faster runner steps shrink
+# (executions of 0.22 s left every wait under half a second).
+
+
+def queued(task, asked, got):
+    return any(other != task and a <= asked < b <= got + 5 for a, b, other in held)
+
+
 check(max_overlap(leases["GENERATE"]) == LLM_CONCURRENCY, "the LLM limit was never reached")
-check(any(w[2] - w[1] > 500 for w in waits), "no task ever waited for the execution slot")
+check(any(queued(*w) for w in waits), "no task ever waited for the execution slot")
 
 # (c) FIFO within each queue
 for state, slack in (("EXECUTE", 0), ("PRECOMPILE", 0), ("GENERATE", FIFO_MARGIN_MS)):
@@ -130,7 +140,7 @@ for state, slack in (("EXECUTE", 0), ("PRECOMPILE", 0), ("GENERATE", FIFO_MARGIN
                 check(a[1] <= b[1] + slack, "%s: %s (seq %d) asked at %d, before %s (seq %d) at %d, "
                       "but was served at %d, after it (%d)" % (state, a[2], a[3], a[0], b[2], b[3], b[0],
                                                                a[1], b[1]))
-check(sum(1 for a in asks["EXECUTE"] if a[1] - a[0] > 500) >= 2, "fewer than two tasks queued for the exec slot")
+check(sum(1 for w in waits if queued(*w)) >= 2, "fewer than two tasks queued for the exec slot")
 
 # (b) the execution slot is not left idle while a candidate waits for it
 busy = sorted(leases["EXECUTE"])
