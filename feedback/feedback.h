@@ -224,9 +224,11 @@ void	fb_warm_enable(void);
 void	fb_warm_start(const struct kb_config *cfg);
 void	fb_warm_drop(void);
 pid_t	fb_warm_pid(void);
-/* fb_warm_drop, and the fork servers warm runners are forked from end too (run.c): for
- * the model's call, and at a worker's end. */
+/* fb_warm_drop, and the fork servers warm runners are forked from end too (run.c): at a
+ * worker's end, and for the model's call unless fb_warm_keep_servers, which says whether
+ * the run's workers may keep theirs through it within the host's memory. */
 void	fb_warm_end(void);
+bool	fb_warm_keep_servers(const struct kb_config *cfg);
 
 /* How fb_run reads the runner's fd-3 result, public so that its fuzz target
  * (tests/fuzz/fuzz_result.c) reaches it: text is n bytes of anything; a JSON object with

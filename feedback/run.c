@@ -938,9 +938,12 @@ fb_warm_drop(void)
  * process to finish, wait for and kill as one it started. A server is kept per Python,
  * runner and CUDA_VISIBLE_DEVICES (fixed at torch's import), at most FB_ZYGOTES, the
  * least recently used replaced; one that fails to answer is ended and the step's runner
- * started the plain way. They live until fb_warm_end: the next turn's GENERATE, where
- * hundreds of workers may wait on the model at once and none should hold a Python, or
- * the worker's end; a turn's steps (a precompile, an execute, the profiles) share one.
+ * started the plain way. They live until fb_warm_end: the worker's end, or the next
+ * turn's GENERATE where the run's workers would hold too much of the host's memory
+ * through the model's calls (fb_warm_keep_servers: hundreds of workers may wait on the
+ * model at once); a cached CPU demo run took 18.9 s of CPU with servers kept through
+ * the model's calls, 32.3 s with one a turn and 38.0 s with neither (tools/bench/README.md,
+ * inner).
  * Only on the CPU device so far: a GPU host's runs (CUDA initialised after the fork,
  * the CUPTI injection read at cuInit) have not been run this way on a GPU yet.
  */
@@ -961,6 +964,23 @@ zygote_end(struct zygote *z)
 	(void)close(z->ctl);
 	kb_spawn_discard(z->server);
 	memset(z, 0, sizeof(*z));
+}
+
+/* A fork server's share of the host's memory it may keep through the model's call: a
+ * server that imported torch holds about 300 MB; with every worker keeping one, the
+ * servers may take a quarter of the memory at most. */
+#define FB_ZYGOTE_MB		512
+#define FB_ZYGOTE_SHARE		4
+
+bool
+fb_warm_keep_servers(const struct kb_config *cfg)
+{
+	long	pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+
+	if (pages <= 0 || page <= 0 || cfg->workers <= 0)
+		return false;
+	return (double)cfg->workers * FB_ZYGOTE_MB * FB_ZYGOTE_SHARE <=
+	       (double)pages * (double)page / (1 << 20);
 }
 
 void

@@ -348,9 +348,12 @@ fsm_act_generate(struct task_run *t)
 		/* Paused run-wide: stop here unlogged, as on a stop request. */
 		if (gpool_paused(t->ctx->pool, NULL, 0) != GPOOL_PAUSE_NONE)
 			return -KB_ESTOPPED;
-		/* No runner for the length of the model's call: no idle warm one, and no
-		 * fork server either (hundreds of workers may wait on the model at once). */
-		fb_warm_end();
+		/* No runner for the length of the model's call: no idle warm one, nor a
+		 * fork server where the run's workers would hold too much memory. */
+		if (fb_warm_keep_servers(t->cfg))
+			fb_warm_drop();
+		else
+			fb_warm_end();
 		if ((rc = build_prompt(t, &prompt, err, sizeof(err))) < 0) {
 			snprintf(t->fail_reason, sizeof(t->fail_reason), "prompt: %s", err);
 			return FSM_EV_fatal;

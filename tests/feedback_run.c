@@ -390,6 +390,16 @@ test_warm_cpus(void)
 	struct kb_config	c;
 	int			first = -1, last = -1;
 
+	/* Fork servers kept through the model's call while every worker's fits in a quarter
+	 * of the memory at 512 MB: one worker's does on any host that runs torch, 4096
+	 * workers' (8 TB) on none. */
+	fbt_config(&c, "cpu");
+	c.workers = 1;
+	CHECK(fb_warm_keep_servers(&c));
+	c.workers = 4096;
+	CHECK(!fb_warm_keep_servers(&c));
+	kb_config_clear(&c);
+
 	fbt_config(&c, "cuda");
 	CHECK(fb_warm_cpu_range(&c, 16, &first, &last) && first == 0 && last == 14);
 	CHECK(fb_warm_cpu_range(&c, 64, &first, &last) && first == 0 && last == 56);
