@@ -2413,8 +2413,13 @@ def zygote_fork(ctl, fds, msg):
     try:
         parent = int(json.loads(msg.decode()).get("parent", 0))
         r, w = os.pipe()
-        middle = os.fork()
     except (OSError, ValueError, AttributeError):
+        return 0
+    try:
+        middle = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
         return 0
     if middle == 0:
         try:
