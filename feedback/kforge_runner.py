@@ -2484,7 +2484,6 @@ def take_request_context(req):
         os.chdir(req["work_dir"])
     limit = req.get("rlimit_cpu_s")
     if isinstance(limit, int) and limit > 0:
-        import resource
         used = resource.getrusage(resource.RUSAGE_SELF)
         soft = int(used.ru_utime + used.ru_stime) + 1 + limit
         cur_soft, cur_hard = resource.getrlimit(resource.RLIMIT_CPU)

@@ -32,9 +32,6 @@ extern char **environ;
 #define FB_PROBE_TIMEOUT_MS	120000
 #define FB_COMPILER_TAIL	8192
 #define FB_LOG_TAIL		4096
-/* Fork servers a process keeps: a GPU host's steps see two sets of GPUs, none (a
- * precompile) and the worker's own. */
-#define FB_ZYGOTES		2
 #define FB_ZYGOTE_ANSWER_MS	10000
 
 static const char *const mode_names[] = {
@@ -935,10 +932,10 @@ fb_warm_drop(void)
  * import (0.7 s of CPU a step on the 2-core machine, where the tests' runs are bound by
  * CPU). The server runs no request and no candidate: each child is still a process no
  * candidate has touched, in a group of its own, and kb_spawn_fork hands it to this
- * process to finish, wait for and kill as one it started. A server is kept per Python,
- * runner and CUDA_VISIBLE_DEVICES (fixed at torch's import), at most FB_ZYGOTES, the
- * least recently used replaced; one that fails to answer is ended and the step's runner
- * started the plain way. They live until fb_warm_end: the worker's end, or the next
+ * process to finish, wait for and kill as one it started. A process keeps one server,
+ * for one Python, runner and CUDA_VISIBLE_DEVICES (fixed at torch's import; a step that
+ * needs others replaces it); one that fails to answer is ended and the step's runner
+ * started the plain way. It lives until fb_warm_end: the worker's end, or the next
  * turn's GENERATE where the run's workers would hold too much of the host's memory
  * through the model's calls (fb_warm_keep_servers: hundreds of workers may wait on the
  * model at once); a cached CPU demo run took 18.9 s of CPU with servers kept through
@@ -947,23 +944,20 @@ fb_warm_drop(void)
  * Only on the CPU device so far: a GPU host's runs (CUDA initialised after the fork,
  * the CUPTI injection read at cuInit) have not been run this way on a GPU yet.
  */
-static struct zygote {
+static struct {
 	struct kb_spawn	*server;
 	int		 ctl;		/* our end of its socket */
 	char		 python[PATH_MAX], runner[PATH_MAX], visible[16];
-	bool		 idle;		/* started under SCHED_IDLE, its children too */
-	uint64_t	 used;
-} zygotes[FB_ZYGOTES];
-static uint64_t zygote_clock;
+} zygote;
 
 static void
-zygote_end(struct zygote *z)
+zygote_end(void)
 {
-	if (z->server == NULL)
+	if (zygote.server == NULL)
 		return;
-	(void)close(z->ctl);
-	kb_spawn_discard(z->server);
-	memset(z, 0, sizeof(*z));
+	(void)close(zygote.ctl);
+	kb_spawn_discard(zygote.server);
+	memset(&zygote, 0, sizeof(zygote));
 }
 
 /* A fork server's share of the host's memory it may keep through the model's call: a
@@ -987,96 +981,80 @@ void
 fb_warm_end(void)
 {
 	fb_warm_drop();
-	for (int i = 0; i < FB_ZYGOTES; i++)
-		zygote_end(&zygotes[i]);
+	zygote_end();
 }
 
-/* The pids a runner step's reaping of strays spares: the warm runner and the servers.
- * Returns how many, at most FB_ZYGOTES + 1. */
+/* The pids a runner step's reaping of strays spares: the warm runner and the server.
+ * Returns how many, at most 2. */
 static size_t
-warm_pids(pid_t *out)
+warm_pids(pid_t out[2])
 {
 	size_t	n = 0;
 
 	if (warm.child != NULL)
 		out[n++] = kb_spawn_pid(warm.child);
-	for (int i = 0; i < FB_ZYGOTES; i++)
-		if (zygotes[i].server != NULL)
-			out[n++] = kb_spawn_pid(zygotes[i].server);
+	if (zygote.server != NULL)
+		out[n++] = kb_spawn_pid(zygote.server);
 	return n;
 }
 
 /* The server for python, runner and visible, started (o as a warm runner's, its argv
- * replaced) where there is none; NULL where none can be. */
-static struct zygote *
+ * replaced, its scheduling and cores its children's) where there is none; 0, or -1
+ * where none can be. */
+static int
 zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *runner,
 	   const char *visible)
 {
 	const char		*argv[] = { python, runner, "--zygote", NULL };
 	struct kb_spawn_opts	 o = *warm_o;
-	struct zygote		*z = &zygotes[0];
 	int			 sv[2], arg;
 
-	for (int i = 0; i < FB_ZYGOTES; i++) {
-		struct zygote *c = &zygotes[i];
-
-		if (c->server != NULL && strcmp(c->python, python) == 0 &&
-		    strcmp(c->runner, runner) == 0 && strcmp(c->visible, visible) == 0) {
-			if (!kb_spawn_exited(c->server)) {
-				c->used = ++zygote_clock;
-				return c;
-			}
-			log_info("the fork server %d is gone; starting another",
-				 (int)kb_spawn_pid(c->server));
-			zygote_end(c);
-		}
-		if (c->server == NULL || (z->server != NULL && c->used < z->used))
-			z = c;
+	if (zygote.server != NULL && strcmp(zygote.python, python) == 0 &&
+	    strcmp(zygote.runner, runner) == 0 && strcmp(zygote.visible, visible) == 0) {
+		if (!kb_spawn_exited(zygote.server))
+			return 0;
+		log_info("the fork server %d is gone; starting another",
+			 (int)kb_spawn_pid(zygote.server));
 	}
+	zygote_end();
 	if (prctl(PR_GET_CHILD_SUBREAPER, (unsigned long)&arg) == -1 || arg == 0)
-		return NULL;	/* its children would not come back to this process */
-	zygote_end(z);
+		return -1;	/* its children would not come back to this process */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
-		return NULL;
+		return -1;
 	o.argv = argv;
 	o.pass_fd = sv[1];
 	o.stdin_data = NULL;	/* it reads its socket only */
-	if (kb_spawn_start(&o, &z->server) < 0) {
-		z->server = NULL;
+	if (kb_spawn_start(&o, &zygote.server) < 0) {
+		zygote.server = NULL;
 		(void)close(sv[0]);
 		(void)close(sv[1]);
-		return NULL;
+		return -1;
 	}
 	(void)close(sv[1]);
-	z->ctl = sv[0];
-	z->idle = o.sched_idle;
-	z->used = ++zygote_clock;
-	snprintf(z->python, sizeof(z->python), "%s", python);
-	snprintf(z->runner, sizeof(z->runner), "%s", runner);
-	snprintf(z->visible, sizeof(z->visible), "%s", visible);
-	return z;
+	zygote.ctl = sv[0];
+	snprintf(zygote.python, sizeof(zygote.python), "%s", python);
+	snprintf(zygote.runner, sizeof(zygote.runner), "%s", runner);
+	snprintf(zygote.visible, sizeof(zygote.visible), "%s", visible);
+	return 0;
 }
 
 /* A warm runner forked by the server for python, runner and visible; 0 on success. */
 static int
 zygote_fork(const struct kb_spawn_opts *o, const char *python, const char *runner,
-	    const char *visible, struct kb_spawn **child, bool *idle)
+	    const char *visible, struct kb_spawn **child)
 {
-	struct zygote	*z;
-	char		 msg[64];
-	int		 rc;
+	char	msg[64];
+	int	rc;
 
-	if ((z = zygote_for(o, python, runner, visible)) == NULL)
+	if (zygote_for(o, python, runner, visible) < 0)
 		return -KB_EEXEC;
 	snprintf(msg, sizeof(msg), "{\"parent\": %d}", (int)getpid());
-	if ((rc = kb_spawn_fork(z->ctl, o, msg, FB_ZYGOTE_ANSWER_MS, child)) < 0) {
+	if ((rc = kb_spawn_fork(zygote.ctl, o, msg, FB_ZYGOTE_ANSWER_MS, child)) < 0) {
 		log_info("the fork server %d made no runner; starting one the plain way",
-			 (int)kb_spawn_pid(z->server));
-		zygote_end(z);
-		return rc;
+			 (int)kb_spawn_pid(zygote.server));
+		zygote_end();
 	}
-	*idle = z->idle;
-	return 0;
+	return rc;
 }
 
 /*
@@ -1151,7 +1129,7 @@ warm_start_with(const struct kb_config *cfg, const char *python, const char *run
 	o.timeout_ms = 0;
 	warm.idle = o.sched_idle;
 	if ((!fb_on_cuda(cfg, NULL) &&
-	     zygote_fork(&o, python, runner, visible, &warm.child, &warm.idle) == 0) ||
+	     zygote_fork(&o, python, runner, visible, &warm.child) == 0) ||
 	    kb_spawn_start(&o, &warm.child) == 0) {
 		snprintf(warm.python, sizeof(warm.python), "%s", python);
 		snprintf(warm.runner, sizeof(warm.runner), "%s", runner);
@@ -1294,7 +1272,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	int			 deadline, exec_limit_s = 0, rc, build_lock = -1, pch_lock = -1;
 	char			 pch[PATH_MAX] = "", started[PATH_MAX];
 	bool			 rebuild = false, next_after;
-	pid_t			 keep[FB_ZYGOTES + 1];
+	pid_t			 keep[2];
 
 	memset(out, 0, sizeof(*out));
 	out->runtime_ms = out->ref_runtime_ms = out->speedup = -1;
