@@ -32,7 +32,6 @@ extern char **environ;
 #define FB_PROBE_TIMEOUT_MS	120000
 #define FB_COMPILER_TAIL	8192
 #define FB_LOG_TAIL		4096
-#define FB_ZYGOTE_ANSWER_MS	10000
 
 static const char *const mode_names[] = {
 	[FB_PRECOMPILE] = "precompile", [FB_EXECUTE] = "execute", [FB_PROFILE] = "profile",
@@ -1049,7 +1048,9 @@ zygote_fork(const struct kb_spawn_opts *o, const char *python, const char *runne
 	if (zygote_for(o, python, runner, visible) < 0)
 		return -KB_EEXEC;
 	snprintf(msg, sizeof(msg), "{\"parent\": %d}", (int)getpid());
-	if ((rc = kb_spawn_fork(zygote.ctl, o, msg, FB_ZYGOTE_ANSWER_MS, child)) < 0) {
+	/* A new server answers once it has imported torch: a runner's start, with the
+	 * allowance a runner's start has (tens of seconds on a loaded machine). */
+	if ((rc = kb_spawn_fork(zygote.ctl, o, msg, FB_START_ALLOWANCE_S * 1000, child)) < 0) {
 		log_info("the fork server %d made no runner; starting one the plain way",
 			 (int)kb_spawn_pid(zygote.server));
 		zygote_end();
