@@ -71,6 +71,9 @@ fb_eval_build(const struct kb_config *cfg, const struct fb_request *req, const c
 		out->cache_hit = true;
 		return 0;
 	}
+	/* Where warm runners are on (a worker has one started already; kforge eval starts
+	 * its first here), the precompile's runner imports torch while the slot is awaited. */
+	fb_warm_start(cfg);
 	if (slot != NULL && slot->take != NULL && (rc = slot->take(slot->arg)) < 0)
 		return rc;
 	/* Another task may have built the same code while this one waited. */

@@ -2536,6 +2536,9 @@ def main():
         req.get("mode"), req.get("device"), req.get("precision"), req.get("problem"),
         req.get("candidate"), pinned))
     runner = Runner(req, result_file)
+    # How this process came to run the step: forked from a fork server that imported
+    # torch, started ahead to import it and then handed the request, or started for it.
+    runner.details["start"] = "forked" if forked else "warm" if warm else "cold"
     if pinned is not None:
         runner.details["cpus"] = pinned
     runner.run()

@@ -108,6 +108,10 @@ orch_cmd_baseline(const char *config, const char *const *sets, int nsets)
 		goto out;
 	}
 	fb_stage_work_dir(tmpl, "baseline", work, sizeof(work));
+	/* Each problem's runner forked from one server that imported torch once, the next
+	 * one made while this one's results are written (feedback/run.c, warm runners). */
+	(void)fb_adopt_strays();
+	fb_warm_enable();
 	printf("%-32s %-24s %13s %13s\n", "problem", "device", "eager", "compile");
 	/* Each device model once: timings belong to the model, not to one GPU. */
 	json_array_foreach(json_object_get(gpus, "devices"), i, g) {
@@ -123,6 +127,7 @@ orch_cmd_baseline(const char *config, const char *const *sets, int nsets)
 				name, work) < 0)
 				failed++;
 	}
+	fb_warm_end();
 	(void)fb_stage_close(true);
 	code = failed > 0 ? 1 : 0;
 out:

@@ -299,7 +299,13 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	req.work_dir = work;
 	req.device_index = strcmp(cfg.eval.device, "cuda") == 0 ?
 			   (int)json_integer_value(json_object_get(dev, "index")) : -1;
-	if ((rc = fb_evaluate(&cfg, &req, devname, &ev, err, sizeof(err))) < 0) {
+	/* The steps' runners as a worker's: each forked from one server that imports torch
+	 * once (feedback/run.c, fork servers), which takes a subreaper. */
+	(void)fb_adopt_strays();
+	fb_warm_enable();
+	rc = fb_evaluate(&cfg, &req, devname, &ev, err, sizeof(err));
+	fb_warm_end();
+	if (rc < 0) {
 		if (err[0] != '\0')
 			fprintf(stderr, "kforge: %s\n", err);
 		else
