@@ -1097,9 +1097,9 @@ class Runner:
             self.warm_up_models((model,), inputs, warmup)
             samples = [self.trial(model, inputs, method, flush_buf)
                        for _ in range(trials + discard)][discard:]
-            del flush_buf
             st = stats(samples)
-            st["method"] = method
+            st["method"], st["l2_flush"] = method, flush_buf is not None
+            del flush_buf
             if self.device.type == "cuda":
                 st["stream_check"] = self.stream_check(model, inputs)
         return st
@@ -1167,9 +1167,10 @@ class Runner:
                 if (passes >= max_passes or pair["speedup"] is None
                         or pair["spread"] is None or pair["spread"] <= max_spread):
                     break
-            del flush_buf
             pair["pass_log"] = log_
             st["method"] = rst["method"] = method
+            st["l2_flush"] = rst["l2_flush"] = flush_buf is not None
+            del flush_buf
             if self.device.type == "cuda":
                 st["stream_check"] = self.stream_check(model_new, inputs)
         return st, rst, pair

@@ -2,7 +2,8 @@
 """GPU: the timing settings of an evaluation. One CUDA candidate (the demo's ReLU, turn
 3), built once, timed by `kforge eval --json` with each eval.timing method and with the
 L2 flush off: each result names the method it was timed by, the times are measurements
-(positive) and relate as each method's design says (below). Triton's do_bench runs where Triton imports; where
+(positive), the L2 flush's setting is recorded, and they relate as each method's design
+says (below). Triton's do_bench runs where Triton imports; where
 it does not, the evaluation is an environment error naming Triton (exit 5), not a
 verdict on the kernel."""
 import json
@@ -45,15 +46,20 @@ for method, sets in (("cuda_event", []), ("cuda_event", ["eval.l2_flush=false"])
     check(rc == 0 and out.get("verdict") == "correct", "%s: exit %d, verdict %s" % (label, rc, out.get("verdict")))
     check(cand.get("method") == method, "%s: timed by %s" % (label, cand.get("method")))
     check((cand.get("mean_ms") or 0) > 0, "%s: no time (%s)" % (label, cand))
+    if method == "cuda_event":
+        check(cand.get("l2_flush") is (not sets), "%s: l2_flush %s" % (label, cand.get("l2_flush")))
     means[label] = cand.get("mean_ms") or 0
     print("%-26s mean %.4f ms over %s samples" % (label, means[label], cand.get("trials")))
 # What the methods must agree on for a kernel of some microseconds, where they differ by
 # design (the host clock adds the launch and the synchronisation; do_bench runs back to
-# back, so launches overlap): the host clock spans the device time, the L2 flush moves a
-# small kernel's events little, and do_bench's device time is no more than the host's.
-ev, noflush, host = means["cuda_event"], means["cuda_event (no L2 flush)"], means["host_time"]
+# back, so launches overlap): the host clock spans the device time, and do_bench's device
+# time is no more than the host's. Without the L2 flush no relation holds: with nothing
+# queued ahead of it, a kernel this small is timed at the pace its launch is issued, which
+# on the H200 host once timed 3.4x the flushed time (0.0364 against 0.0107 ms; the host's
+# CPU speed moves over seconds: tools/bench/README.md, repeat), so that timing is
+# checked for its setting only (above).
+ev, host = means["cuda_event"], means["host_time"]
 check(host >= 0.8 * ev, "host_time %.4f ms below the CUDA-event time %.4f ms" % (host, ev))
-check(ev / 3 <= noflush <= 3 * ev, "without the L2 flush %.4f ms, with it %.4f ms" % (noflush, ev))
 if "do_bench" in means:
     check(means["do_bench"] <= host, "do_bench %.4f ms above the host clock's %.4f ms"
           % (means["do_bench"], host))
