@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 tools/setup.sh -DKB_WERROR=ON
 tools/build.sh -DKB_WERROR=ON
 # One test more than there are cores: with one a core the suite left 23% of the 2-core
-# machine's CPU idle (tests waiting on hangs, deadlines and the mock LLM), and ctest took
-# 678 s against 721 s with one more (tools/bench/README.md, inner).
+# machine's CPU idle (tests waiting on hangs, deadlines and the mock LLM); ctest took
+# 678 s with one more, 721 s without (tools/bench/README.md, inner).
 ctest --test-dir build --output-on-failure -j "$(( $(nproc) + 1 ))" --timeout 900
 KFORGE_BUILD_DIR=build-asan tools/build.sh -DKB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -L unit -LE 'slow|python'
