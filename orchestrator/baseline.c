@@ -114,8 +114,9 @@ orch_cmd_baseline(const char *config, const char *const *sets, int nsets)
 		goto out;
 	}
 	fb_stage_work_dir(tmpl, "baseline", work, sizeof(work));
-	/* Each problem's runner forked from one server that imported torch once, the next
-	 * one made while this one's results are written (feedback/run.c, warm runners). */
+	/* Each problem's runner started ahead, the next one while this one's results are
+	 * written: on the CPU a fork of one server that imported torch once (feedback/run.c,
+	 * warm runners). */
 	(void)fb_adopt_strays();
 	fb_warm_enable();
 	printf("%-32s %-24s %13s %13s\n", "problem", "device", "eager", "compile");
