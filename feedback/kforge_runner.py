@@ -2412,7 +2412,8 @@ def zygote():
 def zygote_fork(ctl, fds, msg):
     """The child's pid (0: none could be made) in the server, -1 in the child."""
     try:
-        parent = int(json.loads(msg.decode()).get("parent", 0))
+        m = json.loads(msg.decode())
+        parent, idle = int(m.get("parent", 0)), bool(m.get("idle"))
         r, w = os.pipe()
     except (OSError, ValueError, AttributeError):
         return 0
@@ -2437,6 +2438,11 @@ def zygote_fork(ctl, fds, msg):
             return -1
         try:
             os.setpgid(child, child)    # whichever runs first, as kb_spawn does
+            if idle:    # before the answer, so kforge's hand-over to normal comes after
+                try:
+                    os.sched_setscheduler(child, os.SCHED_IDLE, os.sched_param(0))
+                except OSError:
+                    pass    # it waits at the server's priority, doing nothing till then
             os.write(w, b"%d" % child)
         finally:
             os._exit(0)

@@ -998,8 +998,14 @@ warm_pids(pid_t out[2])
 }
 
 /* The server for python, runner and visible, started (o as a warm runner's, its argv
- * replaced, its scheduling and cores its children's) where there is none; 0, or -1
- * where none can be. */
+ * replaced, its cores its children's) where there is none; 0, or -1 where none can be.
+ * Never under SCHED_IDLE, as a warm runner waiting ahead is: the worker waits for the
+ * server's answer at once (its import, then each fork), so an idle server stalled the
+ * worker for as long as other work kept the cores busy: with two normal-priority loops
+ * on the 2-core machine, 13 steps of a cached CPU demo each waited out the 300 s
+ * allowance, and in the test suite a run's GENERATE took 2-32 s a task with the replay
+ * provider. Its import is once per worker where servers are kept (fb_warm_keep_servers);
+ * a child it forks waits under SCHED_IDLE where o asks (the message says so). */
 static int
 zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *runner,
 	   const char *visible)
@@ -1023,6 +1029,7 @@ zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *r
 	o.argv = argv;
 	o.pass_fd = sv[1];
 	o.stdin_data = NULL;	/* it reads its socket only */
+	o.sched_idle = false;
 	if (kb_spawn_start(&o, &zygote.server) < 0) {
 		zygote.server = NULL;
 		(void)close(sv[0]);
@@ -1047,7 +1054,8 @@ zygote_fork(const struct kb_spawn_opts *o, const char *python, const char *runne
 
 	if (zygote_for(o, python, runner, visible) < 0)
 		return -KB_EEXEC;
-	snprintf(msg, sizeof(msg), "{\"parent\": %d}", (int)getpid());
+	snprintf(msg, sizeof(msg), "{\"parent\": %d, \"idle\": %s}", (int)getpid(),
+		 o->sched_idle ? "true" : "false");
 	/* A new server answers once it has imported torch: a runner's start, with the
 	 * allowance a runner's start has (tens of seconds on a loaded machine). */
 	if ((rc = kb_spawn_fork(zygote.ctl, o, msg, FB_START_ALLOWANCE_S * 1000, child)) < 0) {

@@ -613,6 +613,8 @@ test_warm_forked(void)
 	CHECK((ahead = fb_warm_pid()) > 0 && ahead != started_pid);
 	CHECK((server = fork_server()) > 0 && server != ahead);
 	CHECK(sched_policy_of(ahead) == SCHED_IDLE || geteuid() != 0);
+	/* The server answers a worker that waits for it: never idle itself. */
+	CHECK(sched_policy_of(server) == SCHED_OTHER);
 
 	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_add.py", build, 0, &o) == 0);
 	CHECK(o.status == FB_ST_OK && o.correct && started_pid == ahead);
