@@ -984,9 +984,11 @@ fb_warm_end(void)
 }
 
 /* The pids a runner step's reaping of strays spares: the warm runner and the server.
- * Returns how many, at most 2. */
+ * Returns how many, at most WARM_PIDS. */
+#define WARM_PIDS	2
+
 static size_t
-warm_pids(pid_t out[2])
+warm_pids(pid_t out[WARM_PIDS])
 {
 	size_t	n = 0;
 
@@ -1281,7 +1283,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	int			 deadline, exec_limit_s = 0, rc, build_lock = -1, pch_lock = -1;
 	char			 pch[PATH_MAX] = "", started[PATH_MAX];
 	bool			 rebuild = false, next_after;
-	pid_t			 keep[2];
+	pid_t			 keep[WARM_PIDS];
 
 	memset(out, 0, sizeof(*out));
 	out->runtime_ms = out->ref_runtime_ms = out->speedup = -1;
