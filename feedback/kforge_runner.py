@@ -25,9 +25,11 @@ import): a request that asks for another is refused.
 
 Started with --zygote, the runner is a fork server: it imports what --warm does, once,
 and then, for each message on the socket at fd 4 (kb_spawn_fork in base/spawn.c), forks
-a child that goes on as a --warm runner with the message's pipes as its fds 0 to 3. The
-server runs no request and no candidate, so each child is a process no candidate has
-touched, without an import of its own.
+a child that goes on as a --warm runner with the message's pipes as its fds 0 to 3 and
+the message's CUDA_VISIBLE_DEVICES (the server never initialises CUDA, so one server makes
+a precompile's runner, which sees no GPU, and an execute's). The server runs no request
+and no candidate, so each child is a process no candidate has touched, without an import
+of its own.
 
 A failure the candidate cannot cause (torch not importable; a build that failed for want
 of torch's headers, pybind11, the compiler or ninja, confirmed by probing those
@@ -2364,6 +2366,8 @@ def warm_up(build):
 
 ZYGOTE_FD = 4
 ZYGOTE_MSG_CAP = 4096
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+ZYGOTE_NVML = None      # the server's own value of NVML_CHECK, which its children get back
 
 
 def zygote():
@@ -2375,7 +2379,20 @@ def zygote():
     thread of an import is copied half-way)."""
     import array
     import socket
+    # Importing torch's extension machinery asks torch.cuda.is_available(), which starts
+    # the CUDA runtime with the server's GPUs (none): every fork then found no GPU (seen
+    # on the H200 host: is_available() False in a child given GPU 0). Asked through NVML
+    # instead (torch's own switch for processes that fork), nothing of CUDA is started.
+    global ZYGOTE_NVML
+    ZYGOTE_NVML = os.environ.get(NVML_CHECK)
+    os.environ[NVML_CHECK] = "1"
     warm_up(True)
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        # A child could not use CUDA (the driver cannot be forked once started), nor see
+        # other GPUs than these: no server; kforge starts its runners the plain way.
+        log("zygote: CUDA was initialised by the import; not serving")
+        return False
     ctl = socket.socket(fileno=ZYGOTE_FD)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -2413,7 +2430,9 @@ def zygote_fork(ctl, fds, msg):
     """The child's pid (0: none could be made) in the server, -1 in the child."""
     try:
         m = json.loads(msg.decode())
-        parent, idle = int(m.get("parent", 0)), bool(m.get("idle"))
+        parent, idle, visible = int(m.get("parent", 0)), bool(m.get("idle")), m.get("visible")
+        if visible is not None and not isinstance(visible, str):
+            return 0
         r, w = os.pipe()
     except (OSError, ValueError, AttributeError):
         return 0
@@ -2432,7 +2451,7 @@ def zygote_fork(ctl, fds, msg):
         if child == 0:
             try:
                 os.close(w)
-                zygote_child(ctl, fds, parent)
+                zygote_child(ctl, fds, parent, visible)
             except BaseException:
                 os._exit(127)
             return -1
@@ -2453,11 +2472,20 @@ def zygote_fork(ctl, fds, msg):
     return int(got) if got.isdigit() else 0
 
 
-def zygote_child(ctl, fds, parent):
+def zygote_child(ctl, fds, parent, visible):
     """In the forked child: its own group, the message's pipes as fds 0 to 3, killed with
     kforge (PR_SET_PDEATHSIG, armed once kforge is its parent: the middle process exits
-    first)."""
+    first), and the GPUs its step is to see (visible: CUDA_VISIBLE_DEVICES, None for
+    unset). The server never initialised CUDA, so the driver reads them at this
+    process's first CUDA call, as it would in a runner started with them."""
     import ctypes
+    global WARM_VISIBLE
+    WARM_VISIBLE = visible
+    for name, value in (("CUDA_VISIBLE_DEVICES", visible), (NVML_CHECK, ZYGOTE_NVML)):
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     os.setpgid(0, 0)
     ctl.close()
     for target, fd in zip((0, 1, 2, 3), (fds[0], fds[1], fds[1], fds[2])):

@@ -929,24 +929,25 @@ fb_warm_drop(void)
  * fb_adopt_strays), a warm runner is forked from a server that imported torch once,
  * instead of started afresh to import it again, so a step costs a fork and not an
  * import (0.7 s of CPU a step on the 2-core machine, where the tests' runs are bound by
- * CPU). The server runs no request and no candidate: each child is still a process no
- * candidate has touched, in a group of its own, and kb_spawn_fork hands it to this
- * process to finish, wait for and kill as one it started. A process keeps one server,
- * for one Python, runner and CUDA_VISIBLE_DEVICES (fixed at torch's import; a step that
- * needs others replaces it); one that fails to answer is ended and the step's runner
- * started the plain way. It lives until fb_warm_end: the worker's end, or the next
+ * CPU; 4.4 s of `import torch` on the GPU hosts). The server runs no request and no
+ * candidate: each child is still a process no candidate has touched, in a group of its
+ * own, and kb_spawn_fork hands it to this process to finish, wait for and kill as one it
+ * started. A process keeps one server, for one Python and runner (a step that needs
+ * others replaces it); one that fails to answer is ended and the step's runner started
+ * the plain way. The server never touches CUDA, so its children are free to: each is
+ * told the CUDA_VISIBLE_DEVICES it is for (a precompile's none, an execute's GPU), which
+ * the driver reads at the child's first CUDA call, and the CUPTI injection of a profile
+ * likewise (kprof_step). It lives until fb_warm_end: the worker's end, or the next
  * turn's GENERATE where the run's workers would hold too much of the host's memory
  * through the model's calls (fb_warm_keep_servers: hundreds of workers may wait on the
  * model at once); a cached CPU demo run took 18.9 s of CPU with servers kept through
  * the model's calls, 32.3 s with one a turn and 38.0 s with neither (tools/bench/README.md,
  * inner).
- * Only on the CPU device so far: a GPU host's runs (CUDA initialised after the fork,
- * the CUPTI injection read at cuInit) have not been run this way on a GPU yet.
  */
 static struct {
 	struct kb_spawn	*server;
 	int		 ctl;		/* our end of its socket */
-	char		 python[PATH_MAX], runner[PATH_MAX], visible[16];
+	char		 python[PATH_MAX], runner[PATH_MAX];
 } zygote;
 
 static void
@@ -999,8 +1000,8 @@ warm_pids(pid_t out[WARM_PIDS])
 	return n;
 }
 
-/* The server for python, runner and visible, started (o as a warm runner's, its argv
- * replaced, its cores its children's) where there is none; 0, or -1 where none can be.
+/* The server for python and runner, started (o as a warm runner's, its argv replaced,
+ * its cores its children's) where there is none; 0, or -1 where none can be.
  * Never under SCHED_IDLE, as a warm runner waiting ahead is: the worker waits for the
  * server's answer at once (its import, then each fork), so an idle server stalled the
  * worker for as long as other work kept the cores busy: with two normal-priority loops
@@ -1009,15 +1010,14 @@ warm_pids(pid_t out[WARM_PIDS])
  * provider. Its import is once per worker where servers are kept (fb_warm_keep_servers);
  * a child it forks waits under SCHED_IDLE where o asks (the message says so). */
 static int
-zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *runner,
-	   const char *visible)
+zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *runner)
 {
 	const char		*argv[] = { python, runner, "--zygote", NULL };
 	struct kb_spawn_opts	 o = *warm_o;
 	int			 sv[2], arg;
 
 	if (zygote.server != NULL && strcmp(zygote.python, python) == 0 &&
-	    strcmp(zygote.runner, runner) == 0 && strcmp(zygote.visible, visible) == 0) {
+	    strcmp(zygote.runner, runner) == 0) {
 		if (!kb_spawn_exited(zygote.server))
 			return 0;
 		log_info("the fork server %d is gone; starting another",
@@ -1042,22 +1042,27 @@ zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *r
 	zygote.ctl = sv[0];
 	snprintf(zygote.python, sizeof(zygote.python), "%s", python);
 	snprintf(zygote.runner, sizeof(zygote.runner), "%s", runner);
-	snprintf(zygote.visible, sizeof(zygote.visible), "%s", visible);
 	return 0;
 }
 
-/* A warm runner forked by the server for python, runner and visible; 0 on success. */
+/* A warm runner forked by the server for python and runner, for a step that sees the GPUs
+ * visible; 0 on success. */
 static int
 zygote_fork(const struct kb_spawn_opts *o, const char *python, const char *runner,
 	    const char *visible, struct kb_spawn **child)
 {
-	char	msg[64];
-	int	rc;
+	json_t	*m;
+	char	*msg;
+	int	 rc;
 
-	if (zygote_for(o, python, runner, visible) < 0)
+	if (zygote_for(o, python, runner) < 0)
 		return -KB_EEXEC;
-	snprintf(msg, sizeof(msg), "{\"parent\": %d, \"idle\": %s}", (int)getpid(),
-		 o->sched_idle ? "true" : "false");
+	m = json_pack("{s:i, s:b, s:s}", "parent", (int)getpid(), "idle", o->sched_idle,
+		      "visible", visible);
+	msg = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
+	json_decref(m);
+	if (msg == NULL)
+		return -KB_ENOMEM;
 	/* A new server answers once it has imported torch: a runner's start, with the
 	 * allowance a runner's start has (tens of seconds on a loaded machine). */
 	if ((rc = kb_spawn_fork(zygote.ctl, o, msg, FB_START_ALLOWANCE_S * 1000, child)) < 0) {
@@ -1065,6 +1070,7 @@ zygote_fork(const struct kb_spawn_opts *o, const char *python, const char *runne
 			 (int)kb_spawn_pid(zygote.server));
 		zygote_end();
 	}
+	free(msg);
 	return rc;
 }
 
@@ -1139,8 +1145,7 @@ warm_start_with(const struct kb_config *cfg, const char *python, const char *run
 	o.sched_idle = warm_idle(cfg);
 	o.timeout_ms = 0;
 	warm.idle = o.sched_idle;
-	if ((!fb_on_cuda(cfg, NULL) &&
-	     zygote_fork(&o, python, runner, visible, &warm.child) == 0) ||
+	if (zygote_fork(&o, python, runner, visible, &warm.child) == 0 ||
 	    kb_spawn_start(&o, &warm.child) == 0) {
 		snprintf(warm.python, sizeof(warm.python), "%s", python);
 		snprintf(warm.runner, sizeof(warm.runner), "%s", runner);

@@ -5,6 +5,7 @@
  * illegal memory access reported as cuda_error with the GPU healthy again for the next
  * process. Skips (77) without /dev/nvidia0 or a working `nvidia-smi -L`.
  */
+#include <signal.h>
 #include <unistd.h>
 
 #include "feedback_testutil.h"
@@ -44,11 +45,21 @@ run(enum fb_mode mode, const char *candidate, bool time_ref, struct fb_outcome *
 }
 
 
+/* How the step's runner began (details.start: forked, warm or cold). */
+static const char *
+start_of(const struct fb_outcome *o)
+{
+	const char *s = json_string_value(json_object_get(json_object_get(o->result, "details"),
+							  "start"));
+
+	return s != NULL ? s : "";
+}
 
 int
 main(void)
 {
 	struct fb_outcome	 o = { 0 };
+	pid_t			 server = 0, ahead = 0;
 	char			 py[4096], err[1024], so[4096 + 64], *text;
 	const char		*cap;
 	json_t			*cand, *kernels, *k, *pair;
@@ -150,6 +161,39 @@ main(void)
 	CHECK(run(FB_BASELINE, NULL, false, &o) == 0);
 	CHECK(o.status == FB_ST_OK && o.ref_runtime_ms > 0);
 	fb_outcome_clear(&o);
+
+	/* Runners forked from a fork server, as a worker's are (run.c): one server, which
+	 * never touches CUDA, makes the precompile's runner, which sees no GPU, and the
+	 * execute's and the profile's, which see the GPU; each a fresh fork. */
+	CHECK(fb_adopt_strays() == 0);
+	fb_warm_enable();
+	cfg.runner.warm = true;
+	cfg.refinement.feedback_p = true;
+	fb_warm_start(&cfg);
+	CHECK(fb_warm_pid() > 0);
+	CHECK((server = fbt_fork_server()) > 0);
+	CHECK(run(FB_PRECOMPILE, "cand_cuda_add.py", false, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.compiled && strcmp(start_of(&o), "forked") == 0);
+	fb_outcome_clear(&o);
+	CHECK(fbt_fork_server() == server && (ahead = fb_warm_pid()) > 0);
+	CHECK(run(FB_EXECUTE, "cand_cuda_add.py", true, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.correct && o.speedup > 0);
+	CHECK(strcmp(start_of(&o), "forked") == 0);
+	CHECK(json_integer_value(json_object_get(json_object_get(o.result, "env"),
+						 "gpu_count")) == 1);
+	CHECK(json_is_string(json_object_get(json_object_get(o.result, "env"), "device_name")));
+	fb_outcome_clear(&o);
+	CHECK(fbt_fork_server() == server && fb_warm_pid() > 0 && fb_warm_pid() != ahead);
+	CHECK(run(FB_PROFILE, "cand_cuda_add.py", false, &o) == 0);
+	CHECK(o.status == FB_ST_OK && strcmp(start_of(&o), "forked") == 0);
+	CHECK(json_array_size(json_object_get(json_object_get(o.result, "profile"),
+					      "kernels")) > 0);
+	fb_outcome_clear(&o);
+	CHECK(fbt_fork_server() == server);
+	fb_warm_end();
+	CHECK(server > 0 && kill(server, 0) == -1);
+	cfg.runner.warm = false;
+	cfg.refinement.feedback_p = false;
 
 	/* an illegal memory access: cuda_error, and the next process finds the GPU fine */
 	CHECK(run(FB_EXECUTE, "cand_cuda_oob.py", false, &o) == 0);

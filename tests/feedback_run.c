@@ -534,65 +534,6 @@ test_warm(void)
 	cfg.runner.warm = false;
 }
 
-/* The children of this process whose command line has --zygote: fork servers and the
- * runners they forked (reparented here); at most max. */
-static int
-forked_family(pid_t *out, int max)
-{
-	struct dirent	*de;
-	DIR		*d;
-	int		 n = 0;
-
-	if ((d = opendir("/proc")) == NULL)
-		return 0;
-	while ((de = readdir(d)) != NULL && n < max) {
-		char	path[64], buf[4096], state = 0;
-		pid_t	pid = (pid_t)strtol(de->d_name, NULL, 10), ppid = 0;
-		size_t	len;
-		FILE	*f;
-
-		if (pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-		if ((f = fopen(path, "r")) == NULL)
-			continue;
-		if (fscanf(f, "%*d (%*[^)]) %c %d", &state, &ppid) != 2)
-			ppid = 0;
-		fclose(f);
-		if (ppid != getpid() || state == 'Z')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-		if ((f = fopen(path, "r")) == NULL)
-			continue;
-		len = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		for (size_t i = 0; i < len; i++)
-			buf[i] = buf[i] == '\0' ? ' ' : buf[i];
-		buf[len] = '\0';
-		if (strstr(buf, "--zygote") != NULL)
-			out[n++] = pid;
-	}
-	closedir(d);
-	return n;
-}
-
-/* The fork server of this process (the one --zygote child that is not the warm
- * runner), 0 unless exactly one. */
-static pid_t
-fork_server(void)
-{
-	pid_t	fam[8], server = 0;
-	int	n = forked_family(fam, 8), found = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (fam[i] != fb_warm_pid()) {
-			server = fam[i];
-			found++;
-		}
-	}
-	return found == 1 ? server : 0;
-}
-
 /* Where this process is a subreaper, as a worker is, a warm runner is forked from a
  * server that imported torch once (run.c): each step still runs in a process of its
  * own that no earlier step ran in, the server outlives the steps and the reaping of
@@ -611,7 +552,7 @@ test_warm_forked(void)
 	CHECK(o.status == FB_ST_OK && o.correct);
 	fb_outcome_clear(&o);
 	CHECK((ahead = fb_warm_pid()) > 0 && ahead != started_pid);
-	CHECK((server = fork_server()) > 0 && server != ahead);
+	CHECK((server = fbt_fork_server()) > 0 && server != ahead);
 	CHECK(sched_policy_of(ahead) == SCHED_IDLE || geteuid() != 0);
 	/* The server answers a worker that waits for it: never idle itself. */
 	CHECK(sched_policy_of(server) == SCHED_OTHER);
@@ -623,7 +564,7 @@ test_warm_forked(void)
 	fb_outcome_clear(&o);
 	/* The next runner is another fork of the same server: no second import. */
 	CHECK(fb_warm_pid() > 0 && fb_warm_pid() != ahead && kill(ahead, 0) == -1);
-	CHECK(fork_server() == server);
+	CHECK(fbt_fork_server() == server);
 
 	/* A candidate that crashes its runner leaves the server alone. */
 	CHECK(run(FB_PRECOMPILE, "problem_add.py", "cand_env_dump.py", build, 0, &o) == 0);
@@ -631,7 +572,7 @@ test_warm_forked(void)
 	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_crash.py", build, 0, &o) == 0);
 	CHECK(o.status == FB_ST_CRASHED);
 	fb_outcome_clear(&o);
-	CHECK(fork_server() == server);
+	CHECK(fbt_fork_server() == server);
 
 	/* The server killed between candidates: the next ones run all the same. */
 	if (server > 0) {	/* never kill(0): the test's own group */
@@ -643,7 +584,7 @@ test_warm_forked(void)
 		CHECK(o.status == FB_ST_OK && o.correct);
 		fb_outcome_clear(&o);
 	}
-	CHECK((server2 = fork_server()) > 0 && server2 != server);
+	CHECK((server2 = fbt_fork_server()) > 0 && server2 != server);
 
 	fb_warm_end();
 	CHECK(fb_warm_pid() == 0 && server2 > 0 && kill(server2, 0) == -1);

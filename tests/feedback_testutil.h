@@ -5,6 +5,7 @@
 #ifndef KFORGE_TESTS_FEEDBACK_TESTUTIL_H
 #define KFORGE_TESTS_FEEDBACK_TESTUTIL_H
 
+#include <dirent.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -142,6 +143,65 @@ fbt_finish(const char *scratch)
 	}
 	fbt_rmtree(scratch);
 	return 0;
+}
+
+/* The children of this process whose command line has --zygote: fork servers and the
+ * runners they forked (reparented here); at most max. */
+static inline int
+fbt_forked_family(pid_t *out, int max)
+{
+	struct dirent	*de;
+	DIR		*d;
+	int		 n = 0;
+
+	if ((d = opendir("/proc")) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL && n < max) {
+		char	path[64], buf[4096], state = 0;
+		pid_t	pid = (pid_t)strtol(de->d_name, NULL, 10), ppid = 0;
+		size_t	len;
+		FILE	*f;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		if (fscanf(f, "%*d (%*[^)]) %c %d", &state, &ppid) != 2)
+			ppid = 0;
+		fclose(f);
+		if (ppid != getpid() || state == 'Z')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		for (size_t i = 0; i < len; i++)
+			buf[i] = buf[i] == '\0' ? ' ' : buf[i];
+		buf[len] = '\0';
+		if (strstr(buf, "--zygote") != NULL)
+			out[n++] = pid;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The fork server of this process (the one --zygote child that is not the warm
+ * runner), 0 unless exactly one. */
+static inline pid_t
+fbt_fork_server(void)
+{
+	pid_t	fam[8], server = 0;
+	int	n = fbt_forked_family(fam, 8), found = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (fam[i] != fb_warm_pid()) {
+			server = fam[i];
+			found++;
+		}
+	}
+	return found == 1 ? server : 0;
 }
 
 #endif /* KFORGE_TESTS_FEEDBACK_TESTUTIL_H */
