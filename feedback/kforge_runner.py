@@ -218,7 +218,9 @@ def env_probe(torch, cuda):
     if not cpp_extension.is_ninja_available():
         return env_error("ninja", "ninja is not installed ('ninja --version' fails); "
                          "load_inline builds with it", torch)
-    cxx = os.environ.get("CXX", "c++")
+    # The compiler torch will run behind kforge's fast-build wrapper, if that is $CXX:
+    # the one a missing or broken compiler must be named as.
+    cxx = os.environ.get("KFORGE_CXX_REAL") or os.environ.get("CXX", "c++")
     if shutil.which(cxx) is None:
         return env_error("compiler", "the C++ compiler '%s' is not on PATH" % cxx, torch)
     includes = list(cpp_extension.include_paths(cuda))

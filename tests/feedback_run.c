@@ -297,6 +297,8 @@ test_environment(void)
 			"CUDA_PATH", "LD_LIBRARY_PATH", "TORCH_EXTENSIONS_DIR",
 			"TORCH_CUDA_ARCH_LIST", "CUDA_VISIBLE_DEVICES", "PYTHONUNBUFFERED",
 			"PYTHONDONTWRITEBYTECODE", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+			/* set by the runner itself for its builds (build_compilers) */
+			"CXX", "KFORGE_CXX_REAL", "KFORGE_PCH_DIR",
 		};
 		bool allowed = strncmp(name, "LC_", 3) == 0;
 

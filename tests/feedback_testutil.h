@@ -70,6 +70,7 @@ fbt_config(struct kb_config *c, const char *device)
 	c->eval.timing = kb_strdup("cuda_event");
 	c->eval.l2_flush = true;
 	c->runner.python = kb_strdup("");
+	c->runner.fast_build = true;
 }
 
 /* tests/data/feedback/<name> under $KFORGE_HOME (the source tree). */
