@@ -879,8 +879,9 @@ env_contained(struct fb_env *env, const char *work_dir)
  * precompile, else the GPU this worker last ran on), and the request carries the
  * environment, working directory and CPU limit a cold runner would have been started
  * with. CUDA_VISIBLE_DEVICES cannot change once torch is imported (it may read the
- * device count then), so a step whose GPU is another than the waiting runner's gets a
- * cold start and the waiting runner is killed. While it waits it is not dumpable, so an earlier
+ * device count then), so a step whose GPU is another than the waiting runner's has the
+ * waiting runner killed and gets a fresh fork told its GPUs where a fork server is kept,
+ * else a cold start. While it waits it is not dumpable, so an earlier
  * candidate of the same user cannot trace it or write its memory; one that killed or
  * stopped it is noticed at the hand-over (a dead one is replaced by a cold start, a
  * stopped one resumed). At most one per process, and only where fb_warm_enable was
@@ -1043,6 +1044,14 @@ zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *r
 	snprintf(zygote.python, sizeof(zygote.python), "%s", python);
 	snprintf(zygote.runner, sizeof(zygote.runner), "%s", runner);
 	return 0;
+}
+
+/* Whether this process has a live server for python and runner. */
+static bool
+zygote_serves(const char *python, const char *runner)
+{
+	return zygote.server != NULL && !kb_spawn_exited(zygote.server) &&
+	       strcmp(zygote.python, python) == 0 && strcmp(zygote.runner, runner) == 0;
 }
 
 /* A warm runner forked by the server for python and runner, for a step that sees the GPUs
@@ -1336,10 +1345,19 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	runner_limits(cfg, &o, deadline);
 	if (cuda_visible != NULL && cuda_visible[0] != '\0')
 		snprintf(warm.last_gpu, sizeof(warm.last_gpu), "%s", cuda_visible);
-	if (warm_mode(req->mode) && !req->cold &&
-	    (ahead = warm_take(python, runner, cuda_visible)) != NULL &&
-	    (rc = warm_request(jreq, &env, &o)) < 0)
-		goto out;
+	if (warm_mode(req->mode) && !req->cold) {
+		ahead = warm_take(python, runner, cuda_visible);
+		/* None waiting for these GPUs (a build found in the cache left a precompile's
+		 * runner waiting, a lease moved the worker to another GPU), but a server that
+		 * can fork one told them: a fork, not a cold start's import. */
+		if (ahead == NULL && cuda_visible != NULL && zygote_serves(python, runner)) {
+			warm_start_with(cfg, python, runner, cuda_visible,
+					req->mode == FB_PRECOMPILE);
+			ahead = warm_take(python, runner, cuda_visible);
+		}
+		if (ahead != NULL && (rc = warm_request(jreq, &env, &o)) < 0)
+			goto out;
+	}
 	if ((request = json_dumps(jreq, JSON_COMPACT)) == NULL) {
 		rc = -KB_ENOMEM;
 		goto out;

@@ -576,6 +576,22 @@ test_warm_forked(void)
 	fb_outcome_clear(&o);
 	CHECK(fbt_fork_server() == server);
 
+	/* A step whose GPUs are not those of the runner waiting (here one for a precompile,
+	 * none; a lease that moved the worker to another GPU is the same) gets a fresh fork
+	 * of the same server told its GPUs, not a cold start (without a GPU the execute
+	 * ends in cuda_error; the runner ran). */
+	CHECK(run(FB_PRECOMPILE, "problem_add.py", "cand_env_dump.py", build, 0, &o) == 0);
+	fb_outcome_clear(&o);
+	fb_warm_drop();
+	fb_warm_start(&cfg);		/* a precompile's: it sees no GPU */
+	CHECK((ahead = fb_warm_pid()) > 0);
+	CHECK(run_on("cuda", FB_EXECUTE, "cand_ext_add.py", 1, &o) == 0);
+	CHECK(started_pid > 0 && started_pid != ahead && kill(ahead, 0) == -1);
+	CHECK(strcmp(detail(&o, "start"), "forked") == 0);
+	CHECK(o.status == FB_ST_CUDA_ERROR || o.status == FB_ST_OK);
+	fb_outcome_clear(&o);
+	CHECK(fbt_fork_server() == server);
+
 	/* The server killed between candidates: the next ones run all the same. */
 	if (server > 0) {	/* never kill(0): the test's own group */
 		CHECK(kill(server, SIGKILL) == 0);
