@@ -883,8 +883,8 @@ env_contained(struct fb_env *env, const char *work_dir)
  * waiting runner killed and gets a fresh fork told its GPUs where a fork server is kept,
  * else a cold start. While it waits it is not dumpable, so an earlier
  * candidate of the same user cannot trace it or write its memory; one that killed or
- * stopped it is noticed at the hand-over (a dead one is replaced by a cold start, a
- * stopped one resumed). At most one per process, and only where fb_warm_enable was
+ * stopped it is noticed at the hand-over (a dead one is replaced as a mismatched one is,
+ * a stopped one resumed). At most one per process, and only where fb_warm_enable was
  * called (a worker): fb_run starts the next when it hands its own runner the request, or
  * just after a CPU timing step (the import would take a core from the timings), and only
  * when another runner step is to follow before the next turn's GENERATE, which would kill
