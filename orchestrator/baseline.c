@@ -44,12 +44,11 @@ one(const struct kb_config *cfg, const struct kb_task *t, int device, const char
 		req.problem_path = t->problem_path;
 		req.work_dir = work;
 		req.device_index = device;
-		/* On the CPU the first problem's runner is a fork of the server too (it sees no
-		 * GPU, as the precompile's runner that fb_warm_start makes); the later ones are
-		 * started as each step ends. Only where a problem is measured: a config whose
-		 * baselines are all cached starts no Python. */
-		if (device < 0)
-			fb_warm_start(cfg);
+		/* The first problem's runner is a fork of the server too (fb_run forks one for
+		 * this GPU where the one waiting sees none); the later ones are started as each
+		 * step ends. Only where a problem is measured: a config whose baselines are all
+		 * cached starts no Python. */
+		fb_warm_start(cfg);
 		if ((rc = fb_run(cfg, &req, &o)) == 0) {
 			b = fb_baseline_record(t->problem_key, devname, &o);
 			if (o.status == FB_ST_OK)
