@@ -44,17 +44,6 @@ run(enum fb_mode mode, const char *candidate, bool time_ref, struct fb_outcome *
 	return rc;
 }
 
-
-/* How the step's runner began (details.start: forked, warm or cold). */
-static const char *
-start_of(const struct fb_outcome *o)
-{
-	const char *s = json_string_value(json_object_get(json_object_get(o->result, "details"),
-							  "start"));
-
-	return s != NULL ? s : "";
-}
-
 int
 main(void)
 {
@@ -173,19 +162,20 @@ main(void)
 	CHECK(fb_warm_pid() > 0);
 	CHECK((server = fbt_fork_server()) > 0);
 	CHECK(run(FB_PRECOMPILE, "cand_cuda_add.py", false, &o) == 0);
-	CHECK(o.status == FB_ST_OK && o.compiled && strcmp(start_of(&o), "forked") == 0);
+	CHECK(o.status == FB_ST_OK && o.compiled);
+	CHECK(strcmp(fbt_detail(&o, "start"), "forked") == 0);
 	fb_outcome_clear(&o);
 	CHECK(fbt_fork_server() == server && (ahead = fb_warm_pid()) > 0);
 	CHECK(run(FB_EXECUTE, "cand_cuda_add.py", true, &o) == 0);
 	CHECK(o.status == FB_ST_OK && o.correct && o.speedup > 0);
-	CHECK(strcmp(start_of(&o), "forked") == 0);
+	CHECK(strcmp(fbt_detail(&o, "start"), "forked") == 0);
 	CHECK(json_integer_value(json_object_get(json_object_get(o.result, "env"),
 						 "gpu_count")) == 1);
 	CHECK(json_is_string(json_object_get(json_object_get(o.result, "env"), "device_name")));
 	fb_outcome_clear(&o);
 	CHECK(fbt_fork_server() == server && fb_warm_pid() > 0 && fb_warm_pid() != ahead);
 	CHECK(run(FB_PROFILE, "cand_cuda_add.py", false, &o) == 0);
-	CHECK(o.status == FB_ST_OK && strcmp(start_of(&o), "forked") == 0);
+	CHECK(o.status == FB_ST_OK && strcmp(fbt_detail(&o, "start"), "forked") == 0);
 	CHECK(json_array_size(json_object_get(json_object_get(o.result, "profile"),
 					      "kernels")) > 0);
 	fb_outcome_clear(&o);

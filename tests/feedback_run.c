@@ -7,7 +7,6 @@
  * Compiling is the slow part (15-30 s per C++ extension here), so the three extension
  * candidates share one build: cand_ext_{add,crash,spin}.py carry identical sources.
  */
-#include <dirent.h>
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
@@ -95,14 +94,6 @@ run_on(const char *device, enum fb_mode mode, const char *candidate, int device_
 	return rc;
 }
 
-static const char *
-detail(const struct fb_outcome *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(json_object_get(o->result, "details"), key));
-
-	return s != NULL ? s : "";
-}
-
 
 
 static void
@@ -165,9 +156,9 @@ test_extension(void)
 
 	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_crash.py", build, 0, &o) == 0);
 	CHECK(o.status == FB_ST_CRASHED && !o.correct);
-	CHECK(strstr(detail(&o, "message"), "signal 11 (SIGSEGV)") != NULL);
+	CHECK(strstr(fbt_detail(&o, "message"), "signal 11 (SIGSEGV)") != NULL);
 	CHECK(json_is_true(json_object_get(o.result, "synthesized")));
-	CHECK(strstr(detail(&o, "log_tail"), "Segmentation fault") != NULL);	/* faulthandler */
+	CHECK(strstr(fbt_detail(&o, "log_tail"), "Segmentation fault") != NULL);	/* faulthandler */
 	CHECK(fbt_mtime_ns(so) == t_so);
 	text = fb_exec_feedback(&cfg, &o);
 	CHECK(strstr(text, "SIGSEGV") != NULL);
@@ -204,8 +195,8 @@ test_compile_error(void)
 	snprintf(b2, sizeof(b2), "%s/build-bad", scratch);
 	CHECK(run(FB_PRECOMPILE, "problem_add.py", "cand_compile_error.py", b2, 0, &o) == 0);
 	CHECK(o.status == FB_ST_COMPILE_ERROR && !o.compiled);
-	CHECK(strstr(detail(&o, "compiler_output"), "undeclared_identifier_xyz") != NULL);
-	CHECK(strlen(detail(&o, "compiler_output")) <= 8192 + 64);	/* the runner's cap */
+	CHECK(strstr(fbt_detail(&o, "compiler_output"), "undeclared_identifier_xyz") != NULL);
+	CHECK(strlen(fbt_detail(&o, "compiler_output")) <= 8192 + 64);	/* the runner's cap */
 	text = fb_exec_feedback(&cfg, &o);
 	CHECK(strncmp(text, "Compilation failed:\n", 20) == 0);
 	CHECK(strstr(text, "undeclared_identifier_xyz") != NULL);
@@ -505,7 +496,7 @@ test_warm(void)
 	CHECK((ahead = fb_warm_pid()) > 0);	/* a precompile's: for the execute */
 	CHECK(run(FB_EXECUTE, "problem_add.py", "cand_ext_crash.py", build, 0, &o) == 0);
 	CHECK(o.status == FB_ST_CRASHED && started_pid == ahead);
-	CHECK(strstr(detail(&o, "message"), "signal 11 (SIGSEGV)") != NULL);
+	CHECK(strstr(fbt_detail(&o, "message"), "signal 11 (SIGSEGV)") != NULL);
 	fb_outcome_clear(&o);
 	CHECK(fb_warm_pid() == 0);
 
@@ -587,7 +578,7 @@ test_warm_forked(void)
 	CHECK((ahead = fb_warm_pid()) > 0);
 	CHECK(run_on("cuda", FB_EXECUTE, "cand_ext_add.py", 1, &o) == 0);
 	CHECK(started_pid > 0 && started_pid != ahead && kill(ahead, 0) == -1);
-	CHECK(strcmp(detail(&o, "start"), "forked") == 0);
+	CHECK(strcmp(fbt_detail(&o, "start"), "forked") == 0);
 	CHECK(o.status == FB_ST_CUDA_ERROR || o.status == FB_ST_OK);
 	fb_outcome_clear(&o);
 	CHECK(fbt_fork_server() == server);

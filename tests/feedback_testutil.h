@@ -133,6 +133,15 @@ fbt_rmtree(const char *dir)
 	(void)nftw(dir, fbt_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A string of the result's details (details.start: how the runner began), "" if none. */
+static inline const char *
+fbt_detail(const struct fb_outcome *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(json_object_get(o->result, "details"), key));
+
+	return s != NULL ? s : "";
+}
+
 /* The end of a test's main: its exit status; the scratch directory is kept for a look
  * when a check failed, removed otherwise. */
 static inline int
