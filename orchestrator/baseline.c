@@ -114,8 +114,8 @@ orch_cmd_baseline(const char *config, const char *const *sets, int nsets)
 	}
 	fb_stage_work_dir(tmpl, "baseline", work, sizeof(work));
 	/* Each problem's runner started ahead, the next one while this one's results are
-	 * written: on the CPU a fork of one server that imported torch once (feedback/run.c,
-	 * warm runners). */
+	 * written: a fork of one server that imported torch once (feedback/run.c, warm
+	 * runners). */
 	(void)fb_adopt_strays();
 	fb_warm_enable();
 	printf("%-32s %-24s %13s %13s\n", "problem", "device", "eager", "compile");
