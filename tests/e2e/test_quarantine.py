@@ -103,10 +103,11 @@ check(log.count("stopping: every GPU is quarantined") == 1, "the halt should be 
 check(log.count("GPU 0 is quarantined") == 1 and log.count("GPU 1 is quarantined") == 1,
       "each quarantine should be logged once by the supervisor:\n" + log)
 
-# Two tasks met a GPU each: two failed probes, then quarantine. The first to quarantine
-# still had a GPU left, so its execution was to run again there: it waited and was
-# stopped, as was the third task; the second quarantined the last GPU and kept its
-# result (there was nowhere else to run it).
+# Two tasks met a GPU each (or one met both, its probes over before another reached
+# EXECUTE): two failed probes, then quarantine. The first to quarantine still had a GPU
+# left, so its execution was to run again there: it waited and was stopped, as was the
+# third task; the one that quarantined the last GPU kept its result (there was nowhere
+# else to run it).
 probed, waiting = [], []
 for t in tasks:
     recs = records(run_dir, t)
@@ -138,12 +139,15 @@ check("stopped: every GPU is quarantined" in text, "status lacks the stop reason
 # each: again the first sends its execution elsewhere and waits, the second keeps its
 # result, and the run stops. The last resume has one task left, which meets both GPUs
 # in turn, keeps the second one's result and finishes the run.
+done = []
 for attempt, want_rc in ((2, 1), (3, 0)):
+    before = done
     p = kforge("resume", run_dir, timeout=600, check_rc=False)
     check(p.returncode == want_rc, "resume %d exited %d, want %d\n%s" % (attempt, p.returncode, want_rc,
                                                                         p.stderr[-3000:]))
     done = [t for t in tasks if records(run_dir, t)[-1]["to"] in ("DONE", "FAILED")]
     check(len(done) == attempt, "after resume %d, %d tasks finished: %s" % (attempt, len(done), done))
+last = [t for t in done if t not in before]
 info = json.load(open(os.path.join(run_dir, "run.json")))
 check(info["status"] == "finished" and info.get("stop_reason") is None, "run.json after resume: %s" % info)
 check(sorted(e["device"] for e in info["quarantined"]) == [0, 1],
@@ -153,7 +157,11 @@ for t in tasks:
     check(d.get("health_probe") == "quarantined" and d.get("gpus_left") == 0, "%s: %s" % (t, d))
 reran = [t for t in tasks if "rerun_after_quarantine" in
          [r for r in records(run_dir, t) if r["from"] == "EXECUTE"][-1]["data"]]
-check(len(reran) == 1, "exactly one task ran its execution on a second GPU in one pass: %s" % reran)
+# The last resume's one task met both GPUs in turn. Which tasks of the earlier passes
+# kept a result from a second GPU depends on which reached EXECUTE first (a task whose
+# probes end before the others reach EXECUTE takes both GPUs itself), not on kforge.
+check(len(last) == 1 and last[0] in reran,
+      "the last resume's task %s did not run its execution on a second GPU (reran: %s)" % (last, reran))
 text = kforge("status", run_dir).stdout
 check(text.count("quarantined: failed") == 2 and "stopped:" not in text, "status after resume:\n" + text)
 print("ok: GPUs that fail two probes are quarantined and reported; an execution on a GPU "
