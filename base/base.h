@@ -124,6 +124,9 @@ int	kb_parse_int(const char *s, long lo, long hi, long *out);	/* whole string or
 /* ---------------------------------------------------------------- files */
 
 int	kb_mkdir_p(const char *path, mode_t mode);
+/* Removes path and everything below it, depth first, following no link; what cannot be
+ * removed stays. 0, or the first failure (a vanished entry is none). */
+int	kb_rmtree(const char *path);
 /* tmp in the same directory -> write -> fsync -> rename -> fsync(dir). */
 int	kb_write_atomic(const char *path, const void *data, size_t n);
 /* ------------------------------------------------------------- processes */

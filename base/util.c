@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -126,6 +127,30 @@ kb_mkdir_p(const char *path, mode_t mode)
 	if (mkdir(tmp, mode) == -1 && errno != EEXIST)
 		return -kb_errno_to_err(errno);
 	return 0;
+}
+
+/* nftw has no argument pointer: the first failure of this thread's walk. */
+static _Thread_local int	rmtree_err;
+
+static int
+rmtree_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if ((type == FTW_DP ? rmdir(path) : unlink(path)) == -1 && errno != ENOENT &&
+	    rmtree_err == 0)
+		rmtree_err = errno;
+	return 0;
+}
+
+int
+kb_rmtree(const char *path)
+{
+	rmtree_err = 0;
+	if (nftw(path, rmtree_one, 16, FTW_DEPTH | FTW_PHYS) == -1 && errno != ENOENT &&
+	    rmtree_err == 0)
+		rmtree_err = errno;
+	return rmtree_err != 0 ? -kb_errno_to_err(rmtree_err) : 0;
 }
 
 static int

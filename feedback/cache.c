@@ -105,7 +105,10 @@ fb_cache_dir(const char *kind, const char *key, char *out, size_t n)
 		return root_rc;
 	if ((rc = kb_path_join(dir, sizeof(dir), root, kind)) < 0)
 		return rc;
-	if ((rc = own_dir(dir, why, sizeof(why))) < 0) {
+	rc = own_dir(dir, why, sizeof(why));
+	if (rc == -KB_ECONFIG && fb_contain_wait_sealed(dir) == 0)
+		rc = own_dir(dir, why, sizeof(why));	/* sealed by now, or thrown away */
+	if (rc < 0) {
 		log_warnx("cache: %s", why);
 		return rc;
 	}
@@ -267,16 +270,6 @@ by_use(const void *a, const void *b)
 	return (x->used > y->used) - (x->used < y->used);
 }
 
-static int
-rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) == -1 && errno != ENOENT)
-		log_warn("cache: cannot remove %s", path);
-	return 0;
-}
-
 void
 fb_build_touch(const char *build_dir)
 {
@@ -330,7 +323,8 @@ fb_cache_trim(long long max_bytes, struct fb_cache_usage *u)
 			close(fd);
 			continue;	/* being built or loaded right now */
 		}
-		(void)nftw(v[i].path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		if ((rc = kb_rmtree(v[i].path)) < 0)
+			log_warnx("cache: cannot remove all of %s: %s", v[i].path, kb_strerror(rc));
 		if (fd != -1)
 			close(fd);
 		u->bytes -= v[i].bytes;

@@ -273,6 +273,11 @@ int	fb_contain_build_use(const char *build_dir, int *lock_fd);
 /* fb_contain_build_end for a tree no runner may add to afterwards (the shared cache's
  * precompiled headers): root-owned, directories 0755 rather than sticky and open. */
 void	fb_contain_seal_closed(const char *dir, int lock_fd);
+/* A tree fb_contain_build_begin handed to the runner's user and not yet sealed: waits
+ * for its seal (the selftest making the precompiled headers holds it meanwhile), and
+ * throws away one that nothing holds (left open by a killed selftest). 0: look again;
+ * -KB_ENOENT: nothing was ever handed over (no lock beside it). */
+int	fb_contain_wait_sealed(const char *dir);
 
 /* Where a run's runners read and write (stage.c has the whole story). When the runner
  * runs as runner.user and that user cannot reach the run directory (a 0700 directory

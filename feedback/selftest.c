@@ -347,18 +347,6 @@ fb_selftest_forget(void)
 
 /* ------------------------------------------------------------ the build */
 
-static int
-remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (type == FTW_DP)
-		(void)rmdir(path);
-	else
-		(void)unlink(path);
-	return 0;
-}
-
 /* A fresh directory for the build and the runner's scratch, made by us (mkdtemp: ours,
  * 0700, never an existing one), then opened to the runner's user: it must reach them
  * even when our HOME or the run directory is closed to it. */
@@ -383,7 +371,7 @@ make_dirs(char *top, size_t n, char *build, char *work, size_t m)
 		goto out_rm;
 	return 0;
 out_rm:
-	(void)nftw(top, remove_one, 8, FTW_DEPTH | FTW_PHYS);
+	(void)kb_rmtree(top);
 	return rc;
 }
 
@@ -519,6 +507,6 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 			 kb_strerror(rc));
 	}
 	fb_outcome_clear(&o);
-	(void)nftw(top, remove_one, 8, FTW_DEPTH | FTW_PHYS);
+	(void)kb_rmtree(top);
 	return rc;
 }

@@ -5,13 +5,16 @@
  * read-only copies of what the runner reads; a recorded staging directory reused only
  * while it is still the one made for this run (not through a link, not someone else's,
  * not another run's, nowhere else) and never removed when it is not; a stale one removed
- * when the run directory became reachable; a Python out of reach named as such. Exits 77
- * when not root (no user switch).
+ * when the run directory became reachable; a Python out of reach named as such. The
+ * shared cache's precompiled headers, handed to the runner's user while a selftest makes
+ * them: another process's step waits for their seal, and a directory a killed selftest
+ * left open is thrown away. Exits 77 when not root (no user switch).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "feedback_testutil.h"
 
@@ -255,6 +258,60 @@ test_python_out_of_reach(void)
 	kb_config_clear(&c);
 }
 
+/* The precompiled headers' directory, as a selftest leaves it to other processes: open
+ * to the runner's user until sealed (a step looking for it then waits for the seal, and
+ * finds what the selftest made), or open for good, its selftest killed (thrown away:
+ * nothing a candidate could have put there is used). */
+static void
+test_pch_seal_wait(void)
+{
+	char	cache[2100], pch[2200], made[2300], planted[2300], out[2200], c;
+	int	up[2], go[2], fd, status;
+	pid_t	pid;
+
+	snprintf(cache, sizeof(cache), "%s/cache", scratch);
+	setenv("KFORGE_CACHE_DIR", cache, 1);
+	CHECK(fb_cache_dir("pch", NULL, pch, sizeof(pch)) == 0);
+	CHECK(is_dir_mode(pch, 0, 0755));
+	snprintf(made, sizeof(made), "%s/made-by-selftest", pch);
+
+	CHECK(pipe(up) == 0 && pipe(go) == 0);
+	if ((pid = fork()) == 0) {
+		/* The selftest's process: the directory is the runner's while it "builds". */
+		if (fb_contain_build_begin(pch, &fd) < 0 || write(up[1], "u", 1) != 1 ||
+		    read(go[0], &c, 1) != 1)
+			_exit(1);
+		usleep(800 * 1000);
+		if (kb_write_atomic(made, "pch", 3) < 0)
+			_exit(1);
+		fb_contain_seal_closed(pch, fd);
+		_exit(0);
+	}
+	CHECK(pid > 0 && read(up[0], &c, 1) == 1);
+	CHECK(is_dir_mode(pch, nobody->pw_uid, 0755));
+	CHECK(write(go[1], "g", 1) == 1);
+	CHECKM(fb_cache_dir("pch", NULL, out, sizeof(out)) == 0,
+	       "a step found no precompiled headers while a selftest made them");
+	CHECK(strcmp(out, pch) == 0 && is_dir_mode(pch, 0, 0755));
+	CHECKM(kb_file_exists(made), "the step did not wait for the selftest's seal");
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(up[0]);
+	close(up[1]);
+	close(go[0]);
+	close(go[1]);
+
+	/* Killed before the seal: the runner's, nothing holding its lock. */
+	CHECK(chown(pch, nobody->pw_uid, nobody->pw_gid) == 0);
+	snprintf(planted, sizeof(planted), "%s/kforge-planted-g++", pch);
+	write_file(planted, "#!/bin/sh\n", 0755);
+	CHECK(chown(planted, nobody->pw_uid, nobody->pw_gid) == 0);
+	CHECK(fb_cache_dir("pch", NULL, out, sizeof(out)) == 0);
+	CHECK(is_dir_mode(pch, 0, 0755));
+	CHECKM(!kb_file_exists(planted) && !kb_file_exists(made),
+	       "a directory left open to the runner's user was used as it was");
+	unsetenv("KFORGE_CACHE_DIR");
+}
+
 int
 main(void)
 {
@@ -279,6 +336,7 @@ main(void)
 	test_closed();
 	test_umask();
 	test_python_out_of_reach();
+	test_pch_seal_wait();
 
 	kb_config_clear(&cfg);
 	if (failures == 0)
