@@ -10,5 +10,8 @@ tools/build.sh -DKB_WERROR=ON
 # machine's CPU idle (tests waiting on hangs, deadlines and the mock LLM); ctest took
 # 678 s with one more, 721 s without (tools/bench/README.md, inner).
 ctest --test-dir build --output-on-failure -j "$(( $(nproc) + 1 ))" --timeout 900
-KFORGE_BUILD_DIR=build-asan tools/build.sh -DKB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+# The sanitizer build's tests use the main build's test cache, filled by now
+# (tests/CMakeLists.txt, KB_TEST_CACHE_DIR).
+KFORGE_BUILD_DIR=build-asan tools/build.sh -DKB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+  -DKB_TEST_CACHE_DIR="$PWD/build/test-cache"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -L unit -LE 'slow|python'
