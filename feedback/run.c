@@ -436,6 +436,16 @@ out_unlock:
 
 /* ------------------------------------------------------------ request */
 
+const char *
+fb_speedup_statistic(const struct kb_config *cfg, bool cuda)
+{
+	const char	*s = cfg->eval.speedup;
+
+	if (s != NULL && (strcmp(s, "mean") == 0 || strcmp(s, "median") == 0))
+		return s;
+	return cuda ? "mean" : "median";
+}
+
 bool
 fb_on_cuda(const struct kb_config *cfg, const struct fb_request *req)
 {
@@ -484,7 +494,7 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 		      "timing", "method", cfg->eval.timing != NULL ? cfg->eval.timing : "cuda_event",
 		      "l2_flush", cfg->eval.l2_flush, "discard_first", 1,
 		      "max_spread", FB_TIMING_MAX_SPREAD, "max_passes", FB_TIMING_MAX_PASSES,
-		      "statistic", FB_SPEEDUP_STATISTIC(cuda),
+		      "statistic", fb_speedup_statistic(cfg, cuda),
 		      "time_reference", req->time_reference,
 		      "baseline_compile", req->mode == FB_BASELINE && cuda &&
 					  cfg->eval.baseline_compile,

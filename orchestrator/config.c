@@ -77,6 +77,7 @@ static const char *const build_formats[] = { "load_inline", "raw", NULL };
 static const char *const precisions[] = { "fp32", "fp16", "bf16", NULL };
 static const char *const severities[] = { "warning", "error", NULL };
 static const char *const timing_methods[] = { "cuda_event", "host_time", "do_bench", NULL };
+static const char *const speedup_statistics[] = { "auto", "mean", "median", NULL };
 
 /* Keys of one section stay together: orch_config_emit opens a section where its first
  * key is. */
@@ -195,6 +196,9 @@ static const struct cfg_key schema[] = {
 	  .doc = "how calls are timed: CUDA events, host clock, or triton's do_bench" },
 	{ KEY("eval.l2_flush", K_BOOL, eval.l2_flush), .def = "true",
 	  .doc = "flush the GPU's L2 cache before each timed call" },
+	{ KEY("eval.speedup", K_ENUM, eval.speedup), .def = "auto", .allowed = speedup_statistics,
+	  .doc = "the speedup as the ratio of the reference's and the candidate's means or "
+		 "medians (auto: means on a GPU, KernelBench's; medians on the CPU)" },
 	{ KEY("eval.inputs", K_ENUM, eval.inputs), .def = "host", .allowed = input_places,
 	  .doc = "where each trial's inputs are made: on the host then copied, or on the device" },
 	{ KEY("eval.format", K_ENUM, eval.format), .def = "load_inline", .allowed = build_formats,

@@ -68,6 +68,7 @@ fbt_config(struct kb_config *c, const char *device)
 	c->eval.arch_list = kb_strdup("");
 	c->eval.inputs = kb_strdup("host");
 	c->eval.timing = kb_strdup("cuda_event");
+	c->eval.speedup = kb_strdup("auto");
 	c->eval.l2_flush = true;
 	c->runner.python = kb_strdup("");
 	c->runner.fast_build = true;

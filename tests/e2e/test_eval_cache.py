@@ -59,6 +59,19 @@ check(c["steps"]["precompile"] == {"wall_s": 0.0, "cache_hit": True},
 check(c["steps"]["baseline"]["cache_hit"] is True and c["steps"]["baseline"]["wall_s"] == 0.0,
       "the third eval timed the reference again: %s" % c["steps"]["baseline"])
 
+# The speedup's statistic: the medians' ratio on the CPU by default (eval.speedup auto), the
+# means' where eval.speedup says so, on the same cached build and baseline.
+pair = c["result"]["timing"]["pair"]
+check(pair["statistic"] == "median" and c["speedup"] == pair["median_speedup"],
+      "eval.speedup auto on the CPU: speedup %s, pair %s" % (c["speedup"], pair))
+p = kforge("eval", "--problem", problem, "--kernel", kernel, "--device", "cpu", "--json", *SETS,
+           "--set", "eval.speedup=mean", timeout=600)
+m = json.loads(p.stdout)
+pair = m["result"]["timing"]["pair"]
+check(pair["statistic"] == "mean" and m["speedup"] == pair["mean_speedup"] and
+      m["result"]["speedup"] == pair["mean_speedup"],
+      "eval.speedup mean: speedup %s, pair %s" % (m["speedup"], pair))
+
 other = os.path.join(work, "kernel2.py")
 with open(other, "w") as f:
     f.write(code.replace(stamp, stamp.replace("eval_cache", "eval_cache changed")))
