@@ -284,6 +284,24 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		fprintf(stderr, "kforge: %s\n", err);
 		goto out_clean;
 	}
+	/* What a run checks before its first request, checked here too, so that both judge
+	 * a candidate on the same ground: this machine builds and runs a known-good kernel
+	 * (cached per environment: free after the first pass). That selftest is also what
+	 * makes the shared cache's precompiled headers where the runner may not write them
+	 * (as another user); without it every build of an eval took the original compiler. */
+	if (cfg.runner.selftest) {
+		struct fb_selftest st = { 0 };
+
+		if ((rc = fb_selftest(&cfg, cfg.eval.device, true, &st)) < 0 || !st.ok) {
+			if (rc < 0 && st.message[0] == '\0')
+				fprintf(stderr, "kforge: cannot check the environment: %s\n",
+					kb_strerror(rc));
+			else
+				fprintf(stderr, "kforge: environment error (%s): %s; fix: %s\n",
+					st.stage, st.message, st.fix);
+			goto out_clean;
+		}
+	}
 	/* The shared build cache, as a run's: a build any run or eval made is reused. */
 	if (kb_read_file(kern, FB_BUILD_KEY_CAP / 2, &src, NULL) < 0 ||
 	    fb_build_dir(&cfg, src, build, sizeof(build)) < 0)

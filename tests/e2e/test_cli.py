@@ -224,8 +224,10 @@ check(p.returncode == 5 and out.get("status") == "env_error" and out.get("speedu
 no_torch = bare_python(work)
 p = kforge("eval", "--problem", add, "--kernel", os.path.join(data, "cand_raise.py"), "--device", "cpu",
            *NO_GATE, env={"KFORGE_PYTHON": no_torch}, check_rc=False)
-check(p.returncode == 5 and no_torch in p.stdout + p.stderr and "torch" in p.stdout + p.stderr and
-      "The environment failed, not the kernel" in p.stdout,
+# Stopped by the environment check a run makes too (the selftest), before any step: the
+# Python named, torch named, and the fix.
+check(p.returncode == 5 and no_torch in p.stderr and "cannot import torch" in p.stderr and
+      "kforge: environment error (torch): " in p.stderr and "; fix: install PyTorch" in p.stderr,
       "eval without torch: exit %d, %r %r" % (p.returncode, p.stdout[-1000:], p.stderr[-1000:]))
 p = kforge("eval", "--problem", add, "--kernel", os.path.join(work, "missing.py"), check_rc=False)
 check(p.returncode == 2 and "missing.py" in p.stderr, "eval of a missing file: exit %d, %r" % (p.returncode, p.stderr))

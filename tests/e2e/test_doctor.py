@@ -129,6 +129,14 @@ check(lines.get("cpu-extension", ("",))[0] == "FAIL", "cpu-extension passed with
 check(re.search(r"cannot work: .*python", p.stdout.splitlines()[-1]), "verdict:\n" + show(p))
 items = check_json(doctor("--device", "cpu", "--json", env=env), CPU_ITEMS)
 check(not items["python"]["ok"] and items["python"]["path"] == bare, "json python item: %s" % items["python"])
+# kforge eval checks the environment as a run does before its first request: with that
+# Python, the selftest's environment error and its fix, and the environment's exit status.
+p = subprocess.run([BIN, "eval", "--problem", os.path.join(HOME, "problems", "level1", "4_SumReduction.py"),
+                    "--kernel", os.path.join(HOME, "tests", "data", "honest", "cpu", "own_sum_reshape.py"),
+                    "--device", "cpu"], capture_output=True, text=True, timeout=900,
+                   env=dict(base_env, **env))
+check(p.returncode == 5 and re.search(r"kforge: environment error \((python|torch)\): .*; fix: ", p.stderr),
+      "kforge eval with a Python without torch: exit %d, stderr %r" % (p.returncode, p.stderr[-2000:]))
 
 # --device cuda: no GPU here names the driver and GPU; a GPU host lists each GPU.
 has_gpu = subprocess.run(["sh", "-c", "command -v nvidia-smi >/dev/null && nvidia-smi -L"],
