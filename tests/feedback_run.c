@@ -601,14 +601,36 @@ test_warm_forked(void)
 	cfg.runner.warm = false;
 }
 
+/* The warm runners' part alone (feedback_run_warm) builds the extension the steps' part
+ * (test_extension) would have built first. */
+static void
+build_extension(void)
+{
+	struct fb_outcome	o = { 0 };
+
+	CHECK(run(FB_PRECOMPILE, "problem_add.py", "cand_ext_add.py", build, 0, &o) == 0);
+	CHECK(o.status == FB_ST_OK && o.compiled);
+	fb_outcome_clear(&o);
+}
+
+/* No argument: every test. "steps" or "warm": one of the two halves, which ctest runs as
+ * two tests (feedback_run, feedback_run_warm) so that they run side by side. */
 int
-main(void)
+main(int argc, char **argv)
 {
 	char	py[4096], err[1024];
+	bool	steps = argc < 2 || strcmp(argv[1], "steps") == 0;
+	bool	warm_part = argc < 2 || strcmp(argv[1], "warm") == 0;
 
-	test_status_names();
-	test_find_python_failure();
-	test_warm_cpus();
+	if (!steps && !warm_part) {
+		fprintf(stderr, "usage: feedback_run [steps|warm]\n");
+		return 2;
+	}
+	if (steps) {
+		test_status_names();
+		test_find_python_failure();
+		test_warm_cpus();
+	}
 	fbt_config(&cfg, "cpu");
 	if (fb_find_python(&cfg, py, sizeof(py), err, sizeof(err)) < 0) {
 		fprintf(stderr, "SKIP: %s\n", err);
@@ -621,13 +643,19 @@ main(void)
 	kb_mkdir_p(build, 0755);
 	kb_mkdir_p(work, 0755);
 
-	test_extension();
-	test_compile_error();
-	test_judgements();
-	test_environment();
-	test_probe_and_stop();
-	test_warm();
-	test_warm_forked();
+	if (steps) {
+		test_extension();
+		test_compile_error();
+		test_judgements();
+		test_environment();
+		test_probe_and_stop();
+	} else {
+		build_extension();
+	}
+	if (warm_part) {
+		test_warm();
+		test_warm_forked();
+	}
 
 	kb_config_clear(&cfg);
 	return fbt_finish(scratch);
