@@ -275,6 +275,13 @@ own_tree(const char *path, uid_t uid, gid_t gid, mode_t dir_mode)
 	return rc;
 }
 
+/* The seal lock's path, beside the tree; -KB_ETOOBIG where it does not fit. */
+static int
+seal_lock_path(const char *dir, char *out, size_t n)
+{
+	return snprintf(out, n, "%s.seal-lock", dir) >= (int)n ? -KB_ETOOBIG : 0;
+}
+
 /* Beside the build, root-owned: precompiles of one build take turns (exclusive), so
  * that one is never sealed while another runner builds in it, and runners that load
  * the build hold it shared. */
@@ -286,7 +293,7 @@ seal_lock(const char *build_dir, int how, int *lock_fd)
 	*lock_fd = -1;
 	if (!cn.drop || build_dir == NULL)
 		return 0;
-	if (snprintf(lock, sizeof(lock), "%s.seal-lock", build_dir) >= (int)sizeof(lock))
+	if (seal_lock_path(build_dir, lock, sizeof(lock)) < 0)
 		return -KB_ETOOBIG;
 	if ((*lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1)
 		return -kb_errno_to_err(errno);
@@ -348,7 +355,7 @@ fb_contain_wait_sealed(const char *dir)
 
 	/* Whether or not this process switches users: another kforge process of this
 	 * cache may (a run as root beside a test that runs its steps unswitched). */
-	if (snprintf(lock, sizeof(lock), "%s.seal-lock", dir) >= (int)sizeof(lock))
+	if (seal_lock_path(dir, lock, sizeof(lock)) < 0)
 		return -KB_ETOOBIG;
 	if ((fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return -KB_ENOENT;	/* never handed over */

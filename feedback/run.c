@@ -961,6 +961,14 @@ static struct {
 	char		 python[PATH_MAX], runner[PATH_MAX];
 } zygote;
 
+/* Whether this process's server, live or not, is the one for python and runner. */
+static bool
+zygote_is_for(const char *python, const char *runner)
+{
+	return zygote.server != NULL && strcmp(zygote.python, python) == 0 &&
+	       strcmp(zygote.runner, runner) == 0;
+}
+
 static void
 zygote_end(void)
 {
@@ -1027,8 +1035,7 @@ zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *r
 	struct kb_spawn_opts	 o = *warm_o;
 	int			 sv[2], arg;
 
-	if (zygote.server != NULL && strcmp(zygote.python, python) == 0 &&
-	    strcmp(zygote.runner, runner) == 0) {
+	if (zygote_is_for(python, runner)) {
 		if (!kb_spawn_exited(zygote.server))
 			return 0;
 		log_info("the fork server %d is gone; starting another",
@@ -1060,8 +1067,7 @@ zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *r
 static bool
 zygote_serves(const char *python, const char *runner)
 {
-	return zygote.server != NULL && !kb_spawn_exited(zygote.server) &&
-	       strcmp(zygote.python, python) == 0 && strcmp(zygote.runner, runner) == 0;
+	return zygote_is_for(python, runner) && !kb_spawn_exited(zygote.server);
 }
 
 /* A warm runner forked by the server for python and runner, for a step that sees the GPUs

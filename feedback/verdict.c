@@ -298,8 +298,8 @@ fb_flag(json_t *result, const char *flag)
  * runner's, from the reference timed beside the candidate in one process, the ratio of
  * the statistic that the timing's pair names (eval.speedup, fb_speedup_statistic: by
  * default KernelBench's ratio of means on a GPU, of medians on the CPU), with its 95%
- * interval; else, where the runner timed the candidate alone, the baseline's reference mean over the candidate's
- * (no interval). Sets the result's speedup, speedup_ci95, runtime_ms and ref_runtime_ms
+ * interval; else, where the runner timed the candidate alone, the baseline's reference
+ * mean over the candidate's (no interval). Sets the result's speedup, speedup_ci95, runtime_ms and ref_runtime_ms
  * (the candidate's and the reference's times by the same statistic, so that the speedup
  * is the one over the other; null where not measured). Returns the speedup
  * to judge an excessive one by, -1 when none: the lower of the ratio of means and the

@@ -15,9 +15,7 @@ kb_add_test(feedback_run SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_run.c LIBS k
             ARGS steps LABELS unit TIMEOUT 600)
 # The same program's warm-runner half, as a test of its own so that the halves run side
 # by side (the sanitizer build's unit tests waited on the whole for about a minute).
-add_test(NAME feedback_run_warm COMMAND feedback_run warm)
-set_tests_properties(feedback_run_warm PROPERTIES LABELS unit TIMEOUT 600 SKIP_RETURN_CODE 77
-                     ENVIRONMENT "${KB_TEST_ENV}")
+kb_add_script_test(feedback_run_warm COMMAND feedback_run warm LABELS unit TIMEOUT 600)
 kb_add_test(feedback_selftest SOURCES ${CMAKE_CURRENT_LIST_DIR}/feedback_selftest.c LIBS kb_fb
             LABELS unit TIMEOUT 900)
 kb_add_script_test(feedback_env
