@@ -239,6 +239,10 @@ struct kb_spawn_opts {
 	/* > 0: this descriptor becomes the child's fd 4 (a fork server's socket to this
 	 * process: kb_spawn_fork). */
 	int		 pass_fd;
+	/* The child outlives this process (a fork server others share): a session of its
+	 * own, no PDEATHSIG, stdout and stderr on /dev/null, no result pipe; kb_spawn_release
+	 * lets go of it. */
+	bool		 detach;
 	/* Called in the parent once the child's pid is known (e.g. gpool_set_runner). */
 	void		(*on_start)(pid_t pid, void *arg);
 	void		*on_start_arg;
@@ -257,6 +261,9 @@ struct kb_spawn_result {
 	struct kb_buf	 result;	/* fd 3 contents */
 	int64_t		 wall_ms;
 	pid_t		 pid;
+	/* A watched child's orphans, as its watcher counted them (a subreaper's, like
+	 * fb_strays): killed running, and found dead (killed with the group). */
+	int		 strays_running, strays_killed;
 };
 /* 0 when the child ran (whatever its end), -KB_EEXEC when it could not be started,
  * -KB_ESTOPPED when should_stop fired. r must be cleared with kb_spawn_result_clear(). */
@@ -290,6 +297,16 @@ bool	kb_spawn_exited(struct kb_spawn *s);
  * no child of this process within timeout_ms. */
 int	kb_spawn_fork(int ctl, const struct kb_spawn_opts *o, const char *msg, int timeout_ms,
 		      struct kb_spawn **s);
+/* The same from a server that outlives this process (one several processes share, over a
+ * Unix socket): conn, a connection of this request's alone, becomes the child's watcher's
+ * (a process of the server's that forks the child, waits for it, and answers on conn
+ * "exit STATUS RUNNING KILLED" with the orphans it killed), and is closed with s, or
+ * here on failure. The child is not this process's: it is signalled through conn
+ * (a signal number a line), and a closed conn has the watcher kill its group. */
+int	kb_spawn_fork_watched(int conn, const struct kb_spawn_opts *o, const char *msg,
+			      int timeout_ms, struct kb_spawn **s);
+/* Frees s without touching its child (a detached one, left running). */
+void	kb_spawn_release(struct kb_spawn *s);
 pid_t	kb_spawn_pid(const struct kb_spawn *s);
 void	kb_spawn_discard(struct kb_spawn *s);
 /* Which way this host lets a child get a network namespace of its own: KB_NETNS_NEW,
@@ -392,6 +409,7 @@ struct kb_config {
 		bool	 selftest;		/* a known-good extension before any request */
 		bool	 fast_build;		/* precompiled torch headers (kforge_runner.py) */
 		bool	 warm;		/* start each worker's next runner ahead (fb_warm_*) */
+		long	 server_idle_s;		/* kforge eval's fork server outlives it this long */
 		long	 cache_max_gb;		/* the shared cache's builds, trimmed at start */
 		long	 rlimit_cpu_s;		/* 0 = the deadline x max(cores, 4) */
 		long	 rlimit_fsize_mb;	/* largest file the runner may write */

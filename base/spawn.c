@@ -18,6 +18,12 @@
  * The child is reaped with waitpid(pid), never waitpid(-1). Its exit is noticed with
  * waitid(WNOWAIT) first, so that the whole group can be SIGKILLed while the zombie
  * still pins the group id (no pid-reuse race), and only then reaped.
+ *
+ * A watched child (kb_spawn_fork_watched) is not ours: its parent is a watcher process of
+ * a fork server that outlives us, which waits for it, kills its group and its orphans and
+ * reports, over the connection we hold, its wait status. Signals go to it as lines on that
+ * connection, for the watcher to send while the child is still unreaped (the same
+ * guarantee as above), and closing the connection has the watcher kill the group.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -84,6 +90,7 @@ struct spawn_plan {
 	uid_t		 uid;
 	gid_t		 gid;
 	bool		 pin;		/* cpus set: sched_setaffinity before exec */
+	bool		 detach;	/* a session of its own, no PDEATHSIG */
 	bool		 sched_idle;
 	cpu_set_t	 cpus;
 	int		 nlim;
@@ -97,6 +104,10 @@ struct spawn_plan {
 struct spawn_io {
 	pid_t		 pid;
 	int		 out, res, in, err, pidfd;	/* parent ends; -1 when closed */
+	int		 watch;		/* a watched child's watcher connection; -1: ours */
+	char		 wline[64];	/* the watcher's report, as far as it came */
+	size_t		 wgot;
+	int		 strays_running, strays_killed;	/* the watcher's count */
 	const char	*in_p;
 	size_t		 in_left;
 	char		*chunk;
@@ -195,13 +206,13 @@ child_exec(const struct spawn_plan *pl)
 	sigset_t		empty;
 	int			sig, i;
 
-	if (setpgid(0, 0) == -1)
+	if (pl->detach ? setsid() == -1 : setpgid(0, 0) == -1)
 		child_fail(pl, STEP_SETPGID);
 	/* Before PDEATHSIG: a change of credentials clears it. */
 	child_contain(pl);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
+	if (!pl->detach && prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
 		child_fail(pl, STEP_PDEATHSIG);
-	if (getppid() != pl->parent)
+	if (!pl->detach && getppid() != pl->parent)
 		_exit(127);	/* the parent died before PDEATHSIG was armed */
 
 	memset(&sa, 0, sizeof(sa));
@@ -430,15 +441,74 @@ kill_group(pid_t pid, int sig)
 		log_warn("spawn: killpg %d", (int)pid);
 }
 
+/* sig to the child's group: ours directly, a watched one's through its watcher. */
+static void
+signal_child(struct spawn_io *io, int sig)
+{
+	char	line[16];
+	int	n;
+
+	if (io->watch < 0) {
+		kill_group(io->pid, sig);
+		return;
+	}
+	n = snprintf(line, sizeof(line), "%d\n", sig);
+	if (write_nosigpipe(io->watch, line, (size_t)n) != n && errno != EPIPE &&
+	    errno != EAGAIN)
+		log_warn("spawn: cannot ask the watcher of pid %d for signal %d", (int)io->pid,
+			 sig);
+}
+
 static void
 terminate(struct spawn_io *io, int grace_ms, int64_t now)
 {
 	if (io->termed)
 		return;
-	kill_group(io->pid, SIGTERM);
-	kill_group(io->pid, SIGCONT);	/* a stopped group would never see the SIGTERM */
+	signal_child(io, SIGTERM);
+	signal_child(io, SIGCONT);	/* a stopped group would never see the SIGTERM */
 	io->termed = true;
 	io->kill_at = now + grace_ms;
+}
+
+/* A watched child's end, once its watcher has reported it: "exit STATUS RUNNING KILLED"
+ * (its wait status, and the orphans it killed running and found dead), then EOF. A
+ * watcher gone without a report lost the child (the watcher's death kills it: its
+ * PDEATHSIG), reported as an exit of 127 like a child reaped elsewhere. */
+static bool
+watched_exit(struct spawn_io *io)
+{
+	int	status, running, killed;
+	ssize_t	n;
+
+	for (;;) {
+		if (io->wgot >= sizeof(io->wline) - 1) {
+			n = 0;		/* no report is this long: treat as lost */
+			break;
+		}
+		n = read(io->watch, io->wline + io->wgot, sizeof(io->wline) - 1 - io->wgot);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return false;
+		if (n <= 0)
+			break;
+		io->wgot += (size_t)n;
+		io->wline[io->wgot] = '\0';
+		if (strchr(io->wline, '\n') != NULL)
+			break;
+	}
+	io->wline[io->wgot] = '\0';
+	if (n > 0 && sscanf(io->wline, "exit %d %d %d", &status, &running, &killed) == 3) {
+		io->status = status;
+		io->strays_running = running > 0 ? running : 0;
+		io->strays_killed = killed > 0 ? killed : 0;
+	} else {
+		log_warnx("spawn: the watcher of pid %d ended without its report", (int)io->pid);
+		io->status = W_EXITCODE(127, 0);
+	}
+	close_fd(&io->watch);
+	io->exited = true;
+	return true;
 }
 
 /* True once the child has exited; it is then reaped with its group killed first. */
@@ -448,6 +518,8 @@ check_exit(struct spawn_io *io)
 	siginfo_t	si;
 	pid_t		w;
 
+	if (io->watch >= 0)
+		return watched_exit(io);
 	memset(&si, 0, sizeof(si));
 	if (waitid(P_PID, (id_t)io->pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1) {
 		if (errno == EINTR)
@@ -487,7 +559,8 @@ poll_timeout(const struct spawn_io *io, int64_t now)
 	if (!io->exited && io->termed && !io->killed && io->kill_at - now < t)
 		t = io->kill_at - now;
 	/* Without a pidfd nothing wakes us at exit: once the pipes are shut, poll often. */
-	if (!io->exited && io->pidfd < 0 && io->out < 0 && io->res < 0 && t > 10)
+	if (!io->exited && io->pidfd < 0 && io->watch < 0 && io->out < 0 && io->res < 0 &&
+	    t > 10)
 		t = 10;
 	return t < 0 ? 0 : (int)t;
 }
@@ -506,6 +579,8 @@ wait_once(struct spawn_io *io, int64_t now, struct kb_spawn_result *r)
 		pfd[i_in = n++] = (struct pollfd){ .fd = io->in, .events = POLLOUT };
 	if (io->pidfd >= 0 && !io->exited)
 		pfd[n++] = (struct pollfd){ .fd = io->pidfd, .events = POLLIN };
+	else if (io->watch >= 0 && !io->exited)
+		pfd[n++] = (struct pollfd){ .fd = io->watch, .events = POLLIN };
 
 	if ((rc = poll(pfd, (nfds_t)n, poll_timeout(io, now))) <= 0) {
 		if (rc == -1 && errno != EINTR)
@@ -552,7 +627,7 @@ run_loop(struct spawn_io *io, const struct kb_spawn_opts *o, int grace_ms,
 				terminate(io, grace_ms, now);
 			}
 			if (io->termed && !io->killed && now >= io->kill_at) {
-				kill_group(io->pid, SIGKILL);
+				signal_child(io, SIGKILL);
 				io->killed = true;
 			}
 		}
@@ -564,6 +639,8 @@ static void
 fill_result(const struct spawn_io *io, struct kb_spawn_result *r)
 {
 	r->pid = io->pid;
+	r->strays_running = io->strays_running;
+	r->strays_killed = io->strays_killed;
 	if (WIFSIGNALED(io->status)) {
 		r->end = KB_END_SIGNALED;
 		r->signo = WTERMSIG(io->status);
@@ -625,8 +702,11 @@ setup_fds(const struct kb_spawn_opts *o, struct spawn_plan *pl, struct spawn_io 
 {
 	int	ep[2];
 
-	if (make_pipe(&io->out, &pl->fd_out, false) == -1 ||
-	    ((o->want_result || o->stderr_apart) &&
+	/* A detached child outlives us: nothing of it is read, its output goes nowhere. */
+	if (o->detach ? (pl->fd_out = open("/dev/null", O_WRONLY | O_CLOEXEC)) == -1 :
+	    make_pipe(&io->out, &pl->fd_out, false) == -1)
+		return -1;
+	if (((o->want_result || o->stderr_apart) && !o->detach &&
 	     make_pipe(&io->res, &pl->fd_res, false) == -1))
 		return -1;
 	if (o->stdin_data != NULL) {
@@ -664,6 +744,7 @@ spawn_free(struct kb_spawn *s)
 	close_fd(&s->io.in);
 	close_fd(&s->io.err);
 	close_fd(&s->io.pidfd);
+	close_fd(&s->io.watch);
 	free(s->io.chunk);
 	free(s);
 }
@@ -678,7 +759,8 @@ spawn_new(const struct kb_spawn_opts *o, struct spawn_plan *pl, struct kb_spawn 
 	*out = NULL;
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return -KB_ENOMEM;
-	s->io = (struct spawn_io){ .out = -1, .res = -1, .in = -1, .err = -1, .pidfd = -1 };
+	s->io = (struct spawn_io){ .out = -1, .res = -1, .in = -1, .err = -1, .pidfd = -1,
+				   .watch = -1 };
 	s->grace_ms = o->grace_ms > 0 ? o->grace_ms : 2000;
 	s->out_cap = o->out_cap ? o->out_cap : (size_t)1 << 20;
 	s->result_cap = o->result_cap ? o->result_cap : (size_t)16 << 20;
@@ -724,6 +806,7 @@ spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **out, struct spawn_i
 	pl.envp = o->envp != NULL ? (char *const *)o->envp : no_env;
 	pl.cwd = o->cwd;
 	pl.parent = getpid();
+	pl.detach = o->detach;
 	plan_limits(&pl, o);
 	plan_cpus(&pl, o);
 	plan_contain(&pl, o);
@@ -745,7 +828,10 @@ spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **out, struct spawn_i
 	}
 	s->io.start = kb_mono_ms();
 	plan_close(&pl);
-	(void)setpgid(s->io.pid, s->io.pid);	/* whichever of parent and child runs first */
+	/* Whichever of parent and child runs first; a detached child makes a session of its
+	 * own, which it may not once it leads a group. */
+	if (!o->detach)
+		(void)setpgid(s->io.pid, s->io.pid);
 	if ((rc = wait_exec(&s->io, o->argv[0])) < 0) {
 		*failed = s->io;
 		goto fail;
@@ -824,9 +910,12 @@ fork_answer(int ctl, int timeout_ms)
 	return 0;
 }
 
-int
-kb_spawn_fork(int ctl, const struct kb_spawn_opts *o, const char *msg, int timeout_ms,
-	      struct kb_spawn **out)
+/* Asks the server on ctl for a child (msg, and the pipes o asks for); with watch, ctl
+ * is a connection of this child's alone, kept as its watcher's, else the child must come
+ * to this process as a subreaper's orphan. */
+static int
+fork_child(int ctl, bool watch, const struct kb_spawn_opts *o, const char *msg,
+	   int timeout_ms, struct kb_spawn **out)
 {
 	struct spawn_plan	 pl = { .fd_in = -1, .fd_out = -1, .fd_res = -1, .fd_err = -1,
 				.fd_pass = -1 };
@@ -843,15 +932,21 @@ kb_spawn_fork(int ctl, const struct kb_spawn_opts *o, const char *msg, int timeo
 	close_fd(&s->io.err);	/* no exec here to report on */
 	if (fork_send(ctl, msg, &pl) == -1 || (pid = fork_answer(ctl, timeout_ms)) == 0)
 		goto out;
-	/* Ours once its first parent has exited, which the server waits for. */
-	memset(&si, 0, sizeof(si));
-	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1) {
-		log_warnx("the fork server's child %d is not this process's", (int)pid);
-		goto out;
+	if (watch) {
+		if (set_nonblock(ctl) == -1)
+			goto out;
+		s->io.watch = ctl;
+	} else {
+		/* Ours once its first parent has exited, which the server waits for. */
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1) {
+			log_warnx("the fork server's child %d is not this process's", (int)pid);
+			goto out;
+		}
+		s->io.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);	/* -1: poll with ticks */
 	}
 	s->io.pid = pid;
 	s->io.start = kb_mono_ms();
-	s->io.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);	/* -1: poll with ticks */
 	*out = s;
 	s = NULL;
 	rc = 0;
@@ -859,6 +954,24 @@ out:
 	plan_close(&pl);
 	if (s != NULL)
 		spawn_free(s);
+	return rc;
+}
+
+int
+kb_spawn_fork(int ctl, const struct kb_spawn_opts *o, const char *msg, int timeout_ms,
+	      struct kb_spawn **out)
+{
+	return fork_child(ctl, false, o, msg, timeout_ms, out);
+}
+
+int
+kb_spawn_fork_watched(int conn, const struct kb_spawn_opts *o, const char *msg,
+		      int timeout_ms, struct kb_spawn **out)
+{
+	int	rc = fork_child(conn, true, o, msg, timeout_ms, out);
+
+	if (rc < 0)
+		(void)close(conn);
 	return rc;
 }
 
@@ -872,7 +985,11 @@ bool
 kb_spawn_exited(struct kb_spawn *s)
 {
 	siginfo_t	si;
+	struct pollfd	pfd = { .fd = s->io.watch, .events = POLLIN };
 
+	/* The watcher says nothing before the child's end (or its own). */
+	if (s->io.watch >= 0)
+		return poll(&pfd, 1, 0) != 0;
 	memset(&si, 0, sizeof(si));
 	if (waitid(P_PID, (id_t)s->io.pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1)
 		return errno != EINTR;
@@ -890,7 +1007,7 @@ kb_spawn_finish(struct kb_spawn *s, const struct kb_spawn_opts *o, struct kb_spa
 	r->result = (struct kb_buf)KB_BUF_INIT(s->result_cap);
 	r->pid = io->pid;
 	/* Whatever stopped it while it waited (a stray SIGSTOP) must not eat the deadline. */
-	kill_group(io->pid, SIGCONT);
+	signal_child(io, SIGCONT);
 	io->start = kb_mono_ms();
 	if (io->in >= 0) {
 		io->in_p = o->stdin_data != NULL ? o->stdin_data : "";
@@ -910,17 +1027,42 @@ kb_spawn_finish(struct kb_spawn *s, const struct kb_spawn_opts *o, struct kb_spa
 	return rc;
 }
 
+/* How long kb_spawn_discard waits for a watched child's watcher to report it killed. */
+#define SPAWN_WATCHED_END_MS	5000
+
 void
 kb_spawn_discard(struct kb_spawn *s)
 {
+	struct pollfd	pfd;
+	int64_t		end, left;
+
 	if (s == NULL)
 		return;
+	if (s->io.watch >= 0) {
+		/* Its watcher kills it and reaps it, then reports and hangs up. */
+		signal_child(&s->io, SIGKILL);
+		(void)shutdown(s->io.watch, SHUT_WR);
+		end = kb_mono_ms() + SPAWN_WATCHED_END_MS;
+		pfd = (struct pollfd){ .fd = s->io.watch, .events = POLLIN };
+		while (!s->io.exited && (left = end - kb_mono_ms()) > 0 &&
+		       poll(&pfd, 1, (int)left) >= 0)
+			(void)check_exit(&s->io);
+		spawn_free(s);
+		return;
+	}
 	if (!s->io.exited) {
 		kill_group(s->io.pid, SIGKILL);
 		while (waitpid(s->io.pid, &s->io.status, 0) == -1 && errno == EINTR)
 			;
 	}
 	spawn_free(s);
+}
+
+void
+kb_spawn_release(struct kb_spawn *s)
+{
+	if (s != NULL)
+		spawn_free(s);
 }
 
 int
