@@ -232,6 +232,10 @@ pid_t	fb_warm_pid(void);
  * the run's workers may keep theirs through it within the host's memory. */
 void	fb_warm_end(void);
 bool	fb_warm_keep_servers(const struct kb_config *cfg);
+/* Warm runners forked from a server this process shares with others and leaves running
+ * (kforge eval: a server found in the cache, or started here, which ends after idle_s
+ * seconds without a client); 0: this process's own server, ended with it. */
+void	fb_warm_share(int idle_s);
 
 /* How fb_run reads the runner's fd-3 result, public so that its fuzz target
  * (tests/fuzz/fuzz_result.c) reaches it: text is n bytes of anything; a JSON object with

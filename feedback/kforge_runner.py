@@ -2389,6 +2389,7 @@ ZYGOTE_FD = 4
 ZYGOTE_MSG_CAP = 4096
 NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 ZYGOTE_NVML = None      # the server's own value of NVML_CHECK, which its children get back
+ZYGOTE_PID = None       # the server a forked runner came from (details.server)
 
 
 def zygote():
@@ -2404,8 +2405,9 @@ def zygote():
     # the CUDA runtime with the server's GPUs (none): every fork then found no GPU (seen
     # on the H200 host: is_available() False in a child given GPU 0). Asked through NVML
     # instead (torch's own switch for processes that fork), nothing of CUDA is started.
-    global ZYGOTE_NVML
+    global ZYGOTE_NVML, ZYGOTE_PID
     ZYGOTE_NVML = os.environ.get(NVML_CHECK)
+    ZYGOTE_PID = os.getpid()
     os.environ[NVML_CHECK] = "1"
     warm_up(True)
     torch = sys.modules.get("torch")
@@ -2415,6 +2417,7 @@ def zygote():
         log("zygote: CUDA was initialised by the import; not serving")
         return False
     ctl = socket.socket(fileno=ZYGOTE_FD)
+    listening = ctl.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == 1
     sys.stdout.flush()
     sys.stderr.flush()
     if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
@@ -2422,21 +2425,28 @@ def zygote():
     devnull = os.open(os.devnull, os.O_RDWR)   # a long wait: its pipe is read at the end only
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
+    if listening:
+        # Started detached, with no result pipe at fd 3: held here, so that no descriptor
+        # the server accepts or receives lands on 0 to 3, which a child's dup2s overwrite.
+        try:
+            os.fstat(3)
+        except OSError:
+            os.dup2(devnull, 3)
+        if devnull > 3:
+            os.close(devnull)
+        return zygote_listen(ctl)
     os.close(devnull)
     while True:
-        fds = array.array("i")
         try:
-            msg, anc, _, _ = ctl.recvmsg(ZYGOTE_MSG_CAP, socket.CMSG_SPACE(3 * fds.itemsize))
+            got = zygote_receive(ctl)
         except InterruptedError:
             continue
         except OSError:
             return False
-        if not msg:
+        if got is None:
             return False
-        for level, kind, data in anc:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
-        pid = zygote_fork(ctl, list(fds), msg) if len(fds) == 3 else 0
+        msg, fds = got
+        pid = zygote_fork(ctl, fds, msg) if len(fds) == 3 else 0
         if pid < 0:
             return True         # the child: a runner now
         for fd in fds:
@@ -2445,6 +2455,247 @@ def zygote():
             ctl.sendall(b"%d\n" % pid)
         except OSError:
             return False
+
+
+def zygote_receive(conn):
+    """One message and the descriptors that came with it, (msg, [fd, ...]); None at EOF."""
+    import array
+    import socket
+    fds = array.array("i")
+    msg, anc, _, _ = conn.recvmsg(ZYGOTE_MSG_CAP, socket.CMSG_SPACE(3 * fds.itemsize))
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+    if not msg:
+        for fd in fds:
+            os.close(fd)
+        return None
+    return msg, list(fds)
+
+
+ZYGOTE_TICK_S = 2       # how often a listening server looks at its socket and its clock
+ZYGOTE_RECV_S = 10      # what a connection may take to send its message
+
+
+def zygote_marks(path):
+    """What a listening server must still match to serve: its socket file (removed or
+    replaced: another server has it, or kforge's cache was emptied), this runner's file
+    and torch's version file (a new kforge or torch: its forks would run the old code)."""
+    marks = []
+    torch = sys.modules.get("torch")
+    for p in (path, os.path.abspath(__file__),
+              os.path.join(os.path.dirname(torch.__file__), "version.py") if torch else None):
+        try:
+            st = os.stat(p) if p else None
+            marks.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) if st else None)
+        except OSError:
+            marks.append(None)
+    return marks
+
+
+def zygote_listen(lsock):
+    """--zygote on a listening socket (--listen PATH --idle SECONDS): a server that
+    outlives the kforge process that started it (kforge eval), for the next ones, which
+    connect to PATH, one connection a request. Each request gets a watcher, a fork of
+    this server that forks the runner, waits for it and reports its end on the
+    connection (kb_spawn_fork_watched). The server ends once no runner it made still runs
+    and nobody connected for the idle time since the last one ended, or its marks
+    changed (zygote_marks). Returns False to end, True in a child that is a runner now."""
+    import socket
+    args = sys.argv[1:]
+    path = args[args.index("--listen") + 1] if "--listen" in args[:-1] else ""
+    try:
+        idle = float(args[args.index("--idle") + 1]) if "--idle" in args[:-1] else 60.0
+    except ValueError:
+        idle = 60.0
+    marks = zygote_marks(path)
+    last = time.monotonic()
+    watchers = set()
+    lsock.settimeout(ZYGOTE_TICK_S)
+    while True:
+        if zygote_reap_watchers(watchers):
+            last = time.monotonic()
+        ending = time.monotonic() - last > idle or zygote_marks(path) != marks
+        # Never while a runner it made still runs: its watcher would be orphaned, and
+        # the kforge that started this server, a subreaper, would kill it as a stray.
+        if ending and not watchers:
+            return False
+        if ending:
+            time.sleep(0.05)
+            continue
+        try:
+            conn, _ = lsock.accept()
+        except (socket.timeout, InterruptedError):
+            continue
+        except OSError:
+            return False
+        last = time.monotonic()
+        try:
+            conn.settimeout(ZYGOTE_RECV_S)
+            got = zygote_receive(conn)
+        except OSError:
+            got = None
+        if got is None:
+            conn.close()
+            continue
+        msg, fds = got
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            conn.close()
+            continue
+        try:
+            watcher = os.fork()
+        except OSError:
+            watcher = -1
+        if watcher == 0:
+            lsock.close()
+            try:
+                conn.settimeout(None)
+                if zygote_watch(conn, fds, msg):
+                    return True     # the runner
+            except BaseException:
+                pass
+            os._exit(0)
+        if watcher > 0:
+            watchers.add(watcher)
+        for fd in fds:
+            os.close(fd)
+        conn.close()    # the watcher's now (a failed fork: the client sees EOF)
+
+
+def zygote_reap_watchers(watchers):
+    """Reaps the watchers that ended; whether any did."""
+    ended = False
+    while watchers:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            watchers.clear()
+            return True
+        if pid == 0:
+            break
+        watchers.discard(pid)
+        ended = True
+    return ended
+
+
+def zygote_watch(conn, fds, msg):
+    """In a watcher: forks the runner (returns True in it), answers its pid, then passes on
+    the signals the connection asks for (a number a line) until the runner ends, or kills
+    it when the connection closes (its kforge is gone); then kills its group and its
+    orphans (this process is their subreaper) and answers "exit STATUS RUNNING KILLED"."""
+    import ctypes
+    import select
+    import signal
+    try:
+        m = json.loads(msg.decode())
+        idle, visible = bool(m.get("idle")), m.get("visible")
+        if visible is not None and not isinstance(visible, str):
+            raise ValueError("visible")
+    except (ValueError, AttributeError):
+        conn.sendall(b"0\n")
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(36, 1, 0, 0, 0)     # PR_SET_CHILD_SUBREAPER: the runner's orphans come here
+    me = os.getpid()
+    child = os.fork()
+    if child == 0:
+        zygote_child(conn, fds, me, visible)
+        return True
+    for fd in fds:
+        os.close(fd)
+    try:
+        os.setpgid(child, child)    # whichever runs first, as kb_spawn does
+    except OSError:
+        pass
+    if idle:
+        try:
+            os.sched_setscheduler(child, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:
+            pass
+    try:
+        conn.sendall(b"%d\n" % child)
+    except OSError:
+        os.killpg(child, signal.SIGKILL)
+    poll = select.poll()
+    poll.register(conn.fileno(), select.POLLIN)
+    pidfd = os.pidfd_open(child) if hasattr(os, "pidfd_open") else -1
+    if pidfd >= 0:
+        poll.register(pidfd, select.POLLIN)
+    pending = b""
+    while True:
+        if os.waitid(os.P_PID, child, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            break
+        ready = dict(poll.poll(None if pidfd >= 0 else 50))
+        if conn.fileno() in ready:
+            try:
+                data = conn.recv(256)
+            except OSError:
+                data = b""
+            if not data:
+                zygote_signal(child, signal.SIGKILL)
+                poll.unregister(conn.fileno())
+                continue
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                if line.strip().isdigit() and 0 < int(line) < 65:
+                    zygote_signal(child, int(line))
+            pending = pending[-32:]
+    # The zombie still holds its group id: what is left of the group dies with it.
+    zygote_signal(child, signal.SIGKILL)
+    _, status = os.waitpid(child, 0)
+    running, killed = zygote_reap_orphans()
+    try:
+        conn.sendall(b"exit %d %d %d\n" % (status, running, killed))
+    except OSError:
+        pass
+    return False
+
+
+def zygote_signal(child, sig):
+    try:
+        os.killpg(child, sig)
+    except OSError:
+        pass
+
+
+def zygote_reap_orphans():
+    """Kills and reaps this watcher's children (the runner's orphans, re-parented here),
+    round after round until none is left: (killed while running, found dead by a signal),
+    as kforge's own subreaper counts them (fbw_reap_strays)."""
+    import signal
+    me, running, killed = os.getpid(), 0, 0
+    for _ in range(8):
+        found = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[1]) == me:
+                found.append((int(name), fields[0] in (b"Z", b"X")))
+        if not found:
+            break
+        for pid, dead in found:
+            if not dead:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    running += 1
+                except OSError:
+                    pass
+        for pid, dead in found:
+            try:
+                _, st = os.waitpid(pid, 0)
+            except ChildProcessError:
+                continue
+            if dead and os.WIFSIGNALED(st):
+                killed += 1
+    return running, killed
 
 
 def zygote_fork(ctl, fds, msg):
@@ -2595,6 +2846,8 @@ def main():
     # How this process came to run the step: forked from a fork server that imported
     # torch, started ahead to import it and then handed the request, or started for it.
     runner.details["start"] = "forked" if forked else "warm" if warm else "cold"
+    if forked:
+        runner.details["server"] = ZYGOTE_PID
     if pinned is not None:
         runner.details["cpus"] = pinned
     runner.run()

@@ -6,6 +6,8 @@
  * the deadline, no or garbled JSON), the result is synthesized here in the runner's
  * shape, so every consumer reads one format.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -14,10 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
@@ -959,6 +963,8 @@ static struct {
 	struct kb_spawn	*server;
 	int		 ctl;		/* our end of its socket */
 	char		 python[PATH_MAX], runner[PATH_MAX];
+	int		 share_idle_s;	/* > 0: a shared server's (fb_warm_share) */
+	struct kb_spawn	*shared;	/* a shared server this process started */
 } zygote;
 
 /* Whether this process's server, live or not, is the one for python and runner. */
@@ -1001,11 +1007,13 @@ fb_warm_end(void)
 {
 	fb_warm_drop();
 	zygote_end();
+	kb_spawn_release(zygote.shared);	/* it outlives us, for the next process */
+	zygote.shared = NULL;
 }
 
-/* The pids a runner step's reaping of strays spares: the warm runner and the server.
+/* The pids a runner step's reaping of strays spares: the warm runner and the servers.
  * Returns how many, at most WARM_PIDS. */
-#define WARM_PIDS	2
+#define WARM_PIDS	3
 
 static size_t
 warm_pids(pid_t out[WARM_PIDS])
@@ -1016,7 +1024,175 @@ warm_pids(pid_t out[WARM_PIDS])
 		out[n++] = kb_spawn_pid(warm.child);
 	if (zygote.server != NULL)
 		out[n++] = kb_spawn_pid(zygote.server);
+	if (zygote.shared != NULL)
+		out[n++] = kb_spawn_pid(zygote.shared);
 	return n;
+}
+
+/*
+ * Shared fork servers (fb_warm_share: kforge eval, runner.server_idle_s): a process that
+ * lives for one evaluation would import torch for each (4-6 s on the GPU hosts, against
+ * about a second of work), so its server outlives it. The server is started detached,
+ * listening on a Unix socket in the cache (servers/<key>.sock, mode 0600), and found there
+ * by the next process whose runners it would start the same way: the key is the
+ * environment's (fb_env_key: the Python, torch, the runner's code, the tools) and the
+ * server's start (its environment, limits, containment and cores). Each runner it makes
+ * is watched by a fork of the server that waits for it, reports its end and kills its
+ * orphans (kb_spawn_fork_watched), because the runner is no child of this process; it is
+ * still a fork no candidate ran in, in a group of its own, and it dies with its watcher.
+ * The server ends once nobody connected for the idle time, or once its socket file is
+ * gone or replaced (`rm` of the cache's servers/ ends every one). A step whose shared
+ * server cannot be had takes this process's own, as without sharing.
+ */
+void
+fb_warm_share(int idle_s)
+{
+	zygote.share_idle_s = idle_s > 0 ? idle_s : 0;
+}
+
+/* The shared server's key for runners started as o from python: 32 hex digits. */
+static int
+shared_key(const struct kb_config *cfg, const struct kb_spawn_opts *o, const char *python,
+	   char out[33])
+{
+	struct kb_buf	 key = KB_BUF_INIT(1u << 16);
+	char		 env[65], sha[65];
+	int		 rc;
+
+	if ((rc = fb_env_key(cfg, cfg->eval.device != NULL ? cfg->eval.device : "cpu", python,
+			     env)) < 0)
+		return rc;
+	rc = kb_buf_printf(&key, "protocol=1\nenv=%s\npython=%s\ncwd=%s\n", env, python,
+			   o->cwd != NULL ? o->cwd : "");
+	/* Not the GPUs: each fork is told its own, and the server never starts CUDA. */
+	for (const char *const *e = o->envp; rc == 0 && e != NULL && *e != NULL; e++)
+		if (strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0)
+			rc = kb_buf_printf(&key, "E %s\n", *e);
+	if (rc == 0)
+		rc = kb_buf_printf(&key, "limits=%ld %ld %ld %lld %d\ncontain=%d %d %u %u\n"
+				   "cpus=%d %d\n", o->rlimit_cpu_s, o->rlimit_nofile,
+				   o->rlimit_nproc, o->rlimit_fsize, o->core_dumps, (int)o->netns,
+				   o->drop_user, (unsigned)o->uid, (unsigned)o->gid, o->cpu_first,
+				   o->cpu_last);
+	if (rc == 0)
+		kb_sha256_hex(key.p, key.len, sha);
+	kb_buf_clear(&key);
+	if (rc == 0) {
+		memcpy(out, sha, 32);
+		out[32] = '\0';
+	}
+	return rc;
+}
+
+static bool
+shared_addr(const char *path, struct sockaddr_un *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	return snprintf(a->sun_path, sizeof(a->sun_path), "%s", path) <
+	       (int)sizeof(a->sun_path);
+}
+
+/* A connection to the server listening at path; -1 where none is. */
+static int
+shared_connect(const char *path)
+{
+	struct sockaddr_un	a;
+	int			fd, rc;
+
+	if (!shared_addr(path, &a) || (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	do
+		rc = connect(fd, (struct sockaddr *)&a, sizeof(a));
+	while (rc == -1 && errno == EINTR);
+	if (rc == -1) {
+		(void)close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A connection to a server at path, started here (o as a warm runner's, its argv
+ * replaced) unless another process started one first; -1 where none can be. */
+static int
+shared_start(const struct kb_spawn_opts *warm_o, const char *python, const char *runner,
+	     const char *path, const char *lock_path)
+{
+	struct sockaddr_un	 a;
+	struct kb_spawn_opts	 o = *warm_o;
+	struct kb_spawn		*srv;
+	char			 idle[24];
+	const char		*argv[] = { python, runner, "--zygote", "--listen", path, "--idle",
+					    idle, NULL };
+	int			 lock, lfd = -1, conn = -1;
+
+	if (!shared_addr(path, &a) ||
+	    (lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1)
+		return -1;
+	while (flock(lock, LOCK_EX) == -1 && errno == EINTR)
+		;
+	if ((conn = shared_connect(path)) >= 0)		/* another process was first */
+		goto out;
+	(void)unlink(path);
+	if ((lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    bind(lfd, (struct sockaddr *)&a, sizeof(a)) == -1 || chmod(path, 0600) == -1 ||
+	    listen(lfd, 64) == -1) {
+		log_warn("cannot listen at %s", path);
+		goto out;
+	}
+	snprintf(idle, sizeof(idle), "%d", zygote.share_idle_s);
+	o.argv = argv;
+	o.pass_fd = lfd;
+	o.detach = true;
+	o.want_result = false;
+	o.stdin_data = NULL;
+	o.sched_idle = false;
+	o.timeout_ms = 0;
+	if (kb_spawn_start(&o, &srv) < 0)
+		goto out;
+	kb_spawn_release(zygote.shared);
+	zygote.shared = srv;
+	conn = shared_connect(path);
+out:
+	if (lfd >= 0)
+		(void)close(lfd);
+	(void)close(lock);
+	return conn;
+}
+
+/* A warm runner forked by the shared server for o's start from python and runner, for a
+ * step that sees the GPUs visible; 0 on success. */
+static int
+shared_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const char *python,
+	    const char *runner, const char *visible, struct kb_spawn **child)
+{
+	char	 dir[PATH_MAX], path[PATH_MAX], lock[PATH_MAX], key[33], *msg;
+	json_t	*m;
+	int	 conn, rc = -KB_EEXEC;
+
+	if (shared_key(cfg, o, python, key) < 0 ||
+	    fb_cache_dir("servers", NULL, dir, sizeof(dir)) < 0 ||
+	    snprintf(path, sizeof(path), "%s/%s.sock", dir, key) >= (int)sizeof(path) ||
+	    snprintf(lock, sizeof(lock), "%s/%s.lock", dir, key) >= (int)sizeof(lock))
+		return -KB_EEXEC;
+	m = json_pack("{s:b, s:s}", "idle", o->sched_idle, "visible", visible);
+	msg = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
+	json_decref(m);
+	if (msg == NULL)
+		return -KB_ENOMEM;
+	/* The server found may be ending (its idle time just ran out): then one of ours. */
+	for (int attempt = 0; attempt < 2 && rc < 0; attempt++) {
+		if ((attempt > 0 || (conn = shared_connect(path)) < 0) &&
+		    (conn = shared_start(o, python, runner, path, lock)) < 0)
+			break;
+		/* A new server answers once it has imported torch: a runner's start. */
+		rc = kb_spawn_fork_watched(conn, o, msg, FB_START_ALLOWANCE_S * 1000, child);
+	}
+	if (rc < 0)
+		log_info("the shared fork server at %s made no runner; using this process's own",
+			 path);
+	free(msg);
+	return rc;
 }
 
 /* The server for python and runner, started (o as a warm runner's, its argv replaced,
@@ -1063,23 +1239,26 @@ zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *r
 	return 0;
 }
 
-/* Whether this process has a live server for python and runner. */
+/* Whether this process has a live server for python and runner, or shares one. */
 static bool
 zygote_serves(const char *python, const char *runner)
 {
-	return zygote_is_for(python, runner) && !kb_spawn_exited(zygote.server);
+	return zygote.share_idle_s > 0 ||
+	       (zygote_is_for(python, runner) && !kb_spawn_exited(zygote.server));
 }
 
 /* A warm runner forked by the server for python and runner, for a step that sees the GPUs
  * visible; 0 on success. */
 static int
-zygote_fork(const struct kb_spawn_opts *o, const char *python, const char *runner,
-	    const char *visible, struct kb_spawn **child)
+zygote_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const char *python,
+	    const char *runner, const char *visible, struct kb_spawn **child)
 {
 	json_t	*m;
 	char	*msg;
 	int	 rc;
 
+	if (zygote.share_idle_s > 0 && shared_fork(cfg, o, python, runner, visible, child) == 0)
+		return 0;
 	if (zygote_for(o, python, runner) < 0)
 		return -KB_EEXEC;
 	m = json_pack("{s:i, s:b, s:s}", "parent", (int)getpid(), "idle", o->sched_idle,
@@ -1170,7 +1349,7 @@ warm_start_with(const struct kb_config *cfg, const char *python, const char *run
 	o.sched_idle = warm_idle(cfg);
 	o.timeout_ms = 0;
 	warm.idle = o.sched_idle;
-	if (zygote_fork(&o, python, runner, visible, &warm.child) == 0 ||
+	if (zygote_fork(cfg, &o, python, runner, visible, &warm.child) == 0 ||
 	    kb_spawn_start(&o, &warm.child) == 0) {
 		snprintf(warm.python, sizeof(warm.python), "%s", python);
 		snprintf(warm.runner, sizeof(warm.runner), "%s", runner);
@@ -1438,6 +1617,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		rc = kb_spawn_run(&o, &r);
 	}
 	fbw_reap_strays(&strays, keep, warm_pids(keep));
+	strays.running += r.strays_running;	/* a watched runner's, its watcher's count */
+	strays.killed += r.strays_killed;
 	if (pch[0] != '\0')
 		fb_contain_seal_closed(pch, pch_lock);
 	if (req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild)

@@ -4,6 +4,8 @@
 # only the Python runner, which a sanitizer build does not change).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The fork servers the tests' evals leave (runner.server_idle_s) end with their sockets.
+trap 'rm -rf build/test-cache/servers' EXIT
 tools/setup.sh -DKB_WERROR=ON
 tools/build.sh -DKB_WERROR=ON
 # Two tests more than there are cores: with one a core the suite left 23% of the 2-core
