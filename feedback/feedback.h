@@ -233,8 +233,8 @@ pid_t	fb_warm_pid(void);
 void	fb_warm_end(void);
 bool	fb_warm_keep_servers(const struct kb_config *cfg);
 /* Warm runners forked from a server this process shares with others and leaves running
- * (kforge eval: a server found in the cache, or started here, which ends after idle_s
- * seconds without a client); 0: this process's own server, ended with it. */
+ * (kforge eval and baseline: a server found in the cache, or started here, which ends
+ * idle_s seconds after its last runner); 0: this process's own server, ended with it. */
 void	fb_warm_share(int idle_s);
 
 /* How fb_run reads the runner's fd-3 result, public so that its fuzz target

@@ -1030,9 +1030,9 @@ warm_pids(pid_t out[WARM_PIDS])
 }
 
 /*
- * Shared fork servers (fb_warm_share: kforge eval, runner.server_idle_s): a process that
- * lives for one evaluation would import torch for each (4-6 s on the GPU hosts, against
- * about a second of work), so its server outlives it. The server is started detached,
+ * Shared fork servers (fb_warm_share: kforge eval and baseline, runner.server_idle_s): a
+ * process that lives for one evaluation would import torch for each (4-6 s on the GPU
+ * hosts, against about a second of work), so its server outlives it. The server is started detached,
  * listening on a Unix socket in the cache (servers/<key>.sock, mode 0600), and found there
  * by the next process whose runners it would start the same way: the key is the
  * environment's (fb_env_key: the Python, torch, the runner's code, the tools) and the
@@ -1040,8 +1040,10 @@ warm_pids(pid_t out[WARM_PIDS])
  * is watched by a fork of the server that waits for it, reports its end and kills its
  * orphans (kb_spawn_fork_watched), because the runner is no child of this process; it is
  * still a fork no candidate ran in, in a group of its own, and it dies with its watcher.
- * The server ends once nobody connected for the idle time, or once its socket file is
- * gone or replaced (`rm` of the cache's servers/ ends every one). A step whose shared
+ * The server ends once no runner of its own runs and nobody connected for the idle time,
+ * or its socket file is gone or replaced (`rm` of the cache's servers/ ends every one),
+ * never while a runner it made runs: that runner's watcher, orphaned, would come to the
+ * process that started the server, a subreaper, which kills strays. A step whose shared
  * server cannot be had takes this process's own, as without sharing.
  */
 void

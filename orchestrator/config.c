@@ -234,8 +234,8 @@ static const struct cfg_key schema[] = {
 	  .doc = "keep a runner with torch imported waiting for the next step" },
 	{ KEY("runner.server_idle_s", K_INT, runner.server_idle_s), .def = "600",
 	  .lo = 0, .hi = 86400,
-	  .doc = "how long kforge eval's fork server (torch imported) waits for the next eval, "
-		 "in seconds (0: ended with its eval)" },
+	  .doc = "how long the fork server (torch imported) of kforge eval and kforge baseline "
+		 "waits for the next one, in seconds (0: ended with its command)" },
 	{ KEY("runner.cache_max_gb", K_INT, runner.cache_max_gb), .def = "20",
 	  .lo = 1, .hi = 1L << 20,
 	  .doc = "the size of the shared build cache before old builds are removed" },
