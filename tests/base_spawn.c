@@ -486,6 +486,52 @@ test_pass_fd(void)
 	kb_spawn_result_clear(&r);
 }
 
+/* detach: a session of its own, stdout on /dev/null, and still running once the process
+ * that started it and let go of it (kb_spawn_release) has exited: no PDEATHSIG. */
+static void
+test_detach(void)
+{
+	const char	*argv[] = { "/bin/sh", "-c", "echo $$ $(cut -d' ' -f6 /proc/$$/stat) >&4; "
+				    "exec sleep 60 4>&-",
+				    NULL };
+	char		 buf[512], link[64];
+	size_t		 got = 0;
+	ssize_t		 n;
+	long		 pid = 0, sid = -1;
+	pid_t		 mid;
+	int		 p[2], st;
+
+	CHECK(pipe2(p, O_CLOEXEC) == 0);
+	if ((mid = fork()) == 0) {
+		struct kb_spawn_opts	 o = { .detach = true };
+		struct kb_spawn		*s;
+
+		o.argv = argv;
+		o.envp = test_env;
+		o.pass_fd = p[1];
+		if (kb_spawn_start(&o, &s) < 0)
+			_exit(1);
+		kb_spawn_release(s);
+		_exit(0);
+	}
+	(void)close(p[1]);
+	CHECK(waitpid(mid, &st, 0) == mid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	while (got < sizeof(buf) - 1 && (n = read(p[0], buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	(void)close(p[0]);
+	CHECK(sscanf(buf, "%ld %ld", &pid, &sid) == 2 && pid > 0 && sid == pid);
+	if (pid <= 0)
+		return;
+	snprintf(buf, sizeof(buf), "/proc/%ld/fd/1", pid);
+	n = readlink(buf, link, sizeof(link) - 1);
+	CHECK(n == 9 && memcmp(link, "/dev/null", 9) == 0);
+	usleep(200 * 1000);	/* a PDEATHSIG, had it been armed, would have killed it by now */
+	CHECK(waitpid((pid_t)pid, &st, WNOHANG) == 0);
+	(void)kill((pid_t)pid, SIGKILL);
+	(void)waitpid((pid_t)pid, &st, 0);
+}
+
 /* stderr_apart: stdout alone in out, stderr in result, and no fd 3 in the child. */
 static void
 test_stderr_apart(void)
@@ -965,6 +1011,7 @@ main(int argc, char **argv)
 	test_rlimits();
 	test_cpus();
 	test_pass_fd();
+	test_detach();
 	test_no_fd_leak();
 	test_on_start_and_pgid();
 	test_low_fds_closed();
