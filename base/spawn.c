@@ -894,8 +894,10 @@ fork_answer(int ctl, int timeout_ms)
 
 		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
 			return 0;
+		/* A byte at a time: what follows the line is not ours to take (a watcher's
+		 * report of a child that ended at once comes right after it). */
 		do
-			n = read(ctl, line + got, sizeof(line) - 1 - got);
+			n = read(ctl, line + got, 1);
 		while (n == -1 && errno == EINTR);
 		if (n <= 0)
 			return 0;
