@@ -2479,11 +2479,14 @@ ZYGOTE_RECV_S = 10      # what a connection may take to send its message
 
 def zygote_marks(path):
     """What a listening server must still match to serve: its socket file (removed or
-    replaced: another server has it, or kforge's cache was emptied), this runner's file
-    and torch's version file (a new kforge or torch: its forks would run the old code)."""
+    replaced: another server has it, or kforge's cache was emptied) and torch's version
+    file (torch upgraded under it: its forks would run the old one; kforge's key for a
+    server holds torch's identity too, so the next eval asks another). Not this file: it
+    may be a copy in an eval's staging directory, gone with that eval, and the key holds
+    the runner's code."""
     marks = []
     torch = sys.modules.get("torch")
-    for p in (path, os.path.abspath(__file__),
+    for p in (path,
               os.path.join(os.path.dirname(torch.__file__), "version.py") if torch else None):
         try:
             st = os.stat(p) if p else None
