@@ -2377,12 +2377,16 @@ def warm_up(build):
     set_dumpable(False)
     global WARM_VISIBLE
     WARM_VISIBLE = os.environ.get("CUDA_VISIBLE_DEVICES")
+    import gc
+    gc.disable()
     try:
         import torch  # noqa: F401  (a failure is reported by the request's own import)
         if build:
             import torch.utils.cpp_extension  # noqa: F401
     except BaseException:
         pass
+    finally:
+        gc.enable()
 
 
 ZYGOTE_FD = 4
@@ -2410,6 +2414,8 @@ def zygote():
     ZYGOTE_PID = os.getpid()
     os.environ[NVML_CHECK] = "1"
     warm_up(True)
+    import gc
+    gc.freeze()
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         # A child could not use CUDA (the driver cannot be forked once started), nor see
