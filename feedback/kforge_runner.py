@@ -2529,8 +2529,12 @@ def zygote_listen(lsock):
         # the kforge that started this server, a subreaper, would kill it as a stray.
         if ending and not watchers:
             return False
-        if ending:
-            time.sleep(0.05)
+        if ending:      # no accept till one ends: then it counts as this server's use
+            try:
+                watchers.discard(os.wait()[0])
+            except ChildProcessError:
+                watchers.clear()
+            last = time.monotonic()
             continue
         try:
             conn, _ = lsock.accept()
@@ -2615,14 +2619,9 @@ def zygote_watch(conn, fds, msg):
     for fd in fds:
         os.close(fd)
     try:
-        os.setpgid(child, child)    # whichever runs first, as kb_spawn does
+        zygote_place(child, idle)
     except OSError:
         pass
-    if idle:
-        try:
-            os.sched_setscheduler(child, os.SCHED_IDLE, os.sched_param(0))
-        except OSError:
-            pass
     try:
         conn.sendall(b"%d\n" % child)
     except OSError:
@@ -2707,6 +2706,19 @@ def zygote_reap_orphans():
     return running, killed
 
 
+def zygote_place(child, idle):
+    """A forked runner's group (its own, whichever of the two runs first, as kb_spawn
+    does; OSError where it cannot be set) and, with idle, SCHED_IDLE: set before the
+    server answers, so that kforge's hand-over to normal comes after; where it cannot be,
+    the child waits at the server's priority, doing nothing till then."""
+    os.setpgid(child, child)
+    if idle:
+        try:
+            os.sched_setscheduler(child, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:
+            pass
+
+
 def zygote_fork(ctl, fds, msg):
     """The child's pid (0: none could be made) in the server, -1 in the child."""
     try:
@@ -2737,12 +2749,7 @@ def zygote_fork(ctl, fds, msg):
                 os._exit(127)
             return -1
         try:
-            os.setpgid(child, child)    # whichever runs first, as kb_spawn does
-            if idle:    # before the answer, so kforge's hand-over to normal comes after
-                try:
-                    os.sched_setscheduler(child, os.SCHED_IDLE, os.sched_param(0))
-                except OSError:
-                    pass    # it waits at the server's priority, doing nothing till then
+            zygote_place(child, idle)
             os.write(w, b"%d" % child)
         finally:
             os._exit(0)
