@@ -1029,6 +1029,21 @@ warm_pids(pid_t out[WARM_PIDS])
 	return n;
 }
 
+/* A fork server's start, from a warm runner's (warm_o, whose deadline is none): its argv,
+ * its socket as fd 4, no stdin (it reads its socket only), and never under SCHED_IDLE
+ * (zygote_for says why). */
+static struct kb_spawn_opts
+server_opts(const struct kb_spawn_opts *warm_o, const char *const *argv, int sock)
+{
+	struct kb_spawn_opts	o = *warm_o;
+
+	o.argv = argv;
+	o.pass_fd = sock;
+	o.stdin_data = NULL;
+	o.sched_idle = false;
+	return o;
+}
+
 /*
  * Shared fork servers (fb_warm_share: kforge eval and baseline, runner.server_idle_s): a
  * process that lives for one evaluation would import torch for each (4-6 s on the GPU
@@ -1121,7 +1136,7 @@ shared_start(const struct kb_spawn_opts *warm_o, const char *python, const char 
 	     const char *path, const char *lock_path)
 {
 	struct sockaddr_un	 a;
-	struct kb_spawn_opts	 o = *warm_o;
+	struct kb_spawn_opts	 o;
 	struct kb_spawn		*srv;
 	char			 idle[24];
 	const char		*argv[] = { python, runner, "--zygote", "--listen", path, "--idle",
@@ -1143,13 +1158,8 @@ shared_start(const struct kb_spawn_opts *warm_o, const char *python, const char 
 		goto out;
 	}
 	snprintf(idle, sizeof(idle), "%d", zygote.share_idle_s);
-	o.argv = argv;
-	o.pass_fd = lfd;
-	o.detach = true;
-	o.want_result = false;
-	o.stdin_data = NULL;
-	o.sched_idle = false;
-	o.timeout_ms = 0;
+	o = server_opts(warm_o, argv, lfd);
+	o.detach = true;	/* no result pipe either: nothing of it is read */
 	if (kb_spawn_start(&o, &srv) < 0)
 		goto out;
 	kb_spawn_release(zygote.shared);
@@ -1210,7 +1220,7 @@ static int
 zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *runner)
 {
 	const char		*argv[] = { python, runner, "--zygote", NULL };
-	struct kb_spawn_opts	 o = *warm_o;
+	struct kb_spawn_opts	 o;
 	int			 sv[2], arg;
 
 	if (zygote_is_for(python, runner)) {
@@ -1224,10 +1234,7 @@ zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *r
 		return -1;	/* its children would not come back to this process */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
 		return -1;
-	o.argv = argv;
-	o.pass_fd = sv[1];
-	o.stdin_data = NULL;	/* it reads its socket only */
-	o.sched_idle = false;
+	o = server_opts(warm_o, argv, sv[1]);
 	if (kb_spawn_start(&o, &zygote.server) < 0) {
 		zygote.server = NULL;
 		(void)close(sv[0]);
