@@ -210,6 +210,12 @@ def check_pool_released(run_dir):
     return pool
 
 
+def reply_code(name):
+    """The python block of a recorded model reply, tests/data/e2e/replies/<name>.md."""
+    with open(os.path.join(HOME, "tests", "data", "e2e", "replies", name + ".md")) as f:
+        return f.read().split("```python\n", 1)[1].split("```", 1)[0]
+
+
 def processes_marked(marker, exclude=()):
     """Live processes (not zombies) whose command line, environment or working directory
     mentions marker, e.g. a scratch directory: what a test's candidates would have left."""

@@ -20,14 +20,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kfe2e import HOME, check, kforge, scratch, torch_python  # noqa: E402
+from kfe2e import HOME, check, kforge, reply_code, scratch, torch_python  # noqa: E402
 
 torch_python()
 work = scratch("eval_cache")
 problem = os.path.join(HOME, "problems", "level1", "2_LeakyReLU.py")
-with open(os.path.join(HOME, "tests", "data", "e2e", "replies", "leaky_2.md")) as f:
-    text = f.read()
-code = text.split("```python\n", 1)[1].split("```", 1)[0]
+code = reply_code("leaky_2")
 # A candidate no earlier test built: a comment unique to this run of the test.
 stamp = "// eval_cache %d %f\n" % (os.getpid(), time.time())
 code = code.replace("#include <torch/extension.h>", "#include <torch/extension.h>\n" + stamp, 1)

@@ -26,16 +26,14 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kfe2e import BIN, HOME, check, kforge, scratch, torch_python  # noqa: E402
+from kfe2e import BIN, HOME, check, kforge, reply_code, scratch, torch_python  # noqa: E402
 
 torch_python()
 work = scratch("eval_server")
 problem = os.path.join(HOME, "problems", "level1", "2_LeakyReLU.py")
-with open(os.path.join(HOME, "tests", "data", "e2e", "replies", "leaky_2.md")) as f:
-    text = f.read()
 kernel = os.path.join(work, "kernel.py")
 with open(kernel, "w") as f:
-    f.write(text.split("```python\n", 1)[1].split("```", 1)[0])
+    f.write(reply_code("leaky_2"))
 faults = os.path.join(HOME, "tests", "data", "faults")
 add = os.path.join(HOME, "tests", "data", "feedback", "problem_add.py")
 ENV = {"LC_KFORGE_TEST": "eval_server %d %f" % (os.getpid(), time.time())}
