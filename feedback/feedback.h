@@ -311,8 +311,12 @@ int	fb_stage_mkdir(const char *path);
  * root-owned read-only copy under <root>/inputs/ (named by content). fb_run uses it for
  * the problem, the candidate and the runner script. */
 int	fb_stage_input(const char *path, char *out, size_t n);
+/* A scratch directory in $TMPDIR (else /tmp), kforge-<what>-XXXXXX, opened as a run
+ * directory would be: `kforge eval` and `kforge baseline` work there. The path in out;
+ * -KB_E* with a message in err. */
+int	fb_stage_scratch(const char *what, char *out, size_t n, char *err, size_t errlen);
 /* End of the process's use: remove (true: the run finished) or keep (for a resume) the
- * staging directory; the run directory is never removed. */
+ * staging directory; the run directory is never removed, a scratch directory is. */
 int	fb_stage_close(bool remove);
 
 /* The cache shared by runs and `kforge eval` (cache.c has the whole story): the path

@@ -52,6 +52,7 @@ static const enum rd_entry stage_subdirs[] = { RD_BUILD_DIR, RD_TASKS_DIR, RD_IN
 static struct {
 	bool	open;
 	bool	apart;			/* root is a staging directory, not the run dir */
+	bool	scratch;		/* run_dir is fb_stage_scratch's, removed at close */
 	char	run_dir[PATH_MAX];
 	char	root[PATH_MAX];
 	char	why[768];		/* why apart (or why a recorded one was not reused) */
@@ -405,12 +406,53 @@ fb_stage_report(void)
 }
 
 int
+fb_stage_scratch(const char *what, char *out, size_t n, char *err, size_t errlen)
+{
+	const char	*tmp = getenv("TMPDIR");
+	int		 rc;
+
+	if (snprintf(out, n, "%s/kforge-%s-XXXXXX", tmp != NULL && tmp[0] != '\0' ? tmp :
+		     "/tmp", what) >= (int)n) {
+		snprintf(err, errlen, "the scratch directory's name is too long (TMPDIR)");
+		return -KB_ETOOBIG;
+	}
+	if (mkdtemp(out) == NULL) {
+		snprintf(err, errlen, "cannot create a scratch directory in %s: %s",
+			 tmp != NULL ? tmp : "/tmp", strerror(errno));
+		return -KB_ESYS;
+	}
+	/* mkdtemp made it 0700; the runner may run as another user (runner.user). Where
+	 * that user cannot reach it, fb_stage_open gives the runners a staging directory. */
+	(void)chmod(out, 0755);
+	if ((rc = fb_stage_open(out, NULL, err, errlen)) < 0) {
+		(void)rmdir(out);
+		return rc;
+	}
+	stage.scratch = true;
+	return 0;
+}
+
+int
 fb_stage_close(bool remove)
 {
 	int	rc = 0;
 
 	if (stage.open && stage.apart && remove)
 		rc = stage_remove(stage.root);
+	if (stage.open && stage.scratch && remove) {
+		const char		*argv[] = { "/bin/rm", "-rf", "--one-file-system", "--",
+					    stage.run_dir, NULL };
+		const char		*envp[] = { "PATH=/usr/bin:/bin", "LANG=C", NULL };
+		struct kb_spawn_opts	 o = { 0 };
+		struct kb_spawn_result	 r = { 0 };
+
+		o.argv = argv;
+		o.envp = envp;
+		o.timeout_ms = STAGE_RM_TIMEOUT_MS;
+		if (kb_spawn_run(&o, &r) < 0 || r.end != KB_END_EXITED || r.exit_code != 0)
+			rc = -KB_ESYS;
+		kb_spawn_result_clear(&r);
+	}
 	memset(&stage, 0, sizeof(stage));
 	return rc;
 }

@@ -86,7 +86,6 @@ orch_cmd_baseline(const char *config, const char *const *sets, int nsets)
 	struct kb_config	 cfg;
 	struct kb_task		*tasks = NULL;
 	char			 err[1024], tmpl[PATH_MAX], work[PATH_MAX];
-	const char		*tmp = getenv("TMPDIR");
 	json_t			*gpus = NULL, *g, *seen = json_object();
 	size_t			 i;
 	int			 n = 0, failed = 0, code = 2;
@@ -102,13 +101,7 @@ orch_cmd_baseline(const char *config, const char *const *sets, int nsets)
 		fprintf(stderr, "kforge: %s\n", err);
 		goto out;
 	}
-	snprintf(tmpl, sizeof(tmpl), "%s/kforge-baseline-XXXXXX", tmp != NULL ? tmp : "/tmp");
-	if (mkdtemp(tmpl) == NULL) {
-		fprintf(stderr, "kforge: cannot create a scratch directory: %s\n", strerror(errno));
-		goto out;
-	}
-	(void)chmod(tmpl, 0755);	/* the runner may be another user (runner.user) */
-	if (fb_stage_open(tmpl, NULL, err, sizeof(err)) < 0) {
+	if (fb_stage_scratch("baseline", tmpl, sizeof(tmpl), err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		goto out;
 	}

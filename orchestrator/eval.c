@@ -248,7 +248,7 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	char			 err[512], tmpl[PATH_MAX], build[PATH_MAX], work[PATH_MAX];
 	char			 prob[PATH_MAX], kern[PATH_MAX];
 	char			*src = NULL;
-	const char		*devname, *tmp = getenv("TMPDIR");
+	const char		*devname;
 	json_t			*gpus = NULL, *dev;
 	int			 rc, code = EVAL_EXIT_ENV;
 
@@ -270,17 +270,8 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		fprintf(stderr, "kforge: %s\n", err);
 		goto out_cfg;
 	}
-	snprintf(tmpl, sizeof(tmpl), "%s/kforge-eval-XXXXXX", tmp != NULL ? tmp : "/tmp");
-	if (mkdtemp(tmpl) == NULL) {
-		fprintf(stderr, "kforge: cannot create a scratch directory: %s\n", strerror(errno));
-		goto out_cfg;
-	}
-	/* mkdtemp made it 0700; the runner may run as another user (runner.user). Where
-	 * that user cannot reach it (nor the problem and the kernel), fb_run works in a
-	 * staging directory of its own. */
-	(void)chmod(tmpl, 0755);
 	if (fb_contain_setup(&cfg, err, sizeof(err)) < 0 ||
-	    fb_stage_open(tmpl, NULL, err, sizeof(err)) < 0) {
+	    fb_stage_scratch("eval", tmpl, sizeof(tmpl), err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		goto out_clean;
 	}
@@ -347,18 +338,6 @@ out_clean:
 	fb_evaluation_clear(&ev);
 	/* The scratch directory stays when KFORGE_KEEP is set, for a look at the build. */
 	(void)fb_stage_close(getenv("KFORGE_KEEP") == NULL);
-	if (getenv("KFORGE_KEEP") == NULL) {
-		const char *argv[] = { "/bin/rm", "-rf", tmpl, NULL };
-		const char *envp[] = { NULL };
-		struct kb_spawn_opts	o = { 0 };
-		struct kb_spawn_result	r = { 0 };
-
-		o.argv = argv;
-		o.envp = envp;
-		o.timeout_ms = 60000;
-		kb_spawn_run(&o, &r);
-		kb_spawn_result_clear(&r);
-	}
 out_cfg:
 	json_decref(gpus);
 	kb_config_clear(&cfg);

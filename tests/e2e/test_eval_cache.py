@@ -11,7 +11,8 @@
   PROFILE step does (torch.profiler on the CPU), the JSON carries the profile and its
   wall time, the text the P table; without it there is no profile step
 - `kforge baseline CONFIG` times a problem once (a second call finds it cached), and eval
-  then takes the reference's timings from the cache; a missing config exits 2
+  then takes the reference's timings from the cache; a missing config exits 2; neither
+  leaves its scratch directory behind
 """
 import concurrent.futures
 import json
@@ -115,15 +116,21 @@ with open(cfg, "w") as f:
     f.write("name: bl\nproblems: {dir: %s, levels: [1]}\n"
             "llm: {provider: replay, replay_dir: %s}\n"
             "eval: {device: cpu, perf_trials: 5, warmup: 1}\n" % (os.path.dirname(pdir), work))
-p = kforge("baseline", cfg, timeout=600)
+# Their scratch directories go with them (a TMPDIR of the test's own, to look in after).
+tmpd = os.path.join(work, "tmp")
+os.makedirs(tmpd)
+TMP = {"TMPDIR": tmpd}
+p = kforge("baseline", cfg, timeout=600, env=TMP)
 check("L1_2_LeakyReLU" in p.stdout and "measured" in p.stdout,
       "kforge baseline did not time the problem: %s" % p.stdout)
-p = kforge("baseline", cfg, timeout=600)
+p = kforge("baseline", cfg, timeout=600, env=TMP)
 check("cached" in p.stdout and "measured" not in p.stdout,
       "kforge baseline timed it again: %s" % p.stdout)
 p = kforge("eval", "--problem", mine, "--kernel", kernel, "--device", "cpu", "--json", *SETS,
-           timeout=600)
+           timeout=600, env=TMP)
 e = json.loads(p.stdout)
+check(os.listdir(tmpd) == [], "kforge baseline or eval left scratch behind in TMPDIR: %s" %
+      os.listdir(tmpd))
 check(e["correct"] and e["steps"]["baseline"]["cache_hit"] is True,
       "eval timed a problem that kforge baseline had timed: %s" % e["steps"])
 p = kforge("baseline", os.path.join(work, "nonexistent.yaml"), check_rc=False)

@@ -355,8 +355,14 @@ test_which(const char *dir)
 int
 main(void)
 {
-	char tmpl[] = "/tmp/kforge-test-base-XXXXXX";
+	/* Under the suite's scratch (build/test-tmp, which the build tree holds), not /tmp,
+	 * where each run would leave one more directory. */
+	const char	*base = getenv("KFORGE_TEST_TMP");
+	char		 tmpl[PATH_MAX];
 
+	snprintf(tmpl, sizeof(tmpl), "%s/kforge-test-base-XXXXXX", base != NULL ? base : "/tmp");
+	if (base != NULL)
+		(void)mkdir(base, 0755);
 	if (mkdtemp(tmpl) == NULL)
 		return 1;
 	kb_log_init("test", 2);
