@@ -302,6 +302,7 @@ int	fb_contain_wait_sealed(const char *dir);
  * fb_stage_open every path is the run directory's (tests). */
 int	fb_stage_open(const char *run_dir, const char *previous, char *err, size_t errlen);
 const char *fb_stage_dir(void);	/* the staging directory; NULL: the run directory */
+const char *fb_stage_root(void);	/* the run directory fb_stage_open was given, or NULL */
 /* <root>/build/<key> and <root>/tasks/<id>/work for a run directory (not created). */
 int	fb_stage_build_dir(const char *run_dir, const char *key, char *out, size_t n);
 int	fb_stage_work_dir(const char *run_dir, const char *task_id, char *out, size_t n);
@@ -361,6 +362,10 @@ long	fb_cpu_threads(const struct kb_config *cfg);
  * (builds and timings apart): true and [*first, *last) on a GPU host of cores that keeps
  * some for the steps on the GPU, false (left where it is) otherwise. */
 bool	fb_warm_cpu_range(const struct kb_config *cfg, long cores, int *first, int *last);
+/* On the CPU, where on a host of cores a run's builds begin (its timings take the cores
+ * after them, modulo cores): a function of the run directory, so that runs side by side
+ * spread their builds over the host; 0 for a NULL root (outside a run). */
+long	fb_cpu_turn(const char *root, long cores);
 /* Whether a step runs on a GPU: the request's device where it names one (req may be
  * NULL), else the config's (eval.device, resolved from auto when a run starts). */
 bool	fb_on_cuda(const struct kb_config *cfg, const struct fb_request *req);

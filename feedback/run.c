@@ -163,19 +163,41 @@ cpu_split(const struct kb_config *cfg, bool cuda, long cores)
 	return cores - (cores / 8 > FB_CUDA_EXEC_CORES_MIN ? cores / 8 : FB_CUDA_EXEC_CORES_MIN);
 }
 
+/* Which of the host's cores a CPU run's builds start at: a turn of the cores decided by
+ * the run's directory (the same on every resume, the same for every worker). Several
+ * runs on one host then spread their builds over its cores instead of all building on
+ * the first ones and timing on the rest: the suite's four runs at once on the 2-core
+ * machine kept one core busy with every build while the other waited (tools/bench/
+ * README.md, inner). Within a run nothing changes: its timings still never share a core
+ * with its builds. */
+long
+fb_cpu_turn(const char *root, long cores)
+{
+	uint64_t	 h = 1469598103934665603ull;	/* FNV-1a */
+
+	if (root == NULL || cores < 1)
+		return 0;
+	for (const unsigned char *p = (const unsigned char *)root; *p != '\0'; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return (long)(h % (uint64_t)cores);
+}
+
 static json_t *
 step_cpus(const struct kb_config *cfg, const struct fb_request *req, bool cuda)
 {
 	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
-	long	split = cpu_split(cfg, cuda, cores), first, last;
+	long	split = cpu_split(cfg, cuda, cores), first, last, turn;
 	json_t	*cpus = json_array();
 
-	if (cores < 2 || split >= cores)
+	/* The selftest is the run's first step, before any timing, and builds its headers
+	 * in parallel: every core. */
+	if (cores < 2 || split >= cores || req->mode == FB_SELFTEST)
 		return cpus;
-	first = req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST ? 0 : split;
+	first = req->mode == FB_PRECOMPILE ? 0 : split;
 	last = first == 0 ? split : cores;
+	turn = cuda ? 0 : fb_cpu_turn(fb_stage_root(), cores);	/* on a GPU, warm runners wait on the first (fb_warm_cpu_range) */
 	for (long c = first; c < last; c++)
-		json_array_append_new(cpus, json_integer(c));
+		json_array_append_new(cpus, json_integer((c + turn) % cores));
 	return cpus;
 }
 

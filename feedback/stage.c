@@ -309,6 +309,12 @@ fb_stage_open(const char *run_dir, const char *previous, char *err, size_t errle
 }
 
 const char *
+fb_stage_root(void)
+{
+	return stage.open ? stage.run_dir : NULL;
+}
+
+const char *
 fb_stage_dir(void)
 {
 	return stage.open && stage.apart ? stage.root : NULL;

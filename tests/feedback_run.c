@@ -402,6 +402,28 @@ test_warm_cpus(void)
 	fbt_config(&c, "cpu");
 	CHECK(!fb_warm_cpu_range(&c, 16, &first, &last));
 	kb_config_clear(&c);
+
+	/* A CPU run's builds begin on a core of the host chosen by its directory: the same
+	 * for the same directory, not the same for every run (of 16 directories, on 2 cores
+	 * both turns appear), and 0 outside a run. */
+	{
+		int	seen[2] = { 0, 0 };
+		char	dir[64];
+
+		for (int i = 0; i < 16; i++) {
+			long	t;
+
+			snprintf(dir, sizeof(dir), "/tmp/run-%d", i);
+			t = fb_cpu_turn(dir, 2);
+			CHECK(t == 0 || t == 1);
+			CHECK(fb_cpu_turn(dir, 2) == t);
+			if (t == 0 || t == 1)
+				seen[t]++;
+		}
+		CHECKM(seen[0] > 0 && seen[1] > 0, "16 run directories all build on core %d",
+		       seen[0] > 0 ? 0 : 1);
+		CHECK(fb_cpu_turn(NULL, 2) == 0 && fb_cpu_turn("/x", 1) == 0);
+	}
 }
 
 static void
