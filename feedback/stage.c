@@ -27,12 +27,14 @@
  * (workers inherit the decision) or in `kforge eval`; nothing here changes after that but
  * the files below the root.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +45,7 @@
 #define STAGE_MARKER	".kforge-stage"
 #define STAGE_INPUT_CAP	((size_t)64 << 20)	/* problems and candidates are far smaller */
 #define STAGE_RM_TIMEOUT_MS 300000
+#define SCRATCH_LOCK	".kforge-scratch.lock"
 
 /* Where staging directories are made, in order of preference: /var/tmp survives a
  * reboot on most hosts, so a resumed run keeps its builds. */
@@ -53,6 +56,7 @@ static struct {
 	bool	open;
 	bool	apart;			/* root is a staging directory, not the run dir */
 	bool	scratch;		/* run_dir is fb_stage_scratch's, removed at close */
+	int	scratch_lock;		/* its lock, held while this process lives */
 	char	run_dir[PATH_MAX];
 	char	root[PATH_MAX];
 	char	why[768];		/* why apart (or why a recorded one was not reused) */
@@ -411,30 +415,104 @@ fb_stage_report(void)
 			 "the record (%s)", stage.root, stage.why);
 }
 
+/* ------------------------------------------------------------ scratch */
+
+/* Removes a scratch directory: GNU rm, which never follows a link it meets. */
+static int
+scratch_remove(const char *path)
+{
+	const char		*argv[] = { "/bin/rm", "-rf", "--one-file-system", "--", path, NULL };
+	const char		*envp[] = { "PATH=/usr/bin:/bin", "LANG=C", NULL };
+	struct kb_spawn_opts	 o = { 0 };
+	struct kb_spawn_result	 r = { 0 };
+	int			 rc = 0;
+
+	o.argv = argv;
+	o.envp = envp;
+	o.timeout_ms = STAGE_RM_TIMEOUT_MS;
+	if (kb_spawn_run(&o, &r) < 0 || r.end != KB_END_EXITED || r.exit_code != 0)
+		rc = -KB_ESYS;
+	kb_spawn_result_clear(&r);
+	return rc;
+}
+
+/* The scratch directories of earlier evals (or baselines) that were killed before they
+ * could remove theirs: ours, real directories, whose lock no process holds any more. One
+ * without a lock is left alone: being made, kept (KFORGE_KEEP), or an older kforge's. */
+static void
+scratch_sweep(const char *base, const char *what)
+{
+	char		 prefix[64], path[PATH_MAX], lock[PATH_MAX];
+	struct dirent	*e;
+	struct stat	 st;
+	DIR		*d;
+	size_t		 plen;
+
+	if ((size_t)snprintf(prefix, sizeof(prefix), "kforge-%s-", what) >= sizeof(prefix) ||
+	    (d = opendir(base)) == NULL)
+		return;
+	plen = strlen(prefix);
+	while ((e = readdir(d)) != NULL) {
+		bool	stale = false;
+		int	fd;
+
+		if (strncmp(e->d_name, prefix, plen) != 0 || strlen(e->d_name) != plen + 6 ||
+		    snprintf(path, sizeof(path), "%s/%s", base, e->d_name) >= (int)sizeof(path) ||
+		    snprintf(lock, sizeof(lock), "%s/%s", path, SCRATCH_LOCK) >= (int)sizeof(lock) ||
+		    lstat(path, &st) == -1 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		if ((fd = open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+			stale = flock(fd, LOCK_EX | LOCK_NB) == 0;
+			close(fd);
+		}
+		if (stale && scratch_remove(path) == 0)
+			log_info("removed %s, left by a kforge %s that was killed", path, what);
+	}
+	closedir(d);
+}
+
 int
 fb_stage_scratch(const char *what, char *out, size_t n, char *err, size_t errlen)
 {
 	const char	*tmp = getenv("TMPDIR");
-	int		 rc;
+	char		 lock[PATH_MAX];
+	int		 rc, fd;
 
-	if (snprintf(out, n, "%s/kforge-%s-XXXXXX", tmp != NULL && tmp[0] != '\0' ? tmp :
-		     "/tmp", what) >= (int)n) {
+	if (tmp == NULL || tmp[0] == '\0')
+		tmp = "/tmp";
+	if (snprintf(out, n, "%s/kforge-%s-XXXXXX", tmp, what) >= (int)n ||
+	    snprintf(lock, sizeof(lock), "%s/%s", out, SCRATCH_LOCK) >= (int)sizeof(lock)) {
 		snprintf(err, errlen, "the scratch directory's name is too long (TMPDIR)");
 		return -KB_ETOOBIG;
 	}
+	scratch_sweep(tmp, what);
 	if (mkdtemp(out) == NULL) {
-		snprintf(err, errlen, "cannot create a scratch directory in %s: %s",
-			 tmp != NULL ? tmp : "/tmp", strerror(errno));
+		snprintf(err, errlen, "cannot create a scratch directory in %s: %s", tmp,
+			 strerror(errno));
+		return -KB_ESYS;
+	}
+	/* Held while this process lives (never passed to a child: O_CLOEXEC), so that the
+	 * next eval removes the directory of one that was killed. */
+	snprintf(lock, sizeof(lock), "%s/%s", out, SCRATCH_LOCK);
+	if ((fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1 ||
+	    flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		snprintf(err, errlen, "cannot lock the scratch directory %s: %s", out,
+			 strerror(errno));
+		if (fd != -1)
+			close(fd);
+		(void)scratch_remove(out);
 		return -KB_ESYS;
 	}
 	/* mkdtemp made it 0700; the runner may run as another user (runner.user). Where
 	 * that user cannot reach it, fb_stage_open gives the runners a staging directory. */
 	(void)chmod(out, 0755);
 	if ((rc = fb_stage_open(out, NULL, err, errlen)) < 0) {
-		(void)rmdir(out);
+		close(fd);
+		(void)scratch_remove(out);
 		return rc;
 	}
 	stage.scratch = true;
+	stage.scratch_lock = fd;
 	return 0;
 }
 
@@ -445,19 +523,16 @@ fb_stage_close(bool remove)
 
 	if (stage.open && stage.apart && remove)
 		rc = stage_remove(stage.root);
-	if (stage.open && stage.scratch && remove) {
-		const char		*argv[] = { "/bin/rm", "-rf", "--one-file-system", "--",
-					    stage.run_dir, NULL };
-		const char		*envp[] = { "PATH=/usr/bin:/bin", "LANG=C", NULL };
-		struct kb_spawn_opts	 o = { 0 };
-		struct kb_spawn_result	 r = { 0 };
+	if (stage.open && stage.scratch) {
+		char	lock[PATH_MAX];
 
-		o.argv = argv;
-		o.envp = envp;
-		o.timeout_ms = STAGE_RM_TIMEOUT_MS;
-		if (kb_spawn_run(&o, &r) < 0 || r.end != KB_END_EXITED || r.exit_code != 0)
+		/* Kept: without its lock, no later eval takes it for a killed one's. */
+		if (!remove && snprintf(lock, sizeof(lock), "%s/%s", stage.run_dir,
+					SCRATCH_LOCK) < (int)sizeof(lock))
+			(void)unlink(lock);
+		if (remove && scratch_remove(stage.run_dir) < 0)
 			rc = -KB_ESYS;
-		kb_spawn_result_clear(&r);
+		close(stage.scratch_lock);
 	}
 	memset(&stage, 0, sizeof(stage));
 	return rc;

@@ -8,7 +8,8 @@ feedback/kforge_runner.py, kb_spawn_fork_watched in base/spawn.c).
   session
 - a candidate's setsid daemon is killed and counted by its runner's watcher
   (stray_processes, as a worker's subreaper counts it)
-- an eval killed with SIGKILL while its candidate hangs: the runner dies with it
+- an eval killed with SIGKILL while its candidate hangs: the runner dies with it, and
+  the next eval removes the scratch directory it left
 - the server killed: the next eval starts another and is judged as before
 - its socket file removed: the server ends
 - runner.server_idle_s=N: the server ends N seconds after its last runner ended, never
@@ -36,7 +37,10 @@ with open(kernel, "w") as f:
     f.write(reply_code("leaky_2"))
 faults = os.path.join(HOME, "tests", "data", "faults")
 add = os.path.join(HOME, "tests", "data", "feedback", "problem_add.py")
-ENV = {"LC_KFORGE_TEST": "eval_server %d %f" % (os.getpid(), time.time())}
+# A TMPDIR of this test's own, to look for the evals' scratch directories in.
+TMP = os.path.join(work, "tmp")
+os.makedirs(TMP)
+ENV = {"LC_KFORGE_TEST": "eval_server %d %f" % (os.getpid(), time.time()), "TMPDIR": TMP}
 SETS = ["--set", "eval.perf_trials=3", "--set", "eval.warmup=1"]
 # A bound on waiting for a process to go, for a machine shared with other work; the
 # server looks at its socket and clock every 2 s.
@@ -141,11 +145,14 @@ p.wait()
 for r in runners:
     wait_gone(r, "the killed eval's runner")
 print("ok: an eval killed with SIGKILL took its runner (%s) with it" % runners)
+left = [n for n in os.listdir(TMP) if n.startswith("kforge-eval-")]
+check(len(left) == 1, "the killed eval's scratch directory: %s in TMPDIR" % os.listdir(TMP))
 
-# The server killed: the next eval starts another.
+# The server killed: the next eval starts another (and removes the killed eval's scratch).
 os.kill(server, signal.SIGKILL)
 wait_gone(server, "the killed server")
 e = evaluate()
+check(os.listdir(TMP) == [], "after the next eval, TMPDIR holds %s" % os.listdir(TMP))
 check(e["verdict"] == "correct", "the eval after the server's death: %s" % e["verdict"])
 second = server_of(e)
 check(second != server and stat_of(second) is not None,
