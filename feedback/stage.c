@@ -166,10 +166,9 @@ out:
 	return ok;
 }
 
-/* Taken away from everyone else first (0700), so that no process of another user can
- * walk in while it goes; then GNU rm, which never follows a link it meets. */
+/* GNU rm -rf, which never follows a link it meets; what went wrong in the log. */
 static int
-stage_remove(const char *path)
+remove_tree(const char *path, const char *what)
 {
 	const char		*argv[] = { "/bin/rm", "-rf", "--one-file-system", "--", path, NULL };
 	const char		*envp[] = { "PATH=/usr/bin:/bin", "LANG=C", NULL };
@@ -177,22 +176,32 @@ stage_remove(const char *path)
 	struct kb_spawn_result	 r = { 0 };
 	int			 rc;
 
-	if (!stage_name_ok(path))
-		return -KB_EINVAL;
-	if ((rc = chmod_dir(path, 0700)) < 0)
-		return rc == -KB_ENOENT ? 0 : rc;
 	o.argv = argv;
 	o.envp = envp;
 	o.out_cap = 4096;
 	o.timeout_ms = STAGE_RM_TIMEOUT_MS;
 	rc = kb_spawn_run(&o, &r);
 	if (rc == 0 && (r.end != KB_END_EXITED || r.exit_code != 0)) {
-		log_warnx("cannot remove the staging directory %s: %.200s", path,
+		log_warnx("cannot remove the %s %s: %.200s", what, path,
 			  r.out.p != NULL ? r.out.p : "rm failed");
 		rc = -KB_ESYS;
 	}
 	kb_spawn_result_clear(&r);
 	return rc;
+}
+
+/* Taken away from everyone else first (0700), so that no process of another user can
+ * walk in while it goes. */
+static int
+stage_remove(const char *path)
+{
+	int	rc;
+
+	if (!stage_name_ok(path))
+		return -KB_EINVAL;
+	if ((rc = chmod_dir(path, 0700)) < 0)
+		return rc == -KB_ENOENT ? 0 : rc;
+	return remove_tree(path, "staging directory");
 }
 
 /* The subdirectories, then the root opened to the runner's user. */
@@ -417,25 +426,6 @@ fb_stage_report(void)
 
 /* ------------------------------------------------------------ scratch */
 
-/* Removes a scratch directory: GNU rm, which never follows a link it meets. */
-static int
-scratch_remove(const char *path)
-{
-	const char		*argv[] = { "/bin/rm", "-rf", "--one-file-system", "--", path, NULL };
-	const char		*envp[] = { "PATH=/usr/bin:/bin", "LANG=C", NULL };
-	struct kb_spawn_opts	 o = { 0 };
-	struct kb_spawn_result	 r = { 0 };
-	int			 rc = 0;
-
-	o.argv = argv;
-	o.envp = envp;
-	o.timeout_ms = STAGE_RM_TIMEOUT_MS;
-	if (kb_spawn_run(&o, &r) < 0 || r.end != KB_END_EXITED || r.exit_code != 0)
-		rc = -KB_ESYS;
-	kb_spawn_result_clear(&r);
-	return rc;
-}
-
 /* The scratch directories of earlier evals (or baselines) that were killed before they
  * could remove theirs: ours, real directories, whose lock no process holds any more. One
  * without a lock is left alone: being made, kept (KFORGE_KEEP), or an older kforge's. */
@@ -465,7 +455,7 @@ scratch_sweep(const char *base, const char *what)
 			stale = flock(fd, LOCK_EX | LOCK_NB) == 0;
 			close(fd);
 		}
-		if (stale && scratch_remove(path) == 0)
+		if (stale && remove_tree(path, "scratch directory") == 0)
 			log_info("removed %s, left by a kforge %s that was killed", path, what);
 	}
 	closedir(d);
@@ -500,7 +490,7 @@ fb_stage_scratch(const char *what, char *out, size_t n, char *err, size_t errlen
 			 strerror(errno));
 		if (fd != -1)
 			close(fd);
-		(void)scratch_remove(out);
+		(void)remove_tree(out, "scratch directory");
 		return -KB_ESYS;
 	}
 	/* mkdtemp made it 0700; the runner may run as another user (runner.user). Where
@@ -508,7 +498,7 @@ fb_stage_scratch(const char *what, char *out, size_t n, char *err, size_t errlen
 	(void)chmod(out, 0755);
 	if ((rc = fb_stage_open(out, NULL, err, errlen)) < 0) {
 		close(fd);
-		(void)scratch_remove(out);
+		(void)remove_tree(out, "scratch directory");
 		return rc;
 	}
 	stage.scratch = true;
@@ -530,7 +520,7 @@ fb_stage_close(bool remove)
 		if (!remove && snprintf(lock, sizeof(lock), "%s/%s", stage.run_dir,
 					SCRATCH_LOCK) < (int)sizeof(lock))
 			(void)unlink(lock);
-		if (remove && scratch_remove(stage.run_dir) < 0)
+		if (remove && remove_tree(stage.run_dir, "scratch directory") < 0)
 			rc = -KB_ESYS;
 		close(stage.scratch_lock);
 	}
