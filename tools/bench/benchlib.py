@@ -4,6 +4,7 @@ Standard library only. The benchmarks build nothing: the kforge binary comes fro
 $KFORGE_BIN or build/kforge; the LLM is the project's own mock server
 (tests/mock_llm_server.py) on loopback.
 """
+import atexit
 import datetime
 import json
 import os
@@ -44,7 +45,10 @@ def torch_python(arg):
     die("no Python that imports torch (pass --python)")
 
 
-def workdir(arg, name):
+def workdir(arg, name, keep=False):
+    """The benchmark's work directory: arg, made where missing and kept, else a fresh
+    temporary one, removed when the benchmark exits unless keep (its builds and caches
+    are hundreds of MB: every run of repeat left 300 MB in /tmp)."""
     if arg:
         os.makedirs(arg, exist_ok=True)
         return os.path.abspath(arg)
@@ -53,6 +57,8 @@ def workdir(arg, name):
     # could not reach the cache or the candidates kept there, and kforge would fall back
     # to the machine's default cache (which a cold build must not find filled).
     os.chmod(wd, 0o755)
+    if not keep:
+        atexit.register(shutil.rmtree, wd, ignore_errors=True)
     return wd
 
 
