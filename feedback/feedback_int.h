@@ -56,5 +56,13 @@ bool	fb_kprof_usable(void);
 /* stage.c: logs where the runners work when it is not the run directory (called by
  * fb_contain_report). */
 void	fb_stage_report(void);
+/* A scratch directory base/kforge-<what>-XXXXXX, ours, opened to the runner's user
+ * (0755), locked while this process lives (*lock_fd): the next one of its kind made
+ * under base removes those whose lock is free, left by a process that was killed.
+ * fb_scratch_end removes it (remove) or keeps it unlocked, and closes the lock. */
+#define FB_SCRATCH_LOCK	".kforge-scratch.lock"
+int	fb_scratch_make(const char *base, const char *what, char *out, size_t n, int *lock_fd,
+			char *err, size_t errlen);
+int	fb_scratch_end(const char *path, int lock_fd, bool remove);
 
 #endif /* KFORGE_FEEDBACK_INT_H */

@@ -28,7 +28,7 @@
 #define ST_TIMEOUT_EXTRA_S	120	/* the run after the build, and torch's start-up */
 #define ST_DEFAULT_BUILD_S	300	/* eval.compile_timeout_s unset (cfg NULL) */
 #define ST_RECORD_CAP		(64u << 10)
-#define ST_TMP_TEMPLATE		"/tmp/kforge-selftest-XXXXXX"
+#define ST_TMP_DIR		"/tmp"
 
 /* The C side's own remedies, for what the runner cannot report itself. */
 static const struct {
@@ -348,20 +348,18 @@ fb_selftest_forget(void)
 /* ------------------------------------------------------------ the build */
 
 /* A fresh directory for the build and the runner's scratch, made by us (mkdtemp: ours,
- * 0700, never an existing one), then opened to the runner's user: it must reach them
- * even when our HOME or the run directory is closed to it. */
+ * never an existing one), then opened to the runner's user: it must reach them even when
+ * our HOME, TMPDIR or the run directory is closed to it, hence /tmp. A killed selftest's
+ * is removed by the next (fb_scratch_make). */
 static int
-make_dirs(char *top, size_t n, char *build, char *work, size_t m)
+make_dirs(char *top, size_t n, int *lock_fd, char *build, char *work, size_t m)
 {
+	char	err[256];
 	int	rc;
 
-	snprintf(top, n, "%s", ST_TMP_TEMPLATE);
-	if (mkdtemp(top) == NULL)
-		return -kb_errno_to_err(errno);
-	if (chmod(top, 0755) == -1) {
-		rc = -kb_errno_to_err(errno);
-		goto out_rm;
-	}
+	if ((rc = fb_scratch_make(ST_TMP_DIR, "selftest", top, n, lock_fd, err,
+				  sizeof(err))) < 0)
+		return rc;
 	if (snprintf(build, m, "%s/build", top) >= (int)m ||
 	    snprintf(work, m, "%s/work", top) >= (int)m) {
 		rc = -KB_ETOOBIG;
@@ -371,7 +369,8 @@ make_dirs(char *top, size_t n, char *build, char *work, size_t m)
 		goto out_rm;
 	return 0;
 out_rm:
-	(void)kb_rmtree(top);
+	(void)fb_scratch_end(top, *lock_fd, true);
+	*lock_fd = -1;
 	return rc;
 }
 
@@ -436,7 +435,7 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 	const char		*explicit_py, *torch_file = NULL;
 	bool			 cuda;
 	long			 build_s;
-	int			 rc;
+	int			 rc, lock_fd = -1;
 
 	memset(out, 0, sizeof(*out));
 	out->build_s = out->run_s = -1;
@@ -473,7 +472,7 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 	pass_key(env_sha, sha);
 	if (use_cache && load_record(sha, out))
 		return 0;
-	if ((rc = make_dirs(top, sizeof(top), build, work, sizeof(build))) < 0) {
+	if ((rc = make_dirs(top, sizeof(top), &lock_fd, build, work, sizeof(build))) < 0) {
 		snprintf(out->message, sizeof(out->message), "cannot make a build directory under "
 			 "/tmp: %s", kb_strerror(rc));
 		return rc;
@@ -507,6 +506,6 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 			 kb_strerror(rc));
 	}
 	fb_outcome_clear(&o);
-	(void)kb_rmtree(top);
+	(void)fb_scratch_end(top, lock_fd, true);
 	return rc;
 }

@@ -45,7 +45,6 @@
 #define STAGE_MARKER	".kforge-stage"
 #define STAGE_INPUT_CAP	((size_t)64 << 20)	/* problems and candidates are far smaller */
 #define STAGE_RM_TIMEOUT_MS 300000
-#define SCRATCH_LOCK	".kforge-scratch.lock"
 
 /* Where staging directories are made, in order of preference: /var/tmp survives a
  * reboot on most hosts, so a resumed run keeps its builds. */
@@ -448,7 +447,7 @@ scratch_sweep(const char *base, const char *what)
 
 		if (strncmp(e->d_name, prefix, plen) != 0 || strlen(e->d_name) != plen + 6 ||
 		    snprintf(path, sizeof(path), "%s/%s", base, e->d_name) >= (int)sizeof(path) ||
-		    snprintf(lock, sizeof(lock), "%s/%s", path, SCRATCH_LOCK) >= (int)sizeof(lock) ||
+		    snprintf(lock, sizeof(lock), "%s/%s", path, FB_SCRATCH_LOCK) >= (int)sizeof(lock) ||
 		    lstat(path, &st) == -1 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
 			continue;
 		if ((fd = open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
@@ -462,28 +461,27 @@ scratch_sweep(const char *base, const char *what)
 }
 
 int
-fb_stage_scratch(const char *what, char *out, size_t n, char *err, size_t errlen)
+fb_scratch_make(const char *base, const char *what, char *out, size_t n, int *lock_fd,
+		char *err, size_t errlen)
 {
-	const char	*tmp = getenv("TMPDIR");
-	char		 lock[PATH_MAX];
-	int		 rc, fd;
+	char	lock[PATH_MAX];
+	int	fd;
 
-	if (tmp == NULL || tmp[0] == '\0')
-		tmp = "/tmp";
-	if (snprintf(out, n, "%s/kforge-%s-XXXXXX", tmp, what) >= (int)n ||
-	    snprintf(lock, sizeof(lock), "%s/%s", out, SCRATCH_LOCK) >= (int)sizeof(lock)) {
-		snprintf(err, errlen, "the scratch directory's name is too long (TMPDIR)");
+	*lock_fd = -1;
+	if (snprintf(out, n, "%s/kforge-%s-XXXXXX", base, what) >= (int)n ||
+	    snprintf(lock, sizeof(lock), "%s/%s", out, FB_SCRATCH_LOCK) >= (int)sizeof(lock)) {
+		snprintf(err, errlen, "the scratch directory's name is too long (%s)", base);
 		return -KB_ETOOBIG;
 	}
-	scratch_sweep(tmp, what);
+	scratch_sweep(base, what);
 	if (mkdtemp(out) == NULL) {
-		snprintf(err, errlen, "cannot create a scratch directory in %s: %s", tmp,
+		snprintf(err, errlen, "cannot create a scratch directory in %s: %s", base,
 			 strerror(errno));
 		return -KB_ESYS;
 	}
 	/* Held while this process lives (never passed to a child: O_CLOEXEC), so that the
-	 * next eval removes the directory of one that was killed. */
-	snprintf(lock, sizeof(lock), "%s/%s", out, SCRATCH_LOCK);
+	 * next one removes the directory of one that was killed. */
+	snprintf(lock, sizeof(lock), "%s/%s", out, FB_SCRATCH_LOCK);
 	if ((fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1 ||
 	    flock(fd, LOCK_EX | LOCK_NB) == -1) {
 		snprintf(err, errlen, "cannot lock the scratch directory %s: %s", out,
@@ -493,12 +491,42 @@ fb_stage_scratch(const char *what, char *out, size_t n, char *err, size_t errlen
 		(void)remove_tree(out, "scratch directory");
 		return -KB_ESYS;
 	}
-	/* mkdtemp made it 0700; the runner may run as another user (runner.user). Where
-	 * that user cannot reach it, fb_stage_open gives the runners a staging directory. */
+	/* mkdtemp made it 0700; the runner may run as another user (runner.user). */
 	(void)chmod(out, 0755);
+	*lock_fd = fd;
+	return 0;
+}
+
+int
+fb_scratch_end(const char *path, int lock_fd, bool remove)
+{
+	char	lock[PATH_MAX];
+	int	rc = 0;
+
+	/* Kept: without its lock, no later one takes it for a killed one's. */
+	if (!remove && snprintf(lock, sizeof(lock), "%s/%s", path, FB_SCRATCH_LOCK) <
+	    (int)sizeof(lock))
+		(void)unlink(lock);
+	if (remove)
+		rc = remove_tree(path, "scratch directory");
+	if (lock_fd != -1)
+		close(lock_fd);
+	return rc;
+}
+
+int
+fb_stage_scratch(const char *what, char *out, size_t n, char *err, size_t errlen)
+{
+	const char	*tmp = getenv("TMPDIR");
+	int		 rc, fd;
+
+	if ((rc = fb_scratch_make(tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp", what, out, n,
+				  &fd, err, errlen)) < 0)
+		return rc;
+	/* Where the runner's user cannot reach it, fb_stage_open gives the runners a
+	 * staging directory. */
 	if ((rc = fb_stage_open(out, NULL, err, errlen)) < 0) {
-		close(fd);
-		(void)remove_tree(out, "scratch directory");
+		(void)fb_scratch_end(out, fd, true);
 		return rc;
 	}
 	stage.scratch = true;
@@ -513,17 +541,9 @@ fb_stage_close(bool remove)
 
 	if (stage.open && stage.apart && remove)
 		rc = stage_remove(stage.root);
-	if (stage.open && stage.scratch) {
-		char	lock[PATH_MAX];
-
-		/* Kept: without its lock, no later eval takes it for a killed one's. */
-		if (!remove && snprintf(lock, sizeof(lock), "%s/%s", stage.run_dir,
-					SCRATCH_LOCK) < (int)sizeof(lock))
-			(void)unlink(lock);
-		if (remove && remove_tree(stage.run_dir, "scratch directory") < 0)
-			rc = -KB_ESYS;
-		close(stage.scratch_lock);
-	}
+	if (stage.open && stage.scratch && fb_scratch_end(stage.run_dir, stage.scratch_lock,
+							  remove) < 0)
+		rc = -KB_ESYS;
 	memset(&stage, 0, sizeof(stage));
 	return rc;
 }

@@ -9,9 +9,12 @@
  * a Python that imports torch.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include "feedback/feedback_int.h"
 #include "feedback_testutil.h"
 
 static char	scratch[2048];
@@ -102,8 +105,27 @@ test_fresh_and_forget(struct kb_config *cfg, const char *records)
 	CHECK(fb_selftest(cfg, "cpu", true, &st) == 0);
 	print("same key, cached", &st);
 	CHECK(st.ok && st.cached);
+	/* Scratch directories of earlier selftests in /tmp: a killed one's (its lock free)
+	 * goes with the next selftest's start; one whose lock is held (a selftest at work)
+	 * and one without a lock (being made, or kept) stay. */
+	char	stale[64] = "/tmp/kforge-selftest-XXXXXX", live[64] = "/tmp/kforge-selftest-XXXXXX";
+	char	bare[64] = "/tmp/kforge-selftest-XXXXXX", lock[128];
+	int	held = -1;
+
+	CHECK(mkdtemp(stale) != NULL && mkdtemp(live) != NULL && mkdtemp(bare) != NULL);
+	snprintf(lock, sizeof(lock), "%s/%s", stale, FB_SCRATCH_LOCK);
+	CHECK(kb_write_atomic(lock, "", 0) == 0);
+	snprintf(lock, sizeof(lock), "%s/%s", live, FB_SCRATCH_LOCK);
+	CHECK((held = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) != -1 &&
+	      flock(held, LOCK_EX) == 0);
 	CHECK(fb_selftest(cfg, "cpu", false, &st) == 0);
 	print("same key, fresh", &st);
+	CHECKM(access(stale, F_OK) == -1, "a killed selftest's %s is still there", stale);
+	CHECKM(access(live, F_OK) == 0 && access(bare, F_OK) == 0,
+	       "a locked or lockless scratch directory was removed");
+	close(held);
+	(void)kb_rmtree(live);
+	(void)kb_rmtree(bare);
 	CHECK(!st.ok && !st.cached && strcmp(st.stage, "build") == 0);
 	CHECK(strstr(st.message, "which") != NULL);
 	setenv("PATH", saved, 1);
