@@ -195,7 +195,9 @@ step_cpus(const struct kb_config *cfg, const struct fb_request *req, bool cuda)
 		return cpus;
 	first = req->mode == FB_PRECOMPILE ? 0 : split;
 	last = first == 0 ? split : cores;
-	turn = cuda ? 0 : fb_cpu_turn(fb_stage_root(), cores);	/* on a GPU, warm runners wait on the first (fb_warm_cpu_range) */
+	/* On a GPU host the builds keep the first cores, where warm runners wait for their
+	 * request (fb_warm_cpu_range). */
+	turn = cuda ? 0 : fb_cpu_turn(fb_stage_root(), cores);
 	for (long c = first; c < last; c++)
 		json_array_append_new(cpus, json_integer((c + turn) % cores));
 	return cpus;
