@@ -352,13 +352,12 @@ fb_selftest_forget(void)
  * our HOME, TMPDIR or the run directory is closed to it, hence /tmp. A killed selftest's
  * is removed by the next (fb_scratch_make). */
 static int
-make_dirs(char *top, size_t n, int *lock_fd, char *build, char *work, size_t m)
+make_dirs(char *top, size_t n, int *lock_fd, char *build, char *work, size_t m, char *err,
+	  size_t errlen)
 {
-	char	err[256];
 	int	rc;
 
-	if ((rc = fb_scratch_make(ST_TMP_DIR, "selftest", top, n, lock_fd, err,
-				  sizeof(err))) < 0)
+	if ((rc = fb_scratch_make(ST_TMP_DIR, "selftest", top, n, lock_fd, err, errlen)) < 0)
 		return rc;
 	if (snprintf(build, m, "%s/build", top) >= (int)m ||
 	    snprintf(work, m, "%s/work", top) >= (int)m) {
@@ -369,6 +368,8 @@ make_dirs(char *top, size_t n, int *lock_fd, char *build, char *work, size_t m)
 		goto out_rm;
 	return 0;
 out_rm:
+	snprintf(err, errlen, "cannot make a build directory under %s: %s", top,
+		 kb_strerror(rc));
 	(void)fb_scratch_end(top, *lock_fd, true);
 	*lock_fd = -1;
 	return rc;
@@ -472,9 +473,9 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 	pass_key(env_sha, sha);
 	if (use_cache && load_record(sha, out))
 		return 0;
-	if ((rc = make_dirs(top, sizeof(top), &lock_fd, build, work, sizeof(build))) < 0) {
-		snprintf(out->message, sizeof(out->message), "cannot make a build directory under "
-			 "/tmp: %s", kb_strerror(rc));
+	if ((rc = make_dirs(top, sizeof(top), &lock_fd, build, work, sizeof(build), err,
+			    sizeof(err))) < 0) {
+		snprintf(out->message, sizeof(out->message), "%s", err);
 		return rc;
 	}
 	memset(&req, 0, sizeof(req));
