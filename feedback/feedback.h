@@ -232,10 +232,12 @@ pid_t	fb_warm_pid(void);
  * the run's workers may keep theirs through it within the host's memory. */
 void	fb_warm_end(void);
 bool	fb_warm_keep_servers(const struct kb_config *cfg);
-/* Warm runners forked from a server this process shares with others and leaves running
- * (kforge eval and baseline: a server found in the cache, or started here, which ends
- * idle_s seconds after its last runner); 0: this process's own server, ended with it. */
-void	fb_warm_share(int idle_s);
+/* The runners of a command that is not a run (kforge eval and baseline): this process
+ * becomes their subreaper (fb_adopt_strays) and starts them ahead (fb_warm_enable), and
+ * with runner.warm forks them from a server it shares with others and leaves running (one
+ * found in the cache, or started here, which ends runner.server_idle_s seconds after its
+ * last runner; 0: this process's own server, ended with it). */
+void	fb_warm_share(const struct kb_config *cfg);
 
 /* How fb_run reads the runner's fd-3 result, public so that its fuzz target
  * (tests/fuzz/fuzz_result.c) reaches it: text is n bytes of anything; a JSON object with

@@ -1086,9 +1086,12 @@ server_opts(const struct kb_spawn_opts *warm_o, const char *const *argv, int soc
  * server cannot be had takes this process's own, as without sharing.
  */
 void
-fb_warm_share(int idle_s)
+fb_warm_share(const struct kb_config *cfg)
 {
-	zygote.share_idle_s = idle_s > 0 ? idle_s : 0;
+	(void)fb_adopt_strays();
+	fb_warm_enable();
+	zygote.share_idle_s = cfg->runner.warm && cfg->runner.server_idle_s > 0 ?
+			      (int)cfg->runner.server_idle_s : 0;
 }
 
 /* The shared server's key for runners started as o from python: 32 hex digits. */

@@ -109,10 +109,7 @@ orch_cmd_baseline(const char *config, const char *const *sets, int nsets)
 	/* Each problem's runner started ahead, the next one while this one's results are
 	 * written: a fork of one server that imported torch once (feedback/run.c, warm
 	 * runners), the one an eval left where there is one, and left for the next. */
-	(void)fb_adopt_strays();
-	fb_warm_enable();
-	if (cfg.runner.warm)
-		fb_warm_share((int)cfg.runner.server_idle_s);
+	fb_warm_share(&cfg);
 	printf("%-32s %-24s %13s %13s\n", "problem", "device", "eager", "compile");
 	/* Each device model once: timings belong to the model, not to one GPU. */
 	json_array_foreach(json_object_get(gpus, "devices"), i, g) {

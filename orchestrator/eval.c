@@ -312,13 +312,10 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	req.device_index = strcmp(cfg.eval.device, "cuda") == 0 ?
 			   (int)json_integer_value(json_object_get(dev, "index")) : -1;
 	/* The steps' runners as a worker's: each forked from one server that imports torch
-	 * once (feedback/run.c, fork servers), which takes a subreaper. */
-	(void)fb_adopt_strays();
-	fb_warm_enable();
-	/* ... and that server outlives this eval for the next (runner.server_idle_s): an
-	 * eval of a built candidate then costs a fork, not torch's import. */
-	if (cfg.runner.warm)
-		fb_warm_share((int)cfg.runner.server_idle_s);
+	 * once (feedback/run.c, fork servers), and that server outlives this eval for the
+	 * next (runner.server_idle_s): an eval of a built candidate then costs a fork, not
+	 * torch's import. */
+	fb_warm_share(&cfg);
 	rc = fb_evaluate(&cfg, &req, devname, &ev, err, sizeof(err));
 	fb_warm_end();
 	if (rc < 0) {
