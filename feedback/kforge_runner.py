@@ -303,8 +303,8 @@ REPLAY_ELEMENTS = 8
 RUNNER_THREAD = "kforge-runner"  # the runner's own threads; any other is the candidate's
 
 
-def live_children():
-    """Pids of this process's children that are not yet dead (zombies are)."""
+def children():
+    """This process's children as (pid, dead): dead for a zombie, not yet reaped."""
     kids = []
     try:
         tids = os.listdir("/proc/self/task")
@@ -316,16 +316,20 @@ def live_children():
                 kids += [int(p) for p in f.read().split()]
         except (OSError, ValueError):
             continue
-    alive = []
+    found = []
     for pid in kids:
         try:
             with open("/proc/%d/stat" % pid) as f:
                 state = f.read().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if state not in ("Z", "X"):
-            alive.append(pid)
-    return alive
+        found.append((pid, state in ("Z", "X")))
+    return found
+
+
+def live_children():
+    """Pids of this process's children that are not yet dead (zombies are)."""
+    return [pid for pid, dead in children() if not dead]
 
 
 class FdTee:
@@ -2601,14 +2605,11 @@ def zygote_watch(conn, fds, msg):
     import ctypes
     import select
     import signal
-    try:
-        m = json.loads(msg.decode())
-        idle, visible = bool(m.get("idle")), m.get("visible")
-        if visible is not None and not isinstance(visible, str):
-            raise ValueError("visible")
-    except (ValueError, AttributeError):
+    req = zygote_request(msg)
+    if req is None:
         conn.sendall(b"0\n")
         return False
+    _, idle, visible = req
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(36, 1, 0, 0, 0)     # PR_SET_CHILD_SUBREAPER: the runner's orphans come here
     me = os.getpid()
@@ -2674,19 +2675,9 @@ def zygote_reap_orphans():
     round after round until none is left: (killed while running, found dead by a signal),
     as kforge's own subreaper counts them (fbw_reap_strays)."""
     import signal
-    me, running, killed = os.getpid(), 0, 0
+    running, killed = 0, 0
     for _ in range(8):
-        found = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % name, "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if int(fields[1]) == me:
-                found.append((int(name), fields[0] in (b"Z", b"X")))
+        found = children()
         if not found:
             break
         for pid, dead in found:
@@ -2719,15 +2710,29 @@ def zygote_place(child, idle):
             pass
 
 
-def zygote_fork(ctl, fds, msg):
-    """The child's pid (0: none could be made) in the server, -1 in the child."""
+def zygote_request(msg):
+    """A fork request's (parent, idle, visible): the pid the child must come to (0: none
+    named), whether it waits under SCHED_IDLE, and its CUDA_VISIBLE_DEVICES (None: unset);
+    None for a malformed one."""
     try:
         m = json.loads(msg.decode())
         parent, idle, visible = int(m.get("parent", 0)), bool(m.get("idle")), m.get("visible")
-        if visible is not None and not isinstance(visible, str):
-            return 0
+    except (ValueError, AttributeError, TypeError):
+        return None
+    if visible is not None and not isinstance(visible, str):
+        return None
+    return parent, idle, visible
+
+
+def zygote_fork(ctl, fds, msg):
+    """The child's pid (0: none could be made) in the server, -1 in the child."""
+    req = zygote_request(msg)
+    if req is None:
+        return 0
+    parent, idle, visible = req
+    try:
         r, w = os.pipe()
-    except (OSError, ValueError, AttributeError):
+    except OSError:
         return 0
     try:
         middle = os.fork()
