@@ -371,6 +371,9 @@ long	fb_cpu_turn(const char *root, long cores);
 /* Whether a step runs on a GPU: the request's device where it names one (req may be
  * NULL), else the config's (eval.device, resolved from auto when a run starts). */
 bool	fb_on_cuda(const struct kb_config *cfg, const struct fb_request *req);
+/* Whether candidates build in the raw format (eval.format raw: extern "C" launchers
+ * through kforge's load_cuda / load_cpp) rather than with torch's load_inline. */
+bool	fb_raw_format(const struct kb_config *cfg);
 /* The compile slots (runner.compile_slots, else half the cores, at least one): the pool
  * makes that many, and on the CPU builds run on as many cores of their own. */
 long	fb_compile_slots(const struct kb_config *cfg);

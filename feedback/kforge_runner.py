@@ -14,7 +14,10 @@ free-form logs that the parent captures. Modes:
   selftest    check the build prerequisites (torch, its C++ headers, pybind11, the
               compiler, ninja; nvcc and a GPU on cuda), then build a known-good tiny
               extension with load_inline exactly as candidates are built (a C++ op on cpu,
-              a __global__ kernel on cuda) and run it; details.build_s and run_s time it
+              a __global__ kernel on cuda) and run it; details.build_s and run_s time it.
+              With "format": "raw" (eval.format), the raw format's instead: its
+              compiler, and the known-good extension built and called as load_cuda /
+              load_cpp build and call a candidate's
 
 Started with --warm, the runner imports torch and its extension machinery before it reads
 its request (kforge starts the next runner while the current one works); with --warm-load,
@@ -52,6 +55,7 @@ Written for Python >= 3.8 and torch 1.13 .. 2.x.
 import builtins
 import faulthandler
 import fcntl
+import functools
 import glob
 import importlib.util
 import io
@@ -256,6 +260,19 @@ def env_probe(torch, cuda):
         nvcc = os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc")
         if not os.access(nvcc, os.X_OK):
             return env_error("cuda", "no nvcc at %s" % nvcc, torch)
+    return None
+
+
+def raw_env_probe(torch, cuda):
+    """The raw format's one prerequisite, checked without building anything: the
+    compiler its builds run (raw_compiler). Returns None, or the Outcome to raise."""
+    import shutil
+    compiler = raw_compiler(cuda)
+    if shutil.which(compiler) is None:
+        if cuda:
+            return env_error("cuda", "no nvcc at %s (set CUDA_HOME, or put nvcc on PATH)"
+                             % compiler, torch)
+        return env_error("compiler", "the C++ compiler '%s' is not on PATH" % compiler, torch)
     return None
 
 
@@ -1294,21 +1311,34 @@ class Runner:
     def mode_selftest(self):
         torch = self.torch
         cuda = self.device_kind == "cuda"
-        probe = env_probe(torch, cuda)
+        # A run of the raw format builds no candidate with load_inline (a reply in that
+        # format is rejected before any build), so it proves the raw build instead: the
+        # compiler, a shared object, the ctypes call on torch's stream.
+        raw = self.req.get("format") == "raw"
+        probe = raw_env_probe(torch, cuda) if raw else env_probe(torch, cuda)
         if probe is not None:
             raise probe
-        from torch.utils.cpp_extension import load_inline
-        warm_wait = self.warm_fast_build(load_inline, cuda)
+        if raw:
+            warm_wait = lambda: None  # noqa: E731
+        else:
+            from torch.utils.cpp_extension import load_inline
+            warm_wait = self.warm_fast_build(load_inline, cuda)
         t0 = time.monotonic()
         exc = None
         with FdTee() as tee:
             try:
-                if cuda:
-                    ext = load_inline(name="kforge_selftest_cuda", cpp_sources=[SELFTEST_CUDA_DECL],
-                                      cuda_sources=[SELFTEST_CUDA], functions=["add_one"])
+                if raw:
+                    ext = raw_load(SELFTEST_RAW_CUDA if cuda else SELFTEST_RAW_CPP, cuda,
+                                   "kforge_selftest_raw_%s" % self.device_kind)
+                    add_one = functools.partial(add_one_raw, torch, ext.add_one)
+                elif cuda:
+                    add_one = load_inline(name="kforge_selftest_cuda",
+                                          cpp_sources=[SELFTEST_CUDA_DECL],
+                                          cuda_sources=[SELFTEST_CUDA],
+                                          functions=["add_one"]).add_one
                 else:
-                    ext = load_inline(name="kforge_selftest_cpu", cpp_sources=[SELFTEST_CPP],
-                                      functions=["add_one"])
+                    add_one = load_inline(name="kforge_selftest_cpu", cpp_sources=[SELFTEST_CPP],
+                                          functions=["add_one"]).add_one
             except BaseException as e:
                 exc = e
         self.details["build_s"] = round(time.monotonic() - t0, 3)
@@ -1316,7 +1346,7 @@ class Runner:
         if exc is not None:
             self.details["compiler_output"] = compiler_output(tee.text() + "\n" +
                                                               exception_text(exc))
-            probe = env_probe(torch, cuda)
+            probe = raw_env_probe(torch, cuda) if raw else env_probe(torch, cuda)
             if probe is not None:
                 raise probe
             raise env_error("build", "the known-good %s extension failed to build: %s"
@@ -1325,7 +1355,7 @@ class Runner:
         t0 = time.monotonic()
         try:
             x = torch.arange(4096, dtype=torch.float32, device=self.device)
-            y = ext.add_one(x)
+            y = add_one(x)
             self.synchronize()
             ok = bool(torch.equal(y.cpu(), x.cpu() + 1))
         except Exception as e:
@@ -1558,6 +1588,35 @@ torch::Tensor add_one(torch::Tensor x) {
     return y;
 }
 """
+SELFTEST_RAW_CPP = """
+#include <cstdint>
+extern "C" void add_one(const float *in, float *out, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        out[i] = in[i] + 1.0f;
+}
+"""
+SELFTEST_RAW_CUDA = """
+#include <cstdint>
+#include <cuda_runtime.h>
+__global__ void add_one_kernel(const float *in, float *out, int64_t n) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = in[i] + 1.0f;
+}
+extern "C" void add_one(const float *in, float *out, int64_t n, cudaStream_t stream) {
+    add_one_kernel<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(in, out, n);
+}
+"""
+
+
+def add_one_raw(torch, add_one, x):
+    """The raw known-good extension called as the load_inline one is: y = x + 1."""
+    c = x.contiguous()
+    y = torch.empty_like(c)
+    add_one(c, y, c.numel())
+    return y
+
+
 SELFTEST_CUDA_DECL = "torch::Tensor add_one(torch::Tensor x);"
 SELFTEST_CUDA = """
 __global__ void add_one_kernel(const float *in, float *out, int64_t n) {

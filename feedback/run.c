@@ -482,6 +482,12 @@ fb_on_cuda(const struct kb_config *cfg, const struct fb_request *req)
 	return device != NULL && strcmp(device, "cuda") == 0;
 }
 
+bool
+fb_raw_format(const struct kb_config *cfg)
+{
+	return cfg->eval.format != NULL && strcmp(cfg->eval.format, "raw") == 0;
+}
+
 /* The steps that run a candidate's code (an execute, a profile) time it from the moment
  * the runner writes FB_STARTED_FILE in its work directory, just before it loads the
  * models (fbw_time_from): eval.timeout_s is the candidate's. The runner's start before
@@ -529,11 +535,16 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 		      "allow_tf32", cfg->eval.allow_tf32);
 	if (r == NULL)
 		return NULL;
-	/* The shared cache's precompiled headers, for the steps that may build. */
+	/* The shared cache's precompiled headers, for the steps that may build with
+	 * load_inline; a raw-format selftest proves the raw build instead, which needs none. */
 	if ((req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || req->mode == FB_EXECUTE ||
 	     req->mode == FB_PROFILE) && cfg->runner.fast_build &&
+	    !(req->mode == FB_SELFTEST && fb_raw_format(cfg)) &&
 	    fb_cache_dir("pch", NULL, pch, sizeof(pch)) == 0)
 		json_object_set_new(r, "pch_dir", json_string(pch));
+	if (req->mode == FB_SELFTEST)
+		json_object_set_new(r, "format", json_string(fb_raw_format(cfg) ? "raw" :
+							     "load_inline"));
 	if (req->candidate_path != NULL)
 		json_object_set_new(r, "candidate", json_string(req->candidate_path));
 	if (req->build_dir != NULL)

@@ -1,11 +1,11 @@
 /*
  * selftest.c: proof that this machine can build and run candidates before any is asked
  * for (DESIGN.md §5, env_error). The runner's "selftest" mode checks the prerequisites
- * and builds a known-good tiny extension exactly as a candidate's precompile is built
- * (fb_run, the same environment, containment and deadline rules); this file chooses the
- * Python, gives the build a directory the runner's user can reach, turns the result into
- * a struct fb_selftest, and remembers a pass per environment so that the next run (or
- * resume) pays nothing for it.
+ * and builds a known-good tiny extension exactly as a candidate's precompile is built, in
+ * the run's build format (eval.format), with fb_run (the same environment, containment
+ * and deadline rules); this file chooses the Python, gives the build a directory the
+ * runner's user can reach, turns the result into a struct fb_selftest, and remembers a
+ * pass per environment so that the next run (or resume) pays nothing for it.
  *
  * The pass record is keyed by what the outcome depends on and can be checked without
  * starting anything: the Python (as given, so a venv is not its base interpreter), the
@@ -122,16 +122,20 @@ pch_ready(void)
 	return found;
 }
 
-/* The pass record's key: the environment's, and whether the cache that runs share holds
- * the precompiled headers. The selftest's builds are what make them (fb_run), so a pass
- * is recorded as the cache it leaves, and a cache emptied since (or another cache,
- * $KFORGE_CACHE_DIR) finds no pass and sees the selftest again. */
+/* The pass record's key: the environment's and the build format's, and for load_inline
+ * whether the cache that runs share holds the precompiled headers. The selftest's builds
+ * are what make them (fb_run), so a pass is recorded as the cache it leaves, and a cache
+ * emptied since (or another cache, $KFORGE_CACHE_DIR) finds no pass and sees the
+ * selftest again. A raw-format pass proves the raw build, which uses no such header. */
 static void
-pass_key(const char *env_sha, char sha[65])
+pass_key(const struct kb_config *cfg, const char *env_sha, char sha[65])
 {
 	char	key[96];
 
-	snprintf(key, sizeof(key), "%s pch=%d", env_sha, pch_ready());
+	if (fb_raw_format(cfg))
+		snprintf(key, sizeof(key), "%s raw", env_sha);
+	else
+		snprintf(key, sizeof(key), "%s pch=%d", env_sha, pch_ready());
 	kb_sha256_hex(key, strlen(key), sha);
 }
 
@@ -470,7 +474,7 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 			 kb_strerror(rc));
 		return rc;
 	}
-	pass_key(env_sha, sha);
+	pass_key(cfg, env_sha, sha);
 	if (use_cache && load_record(sha, out))
 		return 0;
 	if ((rc = make_dirs(top, sizeof(top), &lock_fd, build, work, sizeof(build), err,
@@ -491,8 +495,8 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 		read_outcome(&o, device, out, &torch_file);
 		/* A pass that left no precompiled headers (their directory was out of reach
 		 * this time) is not remembered: the next selftest tries to make them again. */
-		if (out->ok && (!cfg->runner.fast_build || pch_ready())) {
-			pass_key(env_sha, sha);	/* the cache as this pass leaves it */
+		if (out->ok && (!cfg->runner.fast_build || fb_raw_format(cfg) || pch_ready())) {
+			pass_key(cfg, env_sha, sha);	/* the cache as this pass leaves it */
 			save_record(sha, device, out, torch_file);
 		}
 	} else if (rc == -KB_EEXEC) {

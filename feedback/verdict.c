@@ -94,7 +94,7 @@ fb_static_check(const struct kb_config *cfg, const char *problem_path,
 		const char *candidate_path, json_t **findings, char *err, size_t errlen)
 {
 	char			 python[PATH_MAX], checker[PATH_MAX], why[256];
-	const char		*fmt = cfg->eval.format != NULL ? cfg->eval.format : "load_inline";
+	const char		*fmt = fb_raw_format(cfg) ? "raw" : "load_inline";
 	const char		*torch_ops = cfg->eval.torch_ops != NULL ? cfg->eval.torch_ops :
 						     "warning";
 	const char		*envp[] = { "PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL };

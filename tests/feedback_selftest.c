@@ -5,7 +5,8 @@
  * records, and broken
  * environments name their stage: a bare venv (no torch) says "torch" and names that
  * Python, a missing runner.python says "python", a PATH without a C++ compiler says
- * "compiler". The pass records live under a scratch XDG_CACHE_HOME. Skips (77) without
+ * "compiler", and in the raw format (eval.format raw) the selftest proves the raw build,
+ * which needs the compiler alone. The pass records live under a scratch XDG_CACHE_HOME. Skips (77) without
  * a Python that imports torch.
  */
 #include <dirent.h>
@@ -135,6 +136,65 @@ test_fresh_and_forget(struct kb_config *cfg, const char *records)
 	CHECK(count_records(records) == 0);
 }
 
+/* eval.format raw: the selftest builds and calls the raw format's known-good extension
+ * (load_cpp's way), which needs the C++ compiler and nothing of load_inline's (ninja,
+ * `which`): on a PATH holding the compiler alone it passes where load_inline's fails, and
+ * its pass is recorded apart from a load_inline pass. Without c++ it names the compiler. */
+static void
+test_raw_format(struct kb_config *cfg, const char *python, const char *records)
+{
+	static const char *const toolchain[] = { "c++", "as", "ld" };	/* g++ runs as, ld */
+	struct fb_selftest	st;
+	char			bin[2100], link[2200], *saved = kb_strdup(getenv("PATH"));
+
+	free(cfg->runner.python);
+	cfg->runner.python = kb_strdup(python);
+	free(cfg->eval.format);
+	cfg->eval.format = kb_strdup("raw");
+	CHECK(count_records(records) == 0);
+	CHECK(fb_selftest(cfg, "cpu", true, &st) == 0);
+	print("raw", &st);
+	CHECK(st.ok && !st.cached && st.build_s > 0 && st.torch[0] != '\0');
+	CHECK(count_records(records) == 1);
+	CHECK(fb_selftest(cfg, "cpu", true, &st) == 0);
+	CHECK(st.ok && st.cached);
+
+	snprintf(bin, sizeof(bin), "%s/bin-compiler-only", scratch);
+	kb_mkdir_p(bin, 0755);
+	for (size_t i = 0; i < sizeof(toolchain) / sizeof(toolchain[0]); i++) {
+		char target[64];
+
+		snprintf(target, sizeof(target), "/usr/bin/%s", toolchain[i]);
+		snprintf(link, sizeof(link), "%s/%s", bin, toolchain[i]);
+		CHECK(symlink(target, link) == 0);
+	}
+	setenv("PATH", bin, 1);
+	CHECK(fb_selftest(cfg, "cpu", false, &st) == 0);
+	print("raw, c++ alone", &st);
+	CHECK(st.ok && !st.cached && st.build_s > 0);
+	free(cfg->eval.format);
+	cfg->eval.format = kb_strdup("load_inline");
+	CHECK(fb_selftest(cfg, "cpu", false, &st) == 0);
+	print("load_inline, c++ alone", &st);
+	CHECK(!st.ok && st.stage[0] != '\0');
+
+	free(cfg->eval.format);
+	cfg->eval.format = kb_strdup("raw");
+	snprintf(bin, sizeof(bin), "%s/bin-nothing", scratch);
+	kb_mkdir_p(bin, 0755);
+	setenv("PATH", bin, 1);
+	CHECK(fb_selftest(cfg, "cpu", false, &st) == 0);
+	print("raw, no compiler", &st);
+	CHECK(!st.ok && strcmp(st.stage, "compiler") == 0 && strstr(st.message, "c++") != NULL);
+	setenv("PATH", saved, 1);
+	free(saved);
+	free(cfg->eval.format);
+	cfg->eval.format = NULL;
+	free(cfg->runner.python);
+	cfg->runner.python = NULL;
+	fb_selftest_forget();
+}
+
 static void
 test_bare_venv(struct kb_config *cfg)
 {
@@ -217,6 +277,7 @@ main(void)
 
 	test_pass_and_cache(&cfg, records);
 	test_fresh_and_forget(&cfg, records);
+	test_raw_format(&cfg, py, records);
 	test_bare_venv(&cfg);
 	test_missing_python(&cfg);
 	test_no_compiler(&cfg, py);
