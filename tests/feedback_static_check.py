@@ -3,8 +3,9 @@
 
 - every rule: small cheating candidates, written here, give exactly the findings marked in
   them (`#! rule severity` on the line the finding must name; `#!0` for line 0);
-- honest candidates (the demo replies in configs/demo_responses, the raw-format files in
-  tools/bench/inner_data/raw, and a few written here) give no error and no torch_compute;
+- honest candidates (the demo replies in configs/demo_responses, in KernelBench's format
+  and in the raw one under raw/, and a few written here) give no error and no
+  torch_compute;
 - the Triton backend: a @triton.jit function launched from forward is the custom kernel
   (the bundled Triton examples and a few written here pass); a Triton candidate that
   defines none, or never launches it, is caught, as is a Triton-only candidate checked
@@ -524,19 +525,16 @@ def problem_for(name):
 def honest_candidates():
     """(label, source, problem path, device, format) of every honest candidate."""
     found = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "configs", "demo_responses", "*", "*",
-                                              "*.md"))):
-        device, name = path.split(os.sep)[-3:-1]
-        source = last_python_block(path)
-        if source is not None:        # some demo turns are prose with no code, on purpose
-            found.append((os.path.relpath(path, ROOT), source, problem_for(name), device,
-                          "load_inline"))
-    for path in sorted(glob.glob(os.path.join(ROOT, "tools", "bench", "inner_data", "raw", "*",
-                                              "*.py"))):
-        device = path.split(os.sep)[-2]
-        name = os.path.basename(path)[:-3]
-        found.append((os.path.relpath(path, ROOT), open(path).read(), problem_for(name),
-                      device, "raw"))
+    responses = os.path.join(ROOT, "configs", "demo_responses")
+    for fmt, root in (("load_inline", responses), ("raw", os.path.join(responses, "raw"))):
+        for path in sorted(glob.glob(os.path.join(root, "*", "*", "*.md"))):
+            device, name = path.split(os.sep)[-3:-1]
+            if device not in ("cpu", "cuda"):
+                continue
+            source = last_python_block(path)
+            if source is not None:    # some demo turns are prose with no code, on purpose
+                found.append((os.path.relpath(path, ROOT), source, problem_for(name), device,
+                              fmt))
     return found
 
 
@@ -545,7 +543,7 @@ def not_allowed(findings):
 
 
 def check_honest(candidates):
-    check(len(candidates) >= 40, "only %d demo and raw candidates found" % len(candidates))
+    check(len(candidates) >= 80, "only %d demo candidates found" % len(candidates))
     slowest = 0.0
     for label, source, problem, device, fmt in candidates:
         check(os.path.exists(problem), "%s: no problem file %s" % (label, problem))

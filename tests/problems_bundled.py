@@ -7,12 +7,15 @@ module globals) within a second, and returns a finite tensor of the expected sha
 values are not degenerate (an all-zero or constant answer must not pass allclose at the
 fp32 tolerance). problems/subsets/demo.txt lists exactly these problems.
 
-Responses (configs/demo_responses/{cpu,cuda}/{key}/{1,2,3}.md): every problem has three
-turns for each device; each answer has some prose and exactly one ```python block, or no
-block at all where expected.json says no_code. The block is valid Python that defines
-ModelNew with Model's constructor signature and builds with load_inline under a name that
-is unique per device, problem and turn; cpu answers use cpp_sources only, cuda answers
-cuda_sources with a __global__ kernel. No extension is built here.
+Responses (configs/demo_responses/{cpu,cuda}/{key}/{1,2,3}.md in KernelBench's format, and
+configs/demo_responses/raw/{cpu,cuda}/... in the raw build format, the same trajectories):
+every problem has three turns for each device in each format; each answer has some prose
+and exactly one ```python block, or no block at all where expected.json says no_code. The
+block is valid Python that defines ModelNew with Model's constructor signature and builds
+under a name that is unique per format, device, problem and turn: with load_inline
+(cpu answers cpp_sources only, cuda answers cuda_sources with a __global__ kernel), or in
+the raw format with load_cpp / load_cuda from sources that include no torch header (cuda
+ones with a __global__ kernel). No extension is built here.
 
 Exits 0 on success, 1 on a failure, 77 (skip) when this Python cannot import torch.
 """
@@ -45,6 +48,12 @@ EXPECTED_SHAPES = {
     "L2_2_Add_Mul_Tanh": (1024, 1024),
     "L3_1_TinyMLP": (64, 128),
 }
+# The build formats' answer trees (the raw format's beside KernelBench's, the same
+# trajectories) and the call that builds each device's operator.
+FORMATS = (("load_inline", RESPONSES), ("raw", os.path.join(RESPONSES, "raw")))
+LOADERS = {"load_inline": {"cpu": "load_inline", "cuda": "load_inline"},
+           "raw": {"cpu": "load_cpp", "cuda": "load_cuda"}}
+TORCH_HEADER_ROOTS = ("torch", "ATen", "c10", "pybind11", "Python.h")
 STATUSES = {"ok", "compile_error", "value_mismatch", "shape_mismatch", "runtime_error",
             "no_code"}
 
@@ -169,8 +178,8 @@ def fences(text):
     return blocks, nfence, open_info is not None
 
 
-def check_response(key, device, turn, path, expected, model_params, names):
-    where = "%s/%s/%d.md" % (device, key, turn)
+def check_response(fmt, key, device, turn, path, expected, model_params, names):
+    where = "%s%s/%s/%d.md" % ("raw/" if fmt == "raw" else "", device, key, turn)
     text = open(path, encoding="utf-8").read()
     blocks, nfence, unclosed = fences(text)
     if unclosed:
@@ -201,30 +210,41 @@ def check_response(key, device, turn, path, expected, model_params, names):
     elif model_params is not None and params != model_params:
         fail("%s: ModelNew(%s) does not match Model(%s)"
              % (where, ", ".join(params), ", ".join(model_params)))
+    loader = LOADERS[fmt][device]
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
-             and getattr(n.func, "id", getattr(n.func, "attr", None)) == "load_inline"]
+             and getattr(n.func, "id", getattr(n.func, "attr", None)) == loader]
     if len(calls) != 1:
-        fail("%s: expected one load_inline call, found %d" % (where, len(calls)))
+        fail("%s: expected one %s call, found %d" % (where, loader, len(calls)))
         return
     kw = {k.arg: k.value for k in calls[0].keywords}
     name = kw.get("name")
+    prefix = "kf_raw_" if fmt == "raw" else "kf_"
     if not isinstance(name, ast.Constant) or not isinstance(name.value, str):
-        fail("%s: load_inline name= is not a string literal" % where)
+        fail("%s: %s name= is not a string literal" % (where, loader))
     else:
         n = name.value
         if n in names:
-            fail("%s: load_inline name %r already used by %s" % (where, n, names[n]))
+            fail("%s: %s name %r already used by %s" % (where, loader, n, names[n]))
         names[n] = where
-        if not n.endswith("_%s_t%d" % (device, turn)):
-            fail("%s: load_inline name %r does not end in _%s_t%d" % (where, n, device, turn))
-    if "functions" not in kw or "cpp_sources" not in kw:
+        if not n.startswith(prefix) or not n.endswith("_%s_t%d" % (device, turn)):
+            fail("%s: %s name %r is not %s..._%s_t%d" % (where, loader, n, prefix, device,
+                                                         turn))
+    if fmt == "raw":
+        # The raw format's sources include no torch header (llm/prompts/statement_*_raw.md).
+        headers = re.findall(r"#\s*include\s*[<\"]([^>\"]+)", code)
+        torch_headers = [h for h in headers if h.split("/")[0] in TORCH_HEADER_ROOTS]
+        if torch_headers:
+            fail("%s: a raw-format answer includes %s" % (where, torch_headers))
+        if "load_inline" in code:
+            fail("%s: a raw-format answer calls load_inline" % where)
+    elif "functions" not in kw or "cpp_sources" not in kw:
         fail("%s: load_inline needs cpp_sources= and functions=" % where)
     if device == "cpu":
         if "cuda_sources" in kw or "__global__" in code:
             fail("%s: a cpu answer uses CUDA" % where)
-    else:
-        if "cuda_sources" not in kw or "__global__" not in code:
-            fail("%s: a cuda answer has no cuda_sources with a __global__ kernel" % where)
+    elif "__global__" not in code or (fmt == "load_inline" and "cuda_sources" not in kw):
+        fail("%s: a cuda answer has no %s with a __global__ kernel"
+             % (where, "source" if fmt == "raw" else "cuda_sources"))
 
 
 def main():
@@ -268,11 +288,11 @@ def main():
     expected = json.load(open(os.path.join(RESPONSES, "expected.json")))
     names = {}
     outcomes = {s: 0 for s in STATUSES}
-    for device in DEVICES:
-        ddir = os.path.join(RESPONSES, device)
+    for (fmt, root), device in [(f, d) for f in FORMATS for d in DEVICES]:
+        ddir = os.path.join(root, device)
         extra = set(os.listdir(ddir)) - set(problems)
         if extra:
-            fail("%s: responses for unknown problems %s" % (device, sorted(extra)))
+            fail("%s %s: responses for unknown problems %s" % (fmt, device, sorted(extra)))
         for key in sorted(problems):
             exp = expected.get(device, {}).get(key)
             if not isinstance(exp, list) or len(exp) != TURNS or not set(exp) <= STATUSES:
@@ -282,11 +302,12 @@ def main():
             pdir = os.path.join(ddir, key)
             files = sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []
             if files != ["%d.md" % t for t in range(1, TURNS + 1)]:
-                fail("%s/%s: expected 1.md..%d.md, found %s" % (device, key, TURNS, files))
+                fail("%s %s/%s: expected 1.md..%d.md, found %s" % (fmt, device, key, TURNS,
+                                                                   files))
                 continue
             for turn in range(1, TURNS + 1):
                 outcomes[exp[turn - 1]] += 1
-                check_response(key, device, turn, os.path.join(pdir, "%d.md" % turn),
+                check_response(fmt, key, device, turn, os.path.join(pdir, "%d.md" % turn),
                                exp[turn - 1], model_params.get(key), names)
         # The demo has to exercise the whole loop on each device.
         last = [expected[device][k][-1] for k in problems if k in expected.get(device, {})]

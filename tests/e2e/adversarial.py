@@ -82,11 +82,11 @@ def header(path):
 
 def demo_honest(device, dest):
     """The device's demo turns that are correct (configs/demo_responses/expected.json:
-    status ok), as honest candidates written into dest (the demo keeps its one copy): a
-    list of (path, header). Each file is the turn's code exactly as a run of the demo
-    extracts it (its kernel.py), the header kept beside it rather than in it, so that
-    the demo's run and this suite share each build in the build cache their tests share
-    (its key is the code's) instead of making it twice."""
+    status ok), in KernelBench's format (configs/demo_responses/<device>/: the suite
+    judges load_inline candidates), as honest candidates written into dest (the demo
+    keeps its one copy): a list of (path, header). Each file is the turn's code exactly as
+    a run extracts it (its kernel.py), the header kept beside it rather than in it, so
+    that its build cache key is the reply's code alone."""
     responses = os.path.join(HOME, "configs", "demo_responses")
     with open(os.path.join(responses, "expected.json")) as f:
         expected = json.load(f)[device]

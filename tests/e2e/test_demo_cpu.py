@@ -4,8 +4,9 @@ finishes its three turns, every turn ends with the status its recorded reply was
 to get (configs/demo_responses/expected.json, judged by tools/demo_check.py, the checker
 demo.sh uses), and the checker names a task whose turn differs.
 
-Slow: 24 C++ builds through one compile slot (about 15 minutes on an idle 2-core box;
-the time limits leave room for a machine shared with other work)."""
+The demo replays its raw-format replies (eval.format raw: 23 C++ builds of about a
+second through one compile slot; the whole run about 15 s on an idle 2-core box, the
+time limits leave room for a machine shared with other work)."""
 import json
 import os
 import shutil
@@ -35,6 +36,10 @@ check(rep["overall"]["fast_0"] > 0, "no correct C++ kernel in the demo")
 
 verdict = demo_check(run_dir, "cpu")
 check(verdict.returncode == 0, "the CPU demo differs from expected.json:\n" + verdict.stderr)
+# The raw build format, as configs/demo.yaml says: the kernels came through load_cpp.
+kernel = open(os.path.join(run_dir, "tasks", "L1_1_ReLU_s0", "turns", "3", "kernel.py")).read()
+check("from kforge import load_cpp" in kernel and "load_inline" not in kernel,
+      "the demo's ReLU turn 3 is not a raw-format kernel")
 
 # The checker fails, naming the task, when one turn ends otherwise than recorded: the
 # same trajectories with ReLU's last turn turned into a mismatch.

@@ -17,6 +17,16 @@ import time
 
 HOME = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 MOCK = os.path.join(HOME, "tests", "mock_llm_server.py")
+# The demo's recorded replies: KernelBench's format under <device>/, the same trajectories
+# in the raw build format (eval.format raw) under raw/<device>/.
+RESPONSES = os.path.join(HOME, "configs", "demo_responses")
+
+
+def demo_reply(fmt, device, key, turn):
+    """The path of the demo's reply for problem key, turn, device, in format fmt
+    ("load_inline" or "raw")."""
+    root = os.path.join(RESPONSES, "raw") if fmt == "raw" else RESPONSES
+    return os.path.join(root, device, key, "%d.md" % turn)
 
 
 def log(msg):
