@@ -434,8 +434,15 @@ class Runner:
                     "python": platform.python_version(), "gpu_count": 0}
         self.torch = None
         self.device = None
+        # Where the step's time went: seconds from the request to the end of each phase
+        # (details.phases_s), so that a slow step shows which part was slow.
+        self.t_request = time.monotonic()
+        self.details["phases_s"] = {}
 
     # ------------------------------------------------------------ plumbing
+
+    def phase(self, name):
+        self.details["phases_s"][name] = round(time.monotonic() - self.t_request, 4)
 
     def flag(self, name):
         if name not in self.flags:
@@ -491,6 +498,7 @@ class Runner:
             os.makedirs(build_dir, exist_ok=True)
             os.environ["TORCH_EXTENSIONS_DIR"] = build_dir
         self.import_torch()
+        self.phase("torch")
         if self.mode in ("precompile", "selftest", "execute", "profile"):
             build_compilers(self.req, build_dir)
         if self.mode in ("execute", "profile"):
@@ -1431,9 +1439,12 @@ class Runner:
     def mode_execute(self):
         ref = self.load_reference()
         model_new_cls = self.load_candidate()
+        self.phase("load")
         model, model_new = self.init_models(ref, model_new_cls)
+        self.phase("models")
         passed = self.check_correctness(ref, model, model_new)
         self.check_leftovers()
+        self.phase("correctness")
         msg = "correct (%d/%d trials)" % (passed, passed)
         if int(self.req.get("perf_trials", 100)) <= 0:
             return "ok", msg
@@ -1445,6 +1456,7 @@ class Runner:
             self.timing["candidate"] = st
         # The times by the statistic the speedup is a ratio of (the pair's).
         key = "%s_ms" % ((self.timing.get("pair") or {}).get("statistic") or "mean")
+        self.phase("timing")
         if st is not None:
             self.check_side_stream(st)
             msg += ", %.4g ms" % st[key]
@@ -1506,6 +1518,7 @@ class Runner:
             _, model = self.init_models(ref, model_new_cls)
             who = "ModelNew"
         inputs = self.make_inputs(ref, self.seed)
+        self.phase("models")
         iters = int(self.req.get("profile_iters", 5))
         cuda = self.device.type == "cuda"
         if cuda and (self.req.get("kprof") or os.environ.get("KPROF_OUT")):
@@ -1571,6 +1584,7 @@ class Runner:
         except Exception as e:
             raise Outcome(error_status(e), "%s failed under the profiler: %s"
                           % (who, first_line(e)), e)
+        self.phase("profile")
         self.profile = {"source": "cupti", "device": "cuda", "iterations": iters,
                         "target": target, "mode": os.environ.get("KPROF_MODE", "trace")}
         return "ok", "profiled %d forward calls of %s under CUPTI" % (iters, who)
