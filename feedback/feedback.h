@@ -422,9 +422,10 @@ char	*fb_profile_feedback(const struct kb_config *cfg, json_t *profile, json_t *
 int	fb_kprof_library(char *out, size_t n);
 /* A profile step of req (FB_PROFILE: the candidate, or the reference with
  * req->profile_reference) under the caller's lease. On cuda with the library: a trace
- * run (KPROF_OUT in req->work_dir, named by tag), then, with refinement.profile_metrics,
- * a second run in metrics mode over the trace's refinement.profile_metrics_top kernels
- * whose counters are merged into the trace's kernels. out->result.profile is then the
+ * run (KPROF_OUT in req->work_dir, named by tag), then, with refinement.profile_metrics
+ * and for a candidate (never the reference, whose counters nothing reads), a second run
+ * in metrics mode over the trace's refinement.profile_metrics_top kernels whose counters
+ * are merged into the trace's kernels. out->result.profile is then the
  * library's JSON (every field optional) plus "iterations", "target", "partial" (the
  * runner ended before the profile was complete: a killed or timed-out runner's last
  * flushed profile is still used), "metrics_status"/"metrics_message" and

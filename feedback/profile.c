@@ -7,7 +7,8 @@
  * and this file reads it back after the runner ended, whatever its end: a killed
  * runner's last flushed profile ("complete": false) is kept and marked partial. A second
  * run in metrics mode reads the hardware counters of the trace's top kernels (never in
- * the same process: kernel replay distorts the timings). Elsewhere the runner's
+ * the same process: kernel replay distorts the timings), for a candidate's profile only.
+ * Elsewhere the runner's
  * torch.profiler table is the profile.
  */
 #include <dirent.h>
@@ -408,7 +409,11 @@ fb_profile(const struct kb_config *cfg, const struct fb_request *req, const char
 		return rc;
 	profile = trace_profile(kprof, out);
 	json_decref(kprof);
-	if (cfg->refinement.profile_metrics && out->status == FB_ST_OK && profile_ok(profile) &&
+	/* The reference's profile is read for its kernels and streams (the table beside the
+	 * candidate's first profile, the side-stream rule), never for counters: no metrics
+	 * run, whose process would hold the GPU about a second for nothing. */
+	if (cfg->refinement.profile_metrics && !req->profile_reference &&
+	    out->status == FB_ST_OK && profile_ok(profile) &&
 	    json_array_size(json_object_get(profile, "kernels")) > 0 &&
 	    (targets = metrics_targets(profile, cfg->refinement.profile_metrics_top)) != NULL) {
 		snprintf(mtag, sizeof(mtag), "%s-metrics", tag);

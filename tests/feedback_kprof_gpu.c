@@ -133,6 +133,9 @@ main(void)
 		ref = json_incref(json_object_get(r.result, "profile"));
 		top = json_array_get(json_object_get(ref, "kernels"), 0);
 		CHECK(strstr(json_string_value(json_object_get(top, "name")) ?: "", "at::") != NULL);
+		/* a trace alone: nothing reads the reference's counters */
+		CHECK(json_object_get(ref, "metrics_status") == NULL &&
+		      json_object_get(top, "metrics") == NULL);
 		fb_outcome_clear(&r);
 	}
 	text = fb_profile_feedback(&cfg, prof, ref);
