@@ -155,6 +155,11 @@ def main():
     check(len(trials) == 5 and all(t["ok"] and t["max_abs_diff"] == 0 for t in trials),
           "execute: 5 trials, exact")
     check(len({t["seed"] for t in trials}) == 5, "execute: 5 distinct trial seeds")
+    # Where the step's time went: each phase's end, in order, from the request.
+    phases = r.get("details", {}).get("phases_s") or {}
+    ends = [phases.get(k) for k in ("torch", "load", "models", "correctness", "timing")]
+    check(None not in ends and ends == sorted(ends) and ends[0] >= 0 and ends[-1] < 300,
+          "execute: phases_s holds each phase's end in order: %s" % phases)
     cand, ref = r.get("timing", {}).get("candidate"), r.get("timing", {}).get("reference")
     pair = r.get("timing", {}).get("pair") or {}
     passes = pair.get("passes") or 0
