@@ -428,7 +428,8 @@ int	fb_kprof_library(char *out, size_t n);
  * are merged into the trace's kernels. out->result.profile is then the
  * library's JSON (every field optional) plus "iterations", "target", "partial" (the
  * runner ended before the profile was complete: a killed or timed-out runner's last
- * flushed profile is still used), "metrics_status"/"metrics_message" and
+ * flushed profile is still used), "metrics_status"/"metrics_message",
+ * "counter_availability" (the metrics run's image: "cached" or "queried") and
  * "metrics_wall_ms"; a runner that wrote none gets {source: cupti, status: error,
  * message}. Elsewhere the runner's torch.profiler table, with "note" saying why when on
  * cuda. out->wall_ms covers every run. Returns as fb_run. */

@@ -41,6 +41,7 @@
 #define KPROF_BUFFER_KB_DEFAULT 1024 /* activity buffer; small so a killed run leaves data */
 #define KPROF_BUFFER_KB_MIN 16
 #define KPROF_BUFFER_KB_MAX 65536
+#define KPROF_AVAILABILITY_MAX (1u << 20) /* bytes of a cached counter availability image */
 
 enum kprof_mode { KPROF_MODE_TRACE, KPROF_MODE_METRICS };
 enum kprof_gate { KPROF_GATE_PROFILER_API, KPROF_GATE_ALL };
@@ -186,6 +187,11 @@ struct kprof_config {
 	size_t buffer_bytes;
 	char targets[KPROF_TARGETS_MAX];
 	char metrics[KPROF_TARGETS_MAX];
+	/* metrics mode: where counter availability images are kept, one per chip, CUPTI and
+	 * driver (KPROF_AVAILABILITY_DIR; "" none), and whether this process may write one
+	 * there (KPROF_AVAILABILITY_WRITE=1: kforge's selftest, which runs no candidate) */
+	char availability_dir[4096];
+	int availability_write;
 	char warning[KPROF_MESSAGE_MAX]; /* values that were not understood, "" when none */
 };
 void kprof_config_from_env(struct kprof_config *cfg, pid_t pid);
@@ -209,6 +215,8 @@ struct kprof_meta {
 	size_t metrics_passes;
 	char chip[64];
 	uint64_t ranges_dropped;
+	const char *availability;       /* "cached" | "queried": where the counter availability
+					 * image came from; NULL before metrics are set up */
 };
 void kprof_meta_init(struct kprof_meta *meta, const struct kprof_config *cfg,
 		     uint32_t header_version);

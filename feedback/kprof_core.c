@@ -650,6 +650,13 @@ kprof_config_from_env(struct kprof_config *cfg, pid_t pid)
 	}
 	copy_env_list(cfg->targets, sizeof cfg->targets, getenv("KPROF_TARGETS"));
 	copy_env_list(cfg->metrics, sizeof cfg->metrics, getenv("KPROF_METRICS"));
+	v = getenv("KPROF_AVAILABILITY_DIR");
+	if (v && *v && strlen(v) < sizeof cfg->availability_dir)
+		snprintf(cfg->availability_dir, sizeof cfg->availability_dir, "%s", v);
+	else if (v && *v)
+		warn_config(cfg, "KPROF_AVAILABILITY_DIR", v);
+	v = getenv("KPROF_AVAILABILITY_WRITE");
+	cfg->availability_write = v && strcmp(v, "1") == 0;
 }
 
 void
@@ -1125,6 +1132,10 @@ kprof_render(const struct kprof_agg *agg, const struct kprof_meta *meta,
 		if (meta->metrics_passes) {
 			put(b, ",", 1);
 			put_u64(b, "passes", meta->metrics_passes);
+		}
+		if (meta->availability) {
+			puts_(b, ",\"counter_availability\":");
+			put_str(b, meta->availability);
 		}
 		if (meta->ranges_dropped) {
 			put(b, ",", 1);

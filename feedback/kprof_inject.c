@@ -7,7 +7,9 @@
  * so a killed runner still leaves a profile; at Stop and at exit the device is synchronised
  * and the buffers force-flushed, and the JSON says complete.
  * metrics mode: the Range Profiler, auto range and kernel replay, started on the ENTER and
- * stopped on the EXIT of one launch of each selected kernel in the window.
+ * stopped on the EXIT of one launch of each selected kernel in the window; the counter
+ * availability image it needs is read from KPROF_AVAILABILITY_DIR where kept there
+ * (availability_path says why and by whom).
  *
  * Nothing here may crash or stop the traced process: every CUPTI or driver failure becomes
  * a status and a message in the JSON (research/cupti.md: busy CUPTI, version mismatch, no
@@ -24,6 +26,8 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -466,6 +470,130 @@ support_level(CUpti_Profiler_Support_Level level)
 	}
 }
 
+/* The device's counter availability image, queried live (ctx current): a malloc'd copy
+ * in *image. Counter permission shows here first (research/cupti.md §3). */
+static CUptiResult
+query_availability(CUcontext ctx, uint8_t **image, size_t *size)
+{
+	CUpti_Profiler_GetCounterAvailability_Params avail = {
+		.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE,
+		.ctx = ctx,
+	};
+	*image = NULL;
+	CUptiResult r = cuptiProfilerGetCounterAvailability(&avail);
+	if (r != CUPTI_SUCCESS)
+		return r;
+	uint8_t *buf = malloc(avail.counterAvailabilityImageSize ? avail.counterAvailabilityImageSize
+								 : 1);
+	if (!buf)
+		return CUPTI_ERROR_OUT_OF_MEMORY;
+	avail.pCounterAvailabilityImage = buf;
+	r = cuptiProfilerGetCounterAvailability(&avail);
+	if (r != CUPTI_SUCCESS) {
+		free(buf);
+		return r;
+	}
+	*image = buf;
+	*size = avail.counterAvailabilityImageSize;
+	return CUPTI_SUCCESS;
+}
+
+/*
+ * The live query of the counter availability image takes about 0.6 s on an H100, most of a
+ * metrics run's own set-up, and gives the same image for one chip, CUPTI and driver; so
+ * one is kept per (chip, CUPTI, driver) in KPROF_AVAILABILITY_DIR. Only a process kforge
+ * trusts writes it there (KPROF_AVAILABILITY_WRITE=1: its selftest, which runs no
+ * candidate; the directory is sealed from the runner's user afterwards); the others read
+ * it, and one the host API refuses is queried again live.
+ */
+static int
+availability_path(const char *chip, char *out, size_t cap)
+{
+	int driver = 0;
+	char safe[64];
+	size_t n = 0;
+
+	if (!g.cfg.availability_dir[0] || cuDriverGetVersion(&driver) != CUDA_SUCCESS)
+		return -1;
+	for (const char *p = chip; *p && n + 1 < sizeof safe; p++)
+		safe[n++] = (isalnum((unsigned char)*p) || *p == '-' || *p == '_') ? *p : '_';
+	safe[n] = '\0';
+	int len = snprintf(out, cap, "%s/%s-cupti%u-driver%d.bin", g.cfg.availability_dir, safe,
+			   (unsigned)g.meta.cupti_version, driver);
+	return len > 0 && (size_t)len < cap ? 0 : -1;
+}
+
+/* A kept image is the image behind a header: AVAIL_MAGIC, its length and its FNV-1a hash
+ * (8 bytes each, little-endian), so that a file cut short or damaged is never handed to
+ * CUPTI, whose host initialisation crashed the process on one (gpu_kprof_metrics). */
+#define AVAIL_MAGIC "KPROFAV1"
+#define AVAIL_HEADER 24
+
+static uint64_t
+fnv1a64(const uint8_t *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return h;
+}
+
+static void
+put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t
+get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* A kept image (malloc'd, *size bytes), or NULL: none, unreadable, too large, or not
+ * whole as written. */
+static uint8_t *
+read_availability(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	uint8_t *buf = malloc(AVAIL_HEADER + KPROF_AVAILABILITY_MAX + 1);
+	size_t n = buf ? fread(buf, 1, AVAIL_HEADER + KPROF_AVAILABILITY_MAX + 1, f) : 0;
+	fclose(f);
+	if (n <= AVAIL_HEADER || n > AVAIL_HEADER + KPROF_AVAILABILITY_MAX ||
+	    memcmp(buf, AVAIL_MAGIC, 8) != 0 || get_le64(buf + 8) != n - AVAIL_HEADER ||
+	    get_le64(buf + 16) != fnv1a64(buf + AVAIL_HEADER, n - AVAIL_HEADER)) {
+		free(buf);
+		return NULL;
+	}
+	memmove(buf, buf + AVAIL_HEADER, n - AVAIL_HEADER);
+	*size = n - AVAIL_HEADER;
+	return buf;
+}
+
+/* The image behind its header, written whole or not at all. 0 or -errno. */
+static int
+write_availability(const char *path, const uint8_t *image, size_t size)
+{
+	if (size == 0 || size > KPROF_AVAILABILITY_MAX)
+		return -EINVAL;
+	uint8_t *buf = malloc(AVAIL_HEADER + size);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, AVAIL_MAGIC, 8);
+	put_le64(buf + 8, size);
+	put_le64(buf + 16, fnv1a64(image, size));
+	memcpy(buf + AVAIL_HEADER, image, size);
+	int err = kprof_write_atomic(path, (const char *)buf, AVAIL_HEADER + size, 1);
+	free(buf);
+	return err;
+}
+
 /* With metrics.lock held, in a launch's ENTER (ctx is current). 0: ready to measure. */
 static int
 metrics_setup(CUcontext ctx)
@@ -522,31 +650,42 @@ metrics_setup(CUcontext ctx)
 		return metrics_fail(NULL, "cuptiDeviceGetChipName", r);
 
 	DEBUG("metrics: chip %s", chip.pChipName);
-	/* Counter permission shows here first (research/cupti.md §3). */
-	CUpti_Profiler_GetCounterAvailability_Params avail = {
-		.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE,
-		.ctx = ctx,
-	};
-	r = cuptiProfilerGetCounterAvailability(&avail);
-	if (r != CUPTI_SUCCESS)
-		return metrics_fail(NULL, "cuptiProfilerGetCounterAvailability", r);
-	uint8_t *image = malloc(avail.counterAvailabilityImageSize ? avail.counterAvailabilityImageSize
-								   : 1);
-	if (!image)
-		return metrics_fail("error", "counter availability", CUPTI_ERROR_OUT_OF_MEMORY);
-	avail.pCounterAvailabilityImage = image;
-	r = cuptiProfilerGetCounterAvailability(&avail);
-	if (r != CUPTI_SUCCESS) {
-		free(image);
-		return metrics_fail(NULL, "cuptiProfilerGetCounterAvailability", r);
+	char cached_path[sizeof g.cfg.availability_dir + 128];
+	int have_path = availability_path(chip.pChipName, cached_path, sizeof cached_path) == 0;
+	size_t image_size = 0;
+	uint8_t *image = have_path ? read_availability(cached_path, &image_size) : NULL;
+	const char *source = "cached";
+	if (!image) {
+		source = "queried";
+		r = query_availability(ctx, &image, &image_size);
+		if (r != CUPTI_SUCCESS)
+			return metrics_fail(NULL, "cuptiProfilerGetCounterAvailability", r);
+		if (have_path && g.cfg.availability_write) {
+			int werr = write_availability(cached_path, image, image_size);
+			DEBUG("metrics: availability image written to %s: %d", cached_path, werr);
+		}
 	}
 
-	DEBUG("metrics: counter availability image %zu bytes", avail.counterAvailabilityImageSize);
+	DEBUG("metrics: counter availability image %zu bytes, %s", image_size, source);
 	int err;
 	metrics.availability = image;
 	metrics.host = kprof_host_open(chip.pChipName, image, &err);
+	if (!metrics.host && strcmp(source, "cached") == 0) {
+		/* A kept image the host API refuses: the live one, as if none were kept. */
+		free(image);
+		metrics.availability = NULL;
+		source = "queried";
+		r = query_availability(ctx, &image, &image_size);
+		if (r != CUPTI_SUCCESS)
+			return metrics_fail(NULL, "cuptiProfilerGetCounterAvailability", r);
+		metrics.availability = image;
+		metrics.host = kprof_host_open(chip.pChipName, image, &err);
+	}
 	if (!metrics.host)
 		return metrics_fail(NULL, "cuptiProfilerHostInitialize", (CUptiResult)err);
+	pthread_mutex_lock(&g.lock);
+	g.meta.availability = source;
+	pthread_mutex_unlock(&g.lock);
 	kprof_metrics_select(g.cfg.metrics, kprof_host_metric_ok, metrics.host, &metrics.set);
 
 	pthread_mutex_lock(&g.lock);

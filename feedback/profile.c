@@ -302,6 +302,9 @@ merge_metrics(json_t *profile, const json_t *metrics)
 	json_object_set_new(profile, "metrics_status", json_string(st != NULL ? st : "error"));
 	if (json_is_string(json_object_get(metrics, "message")))
 		json_object_set(profile, "metrics_message", json_object_get(metrics, "message"));
+	if (json_is_string(json_object_get(metrics, "counter_availability")))
+		json_object_set(profile, "counter_availability",
+				json_object_get(metrics, "counter_availability"));
 	json_array_foreach(json_object_get(metrics, "kernels"), j, m) {
 		if (!json_is_object(json_object_get(m, "metrics")))
 			continue;

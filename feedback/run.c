@@ -1451,12 +1451,19 @@ warm_next_visible(const struct kb_config *cfg, const struct fb_request *req, boo
 static bool
 kprof_step(const struct kb_config *cfg, const struct fb_request *req)
 {
-	return req->mode == FB_PROFILE && req->kprof_out != NULL && fb_on_cuda(cfg, req);
+	return (req->mode == FB_PROFILE || req->mode == FB_SELFTEST) && req->kprof_out != NULL &&
+	       fb_on_cuda(cfg, req);
 }
 
+/* The counter availability images of metrics runs (kprof_inject.c, availability_path):
+ * read from the shared cache's kprof directory by every step, written there only by a
+ * selftest, which runs no candidate's code and has the directory to itself while it runs
+ * (fb_run hands it over and seals it again, as the precompiled headers'). */
 static void
 kprof_env(struct fb_env *env, const struct kb_config *cfg, const struct fb_request *req)
 {
+	char	dir[PATH_MAX];
+
 	if (!kprof_step(cfg, req) || req->kprof_lib == NULL)
 		return;
 	env_set(env, "CUDA_INJECTION64_PATH", req->kprof_lib);
@@ -1466,6 +1473,11 @@ kprof_env(struct fb_env *env, const struct kb_config *cfg, const struct fb_reque
 	env_set(env, "KPROF_TOP", FB_KPROF_TOP_TEXT);
 	if (req->kprof_targets != NULL && req->kprof_targets[0] != '\0')
 		env_set(env, "KPROF_TARGETS", req->kprof_targets);
+	if (fb_cache_dir("kprof", NULL, dir, sizeof(dir)) == 0) {
+		env_set(env, "KPROF_AVAILABILITY_DIR", dir);
+		if (req->mode == FB_SELFTEST)
+			env_set(env, "KPROF_AVAILABILITY_WRITE", "1");
+	}
 }
 
 /* The warm runner for a step run by python and runner that sees visible (NULL: the
@@ -1521,6 +1533,20 @@ warm_request(json_t *jreq, const struct fb_env *env, const struct kb_spawn_opts 
 	return 0;
 }
 
+/* A shared cache directory that only a selftest writes (kind "pch", "kprof"), handed to
+ * its runner's user for the step (fb_contain_seal_closed takes it back): dir, or "" with
+ * *lock -1 where it cannot be. */
+static void
+selftest_dir_open(const char *kind, char *dir, size_t n, int *lock)
+{
+	*lock = -1;
+	if (fb_cache_dir(kind, NULL, dir, n) == 0 && fb_contain_build_begin(dir, lock) == 0)
+		return;
+	fb_contain_build_end(NULL, *lock);
+	dir[0] = '\0';
+	*lock = -1;
+}
+
 int
 fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outcome *out)
 {
@@ -1537,7 +1563,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	char			*request = NULL;
 	json_t			*jreq = NULL, *res;
 	int			 deadline, exec_limit_s = 0, rc, build_lock = -1, pch_lock = -1;
-	char			 pch[PATH_MAX] = "", started[PATH_MAX];
+	int			 kprof_lock = -1;
+	char			 pch[PATH_MAX] = "", kprof[PATH_MAX] = "", started[PATH_MAX];
 	bool			 rebuild = false, next_after;
 	pid_t			 keep[WARM_PIDS];
 
@@ -1634,15 +1661,13 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	if ((req->mode == FB_EXECUTE || req->mode == FB_PROFILE) && !rebuild &&
 	    (rc = fb_contain_build_use(req->build_dir, &build_lock)) < 0)
 		goto out;
-	/* Only a selftest, which runs no candidate's code, may write precompiled headers:
-	 * the directory is its runner's while it runs, then sealed like a build. */
-	if (req->mode == FB_SELFTEST && cfg->runner.fast_build &&
-	    fb_cache_dir("pch", NULL, pch, sizeof(pch)) == 0 &&
-	    fb_contain_build_begin(pch, &pch_lock) < 0) {
-		fb_contain_build_end(NULL, pch_lock);
-		pch[0] = '\0';
-		pch_lock = -1;
-	}
+	/* Only a selftest, which runs no candidate's code, may write precompiled headers
+	 * and counter availability images: each directory is its runner's while it runs,
+	 * then sealed like a build. */
+	if (req->mode == FB_SELFTEST && cfg->runner.fast_build)
+		selftest_dir_open("pch", pch, sizeof(pch), &pch_lock);
+	if (req->mode == FB_SELFTEST && kprof_step(cfg, req) && req->kprof_lib != NULL)
+		selftest_dir_open("kprof", kprof, sizeof(kprof), &kprof_lock);
 	fbw_init(&watch, cfg, req);
 	if (exec_limit_s > 0)
 		fbw_time_from(&watch, started, (int64_t)exec_limit_s * 1000);
@@ -1668,6 +1693,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	strays.killed += r.strays_killed;
 	if (pch[0] != '\0')
 		fb_contain_seal_closed(pch, pch_lock);
+	if (kprof[0] != '\0')
+		fb_contain_seal_closed(kprof, kprof_lock);
 	if (req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild)
 		fb_contain_build_end(req->build_dir, build_lock);
 	else

@@ -122,20 +122,40 @@ pch_ready(void)
 	return found;
 }
 
+/* Whether the shared cache holds a counter availability image (kprof_inject.c), which a
+ * selftest on a GPU writes where counters may be read. */
+static bool
+kprof_ready(void)
+{
+	char		 dir[PATH_MAX];
+	DIR		*d;
+	struct dirent	*e;
+	bool		 found = false;
+
+	if (fb_cache_dir("kprof", NULL, dir, sizeof(dir)) < 0 || (d = opendir(dir)) == NULL)
+		return false;
+	while (!found && (e = readdir(d)) != NULL)
+		found = strlen(e->d_name) > 4 &&
+			strcmp(e->d_name + strlen(e->d_name) - 4, ".bin") == 0;
+	closedir(d);
+	return found;
+}
+
 /* The pass record's key: the environment's and the build format's, and for load_inline
  * whether the cache that runs share holds the precompiled headers. The selftest's builds
  * are what make them (fb_run), so a pass is recorded as the cache it leaves, and a cache
  * emptied since (or another cache, $KFORGE_CACHE_DIR) finds no pass and sees the
  * selftest again. A raw-format pass proves the raw build, which uses no such header. */
 static void
-pass_key(const struct kb_config *cfg, const char *env_sha, char sha[65])
+pass_key(const struct kb_config *cfg, const char *device, const char *env_sha, char sha[65])
 {
-	char	key[96];
+	char	key[128];
+	int	kprof = strcmp(device, "cuda") == 0 && kprof_ready();
 
 	if (fb_raw_format(cfg))
-		snprintf(key, sizeof(key), "%s raw", env_sha);
+		snprintf(key, sizeof(key), "%s raw kprof=%d", env_sha, kprof);
 	else
-		snprintf(key, sizeof(key), "%s pch=%d", env_sha, pch_ready());
+		snprintf(key, sizeof(key), "%s pch=%d kprof=%d", env_sha, pch_ready(), kprof);
 	kb_sha256_hex(key, strlen(key), sha);
 }
 
@@ -436,7 +456,7 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 	struct fb_request	 req;
 	struct fb_outcome	 o = { 0 };
 	char			 err[1024], env_sha[65], sha[65], top[PATH_MAX], build[PATH_MAX];
-	char			 work[PATH_MAX];
+	char			 work[PATH_MAX], lib[PATH_MAX], staged[PATH_MAX], kprof_out[PATH_MAX];
 	const char		*explicit_py, *torch_file = NULL;
 	bool			 cuda;
 	long			 build_s;
@@ -474,7 +494,7 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 			 kb_strerror(rc));
 		return rc;
 	}
-	pass_key(cfg, env_sha, sha);
+	pass_key(cfg, device, env_sha, sha);
 	if (use_cache && load_record(sha, out))
 		return 0;
 	if ((rc = make_dirs(top, sizeof(top), &lock_fd, build, work, sizeof(build), err,
@@ -488,6 +508,17 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 	req.build_dir = build;
 	req.work_dir = work;
 	req.device_index = cuda ? first_gpu(cfg) : -1;
+	/* On a GPU with the CUPTI library, the known-good kernel runs under its metrics mode,
+	 * which keeps the counter availability image for every profile after (run.c,
+	 * kprof_env): a read of the counters a profile of this machine could not do is
+	 * only a note in that profile later, never a failed selftest. */
+	if (cuda && fb_kprof_library(lib, sizeof(lib)) == 0 &&
+	    fb_stage_input(lib, staged, sizeof(staged)) == 0 &&
+	    kb_path_join(kprof_out, sizeof(kprof_out), work, "selftest-kprof.%p.json") == 0) {
+		req.kprof_lib = staged;
+		req.kprof_out = kprof_out;
+		req.kprof_mode = "metrics";
+	}
 	build_s = cfg->eval.compile_timeout_s > 0 ? cfg->eval.compile_timeout_s : ST_DEFAULT_BUILD_S;
 	req.timeout_s = (int)(build_s + ST_TIMEOUT_EXTRA_S);
 	rc = fb_run(cfg, &req, &o);
@@ -496,7 +527,7 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 		/* A pass that left no precompiled headers (their directory was out of reach
 		 * this time) is not remembered: the next selftest tries to make them again. */
 		if (out->ok && (!cfg->runner.fast_build || fb_raw_format(cfg) || pch_ready())) {
-			pass_key(cfg, env_sha, sha);	/* the cache as this pass leaves it */
+			pass_key(cfg, device, env_sha, sha);	/* the cache as this pass leaves it */
 			save_record(sha, device, out, torch_file);
 		}
 	} else if (rc == -KB_EEXEC) {

@@ -360,6 +360,7 @@ test_metrics_json(void)
 	meta.metrics = &set;
 	meta.metrics_status = "ok";
 	meta.metrics_passes = 2;
+	meta.availability = "cached";
 	snprintf(meta.chip, sizeof meta.chip, "GH100");
 
 	struct kprof_kernel_rec r = rec("_Z4copyPKfPfm", 65536, 256, 0, 0, 0);
@@ -384,6 +385,7 @@ test_metrics_json(void)
 		CHECK(strcmp(str_at(doc, "metrics_status"), "ok") == 0);
 		CHECK(strcmp(str_at(doc, "chip"), "GH100") == 0);
 		CHECK(int_at(doc, "passes") == 2);
+		CHECK(strcmp(str_at(doc, "counter_availability"), "cached") == 0);
 		CHECK(json_array_size(json_object_get(doc, "metric_names")) == 8);
 		CHECK(json_object_get(doc, "memcpy") == NULL);
 		json_t *kj = json_array_get(json_object_get(doc, "kernels"), 0);
@@ -543,18 +545,24 @@ test_env_and_status(void)
 	unsetenv("KPROF_TARGETS");
 	unsetenv("KPROF_METRICS");
 	unsetenv("KPROF_BUFFER_KB");
+	unsetenv("KPROF_AVAILABILITY_DIR");
+	unsetenv("KPROF_AVAILABILITY_WRITE");
 	kprof_config_from_env(&cfg, 77);
 	CHECK(cfg.out[0] == '\0' && cfg.mode == KPROF_MODE_TRACE &&
 	      cfg.gate == KPROF_GATE_PROFILER_API && cfg.top == KPROF_TOP_DEFAULT &&
 	      cfg.buffer_bytes == (size_t)KPROF_BUFFER_KB_DEFAULT << 10 && !cfg.warning[0]);
+	CHECK(cfg.availability_dir[0] == '\0' && !cfg.availability_write);
 	setenv("KPROF_OUT", "/tmp/k.%p.json", 1);
 	setenv("KPROF_MODE", "metrics", 1);
 	setenv("KPROF_GATE", "all", 1);
 	setenv("KPROF_TOP", "5000", 1);
 	setenv("KPROF_TARGETS", "relu_kernel", 1);
 	setenv("KPROF_BUFFER_KB", "64", 1);
+	setenv("KPROF_AVAILABILITY_DIR", "/cache/kprof", 1);
+	setenv("KPROF_AVAILABILITY_WRITE", "1", 1);
 	kprof_config_from_env(&cfg, 77);
 	CHECK(strcmp(cfg.out, "/tmp/k.77.json") == 0);
+	CHECK(strcmp(cfg.availability_dir, "/cache/kprof") == 0 && cfg.availability_write);
 	CHECK(cfg.mode == KPROF_MODE_METRICS && cfg.gate == KPROF_GATE_ALL);
 	CHECK(cfg.top == KPROF_TOP_MAX && cfg.buffer_bytes == 64u << 10);
 	CHECK(strcmp(cfg.targets, "relu_kernel") == 0 && !cfg.warning[0]);
@@ -562,7 +570,11 @@ test_env_and_status(void)
 	setenv("KPROF_GATE", "sometimes", 1);
 	setenv("KPROF_TOP", "ten", 1);
 	setenv("KPROF_BUFFER_KB", "1", 1);
+	setenv("KPROF_AVAILABILITY_WRITE", "yes", 1);	/* only "1" lets a process write */
 	kprof_config_from_env(&cfg, 77);
+	CHECK(!cfg.availability_write);
+	unsetenv("KPROF_AVAILABILITY_DIR");
+	unsetenv("KPROF_AVAILABILITY_WRITE");
 	CHECK(cfg.mode == KPROF_MODE_TRACE && cfg.gate == KPROF_GATE_PROFILER_API &&
 	      cfg.top == KPROF_TOP_DEFAULT && cfg.buffer_bytes == (size_t)KPROF_BUFFER_KB_DEFAULT << 10);
 	CHECKM(strstr(cfg.warning, "KPROF_MODE=fast") && strstr(cfg.warning, "KPROF_GATE") &&

@@ -9,7 +9,9 @@ Usage: kprof_gpu.py CASE LIBRARY [NVCC]
   killed   a process killed with SIGKILL mid-profile leaves a readable JSON with
            complete=false and calls > 0
   metrics  metrics mode on a copy of 256 MiB: DRAM bytes read and written each within 10%,
-           or metrics_status not_permitted/unsupported with a message saying so
+           or metrics_status not_permitted/unsupported with a message saying so; the
+           counter availability image kept only where KPROF_AVAILABILITY_WRITE=1 says,
+           read back by the next run, one cut short or damaged queried again
   busy     a program that holds CUPTI itself: status cupti_busy, the holder named, no crash
   torch    a ReLU through torch ops inside the gate: its kernel listed, demangled, and
            randn's kernel (before the gate) absent
@@ -179,12 +181,53 @@ def case_killed(lib, exe, tmp):
 
 
 def case_metrics(lib, exe, tmp):
-    out = os.path.join(tmp, "kprof.json")
+    """Metrics mode, then the counter availability image kept in KPROF_AVAILABILITY_DIR:
+    not written without KPROF_AVAILABILITY_WRITE=1, written with it, read by the next
+    run (which measures the same), and a damaged one queried again live."""
+    avail = os.path.join(tmp, "availability")
+    os.makedirs(avail)
+    if not metrics_run(lib, exe, tmp, "first", KPROF_AVAILABILITY_DIR=avail):
+        return
+    kept = lambda: sorted(f for f in os.listdir(avail) if f.endswith(".bin"))  # noqa: E731
+    check(kept() == [], "an image was kept without KPROF_AVAILABILITY_WRITE: %s" % kept())
+    metrics_run(lib, exe, tmp, "writer", KPROF_AVAILABILITY_DIR=avail,
+                KPROF_AVAILABILITY_WRITE="1")
+    images = kept()
+    check(len(images) == 1 and "cupti" in images[0] and "driver" in images[0],
+          "one image per chip, CUPTI and driver: %s" % images)
+    metrics_run(lib, exe, tmp, "reader", want="cached", KPROF_AVAILABILITY_DIR=avail)
+    # A kept image cut short, then one overwritten: neither reaches CUPTI (whose host
+    # initialisation crashed the process on garbage); each run asks the device again.
+    for name in images:
+        path = os.path.join(avail, name)
+        with open(path, "rb") as f:
+            whole = f.read()
+        with open(path, "wb") as f:
+            f.write(whole[:len(whole) // 2])
+    metrics_run(lib, exe, tmp, "cut-short", KPROF_AVAILABILITY_DIR=avail)
+    for name in images:
+        with open(os.path.join(avail, name), "wb") as f:
+            f.write(b"not an availability image" * 8)
+    metrics_run(lib, exe, tmp, "damaged", KPROF_AVAILABILITY_DIR=avail)
+
+
+def metrics_run(lib, exe, tmp, label, want="queried", **extra):
+    """One metrics-mode run of the copy kernel; False when metrics cannot be measured on
+    this machine (said loudly, with the library's reason checked)."""
+    out = os.path.join(tmp, "kprof-%s.json" % label)
     r = run([exe, "copy", str(COPY_BYTES)],
-            env_for(lib, out, KPROF_MODE="metrics", KPROF_TARGETS="copy_kernel"))
-    check(r.returncode == 0, "probe copy exited %d" % r.returncode)
+            env_for(lib, out, KPROF_MODE="metrics", KPROF_TARGETS="copy_kernel", **extra))
+    check(r.returncode == 0, "%s: probe copy exited %d" % (label, r.returncode))
     doc = load(out)
-    print(json.dumps(doc, indent=1)[:6000])
+    print("--- %s\n%s" % (label, json.dumps(doc, indent=1)[:6000]))
+    ok = check_metrics(doc)
+    if ok:
+        check(doc.get("counter_availability") == want, "%s: counter_availability %s, want %s"
+              % (label, doc.get("counter_availability"), want))
+    return ok
+
+
+def check_metrics(doc):
     check(doc.get("mode") == "metrics", "mode %s" % doc.get("mode"))
     check(doc.get("status") == "ok", "status %s: %s" % (doc.get("status"), doc.get("message")))
     ms = doc.get("metrics_status")
@@ -198,13 +241,13 @@ def case_metrics(lib, exe, tmp):
             ("support",)
         check(any(w in msg.lower() for w in words),
               "metrics_status %s but the message does not say so: %r" % (ms, msg))
-        return
+        return False
     check(ms == "ok", "metrics_status %s: %s" % (ms, msg))
     check(doc.get("passes", 0) <= 2, "passes %s" % doc.get("passes"))
     copies = kernels_named(doc, "copy_kernel")
     check(len(copies) == 1, "copy_kernel listed %d times" % len(copies))
     if not copies:
-        return
+        return True
     k = copies[0]
     check(k.get("calls") == 3 and k.get("profiled") == 1,
           "calls %s profiled %s" % (k.get("calls"), k.get("profiled")))
@@ -215,6 +258,7 @@ def case_metrics(lib, exe, tmp):
               "%s = %s, want %d +- 10%%" % (key, v, COPY_BYTES))
     check(m.get("duration_ns", 0) > 0, "duration_ns %s" % m.get("duration_ns"))
     check(0 < m.get("dram_pct", 0) <= 100, "dram_pct %s" % m.get("dram_pct"))
+    return True
 
 
 def case_busy(lib, nvcc, tmp):
