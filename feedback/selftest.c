@@ -102,24 +102,35 @@ identify_tool(struct kb_buf *key, const char *name)
 	kb_buf_printf(key, "%s=\n", name);
 }
 
-/* Whether the shared cache holds the fast-build compiler wrapper (the runner's
- * install_fast_cxx names it kforge-<digest>-g++). */
+/* Whether the shared cache's directory kind holds a file named prefix...suffix: what a
+ * selftest leaves there. */
 static bool
-pch_ready(void)
+cache_holds(const char *kind, const char *prefix, const char *suffix)
 {
 	char		 dir[PATH_MAX];
 	DIR		*d;
 	struct dirent	*e;
 	bool		 found = false;
+	size_t		 np = strlen(prefix), ns = strlen(suffix);
 
-	if (fb_cache_dir("pch", NULL, dir, sizeof(dir)) < 0 || (d = opendir(dir)) == NULL)
+	if (fb_cache_dir(kind, NULL, dir, sizeof(dir)) < 0 || (d = opendir(dir)) == NULL)
 		return false;
-	while (!found && (e = readdir(d)) != NULL)
-		found = strncmp(e->d_name, "kforge-", 7) == 0 &&
-			strlen(e->d_name) > 4 &&
-			strcmp(e->d_name + strlen(e->d_name) - 4, "-g++") == 0;
+	while (!found && (e = readdir(d)) != NULL) {
+		size_t n = strlen(e->d_name);
+
+		found = n > np + ns && strncmp(e->d_name, prefix, np) == 0 &&
+			strcmp(e->d_name + n - ns, suffix) == 0;
+	}
 	closedir(d);
 	return found;
+}
+
+/* Whether the shared cache holds the fast-build compiler wrapper (the runner's
+ * install_fast_cxx names it kforge-<digest>-g++). */
+static bool
+pch_ready(void)
+{
+	return cache_holds("pch", "kforge-", "-g++");
 }
 
 /* Whether the shared cache holds a counter availability image (kprof_inject.c), which a
@@ -127,18 +138,7 @@ pch_ready(void)
 static bool
 kprof_ready(void)
 {
-	char		 dir[PATH_MAX];
-	DIR		*d;
-	struct dirent	*e;
-	bool		 found = false;
-
-	if (fb_cache_dir("kprof", NULL, dir, sizeof(dir)) < 0 || (d = opendir(dir)) == NULL)
-		return false;
-	while (!found && (e = readdir(d)) != NULL)
-		found = strlen(e->d_name) > 4 &&
-			strcmp(e->d_name + strlen(e->d_name) - 4, ".bin") == 0;
-	closedir(d);
-	return found;
+	return cache_holds("kprof", "", ".bin");
 }
 
 /* The pass record's key: the environment's and the build format's, and for load_inline
