@@ -117,6 +117,10 @@ int64_t	kb_now_ms(void);	/* CLOCK_REALTIME, milliseconds */
 int64_t	kb_mono_ms(void);	/* CLOCK_MONOTONIC, milliseconds */
 void	kb_iso8601(int64_t ms, char out[32]);	/* "2026-11-22T01:02:03.456Z" */
 void	kb_sha256_hex(const void *data, size_t n, char out[65]);
+/* FNV-1a of n bytes from h: a quick, stable fingerprint (not a cryptographic one), chained
+ * over several pieces; start from KB_FNV1A_START. */
+#define KB_FNV1A_START	1469598103934665603ULL
+uint64_t kb_fnv1a(uint64_t h, const void *data, size_t n);
 char	*kb_strdup(const char *s);	/* NULL-safe; aborts on OOM (small strings only) */
 char	*kb_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));	/* aborts on OOM */
 int	kb_parse_int(const char *s, long lo, long hi, long *out);	/* whole string or -KB_EINVAL */

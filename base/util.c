@@ -62,6 +62,16 @@ kb_sha256_hex(const void *data, size_t n, char out[65])
 	out[64] = '\0';
 }
 
+uint64_t
+kb_fnv1a(uint64_t h, const void *data, size_t n)
+{
+	const unsigned char	*p = data;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return h;
+}
+
 char *
 kb_strdup(const char *s)
 {

@@ -173,13 +173,9 @@ cpu_split(const struct kb_config *cfg, bool cuda, long cores)
 long
 fb_cpu_turn(const char *root, long cores)
 {
-	uint64_t	 h = 1469598103934665603ull;	/* FNV-1a */
-
 	if (root == NULL || cores < 1)
 		return 0;
-	for (const unsigned char *p = (const unsigned char *)root; *p != '\0'; p++)
-		h = (h ^ *p) * 1099511628211ull;
-	return (long)(h % (uint64_t)cores);
+	return (long)(kb_fnv1a(KB_FNV1A_START, root, strlen(root)) % (uint64_t)cores);
 }
 
 static json_t *

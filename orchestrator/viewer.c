@@ -88,7 +88,7 @@ host_ok(const struct viewer *v, const char *host)
 void
 orch_run_stamp(const struct orch_run *run, char *out, size_t len)
 {
-	uint64_t	h = 1469598103934665603ULL;	/* FNV-1a over sizes and times */
+	uint64_t	h = KB_FNV1A_START;	/* over sizes and times */
 	char		path[PATH_MAX];
 	struct stat	st;
 
@@ -103,10 +103,7 @@ orch_run_stamp(const struct orch_run *run, char *out, size_t len)
 			v[1] = (int64_t)st.st_mtim.tv_sec;
 			v[2] = (int64_t)st.st_mtim.tv_nsec;
 		}
-		for (size_t b = 0; b < sizeof(v); b++) {
-			h ^= ((const unsigned char *)v)[b];
-			h *= 1099511628211ULL;
-		}
+		h = kb_fnv1a(h, v, sizeof(v));
 	}
 	snprintf(out, len, "%016llx", (unsigned long long)h);
 }

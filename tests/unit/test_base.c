@@ -202,6 +202,12 @@ test_files(const char *dir)
 	kb_sha256_hex("abc", 3, sha);
 	CHECKM(strcmp(sha, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0,
 	      "sha256");
+	/* FNV-1a: chained pieces hash as their concatenation; the empty one leaves h */
+	CHECK(kb_fnv1a(kb_fnv1a(KB_FNV1A_START, "ab", 2), "c", 1) ==
+	      kb_fnv1a(KB_FNV1A_START, "abc", 3));
+	CHECK(kb_fnv1a(KB_FNV1A_START, "abc", 3) != kb_fnv1a(KB_FNV1A_START, "abd", 3));
+	CHECK(kb_fnv1a(42, "", 0) == 42);
+	CHECK(kb_fnv1a(0, "a", 1) == (0 ^ (uint64_t)'a') * 1099511628211ULL);
 }
 
 static void
