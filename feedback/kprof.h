@@ -195,6 +195,10 @@ struct kprof_config {
 	char warning[KPROF_MESSAGE_MAX]; /* values that were not understood, "" when none */
 };
 void kprof_config_from_env(struct kprof_config *cfg, pid_t pid);
+/* FNV-1a of n bytes from h (the kernel table's keys, the kept availability image's
+ * checksum); start from KPROF_HASH_START. */
+#define KPROF_HASH_START 14695981039346656037ull
+uint64_t kprof_hash_bytes(uint64_t h, const void *p, size_t n);
 /* pattern with %p -> pid and %% -> %; -1 when it does not fit. */
 int kprof_expand_path(const char *pattern, pid_t pid, char *out, size_t cap);
 

@@ -25,8 +25,8 @@
 
 /* ---------------------------------------------------------------- the kernel table */
 
-static uint64_t
-hash_bytes(uint64_t h, const void *p, size_t n)
+uint64_t
+kprof_hash_bytes(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *b = p;
 	for (size_t i = 0; i < n; i++) {
@@ -40,10 +40,9 @@ static uint64_t
 key_hash(const char *name, size_t name_len, const int32_t grid[3],
 			 const int32_t block[3])
 {
-	uint64_t h = 14695981039346656037ull;
-	h = hash_bytes(h, name, name_len);
-	h = hash_bytes(h, grid, 3 * sizeof grid[0]);
-	return hash_bytes(h, block, 3 * sizeof block[0]);
+	uint64_t h = kprof_hash_bytes(KPROF_HASH_START, name, name_len);
+	h = kprof_hash_bytes(h, grid, 3 * sizeof grid[0]);
+	return kprof_hash_bytes(h, block, 3 * sizeof block[0]);
 }
 
 void

@@ -529,15 +529,6 @@ availability_path(const char *chip, char *out, size_t cap)
 #define AVAIL_MAGIC "KPROFAV1"
 #define AVAIL_HEADER 24
 
-static uint64_t
-fnv1a64(const uint8_t *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 1099511628211ULL;
-	return h;
-}
-
 static void
 put_le64(uint8_t *p, uint64_t v)
 {
@@ -567,7 +558,8 @@ read_availability(const char *path, size_t *size)
 	fclose(f);
 	if (n <= AVAIL_HEADER || n > AVAIL_HEADER + KPROF_AVAILABILITY_MAX ||
 	    memcmp(buf, AVAIL_MAGIC, 8) != 0 || get_le64(buf + 8) != n - AVAIL_HEADER ||
-	    get_le64(buf + 16) != fnv1a64(buf + AVAIL_HEADER, n - AVAIL_HEADER)) {
+	    get_le64(buf + 16) != kprof_hash_bytes(KPROF_HASH_START, buf + AVAIL_HEADER,
+						    n - AVAIL_HEADER)) {
 		free(buf);
 		return NULL;
 	}
@@ -587,7 +579,7 @@ write_availability(const char *path, const uint8_t *image, size_t size)
 		return -ENOMEM;
 	memcpy(buf, AVAIL_MAGIC, 8);
 	put_le64(buf + 8, size);
-	put_le64(buf + 16, fnv1a64(image, size));
+	put_le64(buf + 16, kprof_hash_bytes(KPROF_HASH_START, image, size));
 	memcpy(buf + AVAIL_HEADER, image, size);
 	int err = kprof_write_atomic(path, (const char *)buf, AVAIL_HEADER + size, 1);
 	free(buf);
