@@ -53,6 +53,11 @@ void	fb_flag(json_t *result, const char *flag);
 bool	fb_kprof_usable(void);
 #define FB_KPROF_TOP_TEXT	"64"
 
+/* Whether a selftest makes the shared cache's precompiled headers: with
+ * runner.fast_build, for load_inline's builds (a raw-format selftest proves the raw
+ * build, which uses none). run.c hands their directory to it; selftest.c keeps a pass
+ * only once they are there. */
+bool	fb_selftest_makes_pch(const struct kb_config *cfg);
 /* stage.c: logs where the runners work when it is not the run directory (called by
  * fb_contain_report). */
 void	fb_stage_report(void);

@@ -1323,7 +1323,8 @@ class Runner:
         # format is rejected before any build), so it proves the raw build instead: the
         # compiler, a shared object, the ctypes call on torch's stream.
         raw = self.req.get("format") == "raw"
-        probe = raw_env_probe(torch, cuda) if raw else env_probe(torch, cuda)
+        prerequisites = raw_env_probe if raw else env_probe
+        probe = prerequisites(torch, cuda)
         if probe is not None:
             raise probe
         if raw:
@@ -1354,7 +1355,7 @@ class Runner:
         if exc is not None:
             self.details["compiler_output"] = compiler_output(tee.text() + "\n" +
                                                               exception_text(exc))
-            probe = raw_env_probe(torch, cuda) if raw else env_probe(torch, cuda)
+            probe = prerequisites(torch, cuda)
             if probe is not None:
                 raise probe
             raise env_error("build", "the known-good %s extension failed to build: %s"

@@ -484,6 +484,12 @@ fb_raw_format(const struct kb_config *cfg)
 	return cfg->eval.format != NULL && strcmp(cfg->eval.format, "raw") == 0;
 }
 
+bool
+fb_selftest_makes_pch(const struct kb_config *cfg)
+{
+	return cfg->runner.fast_build && !fb_raw_format(cfg);
+}
+
 /* The steps that run a candidate's code (an execute, a profile) time it from the moment
  * the runner writes FB_STARTED_FILE in its work directory, just before it loads the
  * models (fbw_time_from): eval.timeout_s is the candidate's. The runner's start before
@@ -532,10 +538,10 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 	if (r == NULL)
 		return NULL;
 	/* The shared cache's precompiled headers, for the steps that may build with
-	 * load_inline; a raw-format selftest proves the raw build instead, which needs none. */
-	if ((req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || req->mode == FB_EXECUTE ||
-	     req->mode == FB_PROFILE) && cfg->runner.fast_build &&
-	    !(req->mode == FB_SELFTEST && fb_raw_format(cfg)) &&
+	 * load_inline (a selftest: the one that makes them). */
+	if ((req->mode == FB_SELFTEST ? fb_selftest_makes_pch(cfg) :
+	     (req->mode == FB_PRECOMPILE || req->mode == FB_EXECUTE || req->mode == FB_PROFILE) &&
+	     cfg->runner.fast_build) &&
 	    fb_cache_dir("pch", NULL, pch, sizeof(pch)) == 0)
 		json_object_set_new(r, "pch_dir", json_string(pch));
 	if (req->mode == FB_SELFTEST)
@@ -1660,7 +1666,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	/* Only a selftest, which runs no candidate's code, may write precompiled headers
 	 * and counter availability images: each directory is its runner's while it runs,
 	 * then sealed like a build. */
-	if (req->mode == FB_SELFTEST && cfg->runner.fast_build)
+	if (req->mode == FB_SELFTEST && fb_selftest_makes_pch(cfg))
 		selftest_dir_open("pch", pch, sizeof(pch), &pch_lock);
 	if (req->mode == FB_SELFTEST && kprof_step(cfg, req) && req->kprof_lib != NULL)
 		selftest_dir_open("kprof", kprof, sizeof(kprof), &kprof_lock);

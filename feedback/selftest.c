@@ -526,7 +526,7 @@ fb_selftest(const struct kb_config *cfg, const char *device, bool use_cache,
 		read_outcome(&o, device, out, &torch_file);
 		/* A pass that left no precompiled headers (their directory was out of reach
 		 * this time) is not remembered: the next selftest tries to make them again. */
-		if (out->ok && (!cfg->runner.fast_build || fb_raw_format(cfg) || pch_ready())) {
+		if (out->ok && (!fb_selftest_makes_pch(cfg) || pch_ready())) {
 			pass_key(cfg, device, env_sha, sha);	/* the cache as this pass leaves it */
 			save_record(sha, device, out, torch_file);
 		}
