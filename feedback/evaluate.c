@@ -69,6 +69,7 @@ fb_eval_build(const struct kb_config *cfg, const struct fb_request *req, const c
 	snprintf(cache, sizeof(cache), "%s/compile.json", req->build_dir);
 	if ((out->result = json_load_file(cache, 0, NULL)) != NULL) {
 		out->cache_hit = true;
+		fb_warm_built(cfg, req);
 		return 0;
 	}
 	/* Where warm runners are on (a worker has one started already; kforge eval starts
@@ -79,6 +80,7 @@ fb_eval_build(const struct kb_config *cfg, const struct fb_request *req, const c
 	/* Another task may have built the same code while this one waited. */
 	if ((out->result = json_load_file(cache, 0, NULL)) != NULL) {
 		out->cache_hit = true;
+		fb_warm_built(cfg, req);
 		rc = 0;
 		goto out_give;
 	}

@@ -226,6 +226,10 @@ int	fb_kill_orphans(bool (*keep)(pid_t pid, void *arg), void *arg);
 void	fb_warm_enable(void);
 void	fb_warm_start(const struct kb_config *cfg);
 void	fb_warm_drop(void);
+/* req, a precompile, found its build in the cache: the runner waiting for it is replaced
+ * by the one its execute would have been handed at the precompile's start (run.c,
+ * warm_cuda_ahead), on a GPU; nothing elsewhere. */
+void	fb_warm_built(const struct kb_config *cfg, const struct fb_request *req);
 pid_t	fb_warm_pid(void);
 /* fb_warm_drop, and the fork servers warm runners are forked from end too (run.c): at a
  * worker's end, and for the model's call unless fb_warm_keep_servers, which says whether

@@ -2129,39 +2129,73 @@ def raw_load(source, cuda, name=None, extra_cflags=(), extra_ldflags=()):
     return module
 
 
+def raw_stream_getter(torch):
+    """The current CUDA stream's handle: torch's own getter of the raw handle where it has
+    one (no Stream object made a call, a few microseconds less per launch, which a
+    kernel of a few microseconds would otherwise be timed with), else the public way."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    device = getattr(torch._C, "_cuda_getDevice", None)
+    if raw is not None and device is not None:
+        return lambda: raw(device())
+    return lambda: torch.cuda.current_stream().cuda_stream
+
+
 def raw_caller(torch, fname, fn, params, device_type, last_error, error_string):
+    """The Python function for one extern "C" entry point. A call checks each argument
+    (the common case in a few attribute reads: a timed call of a microsecond kernel is
+    mostly this) and, where one fails, raw_check_arg says which check and why."""
     user = [(k, t) for k, t in params if k != "stream"]
     dtypes = {t: getattr(torch, d) for k, t in params if k == "ptr"
               for d in [RAW_ELEMENT_DTYPES[t]] if d}
+    plan = [(kind, dtypes.get(t)) for kind, t in params]
+    tensor = torch.Tensor
+    on_device = "is_cuda" if device_type == "cuda" else None
+    stream = raw_stream_getter(torch) if any(k == "stream" for k, _ in params) else None
+
+    def check(k, kind, t, a):
+        if kind == "ptr":
+            if not isinstance(a, tensor):
+                raise TypeError("%s: parameter %d (%s*) needs a tensor, got %s"
+                                % (fname, k + 1, t, type(a).__name__))
+            if a.device.type != device_type:
+                raise ValueError("%s: parameter %d is a tensor on %s, not %s"
+                                 % (fname, k + 1, a.device, device_type))
+            if t in dtypes and a.dtype != dtypes[t]:
+                raise TypeError("%s: parameter %d (%s*) needs a %s tensor, got %s"
+                                % (fname, k + 1, t, dtypes[t], a.dtype))
+            if not a.is_contiguous():
+                raise ValueError("%s: parameter %d is not contiguous (call .contiguous())"
+                                 % (fname, k + 1))
+        elif isinstance(a, tensor):
+            raise TypeError("%s: parameter %d (%s) is a scalar, got a tensor"
+                            % (fname, k + 1, t))
+
+    def slow(args):
+        it = iter(args)
+        for k, (kind, t) in enumerate(params):
+            if kind != "stream":
+                check(k, kind, t, next(it))
 
     def call(*args):
         if len(args) != len(user):
             raise TypeError("%s takes %d arguments (%d given)" % (fname, len(user), len(args)))
         cargs = []
-        it = iter(args)
-        for k, (kind, t) in enumerate(params):
+        i = 0
+        for kind, want in plan:
             if kind == "stream":
-                cargs.append(torch.cuda.current_stream().cuda_stream)
+                cargs.append(stream())
                 continue
-            a = next(it)
+            a = args[i]
+            i += 1
             if kind == "ptr":
-                if not isinstance(a, torch.Tensor):
-                    raise TypeError("%s: parameter %d (%s*) needs a tensor, got %s"
-                                    % (fname, k + 1, t, type(a).__name__))
-                if a.device.type != device_type:
-                    raise ValueError("%s: parameter %d is a tensor on %s, not %s"
-                                     % (fname, k + 1, a.device, device_type))
-                if t in dtypes and a.dtype != dtypes[t]:
-                    raise TypeError("%s: parameter %d (%s*) needs a %s tensor, got %s"
-                                    % (fname, k + 1, t, dtypes[t], a.dtype))
-                if not a.is_contiguous():
-                    raise ValueError("%s: parameter %d is not contiguous (call .contiguous())"
-                                     % (fname, k + 1))
+                if not (isinstance(a, tensor) and
+                        (getattr(a, on_device) if on_device else a.device.type == "cpu") and
+                        (want is None or a.dtype is want) and a.is_contiguous()):
+                    slow(args)
                 cargs.append(a.data_ptr())
+            elif isinstance(a, tensor):
+                slow(args)
             else:
-                if isinstance(a, torch.Tensor):
-                    raise TypeError("%s: parameter %d (%s) is a scalar, got a tensor"
-                                    % (fname, k + 1, t))
                 cargs.append(a)
         result = fn(*cargs)
         if last_error is not None:
@@ -2452,6 +2486,8 @@ def set_dumpable(on):
 
 
 WARM_VISIBLE = None
+CUDA_AHEAD = 0          # > 0: start CUDA before the request (cuda_ahead); how many may wait so
+AHEAD_DONE = None       # what cuda_ahead did (details.cuda_ahead)
 
 
 def warm_up(build):
@@ -2475,6 +2511,54 @@ def warm_up(build):
         pass
     finally:
         gc.enable()
+
+
+# The GPU memory one waiting runner's context may hold (about 720 MiB seen on the H100
+# after cuda_ahead's calls), and the share of a GPU's memory that every worker's waiting
+# runner together may take: beyond it, only the driver is started ahead.
+AHEAD_CONTEXT_BYTES = 1 << 30
+AHEAD_CONTEXT_SHARE = 8
+
+
+def cuda_ahead(waiting):
+    """A warm runner for an execute (kforge tells it: run.c, warm_cuda_ahead), before its
+    request and so before its step holds the GPU: starts the driver (cuInit and torch's
+    CUDA state, 0.1-0.2 s on the H100 hosts) and, where the contexts of `waiting` runners
+    fit in a share of the GPU's memory, the context too, with the kernels the runner's
+    own checks and timing load at their first use (the comparisons, a GEMM, the L2 flush,
+    events): about 0.5 s a step that the step no longer holds the GPU for. Nothing of a
+    candidate or a problem runs here, no random number is drawn, and what fails is left
+    for the request's own first CUDA call to report. What was done goes in
+    details.cuda_ahead."""
+    global AHEAD_DONE
+    t0 = time.perf_counter()
+    try:
+        import torch
+        torch._C._cuda_init()
+        done = "driver"
+        total = torch.cuda.get_device_properties(0).total_memory
+        if waiting * AHEAD_CONTEXT_BYTES <= total // AHEAD_CONTEXT_SHARE:
+            torch.cuda.set_device(0)
+            x = torch.arange(4096, device="cuda", dtype=torch.float32)
+            y = x.clone()
+            bool(torch.allclose(x, y, atol=1e-4, rtol=1e-4))
+            d = (x.double() - y.double()).abs()
+            float(d.max()), float(d.mean())
+            bool(torch.equal(x, y))
+            m = x[:1024].view(32, 32)
+            torch.nn.functional.linear(m, m, x[:32]).relu_()
+            torch.empty(1024, dtype=torch.int64, device="cuda").fill_(42)
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            (m @ m).sum()
+            e1.record()
+            torch.cuda.synchronize()
+            e0.elapsed_time(e1)
+            del x, y, d, m
+            done = "context"
+    except BaseException as e:
+        done = "failed: %s" % first_line(e)
+    AHEAD_DONE = {"done": done, "s": round(time.perf_counter() - t0, 4)}
 
 
 ZYGOTE_FD = 4
@@ -2693,13 +2777,13 @@ def zygote_watch(conn, fds, msg):
     if req is None:
         conn.sendall(b"0\n")
         return False
-    _, idle, visible = req
+    _, idle, visible, ahead = req
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(36, 1, 0, 0, 0)     # PR_SET_CHILD_SUBREAPER: the runner's orphans come here
     me = os.getpid()
     child = os.fork()
     if child == 0:
-        zygote_child(conn, fds, me, visible)
+        zygote_child(conn, fds, me, visible, ahead)
         return True
     for fd in fds:
         os.close(fd)
@@ -2795,17 +2879,18 @@ def zygote_place(child, idle):
 
 
 def zygote_request(msg):
-    """A fork request's (parent, idle, visible): the pid the child must come to (0: none
-    named), whether it waits under SCHED_IDLE, and its CUDA_VISIBLE_DEVICES (None: unset);
-    None for a malformed one."""
+    """A fork request's (parent, idle, visible, ahead): the pid the child must come to (0:
+    none named), whether it waits under SCHED_IDLE, its CUDA_VISIBLE_DEVICES (None: unset)
+    and cuda_ahead's number (0: CUDA waits for the request); None for a malformed one."""
     try:
         m = json.loads(msg.decode())
         parent, idle, visible = int(m.get("parent", 0)), bool(m.get("idle")), m.get("visible")
+        ahead = int(m.get("cuda_ahead", 0))
     except (ValueError, AttributeError, TypeError):
         return None
     if visible is not None and not isinstance(visible, str):
         return None
-    return parent, idle, visible
+    return parent, idle, visible, max(ahead, 0)
 
 
 def zygote_fork(ctl, fds, msg):
@@ -2813,7 +2898,7 @@ def zygote_fork(ctl, fds, msg):
     req = zygote_request(msg)
     if req is None:
         return 0
-    parent, idle, visible = req
+    parent, idle, visible, ahead = req
     try:
         r, w = os.pipe()
     except OSError:
@@ -2833,7 +2918,7 @@ def zygote_fork(ctl, fds, msg):
         if child == 0:
             try:
                 os.close(w)
-                zygote_child(ctl, fds, parent, visible)
+                zygote_child(ctl, fds, parent, visible, ahead)
             except BaseException:
                 os._exit(127)
             return -1
@@ -2849,15 +2934,17 @@ def zygote_fork(ctl, fds, msg):
     return int(got) if got.isdigit() else 0
 
 
-def zygote_child(ctl, fds, parent, visible):
+def zygote_child(ctl, fds, parent, visible, ahead):
     """In the forked child: its own group, the message's pipes as fds 0 to 3, killed with
     kforge (PR_SET_PDEATHSIG, armed once kforge is its parent: the middle process exits
     first), and the GPUs its step is to see (visible: CUDA_VISIBLE_DEVICES, None for
     unset). The server never initialised CUDA, so the driver reads them at this
-    process's first CUDA call, as it would in a runner started with them."""
+    process's first CUDA call, as it would in a runner started with them; ahead: what
+    main starts of it before the request (cuda_ahead)."""
     import ctypes
-    global WARM_VISIBLE
+    global WARM_VISIBLE, CUDA_AHEAD
     WARM_VISIBLE = visible
+    CUDA_AHEAD = ahead
     for name, value in (("CUDA_VISIBLE_DEVICES", visible), (NVML_CHECK, ZYGOTE_NVML)):
         if value is None:
             os.environ.pop(name, None)
@@ -2926,10 +3013,15 @@ def main():
     forked = "--zygote" in sys.argv[1:]
     if forked and not zygote():
         return 0
+    global CUDA_AHEAD
     warm = forked or "--warm" in sys.argv[1:] or "--warm-load" in sys.argv[1:]
     result_file = open_result_file()
     if warm and not forked:
         warm_up("--warm" in sys.argv[1:])
+        if "--cuda-ahead" in sys.argv[1:-1]:
+            CUDA_AHEAD = int(sys.argv[sys.argv.index("--cuda-ahead") + 1])
+    if warm and CUDA_AHEAD > 0:
+        cuda_ahead(CUDA_AHEAD)
     try:
         raw = sys.stdin.read()
         req = json.loads(raw)
@@ -2953,6 +3045,8 @@ def main():
     runner.details["start"] = "forked" if forked else "warm" if warm else "cold"
     if forked:
         runner.details["server"] = ZYGOTE_PID
+    if AHEAD_DONE is not None:
+        runner.details["cuda_ahead"] = AHEAD_DONE
     if pinned is not None:
         runner.details["cpus"] = pinned
     runner.run()

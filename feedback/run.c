@@ -1213,10 +1213,10 @@ out:
 }
 
 /* A warm runner forked by the shared server for o's start from python and runner, for a
- * step that sees the GPUs visible; 0 on success. */
+ * step that sees the GPUs visible, told ahead (warm_cuda_ahead); 0 on success. */
 static int
 shared_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const char *python,
-	    const char *runner, const char *visible, struct kb_spawn **child)
+	    const char *runner, const char *visible, int ahead, struct kb_spawn **child)
 {
 	char	 dir[PATH_MAX], path[PATH_MAX], lock[PATH_MAX], key[33], *msg;
 	json_t	*m;
@@ -1227,7 +1227,8 @@ shared_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const ch
 	    snprintf(path, sizeof(path), "%s/%s.sock", dir, key) >= (int)sizeof(path) ||
 	    snprintf(lock, sizeof(lock), "%s/%s.lock", dir, key) >= (int)sizeof(lock))
 		return -KB_EEXEC;
-	m = json_pack("{s:b, s:s}", "idle", o->sched_idle, "visible", visible);
+	m = json_pack("{s:b, s:s, s:i}", "idle", o->sched_idle, "visible", visible, "cuda_ahead",
+		      ahead);
 	msg = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
 	json_decref(m);
 	if (msg == NULL)
@@ -1297,21 +1298,22 @@ zygote_serves(const char *python, const char *runner)
 }
 
 /* A warm runner forked by the server for python and runner, for a step that sees the GPUs
- * visible; 0 on success. */
+ * visible, told ahead (warm_cuda_ahead); 0 on success. */
 static int
 zygote_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const char *python,
-	    const char *runner, const char *visible, struct kb_spawn **child)
+	    const char *runner, const char *visible, int ahead, struct kb_spawn **child)
 {
 	json_t	*m;
 	char	*msg;
 	int	 rc;
 
-	if (zygote.share_idle_s > 0 && shared_fork(cfg, o, python, runner, visible, child) == 0)
+	if (zygote.share_idle_s > 0 &&
+	    shared_fork(cfg, o, python, runner, visible, ahead, child) == 0)
 		return 0;
 	if (zygote_for(o, python, runner) < 0)
 		return -KB_EEXEC;
-	m = json_pack("{s:i, s:b, s:s}", "parent", (int)getpid(), "idle", o->sched_idle,
-		      "visible", visible);
+	m = json_pack("{s:i, s:b, s:s, s:i}", "parent", (int)getpid(), "idle", o->sched_idle,
+		      "visible", visible, "cuda_ahead", ahead);
 	msg = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
 	json_decref(m);
 	if (msg == NULL)
@@ -1374,19 +1376,22 @@ fb_warm_cpu_range(const struct kb_config *cfg, long cores, int *first, int *last
 /* visible NULL: no runner step follows (warm_next_visible), none is started. build: the
  * step it is for may build (a precompile), so torch's extension machinery is imported
  * too; an execute or profile loads its precompile's build without it (LOAD_MEMO in the
- * runner). */
+ * runner). ahead > 0: it starts CUDA before its request (warm_cuda_ahead). */
 static void
 warm_start_with(const struct kb_config *cfg, const char *python, const char *runner,
-		const char *visible, bool build)
+		const char *visible, bool build, int ahead)
 {
 	struct kb_spawn_opts	 o = { 0 };
 	struct fb_env		 env = { .n = 0 };
-	const char		*argv[] = { python, runner, build ? "--warm" : "--warm-load", NULL };
+	char			 waiting[16];
+	const char		*argv[] = { python, runner, build ? "--warm" : "--warm-load",
+					    ahead > 0 ? "--cuda-ahead" : NULL, waiting, NULL };
 	long			 deadline = cfg->eval.compile_timeout_s > cfg->eval.timeout_s ?
 					    cfg->eval.compile_timeout_s : cfg->eval.timeout_s;
 
 	if (!warm.enabled || !cfg->runner.warm || warm.child != NULL || visible == NULL)
 		return;
+	snprintf(waiting, sizeof(waiting), "%d", ahead);
 	env_build(&env, cfg, NULL, visible, false);
 	env_contained(&env, NULL);
 	o.argv = argv;
@@ -1398,7 +1403,7 @@ warm_start_with(const struct kb_config *cfg, const char *python, const char *run
 	o.sched_idle = warm_idle(cfg);
 	o.timeout_ms = 0;
 	warm.idle = o.sched_idle;
-	if (zygote_fork(cfg, &o, python, runner, visible, &warm.child) == 0 ||
+	if (zygote_fork(cfg, &o, python, runner, visible, ahead, &warm.child) == 0 ||
 	    kb_spawn_start(&o, &warm.child) == 0) {
 		snprintf(warm.python, sizeof(warm.python), "%s", python);
 		snprintf(warm.runner, sizeof(warm.runner), "%s", runner);
@@ -1407,17 +1412,28 @@ warm_start_with(const struct kb_config *cfg, const char *python, const char *run
 	env_clear(&env);
 }
 
+/* The Python and the (staged) runner a step of cfg's runs, as fb_run finds them; 0. */
+static int
+warm_paths(const struct kb_config *cfg, char python[PATH_MAX], char staged[PATH_MAX])
+{
+	char	runner[PATH_MAX], err[512];
+
+	if (fb_find_python(cfg, python, PATH_MAX, err, sizeof(err)) < 0 ||
+	    kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py") < 0 ||
+	    fb_stage_input(runner, staged, PATH_MAX) < 0)
+		return -1;
+	return 0;
+}
+
 void
 fb_warm_start(const struct kb_config *cfg)
 {
-	char	python[PATH_MAX], runner[PATH_MAX], staged[PATH_MAX], err[512];
+	char	python[PATH_MAX], staged[PATH_MAX];
 
 	if (!warm.enabled || !cfg->runner.warm || warm.child != NULL ||
-	    fb_find_python(cfg, python, sizeof(python), err, sizeof(err)) < 0 ||
-	    kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py") < 0 ||
-	    fb_stage_input(runner, staged, sizeof(staged)) < 0)
+	    warm_paths(cfg, python, staged) < 0)
 		return;
-	warm_start_with(cfg, python, staged, "", true);	/* a precompile comes next */
+	warm_start_with(cfg, python, staged, "", true, 0);	/* a precompile comes next */
 }
 
 /* The GPUs the runner step after this one will see, or NULL when no runner step is to
@@ -1439,6 +1455,41 @@ warm_next_visible(const struct kb_config *cfg, const struct fb_request *req, boo
 	if (req->mode == FB_PROFILE && !(cuda && cfg->refinement.feedback_p))
 		return NULL;
 	return cuda ? warm.last_gpu : "";
+}
+
+/*
+ * How many runners may wait with CUDA started ahead on one GPU, for the warm runner that
+ * follows req, or 0 where it starts none (kforge_runner.py, cuda_ahead). Only the
+ * execute after a precompile: its runner is forked while the precompile builds, and then
+ * waits for the GPU, where an execute held the GPU about 0.5 s of its 1.1 s (H100, the
+ * demo) for the driver, the context and the first loads of the runner's own kernels. The
+ * runner starts the context too only where every worker's could wait on one GPU within
+ * a share of its memory; none starts after a baseline (the next runner's context would
+ * be made while this step times on the GPU) nor for a profile, whose CUPTI injection
+ * the driver loads at its start and whose settings come with the request.
+ */
+static int
+warm_cuda_ahead(const struct kb_config *cfg, const struct fb_request *req, const char *visible)
+{
+	if (req->mode != FB_PRECOMPILE || !fb_on_cuda(cfg, req) || visible == NULL ||
+	    visible[0] == '\0')
+		return 0;
+	return cfg->workers > 0 ? (int)cfg->workers : 1;
+}
+
+void
+fb_warm_built(const struct kb_config *cfg, const struct fb_request *req)
+{
+	char		 python[PATH_MAX], staged[PATH_MAX];
+	const char	*next;
+
+	if (!warm.enabled || !cfg->runner.warm || req->mode != FB_PRECOMPILE ||
+	    !fb_on_cuda(cfg, req) || (warm.child != NULL && warm.visible[0] != '\0') ||
+	    warm_paths(cfg, python, staged) < 0)
+		return;
+	next = warm_next_visible(cfg, req, true, NULL);
+	fb_warm_drop();
+	warm_start_with(cfg, python, staged, next, false, warm_cuda_ahead(cfg, req, next));
 }
 
 /*
@@ -1623,7 +1674,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		 * can fork one told them: a fork, not a cold start's import. */
 		if (ahead == NULL && cuda_visible != NULL && zygote_serves(python, runner)) {
 			warm_start_with(cfg, python, runner, cuda_visible,
-					req->mode == FB_PRECOMPILE);
+					req->mode == FB_PRECOMPILE, 0);
 			ahead = warm_take(python, runner, cuda_visible);
 		}
 		if (ahead != NULL && (rc = warm_request(jreq, &env, &o)) < 0)
@@ -1681,9 +1732,11 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	/* The next step's runner imports torch while this one works (the comment above). */
 	next_after = !fb_on_cuda(cfg, req) && (req->mode == FB_EXECUTE || req->mode == FB_PROFILE ||
 					       req->mode == FB_BASELINE);
-	if (warm_mode(req->mode) && !next_after)
-		warm_start_with(cfg, python, runner,
-				warm_next_visible(cfg, req, fb_on_cuda(cfg, req), NULL), false);
+	if (warm_mode(req->mode) && !next_after) {
+		const char *next = warm_next_visible(cfg, req, fb_on_cuda(cfg, req), NULL);
+
+		warm_start_with(cfg, python, runner, next, false, warm_cuda_ahead(cfg, req, next));
+	}
 	if (ahead != NULL) {
 		rc = kb_spawn_finish(ahead, &o, &r);
 		ahead = NULL;
@@ -1715,7 +1768,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	fill_outcome(out, res);
 	if (warm_mode(req->mode) && next_after)
 		warm_start_with(cfg, python, runner, warm_next_visible(cfg, req, false, out),
-				false);
+				false, 0);
 	log_debug("runner %s: %s in %lld ms", mode_names[req->mode], fb_status_name(out->status),
 		  (long long)r.wall_ms);
 out:

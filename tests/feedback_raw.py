@@ -10,6 +10,7 @@ prototype parser is checked on its own with sources it must accept and refuse.
 Skips (77) without a Python that imports torch.
 """
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -68,6 +69,66 @@ def check_parser(python):
           % out["double_ptr"])
 
 
+# On a GPU: the cudaStream_t parameter is filled with the stream current at the call (the
+# default one, then a side stream), read the way torch keeps it (raw_stream_getter), and a
+# CPU tensor for a CUDA pointer is refused. Prints {"skip": true} where CUDA is absent.
+STREAM_CASE = r'''
+import json, os, sys, tempfile
+sys.argv = ["kforge_runner"]
+import importlib.util
+spec = importlib.util.spec_from_file_location("kr", %r)
+kr = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(kr)
+import torch
+if not torch.cuda.is_available():
+    print(json.dumps({"skip": True}))
+    sys.exit(0)
+os.environ["TORCH_EXTENSIONS_DIR"] = tempfile.mkdtemp()
+src = """
+#include <cuda_runtime.h>
+#include <cstdint>
+__global__ void put(long long *out, long long v) { *out = v; }
+extern "C" void which_stream(int64_t *out, cudaStream_t s) {
+    put<<<1, 1, 0, s>>>((long long *)out, (long long)(intptr_t)s);
+}
+"""
+m = kr.raw_load(src, True, "kf_test_which_stream")
+out = torch.zeros(1, dtype=torch.int64, device="cuda")
+res = {}
+m.which_stream(out)
+torch.cuda.synchronize()
+res["default"] = [int(out.item()), torch.cuda.current_stream().cuda_stream]
+side = torch.cuda.Stream()
+with torch.cuda.stream(side):
+    m.which_stream(out)
+side.synchronize()
+res["side"] = [int(out.item()), side.cuda_stream]
+try:
+    m.which_stream(torch.zeros(1, dtype=torch.int64))
+    res["cpu"] = "no error"
+except ValueError as e:
+    res["cpu"] = str(e)
+print(json.dumps(res))
+'''
+
+
+def check_stream(python):
+    p = subprocess.run([python, "-c", STREAM_CASE % RUNNER], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+    try:
+        res = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        check(False, "the stream case gave no answer: %s" % p.stderr[-2000:])
+        return
+    if res.get("skip"):
+        print("note: no GPU: the stream parameter is not checked here")
+        return
+    check(res["default"][0] == res["default"][1], "the default stream: %s" % res["default"])
+    check(res["side"][0] == res["side"][1] != res["default"][1],
+          "a side stream made current: %s" % res["side"])
+    check("is a tensor on cpu, not cuda" in res["cpu"], "a CPU tensor: %s" % res["cpu"])
+
+
 def main():
     python = torch_python()
     if python is None:
@@ -76,6 +137,7 @@ def main():
     tmp = scratch_dir("feedback_raw")
     env = Env(python, tmp)
     check_parser(python)
+    check_stream(python)
 
     # A build well under a second, no torch header anywhere, reused by the execute step.
     res, log, rc, _ = env.run("precompile", candidate="cand_raw_add.py")

@@ -75,7 +75,7 @@ class Env:
         env.update(extra_env or {})
         with tempfile.TemporaryFile() as res, tempfile.TemporaryFile() as log:
             t0 = time.monotonic()
-            p = subprocess.run([self.python, RUNNER] + ([warm if isinstance(warm, str) else "--warm"] if warm else []), input=(raw if raw is not None else
+            p = subprocess.run([self.python, RUNNER] + (([warm] if isinstance(warm, str) else list(warm) if isinstance(warm, list) else ["--warm"]) if warm else []), input=(raw if raw is not None else
                                                              json.dumps(req)).encode(),
                                stdout=log, stderr=subprocess.STDOUT, cwd=self.work, env=env,
                                timeout=timeout, close_fds=False,
@@ -377,6 +377,23 @@ def main():
     with open(os.path.join(e.work, "kforge_env.json")) as f:
         got = json.load(f)
     check(got == want, "a --warm-load runner's environment is the request's: %s" % got)
+    check("cuda_ahead" not in r.get("details", {}), "nothing of CUDA is started ahead unasked: %s"
+          % r.get("details", {}).get("cuda_ahead"))
+    # --cuda-ahead (an execute's runner, forked while its precompile builds on a GPU host):
+    # where CUDA cannot start (here no GPU is visible) it says so, and the step is judged
+    # as in any runner.
+    os.unlink(os.path.join(e.work, "kforge_env.json"))
+    r, _, _, _ = e.run("execute", candidate="cand_env_dump.py",
+                       warm=["--warm-load", "--cuda-ahead", "8"], env=want, work_dir=e.work,
+                       rlimit_cpu_s=600)
+    ahead = r.get("details", {}).get("cuda_ahead") or {}
+    check(r.get("status") == "ok" and r.get("correct") and
+          str(ahead.get("done", "")).startswith("failed: ") and ahead.get("s", -1) >= 0,
+          "a runner told to start CUDA ahead where none is visible: %s %s"
+          % (r.get("status"), ahead))
+    with open(os.path.join(e.work, "kforge_env.json")) as f:
+        got = json.load(f)
+    check(got == want, "a --cuda-ahead runner's environment is the request's: %s" % got)
     r, _, _, _ = e.run("precompile", candidate="cand_syntax_error.py", warm="--warm-load",
                        env=want, work_dir=e.work)
     check(r.get("status") == "compile_error" and "runner_error" not in r.get("flags", []),

@@ -68,4 +68,25 @@ else:
     print("note: %s not built: the demo's P is torch.profiler's" % kprof)
     check(prof.get("source") == "torch.profiler" and "not built" in prof.get("note", ""),
           "without the library the profile is not torch.profiler's with a note: %s" % prof)
+# An execute's runner, forked while its precompile built, started CUDA before its step held
+# the GPU: the driver, and with the demo's 8 workers on a GPU of 64 GiB or more the context
+# too (feedback/run.c, warm_cuda_ahead; kforge_runner.py, cuda_ahead). A turn whose build
+# was cached ran no precompile, and its execute's runner was forked for it then.
+total = subprocess.run([py, "-c", "import torch; print(torch.cuda.get_device_properties(0)"
+                        ".total_memory)"], stdout=subprocess.PIPE, universal_newlines=True,
+                       timeout=300).stdout.strip()
+want = "context" if int(total or 0) >= 64 << 30 else "driver"
+aheads = []
+for t in st["tasks"]:
+    for rec in records(run_dir, t["id"]):
+        if rec["from"] != "EXECUTE":
+            continue
+        path = os.path.join(run_dir, "tasks", t["id"], "turns", str(rec["turn"]), "result.json")
+        details = json.load(open(path)).get("details", {}) if os.path.exists(path) else {}
+        if "cuda_ahead" in details:
+            aheads.append((t["id"], rec["turn"], details["cuda_ahead"]))
+check(aheads and all(a[2].get("done") == want for a in aheads),
+      "the executes' runners did not start CUDA ahead (%s expected): %s" % (want, aheads))
+print("ok: %d executes started CUDA ahead (%s), median %.3f s" % (
+    len(aheads), want, sorted(a[2]["s"] for a in aheads)[len(aheads) // 2]))
 print("ok: demo on %s: %s" % (gpus["devices"][0]["name"], json.dumps(rep["overall"])))
