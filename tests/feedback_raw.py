@@ -5,7 +5,9 @@ the runner's ctypes glue (`from kforge import load_cpp`): it builds in a fractio
 second, its build is reused by the execute step, a compile error comes back with the
 compiler's message, and a call whose arguments do not fit the extern "C" prototype
 (dtype, device, contiguity, count) is refused rather than run on the wrong bytes. The
-prototype parser is checked on its own with sources it must accept and refuse.
+prototype parser is checked on its own with sources it must accept and refuse. Where a GPU
+is present, a cudaStream_t parameter is checked to be filled with the stream current at the
+call (the default one, then a side stream).
 
 Skips (77) without a Python that imports torch.
 """
