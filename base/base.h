@@ -396,6 +396,7 @@ struct kb_config {
 		bool	 allow_tf32;		/* fp32 on CUDA: TF32 matmuls and convolutions */
 		char	*timing;		/* cuda_event | host_time | do_bench (on cuda) */
 		bool	 l2_flush;		/* flush the L2 cache before each timed trial */
+		long	 timing_hold_us;	/* cuda_event: the GPU spins this long first */
 		char	*speedup;		/* the speedup's statistic: auto | mean | median */
 	} eval;
 	struct {

@@ -438,6 +438,7 @@ class Runner:
         # (details.phases_s), so that a slow step shows which part was slow.
         self.t_request = time.monotonic()
         self.details["phases_s"] = {}
+        self.hold_cycles = 0    # timing_setup: eval.timing_hold_us as GPU cycles
 
     # ------------------------------------------------------------ plumbing
 
@@ -1087,15 +1088,43 @@ class Runner:
         flush_buf = None
         if cuda and method != "do_bench" and tcfg.get("l2_flush", True):
             flush_buf = torch.empty((32, 1024, 1024), dtype=torch.int64, device=self.device)
+        self.hold_cycles = 0
+        hold_us = float(tcfg.get("hold_us") or 0)
+        if cuda and method == "cuda_event" and hold_us > 0:
+            self.hold_cycles = int(hold_us * self.gpu_cycles_per_us())
         return (method, int(self.req.get("perf_trials", 100)), int(tcfg.get("discard_first", 1)),
                 int(self.req.get("warmup", 3)), flush_buf)
 
+    def gpu_cycles_per_us(self):
+        """The GPU's clock as torch.cuda._sleep counts it: cycles a microsecond, from the
+        fastest of three spins of a million cycles timed by CUDA events."""
+        torch = self.torch
+        best = None
+        for _ in range(3):
+            start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
+            self.event_record(start)
+            torch.cuda._sleep(1000000)
+            self.event_record(end)
+            self.synchronize()
+            ms = self.event_elapsed(start, end)
+            best = ms if best is None or ms < best else best
+        self.details["gpu_cycles_per_us"] = round(1000.0 / max(best, 1e-6), 1)
+        return 1000.0 / max(best, 1e-6)
+
     def trial(self, model, inputs, method, flush_buf):
         """One timed call, KernelBench's way: synchronize, flush L2, then the call between
-        two CUDA events (or the host clock and a synchronize)."""
+        two CUDA events (or the host clock and a synchronize). With eval.timing_hold_us
+        the GPU then spins that long before the start event (torch.cuda._sleep), so the
+        host has queued all of the call's launches before the GPU reaches them: the events
+        time the GPU's work alone, at whatever pace the host runs (nvbench's blocking
+        kernel, by a timed spin). Without it, a call whose launches take the host longer
+        than the flush takes the GPU is timed at the host's pace, which on the GPU hosts
+        moved by up to 4x from one run to the next (tools/bench/README.md, repeat)."""
         self.synchronize()
         if flush_buf is not None:
             flush_buf.fill_(42)
+        if self.hold_cycles:
+            self.torch.cuda._sleep(self.hold_cycles)
         if method == "cuda_event":
             start = self.Event(enable_timing=True)
             end = self.Event(enable_timing=True)
@@ -1132,6 +1161,8 @@ class Runner:
                        for _ in range(trials + discard)][discard:]
             st = stats(samples)
             st["method"], st["l2_flush"] = method, flush_buf is not None
+            if self.hold_cycles:
+                st["hold_us"] = float((self.req.get("timing") or {}).get("hold_us"))
             del flush_buf
             if self.device.type == "cuda":
                 st["stream_check"] = self.stream_check(model, inputs)
@@ -1203,6 +1234,8 @@ class Runner:
             pair["pass_log"] = log_
             st["method"] = rst["method"] = method
             st["l2_flush"] = rst["l2_flush"] = flush_buf is not None
+            if self.hold_cycles:
+                st["hold_us"] = rst["hold_us"] = float(tcfg.get("hold_us"))
             del flush_buf
             if self.device.type == "cuda":
                 st["stream_check"] = self.stream_check(model_new, inputs)

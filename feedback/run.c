@@ -515,7 +515,7 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 	json_t		*r;
 
 	r = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o,"
-		      " s:{s:s, s:b, s:i, s:f, s:i, s:s}, s:b, s:b, s:b}",
+		      " s:{s:s, s:b, s:i, s:f, s:i, s:s, s:I}, s:b, s:b, s:b}",
 		      "mode", mode_names[req->mode],
 		      "device", cuda ? "cuda" : "cpu",
 		      "precision", precision,
@@ -531,6 +531,7 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 		      "l2_flush", cfg->eval.l2_flush, "discard_first", 1,
 		      "max_spread", FB_TIMING_MAX_SPREAD, "max_passes", FB_TIMING_MAX_PASSES,
 		      "statistic", fb_speedup_statistic(cfg, cuda),
+		      "hold_us", (json_int_t)cfg->eval.timing_hold_us,
 		      "time_reference", req->time_reference,
 		      "baseline_compile", req->mode == FB_BASELINE && cuda &&
 					  cfg->eval.baseline_compile,

@@ -196,6 +196,11 @@ static const struct cfg_key schema[] = {
 	  .doc = "how calls are timed: CUDA events, host clock, or triton's do_bench" },
 	{ KEY("eval.l2_flush", K_BOOL, eval.l2_flush), .def = "true",
 	  .doc = "flush the GPU's L2 cache before each timed call" },
+	{ KEY("eval.timing_hold_us", K_INT, eval.timing_hold_us), .def = "0", .lo = 0,
+	  .hi = 100000,
+	  .doc = "cuda_event: microseconds the GPU spins before each timed call, so that the "
+		 "call's launches are all queued first and the events time the GPU's work alone, "
+		 "not the host's pace (0: KernelBench's timing)" },
 	{ KEY("eval.speedup", K_ENUM, eval.speedup), .def = "auto", .allowed = speedup_statistics,
 	  .doc = "the speedup as the ratio of the reference's and the candidate's means or "
 		 "medians (auto: means on a GPU, KernelBench's; medians on the CPU)" },

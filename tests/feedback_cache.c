@@ -165,6 +165,19 @@ test_baseline_keys(void)
 	c.eval.inputs = kb_strdup("device");
 	CHECK(fb_baseline_path(&c, prob, "NVIDIA H100 80GB HBM3", b, sizeof(b)) == 0);
 	CHECKM(strcmp(a, b) != 0, "inputs made on the GPU, the same baseline as on the host");
+	free(c.eval.inputs);
+	c.eval.inputs = kb_strdup("host");
+	/* A GPU held before each timed call times another quantity; on the CPU (above) and
+	 * with another method there is no hold, so the key stays. */
+	c.eval.timing_hold_us = 500;
+	CHECK(fb_baseline_path(&c, prob, "NVIDIA H100 80GB HBM3", b, sizeof(b)) == 0);
+	CHECKM(strcmp(a, b) != 0, "eval.timing_hold_us, the same baseline");
+	free(c.eval.timing);
+	c.eval.timing = kb_strdup("host_time");
+	CHECK(fb_baseline_path(&c, prob, "NVIDIA H100 80GB HBM3", a, sizeof(a)) == 0);
+	c.eval.timing_hold_us = 0;
+	CHECK(fb_baseline_path(&c, prob, "NVIDIA H100 80GB HBM3", b, sizeof(b)) == 0);
+	CHECKM(strcmp(a, b) == 0, "eval.timing_hold_us changed a host_time baseline's key");
 	kb_config_clear(&c);
 }
 
