@@ -2519,7 +2519,7 @@ def set_dumpable(on):
 
 
 WARM_VISIBLE = None
-CUDA_AHEAD = 0          # > 0: start CUDA before the request (cuda_ahead); how many may wait so
+CUDA_AHEAD = False      # start CUDA's driver before the request (cuda_ahead)
 AHEAD_DONE = None       # what cuda_ahead did (details.cuda_ahead)
 
 
@@ -2546,22 +2546,16 @@ def warm_up(build):
         gc.enable()
 
 
-# The GPU memory one waiting runner's context may hold (about 720 MiB seen on the H100
-# after cuda_ahead's calls), and the share of a GPU's memory that every worker's waiting
-# runner together may take: beyond it, only the driver is started ahead.
-AHEAD_CONTEXT_BYTES = 1 << 30
-AHEAD_CONTEXT_SHARE = 8
-
-
-def cuda_ahead(waiting):
+def cuda_ahead():
     """A warm runner for an execute (kforge tells it: run.c, warm_cuda_ahead), before its
-    request and so before its step holds the GPU: starts the driver (cuInit and torch's
-    CUDA state, 0.1-0.2 s on the H100 hosts) and, where the contexts of `waiting` runners
-    fit in a share of the GPU's memory, the context too, with the kernels the runner's
-    own checks and timing load at their first use (the comparisons, a GEMM, the L2 flush,
-    events): about 0.5 s a step that the step no longer holds the GPU for. Nothing of a
-    candidate or a problem runs here, no random number is drawn, and what fails is left
-    for the request's own first CUDA call to report. What was done goes in
+    request and so before its step holds the GPU: starts the CUDA driver (cuInit and
+    torch's CUDA state, 0.1-0.2 s on the H100 hosts), which puts nothing on the GPU. Not
+    the context: on an H200, processes making contexts beside an event-timed loop put
+    over 100 us between its synchronize and its events in 1% of its calls (200-240 of
+    24,000 in 4 s, up to 1.4 ms; 1-3 with processes starting the driver only, 7-25 with
+    none), the gap by which a runner suspects work on a side stream, and the pace of
+    any timing the host's launches bound; an honest softmax was judged suspect so. What
+    fails is left for the request's own first CUDA call to report; what was done goes in
     details.cuda_ahead."""
     global AHEAD_DONE
     t0 = time.perf_counter()
@@ -2569,26 +2563,6 @@ def cuda_ahead(waiting):
         import torch
         torch._C._cuda_init()
         done = "driver"
-        total = torch.cuda.get_device_properties(0).total_memory
-        if waiting * AHEAD_CONTEXT_BYTES <= total // AHEAD_CONTEXT_SHARE:
-            torch.cuda.set_device(0)
-            x = torch.arange(4096, device="cuda", dtype=torch.float32)
-            y = x.clone()
-            bool(torch.allclose(x, y, atol=1e-4, rtol=1e-4))
-            d = (x.double() - y.double()).abs()
-            float(d.max()), float(d.mean())
-            bool(torch.equal(x, y))
-            m = x[:1024].view(32, 32)
-            torch.nn.functional.linear(m, m, x[:32]).relu_()
-            torch.empty(1024, dtype=torch.int64, device="cuda").fill_(42)
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            (m @ m).sum()
-            e1.record()
-            torch.cuda.synchronize()
-            e0.elapsed_time(e1)
-            del x, y, d, m
-            done = "context"
     except BaseException as e:
         done = "failed: %s" % first_line(e)
     AHEAD_DONE = {"done": done, "s": round(time.perf_counter() - t0, 4)}
@@ -2914,16 +2888,17 @@ def zygote_place(child, idle):
 def zygote_request(msg):
     """A fork request's (parent, idle, visible, ahead): the pid the child must come to (0:
     none named), whether it waits under SCHED_IDLE, its CUDA_VISIBLE_DEVICES (None: unset)
-    and cuda_ahead's number (0: CUDA waits for the request); None for a malformed one."""
+    and whether it starts CUDA's driver before its request (cuda_ahead); None for a
+    malformed one."""
     try:
         m = json.loads(msg.decode())
         parent, idle, visible = int(m.get("parent", 0)), bool(m.get("idle")), m.get("visible")
-        ahead = int(m.get("cuda_ahead", 0))
+        ahead = bool(m.get("cuda_ahead"))
     except (ValueError, AttributeError, TypeError):
         return None
     if visible is not None and not isinstance(visible, str):
         return None
-    return parent, idle, visible, max(ahead, 0)
+    return parent, idle, visible, ahead
 
 
 def zygote_fork(ctl, fds, msg):
@@ -3051,10 +3026,9 @@ def main():
     result_file = open_result_file()
     if warm and not forked:
         warm_up("--warm" in sys.argv[1:])
-        if "--cuda-ahead" in sys.argv[1:-1]:
-            CUDA_AHEAD = int(sys.argv[sys.argv.index("--cuda-ahead") + 1])
-    if warm and CUDA_AHEAD > 0:
-        cuda_ahead(CUDA_AHEAD)
+        CUDA_AHEAD = "--cuda-ahead" in sys.argv[1:]
+    if warm and CUDA_AHEAD:
+        cuda_ahead()
     try:
         raw = sys.stdin.read()
         req = json.loads(raw)

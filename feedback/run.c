@@ -1217,7 +1217,7 @@ out:
  * step that sees the GPUs visible, told ahead (warm_cuda_ahead); 0 on success. */
 static int
 shared_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const char *python,
-	    const char *runner, const char *visible, int ahead, struct kb_spawn **child)
+	    const char *runner, const char *visible, bool ahead, struct kb_spawn **child)
 {
 	char	 dir[PATH_MAX], path[PATH_MAX], lock[PATH_MAX], key[33], *msg;
 	json_t	*m;
@@ -1228,7 +1228,7 @@ shared_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const ch
 	    snprintf(path, sizeof(path), "%s/%s.sock", dir, key) >= (int)sizeof(path) ||
 	    snprintf(lock, sizeof(lock), "%s/%s.lock", dir, key) >= (int)sizeof(lock))
 		return -KB_EEXEC;
-	m = json_pack("{s:b, s:s, s:i}", "idle", o->sched_idle, "visible", visible, "cuda_ahead",
+	m = json_pack("{s:b, s:s, s:b}", "idle", o->sched_idle, "visible", visible, "cuda_ahead",
 		      ahead);
 	msg = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
 	json_decref(m);
@@ -1302,7 +1302,7 @@ zygote_serves(const char *python, const char *runner)
  * visible, told ahead (warm_cuda_ahead); 0 on success. */
 static int
 zygote_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const char *python,
-	    const char *runner, const char *visible, int ahead, struct kb_spawn **child)
+	    const char *runner, const char *visible, bool ahead, struct kb_spawn **child)
 {
 	json_t	*m;
 	char	*msg;
@@ -1313,7 +1313,7 @@ zygote_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const ch
 		return 0;
 	if (zygote_for(o, python, runner) < 0)
 		return -KB_EEXEC;
-	m = json_pack("{s:i, s:b, s:s, s:i}", "parent", (int)getpid(), "idle", o->sched_idle,
+	m = json_pack("{s:i, s:b, s:s, s:b}", "parent", (int)getpid(), "idle", o->sched_idle,
 		      "visible", visible, "cuda_ahead", ahead);
 	msg = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
 	json_decref(m);
@@ -1377,22 +1377,20 @@ fb_warm_cpu_range(const struct kb_config *cfg, long cores, int *first, int *last
 /* visible NULL: no runner step follows (warm_next_visible), none is started. build: the
  * step it is for may build (a precompile), so torch's extension machinery is imported
  * too; an execute or profile loads its precompile's build without it (LOAD_MEMO in the
- * runner). ahead > 0: it starts CUDA before its request (warm_cuda_ahead). */
+ * runner). ahead: it starts CUDA's driver before its request (warm_cuda_ahead). */
 static void
 warm_start_with(const struct kb_config *cfg, const char *python, const char *runner,
-		const char *visible, bool build, int ahead)
+		const char *visible, bool build, bool ahead)
 {
 	struct kb_spawn_opts	 o = { 0 };
 	struct fb_env		 env = { .n = 0 };
-	char			 waiting[16];
 	const char		*argv[] = { python, runner, build ? "--warm" : "--warm-load",
-					    ahead > 0 ? "--cuda-ahead" : NULL, waiting, NULL };
+					    ahead ? "--cuda-ahead" : NULL, NULL };
 	long			 deadline = cfg->eval.compile_timeout_s > cfg->eval.timeout_s ?
 					    cfg->eval.compile_timeout_s : cfg->eval.timeout_s;
 
 	if (!warm.enabled || !cfg->runner.warm || warm.child != NULL || visible == NULL)
 		return;
-	snprintf(waiting, sizeof(waiting), "%d", ahead);
 	env_build(&env, cfg, NULL, visible, false);
 	env_contained(&env, NULL);
 	o.argv = argv;
@@ -1434,7 +1432,7 @@ fb_warm_start(const struct kb_config *cfg)
 	if (!warm.enabled || !cfg->runner.warm || warm.child != NULL ||
 	    warm_paths(cfg, python, staged) < 0)
 		return;
-	warm_start_with(cfg, python, staged, "", true, 0);	/* a precompile comes next */
+	warm_start_with(cfg, python, staged, "", true, false);	/* a precompile comes next */
 }
 
 /* The GPUs the runner step after this one will see, or NULL when no runner step is to
@@ -1459,23 +1457,20 @@ warm_next_visible(const struct kb_config *cfg, const struct fb_request *req, boo
 }
 
 /*
- * How many runners may wait with CUDA started ahead on one GPU, for the warm runner that
- * follows req, or 0 where it starts none (kforge_runner.py, cuda_ahead). Only the
- * execute after a precompile: its runner is forked while the precompile builds, and then
- * waits for the GPU, where an execute held the GPU about 0.5 s of its 1.1 s (H100, the
- * demo) for the driver, the context and the first loads of the runner's own kernels. The
- * runner starts the context too only where every worker's could wait on one GPU within
- * a share of its memory; none starts after a baseline (the next runner's context would
- * be made while this step times on the GPU) nor for a profile, whose CUPTI injection
- * the driver loads at its start and whose settings come with the request.
+ * Whether the warm runner that follows req starts CUDA's driver before its request
+ * (kforge_runner.py, cuda_ahead): only the execute after a precompile, whose runner is
+ * forked while the precompile builds and then waits for the GPU; its step then holds the
+ * GPU 0.1-0.2 s less (the driver's start; 0.24 s with the context, H100). The context
+ * waits for the step's lease: made beside another step's timing on the same GPU, it
+ * stalls that step's synchronize (the runner's docstring has the figures). None for a
+ * profile, whose CUPTI injection the driver loads at its start, with the request's
+ * settings.
  */
-static int
+static bool
 warm_cuda_ahead(const struct kb_config *cfg, const struct fb_request *req, const char *visible)
 {
-	if (req->mode != FB_PRECOMPILE || !fb_on_cuda(cfg, req) || visible == NULL ||
-	    visible[0] == '\0')
-		return 0;
-	return cfg->workers > 0 ? (int)cfg->workers : 1;
+	return req->mode == FB_PRECOMPILE && fb_on_cuda(cfg, req) && visible != NULL &&
+	       visible[0] != '\0';
 }
 
 void
@@ -1675,7 +1670,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		 * can fork one told them: a fork, not a cold start's import. */
 		if (ahead == NULL && cuda_visible != NULL && zygote_serves(python, runner)) {
 			warm_start_with(cfg, python, runner, cuda_visible,
-					req->mode == FB_PRECOMPILE, 0);
+					req->mode == FB_PRECOMPILE, false);
 			ahead = warm_take(python, runner, cuda_visible);
 		}
 		if (ahead != NULL && (rc = warm_request(jreq, &env, &o)) < 0)
@@ -1769,7 +1764,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	fill_outcome(out, res);
 	if (warm_mode(req->mode) && next_after)
 		warm_start_with(cfg, python, runner, warm_next_visible(cfg, req, false, out),
-				false, 0);
+				false, false);
 	log_debug("runner %s: %s in %lld ms", mode_names[req->mode], fb_status_name(out->status),
 		  (long long)r.wall_ms);
 out:

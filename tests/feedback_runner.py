@@ -384,7 +384,7 @@ def main():
     # as in any runner.
     os.unlink(os.path.join(e.work, "kforge_env.json"))
     r, _, _, _ = e.run("execute", candidate="cand_env_dump.py",
-                       warm=["--warm-load", "--cuda-ahead", "8"], env=want, work_dir=e.work,
+                       warm=["--warm-load", "--cuda-ahead"], env=want, work_dir=e.work,
                        rlimit_cpu_s=600)
     ahead = r.get("details", {}).get("cuda_ahead") or {}
     check(r.get("status") == "ok" and r.get("correct") and

@@ -6,7 +6,6 @@ run goes to $KFORGE_DEMO_GPU_RUN when set (tools/device/gpu-checks.sh sets it), 
 scratch directory."""
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -68,14 +67,10 @@ else:
     print("note: %s not built: the demo's P is torch.profiler's" % kprof)
     check(prof.get("source") == "torch.profiler" and "not built" in prof.get("note", ""),
           "without the library the profile is not torch.profiler's with a note: %s" % prof)
-# An execute's runner, forked while its precompile built, started CUDA before its step held
-# the GPU: the driver, and with the demo's 8 workers on a GPU of 64 GiB or more the context
-# too (feedback/run.c, warm_cuda_ahead; kforge_runner.py, cuda_ahead). A turn whose build
-# was cached ran no precompile, and its execute's runner was forked for it then.
-total = subprocess.run([py, "-c", "import torch; print(torch.cuda.get_device_properties(0)"
-                        ".total_memory)"], stdout=subprocess.PIPE, universal_newlines=True,
-                       timeout=300).stdout.strip()
-want = "context" if int(total or 0) >= 64 << 30 else "driver"
+# An execute's runner, forked while its precompile built, started CUDA's driver before its
+# step held the GPU (feedback/run.c, warm_cuda_ahead; kforge_runner.py, cuda_ahead). A
+# turn's first execute comes after the reference's baseline, which takes that runner.
+want = "driver"
 aheads = []
 for t in st["tasks"]:
     for rec in records(run_dir, t["id"]):
