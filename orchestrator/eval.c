@@ -143,8 +143,8 @@ orch_eval_help(void)
 	}
 	printf("  eval.timing %s on cuda (cuda_event: KernelBench's CUDA events; host_time; "
 	       "do_bench:\n  Triton's, where Triton imports), the host clock on cpu; "
-	       "eval.l2_flush %s; eval.timing_hold_us %ld; the first\n  trial discarded; "
-	       "eval.allow_tf32 %s (fp32)\n"
+	       "eval.l2_flush %s;\n  eval.timing_hold_us %ld (the GPU spins that many us before "
+	       "each timed call); the first trial\n  discarded; eval.allow_tf32 %s (fp32)\n"
 	       "  the reference timed beside the candidate in one process, interleaved; the speedup is\n"
 	       "  the ratio of their %s on cuda and of their %s on cpu (eval.speedup %s; auto: the\n"
 	       "  means on cuda, KernelBench's, the medians on cpu, which preempted trials do not\n"
