@@ -158,15 +158,23 @@ void
 fb_timing_method(const struct kb_config *cfg, char *out, size_t n)
 {
 	bool	cuda = cfg->eval.device != NULL && strcmp(cfg->eval.device, "cuda") == 0;
+	long	hold = fb_timing_hold_us(cfg);
 
-	const char *method = !cuda ? "host_time" :
-			     cfg->eval.timing != NULL ? cfg->eval.timing : "cuda_event";
+	snprintf(out, n, "%s%s discard_first", !cuda ? "host_time" :
+		 cfg->eval.timing != NULL ? cfg->eval.timing : "cuda_event",
+		 cuda && cfg->eval.l2_flush ? " l2_flush" : "");
+	/* Only where the runner spins: keys without a hold stay as they were. */
+	if (hold > 0)
+		snprintf(out + strlen(out), n - strlen(out), " hold_us=%ld", hold);
+}
 
-	snprintf(out, n, "%s%s discard_first", method, cuda && cfg->eval.l2_flush ? " l2_flush" : "");
-	/* Only where the runner spins (kforge_runner.py, trial): other keys stay as they were. */
-	if (cuda && strcmp(method, "cuda_event") == 0 && cfg->eval.timing_hold_us > 0)
-		snprintf(out + strlen(out), n - strlen(out), " hold_us=%ld",
-			 cfg->eval.timing_hold_us);
+long
+fb_timing_hold_us(const struct kb_config *cfg)
+{
+	bool	cuda = cfg->eval.device != NULL && strcmp(cfg->eval.device, "cuda") == 0;
+
+	return cuda && (cfg->eval.timing == NULL || strcmp(cfg->eval.timing, "cuda_event") == 0) ?
+	       cfg->eval.timing_hold_us : 0;
 }
 
 int

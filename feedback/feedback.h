@@ -361,6 +361,9 @@ json_t	*fb_baseline_record(const char *problem, const char *device_name,
  * flush before each trial when eval.l2_flush; the first trial discarded. In the request
  * and in the baseline key alike: "cuda_event l2_flush discard_first". */
 void	fb_timing_method(const struct kb_config *cfg, char *out, size_t n);
+/* The microseconds the GPU spins before each timed call (eval.timing_hold_us): only for
+ * CUDA events on cuda, else 0. The request carries it, the baseline key names it. */
+long	fb_timing_hold_us(const struct kb_config *cfg);
 /* The threads an execution slot gets on the CPU (OMP_NUM_THREADS): the cores the compile
  * slots leave, shared by the CPU execution slots. */
 long	fb_cpu_threads(const struct kb_config *cfg);

@@ -438,7 +438,7 @@ class Runner:
         # (details.phases_s), so that a slow step shows which part was slow.
         self.t_request = time.monotonic()
         self.details["phases_s"] = {}
-        self.hold_cycles = 0    # timing_setup: eval.timing_hold_us as GPU cycles
+        self.hold_us, self.hold_cycles = 0.0, 0   # timing_setup: eval.timing_hold_us
 
     # ------------------------------------------------------------ plumbing
 
@@ -1088,10 +1088,9 @@ class Runner:
         flush_buf = None
         if cuda and method != "do_bench" and tcfg.get("l2_flush", True):
             flush_buf = torch.empty((32, 1024, 1024), dtype=torch.int64, device=self.device)
-        self.hold_cycles = 0
-        hold_us = float(tcfg.get("hold_us") or 0)
-        if cuda and method == "cuda_event" and hold_us > 0:
-            self.hold_cycles = int(hold_us * self.gpu_cycles_per_us())
+        # kforge sends a hold only for CUDA events on a GPU (fb_timing_hold_us).
+        self.hold_us = float(tcfg.get("hold_us") or 0) if cuda else 0.0
+        self.hold_cycles = int(self.hold_us * self.gpu_cycles_per_us()) if self.hold_us > 0 else 0
         return (method, int(self.req.get("perf_trials", 100)), int(tcfg.get("discard_first", 1)),
                 int(self.req.get("warmup", 3)), flush_buf)
 
@@ -1108,8 +1107,9 @@ class Runner:
             self.synchronize()
             ms = self.event_elapsed(start, end)
             best = ms if best is None or ms < best else best
-        self.details["gpu_cycles_per_us"] = round(1000.0 / max(best, 1e-6), 1)
-        return 1000.0 / max(best, 1e-6)
+        rate = 1000.0 / max(best, 1e-6)
+        self.details["gpu_cycles_per_us"] = round(rate, 1)
+        return rate
 
     def trial(self, model, inputs, method, flush_buf):
         """One timed call, KernelBench's way: synchronize, flush L2, then the call between
@@ -1123,9 +1123,9 @@ class Runner:
         self.synchronize()
         if flush_buf is not None:
             flush_buf.fill_(42)
-        if self.hold_cycles:
-            self.torch.cuda._sleep(self.hold_cycles)
         if method == "cuda_event":
+            if self.hold_cycles:
+                self.torch.cuda._sleep(self.hold_cycles)
             start = self.Event(enable_timing=True)
             end = self.Event(enable_timing=True)
             self.event_record(start)
@@ -1162,7 +1162,7 @@ class Runner:
             st = stats(samples)
             st["method"], st["l2_flush"] = method, flush_buf is not None
             if self.hold_cycles:
-                st["hold_us"] = float((self.req.get("timing") or {}).get("hold_us"))
+                st["hold_us"] = self.hold_us
             del flush_buf
             if self.device.type == "cuda":
                 st["stream_check"] = self.stream_check(model, inputs)
@@ -1235,7 +1235,7 @@ class Runner:
             st["method"] = rst["method"] = method
             st["l2_flush"] = rst["l2_flush"] = flush_buf is not None
             if self.hold_cycles:
-                st["hold_us"] = rst["hold_us"] = float(tcfg.get("hold_us"))
+                st["hold_us"] = rst["hold_us"] = self.hold_us
             del flush_buf
             if self.device.type == "cuda":
                 st["stream_check"] = self.stream_check(model_new, inputs)
@@ -2176,7 +2176,7 @@ def raw_stream_getter(torch):
 def raw_caller(torch, fname, fn, params, device_type, last_error, error_string):
     """The Python function for one extern "C" entry point. A call checks each argument
     (the common case in a few attribute reads: a timed call of a microsecond kernel is
-    mostly this) and, where one fails, raw_check_arg says which check and why."""
+    mostly this) and, where one fails, check says which check and why."""
     user = [(k, t) for k, t in params if k != "stream"]
     dtypes = {t: getattr(torch, d) for k, t in params if k == "ptr"
               for d in [RAW_ELEMENT_DTYPES[t]] if d}

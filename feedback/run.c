@@ -531,7 +531,7 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 		      "l2_flush", cfg->eval.l2_flush, "discard_first", 1,
 		      "max_spread", FB_TIMING_MAX_SPREAD, "max_passes", FB_TIMING_MAX_PASSES,
 		      "statistic", fb_speedup_statistic(cfg, cuda),
-		      "hold_us", (json_int_t)cfg->eval.timing_hold_us,
+		      "hold_us", (json_int_t)fb_timing_hold_us(cfg),
 		      "time_reference", req->time_reference,
 		      "baseline_compile", req->mode == FB_BASELINE && cuda &&
 					  cfg->eval.baseline_compile,
