@@ -19,7 +19,7 @@ import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from feedback_runner import Env, check, finish, scratch_dir, torch_python  # noqa: E402
+from feedback_runner import DATA, Env, check, finish, scratch_dir, torch_python  # noqa: E402
 
 SHIM = """#!/bin/sh
 echo "$@" >> %(log)s
@@ -107,8 +107,10 @@ def main():
     check(r.get("status") == "ok", "selftest: ok (%s)" % r.get("details", {}).get("message"))
     wrappers = [f for f in os.listdir(pch) if f.startswith("kforge-") and f.endswith("-g++")]
     check(len(wrappers) == 1, "selftest: the wrapper is in pch_dir (%s)" % os.listdir(pch))
-    check(len(pch_files(pch)) >= 3, "selftest: a precompiled header per warmed flag set (%d)"
-          % len(pch_files(pch)))
+    # Three warmed flag sets (none, -O2, -O3), two headers: -O3 shares -O2's
+    # (PCH_SAME_LEVEL in the runner).
+    check(len(pch_files(pch)) == 2, "selftest: a precompiled header per warmed flag set, "
+          "-O3's shared with -O2 (%s)" % pch_files(pch))
     made = set(pch_files(pch))
 
     # fast path: a -O2 candidate (a warmed flag set), through the recording shim
@@ -123,6 +125,27 @@ def main():
           "fast path: the fast compiler compiled main.cpp's slim copy with the header (%r)"
           % calls[:300])
     check(set(pch_files(pch)) == made, "fast path: no new precompiled header for -O2")
+    used = [c.split("-include-pch ")[1].split()[0] for c in calls.splitlines()
+            if "-include-pch " in c]
+    check(len(set(used)) == 1 and used[0] in made, "fast path: one of the selftest's headers "
+          "(%s)" % used)
+
+    # an -O3 candidate: the -O2 header, no new one, and correct
+    o3 = os.path.join(tmp, "cand_ext_add_o3.py")
+    with open(os.path.join(DATA, "cand_ext_add.py")) as f:
+        text = f.read()
+    with open(o3, "w") as f:
+        f.write(text.replace('extra_cflags=["-O2"]', 'extra_cflags=["-O3"]')
+                    .replace('name="kforge_test_ext"', 'name="kforge_test_ext_o3"'))
+    open(log, "w").close()
+    r, _, _, _ = run("execute", candidate=o3, build=os.path.join(tmp, "b1-o3"))
+    check(r.get("status") == "ok" and r.get("correct") is True,
+          "-O3: built and correct (%s)" % r.get("details", {}).get("message"))
+    with open(log) as f:
+        calls = f.read()
+    check(" -O3 " in calls and "-include-pch %s " % used[0] in calls,
+          "-O3: compiled at -O3 with the -O2 header %s (%r)" % (used[0], calls[:400]))
+    check(set(pch_files(pch)) == made, "-O3: no new precompiled header")
     slim = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(tmp, "b1")) for f in fs
             if f == "main.kforge-slim.cpp"]
     check(len(slim) == 1, "fast path: one slim copy of main.cpp (%s)" % slim)
