@@ -201,7 +201,9 @@ else:
         """Runs on the tmpfs, fills it at when(mock, sup), checks the stop, a refused resume,
         then frees the space and resumes to the end. cache: the builds go to the tmpfs too
         (a cache of the run's own there, without the fast build's precompiled headers,
-        which would not fit), so that a compile meets the full disk."""
+        which would not fit), so that a compile meets the full disk; and no selftest,
+        whose known-good extension would be one more build of all of torch/extension.h
+        (15 s of CPU on the 2-core machine) before the one under test."""
         mdir = os.path.join(work, "mock-" + name)
         os.makedirs(mdir)
         m = MockLLM(mdir, script)
@@ -213,7 +215,8 @@ else:
         if cache:
             with open(conf) as f:
                 text = f.read().replace("runner: {python: %s}" % py,
-                                        "runner: {python: %s, fast_build: false}" % py)
+                                        "runner: {python: %s, fast_build: false, "
+                                        "selftest: false}" % py)
             with open(conf, "w") as f:
                 f.write(text)
         sup = subprocess.Popen([BIN, "run", conf, "--run-dir", run], env=env,
