@@ -157,7 +157,7 @@ fb_build_cacheable(enum fb_status st)
 void
 fb_timing_method(const struct kb_config *cfg, char *out, size_t n)
 {
-	bool	cuda = cfg->eval.device != NULL && strcmp(cfg->eval.device, "cuda") == 0;
+	bool	cuda = fb_on_cuda(cfg, NULL);
 	long	hold = fb_timing_hold_us(cfg);
 
 	snprintf(out, n, "%s%s discard_first", !cuda ? "host_time" :
@@ -171,9 +171,8 @@ fb_timing_method(const struct kb_config *cfg, char *out, size_t n)
 long
 fb_timing_hold_us(const struct kb_config *cfg)
 {
-	bool	cuda = cfg->eval.device != NULL && strcmp(cfg->eval.device, "cuda") == 0;
-
-	return cuda && (cfg->eval.timing == NULL || strcmp(cfg->eval.timing, "cuda_event") == 0) ?
+	return fb_on_cuda(cfg, NULL) && (cfg->eval.timing == NULL ||
+					 strcmp(cfg->eval.timing, "cuda_event") == 0) ?
 	       cfg->eval.timing_hold_us : 0;
 }
 

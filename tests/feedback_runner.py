@@ -17,6 +17,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "e2e"))
+from kfe2e import HAS_TORCH  # noqa: E402  (standard library only)
+
 HOME = os.environ.get("KFORGE_HOME") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNNER = os.path.join(HOME, "feedback", "kforge_runner.py")
 DATA = os.path.join(HOME, "tests", "data", "feedback")
@@ -34,11 +37,9 @@ def torch_python():
     cands += [os.path.join(d, "python3") for d in os.environ.get("PATH", "").split(":") if d]
     for py in cands:
         if py and os.access(py, os.X_OK):
-            # Found, not imported (a second of CPU a test): a torch that is there but
-            # broken fails the test loudly instead of skipping it, as in e2e/kfe2e.py.
-            r = subprocess.run([py, "-c", "import importlib.util, sys; "
-                                "sys.exit(importlib.util.find_spec('torch') is None)"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+            # Found, not imported (kfe2e.HAS_TORCH says why).
+            r = subprocess.run([py, "-c", HAS_TORCH], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=120)
             if r.returncode == 0:
                 return py
     return None
