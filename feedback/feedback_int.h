@@ -46,6 +46,13 @@ void	fbw_reap_strays(struct fb_strays *out, const pid_t *keep, size_t nkeep);
 json_t	*fb_flags_of(json_t *result);
 void	fb_flag(json_t *result, const char *flag);
 
+/* judge.c: an execute's result from the candidate's runner's (cand, classified as any
+ * runner's) and its judge's (judge, its own result; NULL when it wrote none, judge_why
+ * saying why): correctness, timings and speedup are the judge's, the candidate's build
+ * output, exception and flags are added; a candidate side that failed keeps its own
+ * result with the judge's trials. Takes both references; returns the one result. */
+json_t	*fbj_merge(json_t *cand, json_t *judge, const char *judge_why);
+
 /* profile.c: whether the CUPTI library is there to profile with (fb_kprof_library),
  * and how many kernels the library lists by name (KPROF_TOP; the rest are "other"):
  * more than the text shows, so that the profile rule sees the candidate's kernel

@@ -65,6 +65,7 @@ import os
 import platform
 import random
 import resource
+import struct
 import sys
 import threading
 import time
@@ -313,10 +314,6 @@ def is_out_of_memory(exc):
 # A problem whose output is near zero or constant on its inputs is checked again on its
 # inputs scaled by this (check_scaled).
 DEGENERATE_SCALE = 1000.0
-# The replay check: this many times during the first timing pass, this many elements of
-# each floating input are changed in place between timed calls (Runner.replay_check).
-REPLAY_CHECKS = 3
-REPLAY_ELEMENTS = 8
 RUNNER_THREAD = "kforge-runner"  # the runner's own threads; any other is the candidate's
 
 
@@ -412,6 +409,329 @@ class FdTee:
         return b"".join(self.chunks).decode("utf-8", errors="replace")
 
 
+# --------------------------------------------------------------- the judge's channel
+
+# An execute is two processes (DESIGN.md §5, trust boundaries): the judge (mode "judge")
+# imports the problem alone, computes and times the reference and compares; the
+# candidate's runner (mode "execute") imports the candidate, runs it on the inputs the
+# judge names and times it. They speak over a Unix stream socket that the judge listens
+# on (the request's judge.socket) and the candidate's runner connects to, proving itself
+# with the request's judge.token: frames of a JSON head and a raw payload, every one
+# capped by its receiver. Nothing of the judge (its reference model, its outputs, its
+# frames) is ever in a process where candidate code has run.
+JUDGE_CONNECT_S = 120       # how long the candidate's runner looks for the judge
+JUDGE_HELLO_S = 10          # what a connection may take to prove itself
+JUDGE_HEAD_CAP = 1 << 20
+PEER_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16",
+               "int8", "uint8", "bool")
+# A correctness trial's outputs may be at most this many times the reference's bytes
+# (plus OUTPUT_SLACK): a wrong shape is reported as one, a flood is refused.
+OUTPUT_FACTOR = 4
+OUTPUT_SLACK = 64 << 20
+# What the judge may send the candidate's side (inputs, where they cannot be made there).
+INPUTS_CAP = 1 << 36
+# The second input distribution of the correctness check (inputs x become
+# SECOND_SCALE * x + SECOND_SHIFT): outputs that do not follow the inputs fail it.
+SECOND_SCALE, SECOND_SHIFT = 1.75, 0.5
+# Timed calls whose outputs are verified afterwards: each with this probability, at
+# least VERIFY_MIN and at most VERIFY_MAX of a timing, chosen once every call is made.
+VERIFY_FRACTION = 0.1
+VERIFY_MIN, VERIFY_MAX = 3, 24
+# The reference's own timing before the candidate's runner holds any candidate code:
+# at most this many trials (after the warm-ups).
+CLEAN_TRIALS = 30
+# The fewest calls of one model in a block of the interleaved timing.
+BLOCK_MIN = 5
+# A pass whose SM clock moved by more than this (relative) is timed again, at most
+# CLOCK_REDOS times in a timing.
+CLOCK_CHANGE = 0.05
+CLOCK_REDOS = 2
+# rejected reference_slowed: the reference timed between the candidate's blocks slower
+# than its clean timing by more than this (relative, and 4 standard errors), per device;
+# on the CPU, where another process's caches and the host's load move a timing by tens
+# of percent, only with the judge preempted more often than in its clean timing by
+# PREEMPTED_MORE a call (something on its core took its time).
+REFERENCE_SLOWED = {"cuda": 0.15, "cpu": 0.5}
+PREEMPTED_MORE = 0.5
+# suspect timers_disagree: the judge's clock over a candidate's block of calls exceeds
+# what the candidate's timers account for by more than the same measure of the
+# reference's blocks plus max(this, half the candidate's time a call, 4 MADs).
+EXCESS_FLOOR_MS = {"cuda": 0.1, "cpu": 1.0}
+# rejected below_physical_floor: a candidate faster than moving its inputs (and the
+# outputs that cannot stay in L2) once at the GPU's peak bandwidth, by this margin,
+# where that floor is at least FLOOR_MIN_MS and the reference itself respects it.
+FLOOR_MARGIN = 0.95
+FLOOR_MIN_MS = 0.01
+
+
+class PeerError(Exception):
+    """The other side of the judge's channel broke the protocol or went away."""
+
+
+class Peer:
+    def __init__(self, sock):
+        self.sock = sock
+
+    def send(self, head, chunks=()):
+        data = json.dumps(head).encode()
+        size = sum(len(c) for c in chunks)
+        self.sock.sendall(struct.pack("<IQ", len(data), size) + data)
+        for c in chunks:
+            if len(c):
+                self.sock.sendall(c)
+
+    def exact(self, n):
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            k = self.sock.recv_into(view[got:], min(n - got, 1 << 24))
+            if k == 0:
+                raise PeerError("the other side closed the connection")
+            got += k
+        return buf
+
+    def recv(self, payload_cap=0):
+        """(head, payload): head a JSON object, payload at most payload_cap bytes."""
+        n, m = struct.unpack("<IQ", bytes(self.exact(12)))
+        if n > JUDGE_HEAD_CAP or m > payload_cap:
+            raise PeerError("a message of %d + %d bytes (at most %d + %d)"
+                            % (n, m, JUDGE_HEAD_CAP, payload_cap))
+        try:
+            head = json.loads(bytes(self.exact(n)))
+        except ValueError as e:
+            raise PeerError("an unparsable message: %s" % first_line(e))
+        if not isinstance(head, dict) or not isinstance(head.get("op"), str):
+            raise PeerError("a message without an op")
+        return head, (self.exact(m) if m else bytearray())
+
+
+def tensor_bytes(t):
+    """A plain tensor's bytes (a copy on the host), row-major."""
+    import ctypes
+    c = t.detach().contiguous().cpu()
+    n = c.numel() * c.element_size()
+    return ctypes.string_at(c.data_ptr(), n) if n else b""
+
+
+def pack_tensors(outs):
+    """(metas, chunks) of tensors for a Peer message."""
+    metas, chunks = [], []
+    for t in outs:
+        data = tensor_bytes(t)
+        metas.append({"shape": list(t.shape), "dtype": str(t.dtype).split(".")[-1],
+                      "nbytes": len(data)})
+        chunks.append(data)
+    return metas, chunks
+
+
+def unpack_tensors(torch, metas, payload):
+    """The tensors a Peer message carries, views of payload; PeerError for a description
+    that does not add up (a dtype not in PEER_DTYPES, a size that is not its shape's)."""
+    if not isinstance(metas, list) or len(metas) > 64:
+        raise PeerError("no list of tensors")
+    out, off = [], 0
+    for m in metas:
+        try:
+            dtype = m["dtype"]
+            shape = [int(d) for d in m["shape"]]
+            nbytes = int(m["nbytes"])
+        except (KeyError, TypeError, ValueError):
+            raise PeerError("a tensor described without shape, dtype or size")
+        if dtype not in PEER_DTYPES or any(d < 0 for d in shape) or len(shape) > 16:
+            raise PeerError("a tensor of dtype %r, shape %r" % (dtype, shape))
+        dt = getattr(torch, dtype)
+        numel = 1
+        for d in shape:
+            numel *= d
+        if numel * torch.empty((), dtype=dt).element_size() != nbytes or off + nbytes > len(payload):
+            raise PeerError("a tensor whose size is not its shape's")
+        if numel:
+            t = torch.frombuffer(payload, dtype=dt, count=numel, offset=off).reshape(shape)
+        else:
+            t = torch.empty(shape, dtype=dt)
+        out.append(t)
+        off += nbytes
+    if off != len(payload):
+        raise PeerError("%d bytes beyond the tensors described" % (len(payload) - off))
+    return out
+
+
+def judge_spec(req):
+    spec = req.get("judge")
+    if not isinstance(spec, dict) or not isinstance(spec.get("socket"), str) or \
+            not isinstance(spec.get("token"), str) or len(spec["token"]) < 16:
+        raise Outcome("runtime_error", "the request names no judge (judge.socket, judge.token)")
+    return spec["socket"], spec["token"]
+
+
+def judge_listen(req):
+    """In the judge: the candidate's runner, connected and proven by its token. Connections
+    that do not prove themselves within JUDGE_HELLO_S are dropped and the next awaited,
+    up to JUDGE_CONNECT_S in all."""
+    import hmac
+    import socket
+    path, token = judge_spec(req)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(path)
+    lsock.listen(4)
+    deadline = time.monotonic() + JUDGE_CONNECT_S
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise PeerError("the candidate's runner did not connect within %d s"
+                                % JUDGE_CONNECT_S)
+            lsock.settimeout(left)
+            try:
+                conn, _ = lsock.accept()
+            except socket.timeout:
+                continue
+            conn.settimeout(JUDGE_HELLO_S)
+            try:
+                head, _ = Peer(conn).recv()
+                ok = head.get("op") == "hello" and isinstance(head.get("token"), str) and \
+                    hmac.compare_digest(head["token"].encode(), token.encode())
+            except (OSError, PeerError):
+                ok = False
+            if ok:
+                conn.settimeout(None)
+                return Peer(conn)
+            log("judge: a connection that did not prove itself was dropped")
+            conn.close()
+    finally:
+        lsock.close()
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def judge_connect(req):
+    """In the candidate's runner: the judge's channel, before any candidate code runs."""
+    import socket
+    path, token = judge_spec(req)
+    deadline = time.monotonic() + JUDGE_CONNECT_S
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(path)
+            break
+        except (FileNotFoundError, ConnectionRefusedError) as e:
+            s.close()
+            if time.monotonic() > deadline:
+                raise Outcome("runtime_error", "the judge did not listen at %s: %s"
+                              % (path, first_line(e)), flags=["judge_failed"])
+            time.sleep(0.005)
+    peer = Peer(s)
+    peer.send({"op": "hello", "token": token})
+    return peer
+
+
+# --------------------------------------------------------------- the GPU's own facts
+
+def gpu_memory_facts(torch):
+    """(peak DRAM bytes a second, L2 bytes, source) of CUDA device 0 from the driver's
+    attributes (memory clock and bus width: DDR, two transfers a clock), else NVML's;
+    (None, None, why) where neither answers."""
+    import ctypes
+    l2 = None
+    try:
+        l2 = int(torch.cuda.get_device_properties(0).L2_cache_size)
+    except Exception:
+        pass
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        dev, clock, width = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        if cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0 and \
+                cuda.cuDeviceGetAttribute(ctypes.byref(clock), 36, dev) == 0 and \
+                cuda.cuDeviceGetAttribute(ctypes.byref(width), 37, dev) == 0 and \
+                clock.value > 0 and width.value > 0:
+            if l2 is None:
+                l2v = ctypes.c_int()
+                if cuda.cuDeviceGetAttribute(ctypes.byref(l2v), 38, dev) == 0:
+                    l2 = l2v.value
+            return 2.0 * clock.value * 1e3 * width.value / 8.0, l2, "driver"
+    except (OSError, AttributeError):
+        pass
+    nvml = Nvml.get()
+    if nvml is not None:
+        got = nvml.memory_peak()
+        if got is not None:
+            return got, l2, "nvml"
+    return None, l2, "neither the driver nor NVML gave the memory clock and bus width"
+
+
+class Nvml:
+    """NVML through ctypes, for device 0 of this process (found by its UUID, since NVML
+    ignores CUDA_VISIBLE_DEVICES): the SM clock now, the memory's peak. None where NVML
+    cannot be loaded or the device not found."""
+    _one = False
+
+    def __init__(self, lib, handle):
+        self.lib, self.handle = lib, handle
+
+    @classmethod
+    def get(cls, uuid=None):
+        if cls._one is not False:
+            return cls._one
+        cls._one = None
+        try:
+            import ctypes
+            lib = ctypes.CDLL("libnvidia-ml.so.1")
+            if lib.nvmlInit_v2() != 0:
+                return None
+            handle = ctypes.c_void_p()
+            if uuid:
+                rc = lib.nvmlDeviceGetHandleByUUID(uuid.encode(), ctypes.byref(handle))
+            else:
+                rc = lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle))
+            if rc == 0:
+                cls._one = cls(lib, handle)
+        except (OSError, AttributeError):
+            pass
+        return cls._one
+
+    def sm_clock(self):
+        import ctypes
+        mhz = ctypes.c_uint()
+        return mhz.value if self.lib.nvmlDeviceGetClockInfo(self.handle, 1, ctypes.byref(mhz)) == 0 \
+            else None
+
+    def memory_peak(self):
+        import ctypes
+        mhz, width = ctypes.c_uint(), ctypes.c_uint()
+        try:
+            if self.lib.nvmlDeviceGetMaxClockInfo(self.handle, 2, ctypes.byref(mhz)) != 0 or \
+                    self.lib.nvmlDeviceGetMemoryBusWidth(self.handle, ctypes.byref(width)) != 0:
+                return None
+        except AttributeError:
+            return None
+        return 2.0 * mhz.value * 1e6 * width.value / 8.0 if mhz.value and width.value else None
+
+
+def rel_se(st):
+    """The relative standard error of a timing's median (MEDIAN_SE_PER_MAD)."""
+    if not st or not st.get("median_ms") or st.get("mad_ms") is None or not st.get("trials"):
+        return 0.0
+    return MEDIAN_SE_PER_MAD * st["mad_ms"] / st["median_ms"] / math.sqrt(st["trials"])
+
+
+class CandidateFailed(Exception):
+    """The candidate's runner said its side failed (its message's status and text)."""
+
+    def __init__(self, head):
+        Exception.__init__(self, head.get("message"))
+        self.head = {k: head.get(k) for k in ("status", "message", "flags")}
+        status = head.get("status")
+        self.status = status if status in STATUSES and status != "ok" else "runtime_error"
+        self.message = first_line(head.get("message") or "the candidate's runner failed", 500)
+
+
+
 # --------------------------------------------------------------- the runner
 
 class Runner:
@@ -439,6 +759,9 @@ class Runner:
         self.t_request = time.monotonic()
         self.details["phases_s"] = {}
         self.hold_us, self.hold_cycles = 0.0, 0   # timing_setup: eval.timing_hold_us
+        self.preempted = 0      # the judge's involuntary switches in its timed blocks
+        self.fp_cache = {}      # fingerprint weights (fp_weights)
+        self.ship_inputs = False    # the judge sends the correctness inputs (judge_trial)
 
     # ------------------------------------------------------------ plumbing
 
@@ -487,8 +810,8 @@ class Runner:
         self.write_result(status, message)
 
     def dispatch(self):
-        if self.mode not in ("precompile", "execute", "profile", "baseline", "probe",
-                             "selftest"):
+        if self.mode not in ("precompile", "execute", "judge", "profile", "baseline",
+                             "probe", "selftest"):
             raise Outcome("runtime_error", "unknown mode %r" % self.mode)
         if self.precision not in TOLERANCE:
             raise Outcome("runtime_error", "unknown precision %r" % self.precision)
@@ -800,8 +1123,9 @@ class Runner:
         torch = self.torch
         return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 
-    def init_models(self, ref, model_new_cls):
-        """Model and ModelNew with the same seed (so parameters match), eval mode."""
+    def init_reference(self, ref):
+        """The problem's Model with the evaluation's seed, in eval mode (the judge's, a
+        baseline's or a reference profile's: never in a process that runs a candidate)."""
         torch = self.torch
         try:
             self.set_seed(self.seed)
@@ -814,21 +1138,773 @@ class Runner:
         except Exception as e:
             raise Outcome(error_status(e), "reference model failed to initialise: %s"
                           % first_line(e), e, flags=["reference_error"])
-        model_new = None
-        if model_new_cls is not None:
+        return model
+
+    def init_candidate(self, ref, model_new_cls):
+        """ModelNew with the same seed and init inputs as the judge's Model (so that
+        parameters made in the same order match), in eval mode."""
+        torch = self.torch
+        try:
+            self.set_seed(self.seed)
+            init_inputs = [self.place(x) for x in ref.get_init_inputs()]
+        except Exception as e:
+            raise Outcome(error_status(e), "get_init_inputs() failed: %s" % first_line(e), e,
+                          flags=["reference_error"])
+        try:
+            self.set_seed(self.seed)
+            with torch.no_grad():
+                model_new = model_new_cls(*init_inputs)
+                if isinstance(model_new, torch.nn.Module):
+                    model_new = model_new.to(device=self.device, dtype=self.dtype)
+            if hasattr(model_new, "eval"):
+                model_new.eval()
+            self.synchronize()
+        except Exception as e:
+            raise Outcome(error_status(e), "ModelNew failed to initialise: %s"
+                          % first_line(e), e)
+        return model_new
+
+    def transformed(self, inputs, transform):
+        """inputs with every floating tensor x replaced by scale * x + shift (transform a
+        dict; None: as they are)."""
+        if not transform:
+            return inputs
+        torch = self.torch
+        a, b = float(transform.get("scale", 1.0)), float(transform.get("shift", 0.0))
+        return [x * a + b if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                for x in inputs]
+
+    def timed_inputs(self, ref, seed):
+        """A fresh input set for one timed call: the problem's get_inputs() under seed,
+        made where the calls run (on a GPU, torch's factory functions with the GPU as
+        default device), so that a set costs microseconds and no two calls share one."""
+        self.set_seed(seed)
+        if self.device.type == "cuda" and hasattr(self.torch, "set_default_device"):
+            with self.device:
+                inputs = ref.get_inputs()
+        else:
+            inputs = ref.get_inputs()
+        return [self.place(x) for x in inputs]
+
+    def fp_weights(self, shape, seed):
+        """The fingerprint's random weights for an output of shape (fingerprint)."""
+        key = (tuple(shape), seed)
+        w = self.fp_cache.get(key)
+        if w is None:
+            torch = self.torch
+            n = 1
+            for d in shape:
+                n *= int(d)
+            g = torch.Generator(device=self.device).manual_seed(int(seed) & (2 ** 63 - 1))
+            w = torch.randn(n, generator=g, device=self.device, dtype=torch.float32)
+            if len(self.fp_cache) > 8:
+                self.fp_cache.clear()
+            self.fp_cache[key] = w
+        return w
+
+    def fingerprint(self, out, seed):
+        """Each output tensor of a call reduced to one number, <out, w> with w random
+        weights named by seed (float32 products summed in float64): cheap next to the
+        call, and no cheaper to fake than the output itself. Device scalars (no wait);
+        NaN for what is not a real tensor."""
+        torch = self.torch
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        fps = []
+        for t in outs:
+            if not isinstance(t, torch.Tensor) or t.is_complex():
+                fps.append(torch.tensor(float("nan"), dtype=torch.float64))
+                continue
+            w = self.fp_weights(t.shape, seed)
+            fps.append((t.detach().reshape(-1).to(torch.float32) * w).sum(dtype=torch.float64))
+        return fps
+
+    def fp_bound(self, r, w):
+        """How far a fingerprint of an output allclose to r may be from r's: the sum of
+        |w| times each element's tolerance, plus float32 rounding of the products."""
+        torch = self.torch
+        rf = r.detach().reshape(-1).to(torch.float32).abs()
+        aw = w.abs()
+        return float((aw * (self.atol + self.rtol * rf)).sum(dtype=torch.float64)) + \
+            2.0 ** -20 * float((aw * rf).sum(dtype=torch.float64))
+
+    # ------------------------------------------------------------ execute: the judge
+
+    def mode_judge(self):
+        """The judge of an execute: the reference, its outputs and its timing, and every
+        comparison, in a process that never imports the candidate. Drives the candidate's
+        runner over the channel: clean reference timing first, while that runner holds no
+        candidate code; then the candidate's load, the correctness trials (the inputs
+        made on both sides from the seeds the judge names, the candidate's outputs sent
+        here), and, when correct, the timing: blocks of calls of each, interleaved, every
+        call on a fresh input set, the candidate's outputs committed by fingerprints
+        during its blocks and a random sample verified here afterwards."""
+        self.fp_cache = {}
+        self.peer = judge_listen(self.req)
+        self.phase("connected")
+        ref = self.load_reference()
+        model = self.init_reference(ref)
+        self.phase("models")
+        self.judge = {"candidate": None}
+        self.details["judge"] = self.judge
+        timed = int(self.req.get("perf_trials", 100)) > 0
+        clean = None
+        try:
+            if timed and self.req.get("time_reference"):
+                clean = self.clean_pass(ref, model)
+            self.phase("clean")
+            self.peer.send({"op": "start"})
+            self.expect("loaded")
+            self.phase("candidate")
+            passed = self.judge_correctness(ref, model)
+            self.phase("correctness")
+            msg = "correct (%d/%d trials)" % (passed, passed)
+            if timed:
+                msg += self.judge_timing(ref, model, clean)
+                self.phase("timing")
+            self.finish_candidate()
+            return "ok", msg
+        except CandidateFailed as cf:
+            # The candidate's runner ended its side with this status (its result has
+            # the details): the judge's result says the same.
+            self.judge["candidate"] = cf.head
+            for f in cf.head.get("flags") or []:
+                if isinstance(f, str):
+                    self.flag(f[:64])
+            raise Outcome(cf.status, cf.message)
+        except PeerError as e:
+            self.judge["channel"] = str(e)
+            self.flag("candidate_ended")
+            raise Outcome("crashed", "the candidate's runner ended during the evaluation: %s"
+                          % first_line(e))
+        except Outcome:
+            self.finish_candidate()
+            raise
+
+    def expect(self, op, payload_cap=0):
+        """The candidate side's next message, which must be op (or its "failed")."""
+        head, payload = self.peer.recv(payload_cap)
+        if head["op"] == "failed":
+            raise CandidateFailed(head)
+        if head["op"] != op:
+            raise PeerError("expected %s, got %s" % (op, head["op"][:40]))
+        return head, payload
+
+    def finish_candidate(self):
+        """Tells the candidate's runner the evaluation is over and takes its last report
+        (its own flags: what its process saw), when it is still there."""
+        try:
+            self.peer.send({"op": "done"})
+            head, _ = self.peer.recv()
+        except (OSError, PeerError):
+            return
+        if head.get("op") == "final":
+            flags = [f[:64] for f in head.get("flags") or [] if isinstance(f, str)]
+            self.judge["candidate_flags"] = flags[:32]
+            for f in flags:
+                self.flag(f)
+
+    # correctness
+
+    def output_cap(self, ref_outs):
+        total = sum(r.numel() * r.element_size() for r in ref_outs)
+        return total * OUTPUT_FACTOR + OUTPUT_SLACK
+
+    def inputs_reproducible(self, ref, seed):
+        """Whether get_inputs() under seed makes the same inputs twice (both sides make
+        their own from the seeds the judge names); a problem whose inputs come from an
+        unseeded source has its correctness inputs sent instead."""
+        a, b = self.make_inputs(ref, seed), self.make_inputs(ref, seed)
+        torch = self.torch
+        for x, y in zip(a, b):
+            if isinstance(x, torch.Tensor):
+                if not isinstance(y, torch.Tensor) or x.shape != y.shape or not self.tensor_equal(x, y):
+                    return False
+            elif x != y:
+                return False
+        return len(a) == len(b)
+
+    def judge_trial(self, ref, model, k, seed, transform=None, atol=None, label=None):
+        """One correctness trial: the candidate's outputs on the inputs of seed (and
+        transform) against the reference's. Returns (ok, max_abs_diff, avg_abs_diff,
+        ref_outs); shape and count mismatches end the evaluation."""
+        torch = self.torch
+        msg = {"op": "trial", "k": k, "seed": seed, "transform": transform}
+        pristine = self.make_inputs(ref, seed)
+        pristine = self.transformed(pristine, transform)
+        chunks = ()
+        if self.ship_inputs:
+            msg["inputs"], chunks = pack_tensors([x for x in pristine if isinstance(x, torch.Tensor)])
+        self.peer.send(msg, chunks)
+        ref_outs = self.outputs_as_list(
+            self.run_model(model, self.clone_inputs(pristine), "Model"), "Model")
+        head, payload = self.expect("outputs", self.output_cap(ref_outs))
+        cand_outs = unpack_tensors(torch, head.get("tensors"), payload)
+        if head.get("mutated"):
+            self.flag("input_mutated")
+        return self.compare_outputs(ref_outs, cand_outs, atol) + (ref_outs, bool(head.get("mutated")))
+
+    def compare_outputs(self, ref_outs, cand_outs, atol=None):
+        """(allclose, max |diff|, mean |diff|) of the candidate's outputs against the
+        reference's, by the precision's tolerances (atol: another absolute one)."""
+        atol = self.atol if atol is None else atol
+        if len(ref_outs) != len(cand_outs):
+            raise Outcome("shape_mismatch", "Output count mismatch: expected %d, got %d"
+                          % (len(ref_outs), len(cand_outs)))
+        ok, max_d, avg_d = True, 0.0, 0.0
+        for r, c in zip(ref_outs, cand_outs):
+            if tuple(r.shape) != tuple(c.shape):
+                raise Outcome("shape_mismatch", "Output shape mismatch: expected %s, got %s"
+                              % (list(r.shape), list(c.shape)))
+            if c.dtype != r.dtype:
+                self.flag("output_dtype_mismatch")
+            c = c.to(device=r.device, dtype=r.dtype)
+            if r.numel() == 0:
+                continue
             try:
-                self.set_seed(self.seed)
-                with torch.no_grad():
-                    model_new = model_new_cls(*init_inputs)
-                    if isinstance(model_new, torch.nn.Module):
-                        model_new = model_new.to(device=self.device, dtype=self.dtype)
-                if hasattr(model_new, "eval"):
-                    model_new.eval()
-                self.synchronize()
+                close = bool(self.allclose(r, c, atol=atol, rtol=self.rtol))
+                diff = (r.double() - c.double()).abs() if r.numel() < (1 << 26) \
+                    else (r.float() - c.float()).abs()
+                md, ad = float(diff.max()), float(diff.mean())
             except Exception as e:
-                raise Outcome(error_status(e), "ModelNew failed to initialise: %s"
-                              % first_line(e), e)
-        return model, model_new
+                raise Outcome(error_status(e), "comparing outputs failed: %s" % first_line(e), e)
+            del diff
+            max_d = md if math.isnan(md) or md > max_d else max_d
+            avg_d = ad if math.isnan(ad) or ad > avg_d else avg_d
+            ok = ok and close
+        return ok, max_d, avg_d
+
+    def judge_correctness(self, ref, model):
+        """KernelBench's trials (seeded inputs, per-precision tolerances), then the same
+        on a second distribution (inputs scaled and shifted: outputs that do not follow
+        the inputs fail it) and, for a problem whose output is near zero or constant on
+        its inputs, on inputs scaled by DEGENERATE_SCALE with a tolerance relative to the
+        output's size."""
+        torch = self.torch
+        n = int(self.req.get("correctness_trials", 5))
+        torch.manual_seed(self.seed)
+        trial_seeds = [int(torch.randint(0, 2 ** 32 - 1, (1,)).item()) for _ in range(n)]
+        self.ship_inputs = not self.inputs_reproducible(ref, trial_seeds[0] if n else self.seed)
+        if self.ship_inputs:
+            self.flag("inputs_not_reproducible")
+        trials = self.details["trials"]
+        passed, failure = 0, None
+        for k, seed in enumerate(trial_seeds):
+            ok, md, ad, ref_outs, mutated = self.judge_trial(ref, model, k, seed)
+            self.check_degenerate(ref_outs)
+            del ref_outs
+            trials.append({"trial": k + 1, "seed": seed, "ok": ok and not mutated,
+                           "max_abs_diff": md, "avg_abs_diff": ad})
+            if mutated and failure is None:
+                failure = ("value_mismatch", "ModelNew modified its input tensors in place "
+                           "(trial %d)" % (k + 1))
+            if ok and not mutated:
+                passed += 1
+            elif not ok and failure is None:
+                failure = ("value_mismatch",
+                           "Output mismatch in trial %d/%d: max_abs_diff=%s avg_abs_diff=%s "
+                           "(atol=%g rtol=%g)" % (k + 1, n, fmt(md), fmt(ad), self.atol, self.rtol))
+        self.details["trials_passed"] = passed
+        self.details["trials_total"] = n
+        if failure is not None:
+            raise Outcome(failure[0], failure[1])
+        self.second_distribution(ref, model, n)
+        if "degenerate_output" in self.flags:
+            self.check_scaled(ref, model, n + 1)
+        self.correct = True
+        return passed
+
+    def reference_finite(self, model, inputs):
+        """The reference's outputs on inputs, or None where it fails or is not finite (a
+        problem whose inputs must keep a domain: the check is then skipped)."""
+        torch = self.torch
+        try:
+            outs = self.outputs_as_list(self.run_model(model, self.clone_inputs(inputs), "Model"),
+                                        "Model")
+        except Outcome:
+            return None
+        if not all(bool(torch.isfinite(r).all()) for r in outs if r.is_floating_point()):
+            return None
+        return outs
+
+    def second_distribution(self, ref, model, k):
+        transform = {"scale": SECOND_SCALE, "shift": SECOND_SHIFT}
+        seed = self.seed + 7919
+        if self.reference_finite(model, self.transformed(self.make_inputs(ref, seed), transform)) is None:
+            self.details["second_distribution"] = "skipped: the reference fails or is not " \
+                "finite on inputs x%g%+g" % (SECOND_SCALE, SECOND_SHIFT)
+            return
+        ok, md, _, _, _ = self.judge_trial(ref, model, k, seed, transform)
+        self.details["second_distribution"] = "%s at x%g%+g (max_abs_diff %s)" % (
+            "ok" if ok else "mismatch", SECOND_SCALE, SECOND_SHIFT, fmt(md))
+        if not ok:
+            raise Outcome("value_mismatch",
+                          "Output mismatch on a second input distribution (inputs x%g%+g): "
+                          "max_abs_diff=%s; the output must follow the inputs, whatever "
+                          "their values" % (SECOND_SCALE, SECOND_SHIFT, fmt(md)))
+
+    def check_scaled(self, ref, model, k):
+        """A problem whose reference output is near zero or constant on its inputs (a
+        property of the problem, flagged degenerate_output) is checked once more on
+        inputs scaled by DEGENERATE_SCALE, the tolerance relative to the output's size:
+        an honest kernel still matches, a constant one no longer does."""
+        transform = {"scale": DEGENERATE_SCALE, "shift": 0.0}
+        seed = self.seed + 1
+        ref_outs = self.reference_finite(model, self.transformed(self.make_inputs(ref, seed),
+                                                                 transform))
+        if ref_outs is None or self.degenerate(ref_outs):
+            self.details["scaled_check"] = "reference still degenerate at x%g" % DEGENERATE_SCALE
+            return
+        scale = max([1.0] + [float(r.detach().float().abs().max()) for r in ref_outs
+                             if r.is_floating_point() and r.numel()])
+        ok, md, _, _, _ = self.judge_trial(ref, model, k, seed, transform, atol=self.atol * scale)
+        if not ok:
+            self.details["scaled_check"] = "mismatch at x%g" % DEGENERATE_SCALE
+            raise Outcome("value_mismatch",
+                          "Output mismatch on inputs scaled by %g (this problem's output "
+                          "is near zero or constant on its own inputs, so it is checked "
+                          "there too): max_abs_diff=%s, tolerance %g relative to the "
+                          "output's size" % (DEGENERATE_SCALE, fmt(md), self.atol))
+        self.details["scaled_check"] = "ok at x%g" % DEGENERATE_SCALE
+
+    # timing
+
+    def sm_clock(self):
+        nvml = Nvml.get(self.env.get("device_uuid")) if self.device.type == "cuda" else None
+        return nvml.sm_clock() if nvml is not None else None
+
+    def fresh_seeds(self, n):
+        return [int.from_bytes(os.urandom(7), "little") for _ in range(n)]
+
+    def judge_block(self, ref, model, seeds, fp_seed, setup, fixed=None):
+        """The reference's calls, one a fresh input set (fixed: one set for all), exactly
+        as the candidate's runner makes its own (c_block): (times, the judge's clock over
+        the block)."""
+        method, flush_buf = setup
+        t0 = time.perf_counter()
+        switches = involuntary_switches()
+        ms = []
+        with self.torch.no_grad():
+            for s in seeds:
+                inputs = fixed if fixed is not None else self.timed_inputs(ref, s)
+                t, out = self.trial(model, inputs, method, flush_buf, keep=True)
+                self.fingerprint(out, fp_seed)
+                ms.append(t)
+                del out, inputs
+        self.synchronize()
+        self.preempted += involuntary_switches() - switches
+        return ms, (time.perf_counter() - t0) * 1000.0
+
+    def candidate_block(self, seeds, fp_seed, fixed):
+        """The candidate's calls of one block, made in its runner: (times, the judge's
+        clock over the block, fingerprints)."""
+        t0 = time.perf_counter()
+        self.peer.send({"op": "block", "seeds": seeds, "fp_seed": fp_seed, "fixed": fixed})
+        head, _ = self.expect("times")
+        wall = (time.perf_counter() - t0) * 1000.0
+        ms, fps = head.get("ms"), head.get("fp")
+        if not isinstance(ms, list) or not isinstance(fps, list) or len(ms) != len(seeds) or \
+                len(fps) != len(seeds) or not all(isinstance(x, (int, float)) for x in ms):
+            raise PeerError("a block's times that do not match its calls")
+        return [float(x) for x in ms], wall, fps
+
+    def clean_pass(self, ref, model):
+        """The reference timed alone, before the candidate's runner holds any candidate
+        code: what the reference's interleaved timing is held to (reference_slowed)."""
+        method, trials, discard, warmup, flush_buf = self.timing_setup()
+        if method == "do_bench":
+            return None
+        setup = (method, flush_buf)
+        with self.torch.no_grad():
+            warm = self.timed_inputs(ref, self.seed)
+            self.warm_up_models((model,), warm, warmup)
+            del warm
+        n = max(1, min(trials, CLEAN_TRIALS))
+        self.preempted = 0
+        ms, _ = self.judge_block(ref, model, self.fresh_seeds(n + discard), 0, setup)
+        st = stats(ms[discard:])
+        st["method"] = method
+        st["preempted"] = self.preempted / float(n + discard)
+        self.timing["reference_clean"] = st
+        return st
+
+    def judge_timing(self, ref, model, clean):
+        """The timing of an execute (the request's timing): the reference here and the
+        candidate in its runner, by blocks of calls interleaved ABBA (whatever else the
+        machine does weighs on both alike), each call on a fresh input set made outside
+        its timed window; passes of perf_trials calls of each until the speedup's 95%
+        interval is within timing.max_spread or timing.max_passes (a pass during which
+        the SM clock moved is timed again, CLOCK_REDOS times at most). Without
+        time_reference the candidate alone is timed on one input set (KernelBench's
+        method; kforge compares it to the reference's clean baseline). Then the checks
+        only this side can make: the fingerprints of a random sample of the candidate's
+        calls against the reference on the same inputs (stale_output), the reference
+        against its clean timing (reference_slowed), the judge's clock over each block
+        against what the timers say (timers_disagree), and the physical floor
+        (below_physical_floor)."""
+        torch = self.torch
+        tcfg = self.req.get("timing") or {}
+        method, trials, discard, warmup, flush_buf = self.timing_setup()
+        if method == "do_bench":
+            return self.judge_do_bench(ref, model)
+        setup = (method, flush_buf)
+        interleave = bool(self.req.get("time_reference"))
+        statistic = tcfg.get("statistic", "mean")
+        max_spread = float(tcfg.get("max_spread", 0.1))
+        max_passes = max(1, int(tcfg.get("max_passes", 3)))
+        budget_s = float(tcfg.get("budget_s", 0) or 0)
+        # Blocks of a tenth of a pass, at least BLOCK_MIN calls: each block's first call
+        # follows the other process's (its caches, on the CPU), which the median of a
+        # block of several outweighs.
+        block = max(min(trials, BLOCK_MIN), trials // 10)
+        per_pass = -(-trials // block)
+        # One set of fingerprint weights for the timing (the candidate knows them while it
+        # runs, whatever their period; made once, they cost nothing a call).
+        fp_seed = self.fresh_seeds(1)[0]
+        fixed = None
+        if not interleave:
+            fixed = self.make_inputs(ref, self.seed)
+        t_start = time.monotonic()
+        cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+        # Warm-ups of each, then the discarded first calls.
+        self.peer.send({"op": "warmup", "n": warmup + discard, "seed": self.seed,
+                        "fixed": fixed is not None})
+        with torch.no_grad():
+            if interleave:
+                warm = self.timed_inputs(ref, self.seed)
+                self.warm_up_models((model,), warm, warmup + discard)
+                del warm
+        self.expect("warm")
+        self.preempted = 0
+        ref_s, cand_s, calls, log_, clocks = [], [], [], [], []
+        walls = {"candidate": [], "reference": []}
+        passes = rounds = redone = 0
+        pair = None
+        while True:
+            passes += 1
+            p_ref, p_cand, p_calls, p_walls, p_clock = [], [], [], {"candidate": [], "reference": []}, []
+            switches, stolen = involuntary_switches(), steal_ticks(cores)
+            for r in range(per_pass):
+                n = min(block, trials - r * block)
+                if n <= 0:
+                    break
+                order = ("reference", "candidate") if rounds % 2 == 0 else ("candidate", "reference")
+                for who in order:
+                    if who == "reference" and not interleave:
+                        continue
+                    seeds = self.fresh_seeds(n)
+                    p_clock.append(self.sm_clock())
+                    if who == "reference":
+                        ms, wall = self.judge_block(ref, model, seeds, fp_seed, setup)
+                        p_ref += ms
+                    else:
+                        ms, wall, fps = self.candidate_block(seeds, fp_seed, fixed is not None)
+                        p_cand += ms
+                        p_calls += [(s, fp_seed, fp) for s, fp in zip(seeds, fps)]
+                    p_walls[who].append((wall, sum(ms), len(ms)))
+                    p_clock.append(self.sm_clock())
+                rounds += 1
+            seen = [c for c in p_clock if c]
+            moved = bool(seen) and max(seen) > min(seen) * (1 + CLOCK_CHANGE)
+            clocks.append({"min_mhz": min(seen) if seen else None,
+                           "max_mhz": max(seen) if seen else None, "moved": moved})
+            if moved and redone < CLOCK_REDOS:
+                redone += 1
+                passes -= 1
+                log("timing: the SM clock moved %s-%s MHz during a pass; timing it again"
+                    % (min(seen), max(seen)))
+                continue
+            ref_s += p_ref
+            cand_s += p_cand
+            calls += p_calls
+            for k in walls:
+                walls[k] += p_walls[k]
+            one = speedup_interval(stats(p_ref), stats(p_cand), 1, 1, statistic) if interleave else {}
+            log_.append({"speedup": one.get("speedup"), "nivcsw": involuntary_switches() - switches,
+                         "steal_ticks": steal_ticks(cores) - stolen})
+            st, rst = stats(cand_s), stats(ref_s)
+            if not interleave:
+                break
+            pair = speedup_interval(rst, st, passes, rounds, statistic)
+            if (passes >= max_passes or pair["speedup"] is None or pair["spread"] is None
+                    or pair["spread"] <= max_spread
+                    or (budget_s > 0 and time.monotonic() - t_start > budget_s)):
+                break
+        st = stats(cand_s)
+        st["method"] = method
+        st["l2_flush"] = flush_buf is not None
+        if self.hold_cycles:
+            st["hold_us"] = self.hold_us
+        self.timing["candidate"] = st
+        key = "%s_ms" % ("median" if statistic == "median" else "mean")
+        msg = ", %.4g ms" % st[key] if st.get(key) is not None else ""
+        if interleave:
+            rst = stats(ref_s)
+            rst["preempted"] = self.preempted / float(max(1, len(ref_s)))
+            rst["method"], rst["l2_flush"] = method, flush_buf is not None
+            if self.hold_cycles:
+                rst["hold_us"] = self.hold_us
+            pair["pass_log"] = log_
+            self.timing["reference"] = rst
+            self.timing["pair"] = pair
+            self.speedup = pair["speedup"]
+            key = "%s_ms" % pair["statistic"]
+            if self.speedup is not None:
+                msg += " (reference %.4g ms, speedup %.3g, 95%% interval %s)" % (
+                    rst[key], self.speedup, "-".join(fmt(x) for x in pair["ci95"] or ["n/a"]))
+        self.details["clocks"] = {"passes": clocks, "redone": redone}
+        del flush_buf
+        self.verify_calls(ref, model, calls, fixed)
+        if interleave:
+            self.check_reference_slowed(clean, self.timing["reference"])
+        self.check_timers(walls)
+        self.check_floor(ref, model, st)
+        return msg
+
+    def judge_do_bench(self, ref, model):
+        """eval.timing do_bench: Triton's own protocol for each, one after the other, on
+        the seed's inputs (no interleaving, no fresh sets: do_bench repeats one call)."""
+        self.peer.send({"op": "do_bench"})
+        head, _ = self.expect("do_bench")
+        st = head.get("timing") if isinstance(head.get("timing"), dict) else {}
+        st = {k: v for k, v in st.items() if k in ("mean_ms", "std_ms", "min_ms", "max_ms",
+                                                   "median_ms", "mad_ms", "trials", "method")}
+        self.timing["candidate"] = st
+        if self.req.get("time_reference"):
+            rst = self.time_do_bench(model, self.make_inputs(ref, self.seed))
+            rst.pop("stream_check", None)
+            self.timing["reference"] = rst
+            self.timing["pair"] = speedup_interval(rst, st, 1, 1)
+            self.speedup = self.timing["pair"]["speedup"]
+        return ", %.4g ms (do_bench)" % st["mean_ms"] if st.get("mean_ms") else ""
+
+    def verify_calls(self, ref, model, calls, fixed):
+        """Fingerprints of a random sample of the candidate's timed calls, chosen now that
+        every call is made, against the reference's on the same inputs: an output kept
+        from an earlier call, computed from something else than its inputs, or not
+        computed, misses (stale_output)."""
+        torch = self.torch
+        rng = random.SystemRandom()
+        info = {"checks": 0, "calls": len(calls)}
+        self.details["verify"] = info
+        chosen = [i for i in range(len(calls)) if rng.random() < VERIFY_FRACTION]
+        rest = [i for i in range(len(calls)) if i not in chosen]
+        rng.shuffle(rest)
+        chosen = sorted((chosen + rest[:max(0, VERIFY_MIN - len(chosen))])[:VERIFY_MAX])
+        with torch.no_grad():
+            for i in chosen:
+                seed, fp_seed, fps = calls[i]
+                inputs = fixed if fixed is not None else self.timed_inputs(ref, seed)
+                outs = self.reference_finite(model, inputs)
+                if outs is None:
+                    info["skipped"] = "the reference fails or is not finite on a timed set"
+                    continue
+                info["checks"] += 1
+                if not isinstance(fps, list) or len(fps) != len(outs):
+                    bad = "%s fingerprints for %d outputs" % (
+                        len(fps) if isinstance(fps, list) else "no", len(outs))
+                else:
+                    bad = None
+                    for j, r in enumerate(outs):
+                        w = self.fp_weights(r.shape, fp_seed)
+                        want = float((r.detach().reshape(-1).to(torch.float32) * w).sum(dtype=torch.float64))
+                        got = fps[j]
+                        bound = self.fp_bound(r, w)
+                        if not isinstance(got, (int, float)) or not math.isfinite(got) or \
+                                abs(got - want) > bound:
+                            bad = "output %d: fingerprint %s, the reference's %s (within %s)" % (
+                                j, fmt(got) if isinstance(got, (int, float)) else repr(got)[:40],
+                                fmt(want), fmt(bound))
+                            break
+                if bad is not None:
+                    self.flag("stale_output")
+                    info["failed_at"] = i + 1
+                    info["why"] = bad
+                    return
+
+    def check_reference_slowed(self, clean, rst):
+        """The reference timed between the candidate's blocks against its clean timing:
+        slower by more than REFERENCE_SLOWED and 4 standard errors, something the
+        candidate left running took its time (rejected)."""
+        if not clean or not clean.get("median_ms") or not rst or not rst.get("median_ms"):
+            return
+        ratio = rst["median_ms"] / clean["median_ms"]
+        tol = max(REFERENCE_SLOWED[self.device.type],
+                  4 * math.sqrt(rel_se(clean) ** 2 + rel_se(rst) ** 2))
+        more = rst.get("preempted", 0.0) - clean.get("preempted", 0.0)
+        self.details["reference_slowed"] = {"ratio": ratio, "tolerance": tol,
+                                            "preempted_more": more}
+        if ratio > 1 + tol and (self.device.type == "cuda" or more > PREEMPTED_MORE):
+            self.flag("reference_slowed")
+
+    def check_timers(self, walls):
+        """The judge's clock over each block of calls against the sum of what the timers
+        measured in it: a call costs its timed span plus the harness's fixed work (the
+        input set, the flush, the fingerprint), which the reference's blocks, made the
+        same way, measure. A candidate's calls that cost much more than their timers
+        say did work outside the timed windows (timers_disagree: suspect)."""
+        def per_call(rows):
+            return [(wall - total) / n for wall, total, n in rows if n > 0]
+        c, r = per_call(walls["candidate"]), per_call(walls["reference"])
+        if not c or not r:
+            return
+        ec, er = median_of(c), median_of(r)
+        mad = median_of([abs(x - ec) for x in c]) + median_of([abs(x - er) for x in r])
+        st = self.timing.get("candidate") or {}
+        allowed = max(EXCESS_FLOOR_MS[self.device.type], 0.5 * (st.get("median_ms") or 0.0),
+                      4 * mad)
+        self.details["timers"] = {"excess_ms": ec, "reference_excess_ms": er,
+                                  "allowed_ms": allowed}
+        if ec - er > allowed:
+            self.flag("timers_disagree")
+
+    def check_floor(self, ref, model, st):
+        """rejected below_physical_floor: a candidate faster than reading its inputs (and
+        writing the outputs that cannot stay in L2) once at the GPU's peak DRAM bandwidth
+        (after the L2 flush, no input is in L2). Applied where that floor is measurable
+        and the reference itself respects it (else the problem need not read all of its
+        inputs)."""
+        if self.device.type != "cuda":
+            return
+        torch = self.torch
+        peak, l2, source = gpu_memory_facts(torch)
+        info = {"peak_bytes_s": peak, "l2_bytes": l2, "source": source}
+        self.details["floor"] = info
+        if not peak or not st.get("median_ms"):
+            info["applies"] = False
+            return
+        with torch.no_grad():
+            inputs = self.timed_inputs(ref, self.seed)
+            outs = self.outputs_as_list(self.run_model(model, inputs, "Model"), "Model")
+        in_b = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+        out_b = sum(o.numel() * o.element_size() for o in outs)
+        flushed = (self.req.get("timing") or {}).get("l2_flush", True)
+        l2 = l2 or 0
+        moved = (in_b if flushed else max(0, in_b - l2)) + max(0, out_b - l2)
+        floor_ms = moved / peak * 1e3
+        rmed = (self.timing.get("reference") or self.timing.get("reference_clean") or {}).get("median_ms")
+        info.update({"input_bytes": in_b, "output_bytes": out_b, "floor_ms": floor_ms,
+                     "applies": floor_ms >= FLOOR_MIN_MS and (rmed is None or rmed >= floor_ms)})
+        if info["applies"] and st["median_ms"] < floor_ms * FLOOR_MARGIN:
+            self.flag("below_physical_floor")
+
+    # ------------------------------------------------------------ execute: the candidate
+
+    def mode_execute(self):
+        """The candidate's side of an execute: connects to the judge before any candidate
+        code runs, waits for its start, loads the candidate and answers the judge's
+        requests (its outputs on the inputs of a seed, blocks of timed calls) until it
+        is done. What this process's result says of correctness and speed is the judge's
+        (kforge merges the two)."""
+        self.fp_cache = {}
+        self.peer = judge_connect(self.req)
+        try:
+            head, _ = self.peer.recv()
+            if head["op"] != "start":
+                raise PeerError("expected start, got %s" % head["op"][:40])
+            ref = self.load_reference()
+            model_new_cls = self.load_candidate()
+            self.phase("load")
+            model_new = self.init_candidate(ref, model_new_cls)
+            self.phase("models")
+            self.peer.send({"op": "loaded"})
+            self.serve(ref, model_new)
+        except Outcome as o:
+            self.tell_failed(o.status, o.message, o.flags)
+            raise
+        except PeerError as e:
+            raise Outcome("runtime_error", "the judge's channel broke: %s" % first_line(e),
+                          flags=["judge_failed"])
+        except BaseException as e:  # noqa: B036 (SystemExit from candidate code too)
+            self.tell_failed(error_status(e), "runner error: %s" % first_line(e), [])
+            raise
+        return "ok", "the candidate's side done"
+
+    def tell_failed(self, status, message, flags):
+        try:
+            self.peer.send({"op": "failed", "status": status, "message": message,
+                            "flags": list(flags) + [f for f in self.flags if f not in flags]})
+        except OSError:
+            pass
+
+    def serve(self, ref, model_new):
+        method = flush_buf = None
+        fixed = None
+        while True:
+            head, payload = self.peer.recv(INPUTS_CAP)
+            op = head["op"]
+            if op == "trial":
+                self.c_trial(ref, model_new, head, payload)
+            elif op == "warmup":
+                method, _, _, _, flush_buf = self.timing_setup()
+                self.synchronize()
+                fixed = self.make_inputs(ref, int(head.get("seed", self.seed))) \
+                    if head.get("fixed") else None
+                with self.torch.no_grad():
+                    warm = fixed if fixed is not None else self.timed_inputs(ref, self.seed)
+                    self.warm_up_models((model_new,), warm, int(head.get("n", 1)))
+                    del warm
+                self.peer.send({"op": "warm"})
+            elif op == "block":
+                self.c_block(ref, model_new, head, method, flush_buf, fixed)
+            elif op == "do_bench":
+                st = self.timing_failed(lambda: self.time_do_bench(
+                    model_new, self.make_inputs(ref, self.seed)), "ModelNew")
+                if st is not None:
+                    self.check_side_stream(st)
+                self.peer.send({"op": "do_bench", "timing": st or {}})
+            elif op == "done":
+                del flush_buf
+                if method is not None and self.device.type == "cuda":
+                    st = {"stream_check": self.stream_check(
+                        model_new, fixed if fixed is not None else self.timed_inputs(ref, self.seed))}
+                    self.timing["candidate"] = st
+                    self.check_side_stream(st)
+                self.check_leftovers()
+                self.peer.send({"op": "final", "flags": self.flags})
+                return
+            else:
+                raise PeerError("an unknown op %r" % op[:40])
+
+    def c_trial(self, ref, model_new, head, payload):
+        torch = self.torch
+        seed = int(head.get("seed", self.seed))
+        if head.get("inputs") is not None:
+            pristine = [t.to(self.device) for t in unpack_tensors(torch, head["inputs"], payload)]
+        else:
+            pristine = self.transformed(self.make_inputs(ref, seed), head.get("transform"))
+        used = self.clone_inputs(pristine)
+        outs = self.outputs_as_list(self.run_model(model_new, used, "ModelNew"), "ModelNew")
+        mutated = not self.inputs_unchanged(pristine, used)
+        if mutated:
+            self.flag("input_mutated")
+        metas, chunks = pack_tensors(outs)
+        self.peer.send({"op": "outputs", "tensors": metas, "mutated": mutated}, chunks)
+
+    def c_block(self, ref, model_new, head, method, flush_buf, fixed):
+        """The candidate's calls of one block, each on a fresh input set (the seeds the
+        judge sent; fixed: the one set of the timing), timed, and each call's outputs
+        committed by their fingerprints before the next."""
+        seeds = head.get("seeds")
+        if not isinstance(seeds, list) or len(seeds) > 100000 or method is None:
+            raise PeerError("a block without seeds, or before the warm-up")
+        fp_seed = int(head.get("fp_seed", 0))
+        ms, fps = [], []
+        try:
+            with self.torch.no_grad():
+                for s in seeds:
+                    inputs = fixed if fixed is not None else self.timed_inputs(ref, int(s))
+                    t, out = self.trial(model_new, inputs, method, flush_buf, keep=True)
+                    ms.append(t)
+                    fps.append(self.fingerprint(out, fp_seed))
+                    del out, inputs
+            self.synchronize()
+            fps = [[float(x) for x in f] for f in fps]
+        except Exception as e:
+            if is_cuda_error(e):
+                raise Outcome("cuda_error", "ModelNew failed while timing: %s" % first_line(e), e)
+            raise Outcome("runtime_error", "ModelNew failed while timing: %s" % first_line(e), e)
+        self.peer.send({"op": "times", "ms": ms, "fp": fps})
+
 
     # ------------------------------------------------------------ correctness
 
@@ -890,39 +1966,6 @@ class Runner:
         if self.degenerate(ref_outs):
             self.flag("degenerate_output")
 
-    def check_scaled(self, ref, model, model_new):
-        """A problem whose reference output is near zero or constant on its inputs (a
-        property of the problem, flagged degenerate_output) is checked once more on the
-        same inputs scaled by DEGENERATE_SCALE, with the tolerance relative to the
-        output's size: an honest kernel still matches, a constant one no longer does.
-        Where even that output is degenerate, nothing more can be told."""
-        torch = self.torch
-        pristine = self.make_inputs(ref, self.seed + 1)
-        pristine = [x * DEGENERATE_SCALE if torch.is_tensor(x) and x.is_floating_point()
-                    else x for x in pristine]
-        ref_outs = self.outputs_as_list(
-            self.run_model(model, self.clone_inputs(pristine), "Model"), "Model")
-        if self.degenerate(ref_outs):
-            self.details["scaled_check"] = "reference still degenerate at x%g" % DEGENERATE_SCALE
-            return
-        cand_outs = self.outputs_as_list(
-            self.run_model(model_new, self.clone_inputs(pristine), "ModelNew"), "ModelNew")
-        for r, c in zip(ref_outs, cand_outs):
-            if tuple(r.shape) != tuple(c.shape) or not r.is_floating_point():
-                continue
-            scale = max(1.0, float(r.detach().float().abs().max()))
-            if not bool(self.allclose(r, c.to(r.device, r.dtype), atol=self.atol * scale,
-                                      rtol=self.rtol)):
-                self.details["scaled_check"] = "mismatch at x%g" % DEGENERATE_SCALE
-                raise Outcome("value_mismatch",
-                              "Output mismatch on inputs scaled by %g (this problem's output "
-                              "is near zero or constant on its own inputs, so it is checked "
-                              "there too): max_abs_diff=%s, tolerance %g relative to the "
-                              "output's size" % (DEGENERATE_SCALE,
-                                                 fmt(float((r.double() - c.double()).abs().max())),
-                                                 self.atol))
-        self.details["scaled_check"] = "ok at x%g" % DEGENERATE_SCALE
-
     def run_model(self, model, inputs, who):
         torch = self.torch
         try:
@@ -936,146 +1979,6 @@ class Runner:
             flags = ["reference_error"] if who == "Model" else []
             raise Outcome(error_status(e), "%s forward failed: %s" % (who, first_line(e)), e,
                           flags=flags)
-
-    def check_correctness(self, ref, model, model_new):
-        torch = self.torch
-        n = int(self.req.get("correctness_trials", 5))
-        torch.manual_seed(self.seed)
-        trial_seeds = [int(torch.randint(0, 2 ** 32 - 1, (1,)).item()) for _ in range(n)]
-        trials = self.details["trials"]
-        passed = 0
-        failure = None
-        for k, trial_seed in enumerate(trial_seeds):
-            try:
-                pristine = self.make_inputs(ref, trial_seed)
-            except Exception as e:
-                raise Outcome(error_status(e), "get_inputs() failed: %s" % first_line(e), e,
-                              flags=["reference_error"])
-            ref_inputs = self.clone_inputs(pristine)
-            ref_out = self.run_model(model, ref_inputs, "Model")
-            del ref_inputs
-            ref_outs = self.outputs_as_list(ref_out, "Model")
-            self.check_degenerate(ref_outs)
-            # ref_out stays referenced while the candidate runs: its memory cannot be
-            # handed back to the candidate by the caching allocator.
-            cand_inputs = self.clone_inputs(pristine)
-            cand_out = self.run_model(model_new, cand_inputs, "ModelNew")
-            cand_outs = self.outputs_as_list(cand_out, "ModelNew")
-            trial = {"trial": k + 1, "seed": trial_seed, "ok": False,
-                     "max_abs_diff": None, "avg_abs_diff": None}
-            trials.append(trial)
-            mutated = not self.inputs_unchanged(pristine, cand_inputs)
-            if mutated:
-                self.flag("input_mutated")
-                failure = failure or ("value_mismatch",
-                                      "ModelNew modified its input tensors in place (trial %d)"
-                                      % (k + 1))
-            if len(ref_outs) != len(cand_outs):
-                trial["shape"] = "%d outputs, expected %d" % (len(cand_outs), len(ref_outs))
-                raise Outcome("shape_mismatch", "Output count mismatch: expected %d, got %d"
-                              % (len(ref_outs), len(cand_outs)))
-            ok = True
-            max_d, avg_d = 0.0, 0.0
-            for r, c in zip(ref_outs, cand_outs):
-                if tuple(r.shape) != tuple(c.shape):
-                    raise Outcome("shape_mismatch", "Output shape mismatch: expected %s, got %s"
-                                  % (list(r.shape), list(c.shape)))
-                if c.device != r.device:
-                    self.flag("output_device_mismatch")
-                    c = c.to(r.device)
-                if c.dtype != r.dtype:
-                    self.flag("output_dtype_mismatch")
-                    c = c.to(r.dtype)
-                if r.numel() == 0:
-                    continue
-                try:
-                    close = bool(self.allclose(r, c, atol=self.atol, rtol=self.rtol))
-                    diff = (r.double() - c.double()).abs() if r.numel() < (1 << 26) \
-                        else (r.float() - c.float()).abs()
-                    md, ad = float(diff.max()), float(diff.mean())
-                except Exception as e:
-                    raise Outcome(error_status(e), "comparing outputs failed: %s"
-                                  % first_line(e), e)
-                del diff
-                max_d = md if math.isnan(md) or md > max_d else max_d
-                avg_d = ad if math.isnan(ad) or ad > avg_d else avg_d
-                ok = ok and close
-            trial["max_abs_diff"] = max_d
-            trial["avg_abs_diff"] = avg_d
-            trial["ok"] = ok and not mutated
-            if trial["ok"]:
-                passed += 1
-            elif failure is None:
-                failure = ("value_mismatch",
-                           "Output mismatch in trial %d/%d: max_abs_diff=%s avg_abs_diff=%s "
-                           "(atol=%g rtol=%g)" % (k + 1, n, fmt(max_d), fmt(avg_d),
-                                                 self.atol, self.rtol))
-            del ref_out, ref_outs, cand_out, cand_outs, pristine, cand_inputs
-        self.details["trials_passed"] = passed
-        self.details["trials_total"] = n
-        if failure is not None:
-            raise Outcome(failure[0], failure[1])
-        if "degenerate_output" in self.flags:
-            self.check_scaled(ref, model, model_new)
-        self.correct = True
-        return passed
-
-    def replay_check(self, model, model_new, inputs, k):
-        """Whether the candidate still computes from its inputs while it is being timed:
-        a few elements of each floating input are changed in place (values taken from
-        other positions of the same tensor, so they stay in the problem's domain), then
-        both models run on those same buffers and their outputs are compared. An output
-        kept from an earlier call and found again by the buffers' addresses, the tensor
-        objects or a few sampled values misses the change. A mismatch flags stale_output
-        (the verdict rejects it); a reference that fails or turns non-finite on the
-        changed values (a problem whose inputs must keep a structure) skips the check.
-        The changed elements get their values back before the timing goes on."""
-        torch = self.torch
-        info = self.details.setdefault("replay_check", {"checks": 0})
-        if info.get("skipped") or "stale_output" in self.flags:
-            return
-        gen = torch.Generator().manual_seed(self.seed * 1009 + k)
-        saved = []
-        with torch.no_grad():
-            for x in inputs:
-                if not (isinstance(x, torch.Tensor) and x.is_floating_point()
-                        and x.numel() > 1 and x.is_contiguous()):
-                    continue
-                flat = x.view(-1)
-                dst = torch.randint(0, flat.numel(), (REPLAY_ELEMENTS,), generator=gen)
-                src = torch.randint(0, flat.numel(), (REPLAY_ELEMENTS,), generator=gen)
-                dst, src = dst.to(flat.device), src.to(flat.device)
-                saved.append((flat, dst, flat[dst].clone()))
-                flat[dst] = flat[src].clone()
-        if not saved:
-            return
-        try:
-            self.compare_changed(model, model_new, inputs, info)
-        finally:
-            with torch.no_grad():  # the timing goes on with the inputs it had
-                for flat, dst, old in saved:
-                    flat[dst] = old
-
-    def compare_changed(self, model, model_new, inputs, info):
-        torch = self.torch
-        try:
-            ref_outs = self.outputs_as_list(self.run_model(model, inputs, "Model"), "Model")
-            if not all(bool(torch.isfinite(r).all()) for r in ref_outs if r.is_floating_point()):
-                raise ValueError("non-finite reference output")
-        except Exception as e:  # an Outcome too: the reference's, not the candidate's
-            info["skipped"] = "the reference on the changed inputs: %s" % first_line(str(e))
-            return
-        cand_outs = self.outputs_as_list(self.run_model(model_new, inputs, "ModelNew"), "ModelNew")
-        info["checks"] += 1
-        for r, c in zip(ref_outs, cand_outs):
-            if tuple(r.shape) != tuple(c.shape):
-                continue
-            c = c.to(r.device, r.dtype)
-            if r.numel() and not bool(self.allclose(r, c, atol=self.atol, rtol=self.rtol)):
-                self.flag("stale_output")
-                info["failed_at"] = info["checks"]
-                info["max_abs_diff"] = float((r.double() - c.double()).abs().max())
-                return
 
     # ------------------------------------------------------------ timing
 
@@ -1111,7 +2014,7 @@ class Runner:
         self.details["gpu_cycles_per_us"] = round(rate, 1)
         return rate
 
-    def trial(self, model, inputs, method, flush_buf):
+    def trial(self, model, inputs, method, flush_buf, keep=False):
         """One timed call, KernelBench's way: synchronize, flush L2, then the call between
         two CUDA events (or the host clock and a synchronize). With eval.timing_hold_us
         the GPU then spins that long before the start event (torch.cuda._sleep), so the
@@ -1119,7 +2022,8 @@ class Runner:
         time the GPU's work alone, at whatever pace the host runs (nvbench's blocking
         kernel, by a timed spin). Without it, a call whose launches take the host longer
         than the flush takes the GPU is timed at the host's pace, which on the GPU hosts
-        moved by up to 4x from one run to the next (tools/bench/README.md, repeat)."""
+        moved by up to 4x from one run to the next (tools/bench/README.md, repeat).
+        Returns the milliseconds, with keep (ms, the call's output)."""
         self.synchronize()
         if flush_buf is not None:
             flush_buf.fill_(42)
@@ -1129,14 +2033,16 @@ class Runner:
             start = self.Event(enable_timing=True)
             end = self.Event(enable_timing=True)
             self.event_record(start)
-            model(*inputs)
+            out = model(*inputs)
             self.event_record(end)
             self.synchronize()
-            return self.event_elapsed(start, end)
-        t0 = self.perf_counter()
-        model(*inputs)
-        self.synchronize()
-        return (self.perf_counter() - t0) * 1000.0
+            ms = self.event_elapsed(start, end)
+        else:
+            t0 = self.perf_counter()
+            out = model(*inputs)
+            self.synchronize()
+            ms = (self.perf_counter() - t0) * 1000.0
+        return (ms, out) if keep else ms
 
     def warm_up_models(self, models, inputs, warmup):
         """warmup untimed calls of each model, each synchronized, then (on CUDA) the
@@ -1167,79 +2073,6 @@ class Runner:
             if self.device.type == "cuda":
                 st["stream_check"] = self.stream_check(model, inputs)
         return st
-
-    def time_pair(self, model, model_new, inputs):
-        """The reference and the candidate timed in this one process, interleaved, so that
-        whatever else the machine does (a build on the other core, clocks, another
-        process on the GPU) weighs on both alike: after the warm-ups of each, rounds of
-        a block of trials of one then a block of the other, the order swapped every
-        round (ABBA). A pass is perf_trials trials of each (plus the discarded first);
-        while the speedup's 95% interval is wider than the request's timing.max_spread
-        of it (a relative half-width), another pass is added, up to timing.max_passes.
-        Returns (candidate stats, reference stats, pair) where pair holds the speedup
-        (by timing.statistic: the ratio of means, KernelBench's, or of medians; see
-        speedup_interval), its interval, both ratios, the passes and rounds, and each
-        pass's own speedup, preemptions of the timing thread and stolen time of the
-        process's cores (pass_log: what moved a pass, where passes disagree).
-        REPLAY_CHECKS times in the first pass, between rounds, the inputs get a few fresh
-        values (replay_check), and each model runs once untimed after it, so that the
-        check's own calls weigh on no timed trial. do_bench times each
-        apart (Triton's own protocol), one after the other."""
-        tcfg = self.req.get("timing") or {}
-        method, trials, discard, warmup, flush_buf = self.timing_setup()
-        if method == "do_bench":
-            st = self.time_do_bench(model_new, inputs)
-            self.replay_check(model, model_new, inputs, 1)
-            rst = self.time_do_bench(model, inputs)
-            return st, rst, speedup_interval(rst, st, 1, 1)
-        statistic = tcfg.get("statistic", "mean")
-        max_spread = float(tcfg.get("max_spread", 0.1))
-        max_passes = max(1, int(tcfg.get("max_passes", 3)))
-        block = max(1, trials // 10)
-        ref_s, cand_s, passes, rounds, log_ = [], [], 0, 0, []
-        cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
-        with self.torch.no_grad():
-            self.warm_up_models((model, model_new), inputs, warmup)
-            for m in (model, model_new):  # the discarded first trials
-                for _ in range(discard):
-                    self.trial(m, inputs, method, flush_buf)
-            per_pass = -(-trials // block)
-            replay_at = {1 + i * (per_pass - 1) // max(1, REPLAY_CHECKS - 1)
-                         for i in range(REPLAY_CHECKS)}
-            while True:
-                passes += 1
-                left, first = trials, (len(ref_s), len(cand_s))
-                switches, stolen = involuntary_switches(), steal_ticks(cores)
-                while left > 0:
-                    n = min(block, left)
-                    order = ((model, ref_s), (model_new, cand_s))
-                    for m, out in (order if rounds % 2 == 0 else order[::-1]):
-                        out.extend(self.trial(m, inputs, method, flush_buf) for _ in range(n))
-                    left -= n
-                    rounds += 1
-                    if passes == 1 and rounds in replay_at:
-                        self.replay_check(model, model_new, inputs, rounds)
-                        for m in (model, model_new):
-                            self.trial(m, inputs, method, flush_buf)
-                one = speedup_interval(stats(ref_s[first[0]:]), stats(cand_s[first[1]:]),
-                                       1, 1, statistic)
-                log_.append({"speedup": one["speedup"],
-                             "nivcsw": involuntary_switches() - switches,
-                             "steal_ticks": steal_ticks(cores) - stolen})
-                st, rst = stats(cand_s), stats(ref_s)
-                pair = speedup_interval(rst, st, passes, rounds, statistic)
-                if (passes >= max_passes or pair["speedup"] is None
-                        or pair["spread"] is None or pair["spread"] <= max_spread):
-                    break
-            pair["pass_log"] = log_
-            st["method"] = rst["method"] = method
-            st["l2_flush"] = rst["l2_flush"] = flush_buf is not None
-            if self.hold_cycles:
-                st["hold_us"] = rst["hold_us"] = self.hold_us
-            del flush_buf
-            if self.device.type == "cuda":
-                st["stream_check"] = self.stream_check(model_new, inputs)
-        return st, rst, pair
 
     def time_do_bench(self, model, inputs):
         """Triton's triton.testing.do_bench with its defaults (eval.timing do_bench): its
@@ -1302,21 +2135,6 @@ class Runner:
         ev, host, overhead = sc["event_median_ms"], sc["host_median_ms"], sc["overhead_ms"] or 0.0
         if host - ev - overhead > max(0.5 * ev, 0.05):
             self.flag("side_stream_suspected")
-
-    def timed(self, model, inputs, who):
-        return self.timing_failed(lambda: self.time_model(model, inputs), who)
-
-    def timed_pair(self, model, model_new, inputs):
-        """time_pair into self.timing (candidate, reference, pair) and self.speedup; the
-        candidate's stats, or None when timing failed."""
-        got = self.timing_failed(lambda: self.time_pair(model, model_new, inputs),
-                                 "ModelNew or Model")
-        if got is None:
-            return None
-        st, rst, pair = got
-        self.timing.update(candidate=st, reference=rst, pair=pair)
-        self.speedup = pair["speedup"]
-        return st
 
     def timing_failed(self, fn, who):
         """fn(), or None when it raised: a CUDA error is the candidate's (cuda_error),
@@ -1481,41 +2299,10 @@ class Runner:
             self.flag("processes_left")
             self.details["processes_left"] = kids[:8]
 
-    def mode_execute(self):
-        ref = self.load_reference()
-        model_new_cls = self.load_candidate()
-        self.phase("load")
-        model, model_new = self.init_models(ref, model_new_cls)
-        self.phase("models")
-        passed = self.check_correctness(ref, model, model_new)
-        self.check_leftovers()
-        self.phase("correctness")
-        msg = "correct (%d/%d trials)" % (passed, passed)
-        if int(self.req.get("perf_trials", 100)) <= 0:
-            return "ok", msg
-        inputs = self.make_inputs(ref, self.seed)
-        if self.req.get("time_reference"):
-            st = self.timed_pair(model, model_new, inputs)
-        else:
-            st = self.timed(model_new, inputs, "ModelNew")
-            self.timing["candidate"] = st
-        # The times by the statistic the speedup is a ratio of (the pair's).
-        key = "%s_ms" % ((self.timing.get("pair") or {}).get("statistic") or "mean")
-        self.phase("timing")
-        if st is not None:
-            self.check_side_stream(st)
-            msg += ", %.4g ms" % st[key]
-        if self.speedup is not None:
-            msg += " (reference %.4g ms, speedup %.3g, 95%% interval %s)" % (
-                self.timing["reference"][key], self.speedup,
-                "-".join(fmt(x) for x in self.timing["pair"]["ci95"] or ["n/a"]))
-        self.check_leftovers()
-        return "ok", msg
-
     def mode_baseline(self):
         torch = self.torch
         ref = self.load_reference()
-        model, _ = self.init_models(ref, None)
+        model = self.init_reference(ref)
         inputs = self.make_inputs(ref, self.seed)
         # Exceptions here are the reference's, not a candidate's.
         try:
@@ -1556,11 +2343,11 @@ class Runner:
         ref = self.load_reference()
         target = "reference" if self.req.get("profile_reference") else "candidate"
         if target == "reference":
-            model, _ = self.init_models(ref, None)
+            model = self.init_reference(ref)
             who = "Model"
         else:
             model_new_cls = self.load_candidate()
-            _, model = self.init_models(ref, model_new_cls)
+            model = self.init_candidate(ref, model_new_cls)
             who = "ModelNew"
         inputs = self.make_inputs(ref, self.seed)
         self.phase("models")

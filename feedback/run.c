@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1374,6 +1375,30 @@ fb_warm_cpu_range(const struct kb_config *cfg, long cores, int *first, int *last
 	return true;
 }
 
+/* A warm runner's start: its environment (env, the caller's to clear) and options, with
+ * the widest deadline's limits (its step is not known yet) and no deadline of its own;
+ * what the fork servers' key is made of (shared_key), so every runner forked the same
+ * way comes from the same server. */
+static void
+warm_opts(const struct kb_config *cfg, const char *const *argv, const char *visible,
+	  struct kb_spawn_opts *o, struct fb_env *env)
+{
+	long	deadline = cfg->eval.compile_timeout_s > cfg->eval.timeout_s ?
+			   cfg->eval.compile_timeout_s : cfg->eval.timeout_s;
+
+	memset(o, 0, sizeof(*o));
+	env_build(env, cfg, NULL, visible, false);
+	env_contained(env, NULL);
+	o->argv = argv;
+	o->envp = (const char *const *)env->v;
+	o->cwd = "/";
+	o->stdin_data = "";	/* a pipe, written at the hand-over */
+	runner_limits(cfg, o, deadline > 0 && deadline < INT_MAX / 1000 ? (int)deadline : 300);
+	(void)fb_warm_cpu_range(cfg, sysconf(_SC_NPROCESSORS_ONLN), &o->cpu_first, &o->cpu_last);
+	o->sched_idle = warm_idle(cfg);
+	o->timeout_ms = 0;
+}
+
 /* visible NULL: no runner step follows (warm_next_visible), none is started. build: the
  * step it is for may build (a precompile), so torch's extension machinery is imported
  * too; an execute or profile loads its precompile's build without it (LOAD_MEMO in the
@@ -1382,25 +1407,14 @@ static void
 warm_start_with(const struct kb_config *cfg, const char *python, const char *runner,
 		const char *visible, bool build, bool ahead)
 {
-	struct kb_spawn_opts	 o = { 0 };
+	struct kb_spawn_opts	 o;
 	struct fb_env		 env = { .n = 0 };
 	const char		*argv[] = { python, runner, build ? "--warm" : "--warm-load",
 					    ahead ? "--cuda-ahead" : NULL, NULL };
-	long			 deadline = cfg->eval.compile_timeout_s > cfg->eval.timeout_s ?
-					    cfg->eval.compile_timeout_s : cfg->eval.timeout_s;
 
 	if (!warm.enabled || !cfg->runner.warm || warm.child != NULL || visible == NULL)
 		return;
-	env_build(&env, cfg, NULL, visible, false);
-	env_contained(&env, NULL);
-	o.argv = argv;
-	o.envp = (const char *const *)env.v;
-	o.cwd = "/";
-	o.stdin_data = "";	/* a pipe, written at the hand-over */
-	runner_limits(cfg, &o, deadline > 0 && deadline < INT_MAX / 1000 ? (int)deadline : 300);
-	(void)fb_warm_cpu_range(cfg, sysconf(_SC_NPROCESSORS_ONLN), &o.cpu_first, &o.cpu_last);
-	o.sched_idle = warm_idle(cfg);
-	o.timeout_ms = 0;
+	warm_opts(cfg, argv, visible, &o, &env);
 	warm.idle = o.sched_idle;
 	if (zygote_fork(cfg, &o, python, runner, visible, ahead, &warm.child) == 0 ||
 	    kb_spawn_start(&o, &warm.child) == 0) {
@@ -1596,6 +1610,248 @@ selftest_dir_open(const char *kind, char *dir, size_t n, int *lock)
 	*lock = -1;
 }
 
+/* ------------------------------------------------------------ the judge */
+
+/*
+ * An execute is two runners (DESIGN.md §5, trust boundaries): the candidate's, started
+ * as every runner is (warm, forked or cold), and its judge, a runner in mode "judge" that
+ * imports the problem alone, never the candidate, and drives the evaluation over a Unix
+ * socket it listens on in a directory of its own beside the work directory (judge/); the
+ * candidate's runner connects and proves itself with a token that only the two requests
+ * carry, drawn here for each execute. The judge is forked from this process's fork
+ * server where it has one (a fork, not an import of torch), else started cold, handed
+ * its request and waited for in a thread of its own while fb_run runs the candidate's
+ * runner; then the two results are made one (judge.c).
+ */
+#define FB_JUDGE_SOCKET		"kforge-judge.sock"
+#define FB_JUDGE_TOKEN_BYTES	24
+/* The judge outlives its candidate's deadline by this much (the candidate's runner
+ * ends first; the judge then writes its result). */
+#define FB_JUDGE_GRACE_S	60
+/* ... and ends within this once its candidate's runner has ended, else it is killed. */
+#define FB_JUDGE_AFTER_S	15
+
+struct judge {
+	struct kb_spawn		*child;
+	struct kb_spawn_opts	 o;
+	struct kb_spawn_result	 r;
+	struct fb_env		 env;
+	json_t			*jreq;
+	char			*request;
+	const char		*argv[3];
+	pthread_t		 thread;
+	bool			 running;
+	volatile bool		 stop;	/* its candidate's runner never came: kill it */
+	int			 rc;
+	char			 dir[PATH_MAX];
+};
+
+static bool
+judge_should_stop(void *arg)
+{
+	return ((struct judge *)arg)->stop;
+}
+
+/* <parent of work_dir>/judge: beside the candidate's work directory, none of its. */
+static int
+judge_dir(const char *work_dir, char *out, size_t n)
+{
+	const char	*slash = strrchr(work_dir, '/');
+	int		 len = slash != NULL && slash != work_dir ? (int)(slash - work_dir) : 0;
+
+	if (work_dir[0] != '/' || len == 0)
+		return -KB_EINVAL;
+	return snprintf(out, n, "%.*s/judge", len, work_dir) < (int)n ? 0 : -KB_ETOOBIG;
+}
+
+static int
+judge_token(char *out, size_t n)
+{
+	unsigned char	raw[FB_JUDGE_TOKEN_BYTES];
+	size_t		got = 0;
+	ssize_t		k;
+
+	while (got < sizeof(raw)) {
+		if ((k = getrandom(raw + got, sizeof(raw) - got, 0)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -KB_ESYS;
+		}
+		got += (size_t)k;
+	}
+	if (n < 2 * sizeof(raw) + 1)
+		return -KB_ETOOBIG;
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+	return 0;
+}
+
+static void *
+judge_wait(void *arg)
+{
+	struct judge	*j = arg;
+
+	j->rc = kb_spawn_finish(j->child, &j->o, &j->r);
+	j->child = NULL;
+	return NULL;
+}
+
+/* The judge forked as a warm runner would be, by the same server (warm_opts); its own
+ * deadline and the rest come with judge_wait and its request. */
+static int
+judge_fork(const struct kb_config *cfg, const char *python, const char *runner,
+	   const char *visible, struct judge *j)
+{
+	struct kb_spawn_opts	 o;
+	struct fb_env		 env = { .n = 0 };
+	const char		*argv[] = { python, runner, "--warm-load", NULL };
+	int			 rc;
+
+	warm_opts(cfg, argv, visible, &o, &env);
+	o.sched_idle = false;	/* its request comes at once */
+	rc = zygote_fork(cfg, &o, python, runner, visible, false, &j->child);
+	env_clear(&env);
+	return rc;
+}
+
+/* Starts the judge of req (an execute whose candidate's request is cjreq, which gets
+ * the judge's socket and token too); 0, or < 0 with nothing left running. */
+static int
+judge_start(const struct kb_config *cfg, const struct fb_request *staged, json_t *cjreq,
+	    const char *python, const char *runner, const char *cuda_visible, int deadline,
+	    struct judge *j)
+{
+	struct fb_request	 jr = *staged;
+	char			 sock[PATH_MAX], token[2 * FB_JUDGE_TOKEN_BYTES + 1];
+	json_t			*spec;
+	int			 rc;
+
+	memset(j, 0, sizeof(*j));
+	if (staged->work_dir == NULL)
+		return -KB_EINVAL;
+	if ((rc = judge_dir(staged->work_dir, j->dir, sizeof(j->dir))) < 0 ||
+	    (rc = kb_path_join(sock, sizeof(sock), j->dir, FB_JUDGE_SOCKET)) < 0 ||
+	    (rc = judge_token(token, sizeof(token))) < 0)
+		return rc;
+	if ((rc = fb_stage_mkdir(j->dir)) < 0 || (rc = fb_contain_runner_dir(j->dir)) < 0) {
+		log_warnx("cannot give the judge %s: %s", j->dir, kb_strerror(rc));
+		return rc;
+	}
+	/* The judge's request is the execute's, for the problem alone. */
+	jr.candidate_path = NULL;
+	jr.build_dir = NULL;
+	jr.work_dir = j->dir;
+	if ((j->jreq = build_request(cfg, &jr)) == NULL)
+		return -KB_ENOMEM;
+	json_object_set_new(j->jreq, "mode", json_string("judge"));
+	json_object_del(j->jreq, "started_file");
+	json_object_del(j->jreq, "pch_dir");
+	spec = json_pack("{s:s, s:s}", "socket", sock, "token", token);
+	if (spec == NULL) {
+		rc = -KB_ENOMEM;
+		goto fail;
+	}
+	json_object_set(cjreq, "judge", spec);
+	json_object_set_new(j->jreq, "judge", spec);
+
+	env_build(&j->env, cfg, NULL, cuda_visible, false);
+	env_contained(&j->env, j->dir);
+	j->argv[0] = python;
+	j->argv[1] = runner;
+	j->argv[2] = NULL;
+	j->o.argv = j->argv;
+	j->o.envp = (const char *const *)j->env.v;
+	j->o.cwd = j->dir;
+	runner_limits(cfg, &j->o, deadline > INT_MAX / 1000 - FB_START_ALLOWANCE_S - FB_JUDGE_GRACE_S ?
+		      INT_MAX / 1000 : deadline + FB_START_ALLOWANCE_S + FB_JUDGE_GRACE_S);
+	j->o.stdin_data = "";	/* a pipe, written by judge_wait */
+	if (cuda_visible == NULL || !zygote_serves(python, runner) ||
+	    judge_fork(cfg, python, runner, cuda_visible, j) < 0 ||
+	    (rc = warm_request(j->jreq, &j->env, &j->o)) < 0) {
+		kb_spawn_discard(j->child);
+		j->child = NULL;
+		if ((rc = kb_spawn_start(&j->o, &j->child)) < 0) {
+			j->child = NULL;
+			goto fail;
+		}
+	}
+	if ((j->request = json_dumps(j->jreq, JSON_COMPACT)) == NULL) {
+		rc = -KB_ENOMEM;
+		goto fail;
+	}
+	j->o.stdin_data = j->request;
+	j->o.stdin_len = strlen(j->request);
+	j->o.should_stop = judge_should_stop;
+	j->o.should_stop_arg = j;
+	if ((rc = pthread_create(&j->thread, NULL, judge_wait, j)) != 0) {
+		rc = -KB_ESYS;
+		goto fail;
+	}
+	j->running = true;
+	return 0;
+fail:
+	kb_spawn_discard(j->child);
+	j->child = NULL;
+	json_decref(j->jreq);
+	j->jreq = NULL;
+	free(j->request);
+	j->request = NULL;
+	env_clear(&j->env);
+	return rc;
+}
+
+/* Waits for the judge (killed first when kill: its candidate's runner never came) and
+ * returns its result, or NULL with why; frees what judge_start made. */
+static json_t *
+judge_end(struct judge *j, bool kill, char *why, size_t whylen)
+{
+	json_t	*res = NULL;
+
+	if (!j->running) {
+		snprintf(why, whylen, "it did not start");
+		return NULL;
+	}
+	j->stop = kill;
+	/* Its candidate's runner has ended: the judge writes its result at once, unless that
+	 * runner never connected (it died before), and then it would wait for it in vain. */
+	if (!kill) {
+		struct timespec	until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += FB_JUDGE_AFTER_S;
+		if (pthread_timedjoin_np(j->thread, NULL, &until) == 0)
+			goto joined;
+		j->stop = true;
+	}
+	pthread_join(j->thread, NULL);
+joined:
+	j->running = false;
+	if (j->rc == -KB_ESTOPPED)
+		snprintf(why, whylen, "it was stopped: the candidate's runner never ran");
+	else if (j->rc < 0)
+		snprintf(why, whylen, "it could not be run (%s)", kb_strerror(j->rc));
+	else if ((res = parse_result(&j->r, why, whylen)) == NULL && j->r.end == KB_END_SIGNALED)
+		snprintf(why, whylen, "it was killed by signal %d (%s)", j->r.signo,
+			 signal_name(j->r.signo));
+	else if (res == NULL && j->r.end == KB_END_TIMEOUT)
+		snprintf(why, whylen, "it ran past its deadline");
+	if (res == NULL && j->r.out.len > 0)
+		log_info("the judge's output:\n%s", tail_of(j->r.out.p, FB_LOG_TAIL));
+	if (res != NULL) {
+		json_object_set_new(res, "runner", json_pack("{s:s, s:i, s:i, s:i}", "end",
+				    j->r.end == KB_END_EXITED ? "exited" :
+				    j->r.end == KB_END_SIGNALED ? "signaled" : "timeout",
+				    "exit_code", j->r.exit_code, "signal", j->r.signo,
+				    "pid", (int)j->r.pid));
+		json_object_set_new(res, "judge_wall_ms", json_integer(j->r.wall_ms));
+	}
+	kb_spawn_result_clear(&j->r);
+	json_decref(j->jreq);
+	free(j->request);
+	env_clear(&j->env);
+	return res;
+}
+
 int
 fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outcome *out)
 {
@@ -1616,6 +1872,9 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	char			 pch[PATH_MAX] = "", kprof[PATH_MAX] = "", started[PATH_MAX];
 	bool			 rebuild = false, next_after;
 	pid_t			 keep[WARM_PIDS];
+	struct judge		 judge = { .running = false };
+	json_t			*jres = NULL;
+	char			 jwhy[256] = "";
 
 	memset(out, 0, sizeof(*out));
 	out->runtime_ms = out->ref_runtime_ms = out->speedup = -1;
@@ -1675,6 +1934,14 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		}
 		if (ahead != NULL && (rc = warm_request(jreq, &env, &o)) < 0)
 			goto out;
+	}
+	if (req->mode == FB_EXECUTE &&
+	    (rc = judge_start(cfg, &staged, jreq, python, runner, cuda_visible, deadline,
+			      &judge)) < 0) {
+		log_warnx("cannot start the judge of %s: %s", req->candidate_path != NULL ?
+			  req->candidate_path : "the execute", kb_strerror(rc));
+		rc = -KB_EEXEC;
+		goto out;
 	}
 	if ((request = json_dumps(jreq, JSON_COMPACT)) == NULL) {
 		rc = -KB_ENOMEM;
@@ -1739,6 +2006,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	} else {
 		rc = kb_spawn_run(&o, &r);
 	}
+	if (judge.running)
+		jres = judge_end(&judge, rc < 0, jwhy, sizeof(jwhy));
 	fbw_reap_strays(&strays, keep, warm_pids(keep));
 	strays.running += r.strays_running;	/* a watched runner's, its watcher's count */
 	strays.killed += r.strays_killed;
@@ -1761,6 +2030,10 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		goto out;
 	}
 	note_leftovers(res, &r, &watch, &strays);
+	if (req->mode == FB_EXECUTE) {
+		res = fbj_merge(res, jres, jwhy);
+		jres = NULL;
+	}
 	fill_outcome(out, res);
 	if (warm_mode(req->mode) && next_after)
 		warm_start_with(cfg, python, runner, warm_next_visible(cfg, req, false, out),
@@ -1768,6 +2041,9 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	log_debug("runner %s: %s in %lld ms", mode_names[req->mode], fb_status_name(out->status),
 		  (long long)r.wall_ms);
 out:
+	if (judge.running)
+		json_decref(judge_end(&judge, true, jwhy, sizeof(jwhy)));
+	json_decref(jres);
 	/* Not handed its request (an error before): it is fresh still, keep it. */
 	if (ahead != NULL && warm.child == NULL)
 		warm.child = ahead;

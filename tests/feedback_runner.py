@@ -58,8 +58,9 @@ class Env:
         self.tmp = tmp
         self.build = os.path.join(tmp, "build")
         self.work = os.path.join(tmp, "work")
-        os.makedirs(self.build, exist_ok=True)
-        os.makedirs(self.work, exist_ok=True)
+        self.judge_dir = os.path.join(tmp, "judge")
+        for d in (self.build, self.work, self.judge_dir):
+            os.makedirs(d, exist_ok=True)
 
     def run(self, mode, problem="problem_add.py", candidate=None, build=None, raw=None,
             timeout=300, extra_env=None, warm=False, **over):
@@ -77,18 +78,52 @@ class Env:
                "TORCH_EXTENSIONS_DIR": build, "CUDA_VISIBLE_DEVICES": "",
                "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
         env.update(extra_env or {})
-        with tempfile.TemporaryFile() as res, tempfile.TemporaryFile() as log:
-            t0 = time.monotonic()
-            p = subprocess.run([self.python, RUNNER] + (([warm] if isinstance(warm, str) else list(warm) if isinstance(warm, list) else ["--warm"]) if warm else []), input=(raw if raw is not None else
-                                                             json.dumps(req)).encode(),
-                               stdout=log, stderr=subprocess.STDOUT, cwd=self.work, env=env,
-                               timeout=timeout, close_fds=False,
-                               preexec_fn=lambda: fd3(res.fileno()))
-            wall = time.monotonic() - t0
-            res.seek(0)
-            log.seek(0)
-            text = res.read().decode()
-            logtext = log.read().decode(errors="replace")
+        judge = None
+        if mode == "execute" and raw is None:
+            # An execute is the candidate's runner and its judge (the judge's result is
+            # what this returns, the candidate's under "candidate").
+            req["judge"] = {"socket": os.path.join(self.judge_dir, "kforge-judge.sock"),
+                            "token": os.urandom(24).hex()}
+            jreq = dict(req, mode="judge", work_dir=self.judge_dir)
+            jreq.pop("candidate", None)
+            judge = self.start(jreq, env, self.judge_dir, [])
+        t0 = time.monotonic()
+        p, res, log = self.start(req, env, self.work, warm, raw)
+        p.communicate(timeout=timeout)
+        wall = time.monotonic() - t0
+        result, logtext = self.collect(p, res, log, mode, candidate)
+        if judge is not None:
+            jp, jres, jlog = judge
+            try:
+                jp.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                jp.kill()       # its candidate's runner never connected
+                jp.communicate()
+            jresult, jlogtext = self.collect(jp, jres, jlog, "judge", candidate)
+            jresult["candidate"] = result
+            return jresult, logtext + jlogtext, p.returncode, wall
+        return result, logtext, p.returncode, wall
+
+    def start(self, req, env, cwd, warm, raw=None):
+        res, log = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        args = ([warm] if isinstance(warm, str) else list(warm) if isinstance(warm, list)
+                else ["--warm"]) if warm else []
+        p = subprocess.Popen([self.python, RUNNER] + args, stdin=subprocess.PIPE,
+                             stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                             close_fds=False, preexec_fn=lambda: fd3(res.fileno()))
+        p.stdin.write((raw if raw is not None else json.dumps(req)).encode())
+        p.stdin.close()
+        p.stdin = None
+        return p, res, log
+
+    @staticmethod
+    def collect(p, res, log, mode, candidate):
+        res.seek(0)
+        log.seek(0)
+        text = res.read().decode()
+        logtext = log.read().decode(errors="replace")
+        res.close()
+        log.close()
         try:
             result = json.loads(text)
         except ValueError:
@@ -96,7 +131,7 @@ class Env:
         if result is None:
             print("no result from %s %s (rc %d); log:\n%s" % (mode, candidate, p.returncode,
                                                              logtext[-3000:]))
-        return result or {}, logtext, p.returncode, wall
+        return result or {}, logtext
 
 
 def finish(tmp, passed):
@@ -149,32 +184,47 @@ def main():
     check(r.get("status") == "runtime_error" and "runner_error" in r.get("flags", []),
           "bad request: runtime_error + runner_error")
 
-    # a correct candidate, timed together with the reference
+    # a correct candidate, timed together with the reference (the judge in a process of
+    # its own: its result, the candidate runner's under "candidate")
     r, _, _, _ = e.run("execute", candidate="cand_globals.py", time_reference=True)
-    check(r.get("status") == "ok" and r.get("correct") is True and r.get("compiled") is True,
+    cr = r.get("candidate") or {}
+    check(r.get("status") == "ok" and r.get("correct") is True and cr.get("compiled") is True
+          and cr.get("status") == "ok",
           "execute: correct (and candidate globals did not resize the reference's inputs)")
+    check(r.get("mode") == "judge" and cr.get("mode") == "execute", "execute: the judge's and the "
+          "candidate's results: %s %s" % (r.get("mode"), cr.get("mode")))
     check(not {"threads_left", "processes_left"} & set(r.get("flags", [])),
           "an honest candidate leaves nothing running: %s" % r.get("flags"))
     trials = r.get("details", {}).get("trials", [])
     check(len(trials) == 5 and all(t["ok"] and t["max_abs_diff"] == 0 for t in trials),
           "execute: 5 trials, exact")
     check(len({t["seed"] for t in trials}) == 5, "execute: 5 distinct trial seeds")
-    # Where the step's time went: each phase's end, in order, from the request.
-    phases = r.get("details", {}).get("phases_s") or {}
-    ends = [phases.get(k) for k in ("torch", "load", "models", "correctness", "timing")]
+    check(r.get("details", {}).get("second_distribution", "").startswith("ok"),
+          "execute: the second input distribution passed: %s"
+          % r.get("details", {}).get("second_distribution"))
+    # Where each side's time went: each phase's end, in order, from its request.
+    jphases = r.get("details", {}).get("phases_s") or {}
+    ends = [jphases.get(k) for k in ("torch", "connected", "models", "clean", "candidate",
+                                     "correctness", "timing")]
     check(None not in ends and ends == sorted(ends) and ends[0] >= 0 and ends[-1] < 300,
-          "execute: phases_s holds each phase's end in order: %s" % phases)
+          "execute: the judge's phases_s, each phase's end in order: %s" % jphases)
+    cphases = cr.get("details", {}).get("phases_s") or {}
+    ends = [cphases.get(k) for k in ("torch", "load", "models")]
+    check(None not in ends and ends == sorted(ends), "execute: the candidate's phases_s: %s" % cphases)
     cand, ref = r.get("timing", {}).get("candidate"), r.get("timing", {}).get("reference")
+    clean = r.get("timing", {}).get("reference_clean") or {}
     pair = r.get("timing", {}).get("pair") or {}
     passes = pair.get("passes") or 0
     plog = pair.get("pass_log") or []
-    # Interleaved: a pass is 10 trials of each in rounds of one of each (perf_trials // 10);
-    # passes are added while the interval is wide (a loaded machine), at most 3, and each
-    # is logged with its own speedup.
-    check(1 <= passes <= 3 and pair.get("rounds") == 10 * passes, "execute: passes and rounds: %s" % pair)
+    # Interleaved: a pass is 10 calls of each in blocks of 5 (at least BLOCK_MIN); passes
+    # are added while the interval is wide (a loaded machine), at most 3, each logged with
+    # its own speedup.
+    check(1 <= passes <= 3 and pair.get("rounds") == 2 * passes, "execute: passes and rounds: %s" % pair)
     check(cand and cand["trials"] == 10 * passes and cand["mean_ms"] > 0 and cand["min_ms"] <= cand["mean_ms"]
           <= cand["max_ms"], "execute: candidate timing stats")
     check(ref and ref["trials"] == 10 * passes and ref["mean_ms"] > 0, "execute: reference timing")
+    check(clean.get("trials") == 10 and clean.get("median_ms", 0) > 0,
+          "execute: the reference timed clean first: %s" % clean)
     check(len(plog) == passes and all(p["speedup"] > 0 and p["nivcsw"] >= 0 and p["steal_ticks"] >= 0
                                       for p in plog)
           and (passes > 1 or abs(plog[0]["speedup"] - r["speedup"]) < 1e-9),
@@ -204,29 +254,39 @@ def main():
     check(r.get("env", {}).get("device_name"), "execute: env.device_name")
     # The runner flags no speedup: fb_judge alone does, from the interval (feedback_verdict).
     check("excessive_speedup" not in r.get("flags", []), "execute: the runner flagged a speedup")
-    # The replay check: 10 rounds a pass, fresh values at rounds 1, 5 and 10; an honest
-    # candidate recomputes each time.
-    check(r.get("details", {}).get("replay_check") == {"checks": 3} and "stale_output" not in r["flags"],
-          "execute: three replay checks, passed: %s" % r.get("details", {}).get("replay_check"))
+    # Every timed call on inputs of its own; the fingerprints of at least three of the
+    # candidate's, chosen once all were made, checked against the reference's.
+    vf = r.get("details", {}).get("verify") or {}
+    check(vf.get("checks", 0) >= 3 and vf.get("calls") == 10 * passes and "stale_output" not in r["flags"],
+          "execute: the timed calls' fingerprints verified: %s" % vf)
+    check(set(r.get("details", {}).get("timers") or {}) >= {"excess_ms", "reference_excess_ms"}
+          and "timers_disagree" not in r["flags"] and "reference_slowed" not in r["flags"],
+          "execute: the judge's clock agrees with the timers: %s %s" % (r.get("details", {}).get("timers"),
+                                                                       r.get("details", {}).get("reference_slowed")))
+    # A cache that knows when it is checked (right for the correctness trials, its last
+    # output after them): its timed calls return stale outputs, which the fingerprints
+    # catch.
     r2, _, _, _ = e.run("execute", candidate="cand_replay_memo.py", time_reference=True)
-    rc2 = r2.get("details", {}).get("replay_check") or {}
-    check(r2.get("correct") is True and "stale_output" in r2.get("flags", []) and rc2.get("failed_at") == 1
-          and rc2.get("max_abs_diff", 0) > 0, "execute: a memo keyed by the buffers is stale: %s %s"
-          % (r2.get("flags"), rc2))
+    vf2 = r2.get("details", {}).get("verify") or {}
+    check(r2.get("correct") is True and "stale_output" in r2.get("flags", []) and vf2.get("failed_at")
+          and "fingerprint" in vf2.get("why", ""), "execute: a cache after the checks is stale: %s %s"
+          % (r2.get("flags"), vf2))
     r2, _, _, _ = e.run("execute", problem="problem_symmetric.py", candidate="cand_symmetric.py",
                         time_reference=True)
-    rc2 = r2.get("details", {}).get("replay_check") or {}
-    check(r2.get("status") == "ok" and "not symmetric" in rc2.get("skipped", "") and rc2.get("checks") == 0
+    vf2 = r2.get("details", {}).get("verify") or {}
+    check(r2.get("status") == "ok" and vf2.get("checks", 0) >= 3
           and "stale_output" not in r2.get("flags", []) and r2.get("speedup"),
-          "execute: a reference that fails on the changed values skips the check: %s %s" % (r2.get("status"), rc2))
+          "execute: a problem whose inputs keep a structure gets fresh ones that keep it: %s %s"
+          % (r2.get("status"), vf2))
 
     # a step kept on the cores the request names (those this process may use)
     mine = sorted(os.sched_getaffinity(0))
     r2, _, _, _ = e.run("execute", candidate="cand_globals.py", perf_trials=0, cpus=[mine[-1], 4096])
-    check(r2.get("details", {}).get("cpus") == [mine[-1]], "execute: pinned to core %d of [%d, 4096]: %s"
-          % (mine[-1], mine[-1], r2.get("details", {}).get("cpus")))
-    check("cpus" not in r.get("details", {}), "execute without cpus: left where it was: %s"
-          % r.get("details", {}).get("cpus"))
+    c2 = (r2.get("candidate") or {}).get("details", {})
+    check(c2.get("cpus") == [mine[-1]] and r2.get("details", {}).get("cpus") == [mine[-1]],
+          "execute: both sides pinned to core %d of [%d, 4096]: %s" % (mine[-1], mine[-1], c2.get("cpus")))
+    check("cpus" not in cr.get("details", {}), "execute without cpus: left where it was: %s"
+          % cr.get("details", {}).get("cpus"))
 
     # the same seeds give the same trial seeds (KernelBench's scheme)
     r2, _, _, _ = e.run("execute", candidate="cand_globals.py", perf_trials=0)
@@ -256,10 +316,11 @@ def main():
           "wrong shape: shape_mismatch naming the shapes")
 
     r, _, _, _ = e.run("execute", candidate="cand_raise.py")
-    check(r.get("status") == "runtime_error" and
-          "kernel launch configuration is invalid (test)" in r["details"]["exception"] and
-          "ValueError" in r["details"]["traceback"], "forward raises: runtime_error + traceback")
-    check(r.get("compiled") is True, "forward raises: compiled")
+    cr = r.get("candidate") or {}
+    check(r.get("status") == "runtime_error" and cr.get("status") == "runtime_error" and
+          "kernel launch configuration is invalid (test)" in cr["details"]["exception"] and
+          "ValueError" in cr["details"]["traceback"], "forward raises: runtime_error + traceback")
+    check(cr.get("compiled") is True, "forward raises: compiled")
 
     r, _, _, _ = e.run("execute", candidate="cand_no_model_new.py")
     check(r.get("status") == "no_model_new", "no ModelNew: no_model_new")
@@ -275,8 +336,9 @@ def main():
     r, _, _, _ = e.run("execute", candidate="cand_thread_left.py")
     check(r.get("status") == "ok" and {"threads_left", "processes_left"} <= set(r.get("flags", [])),
           "a thread and a child left running after forward: flagged (%s)" % r.get("flags"))
-    check(r.get("details", {}).get("threads_left") == ["helper"],
-          "threads_left names the candidate's thread: %s" % r.get("details", {}).get("threads_left"))
+    cd = (r.get("candidate") or {}).get("details", {})
+    check(cd.get("threads_left") == ["helper"],
+          "threads_left names the candidate's thread: %s" % cd.get("threads_left"))
 
     r, _, _, _ = e.run("execute", candidate="cand_tf32.py")
     check(r.get("status") == "ok" and "tf32_enabled" in r.get("flags", []),
@@ -381,8 +443,8 @@ def main():
     with open(os.path.join(e.work, "kforge_env.json")) as f:
         got = json.load(f)
     check(got == want, "a --warm-load runner's environment is the request's: %s" % got)
-    check("cuda_ahead" not in r.get("details", {}), "nothing of CUDA is started ahead unasked: %s"
-          % r.get("details", {}).get("cuda_ahead"))
+    check("cuda_ahead" not in (r.get("candidate") or {}).get("details", {}),
+          "nothing of CUDA is started ahead unasked: %s" % r.get("details", {}).get("cuda_ahead"))
     # --cuda-ahead (an execute's runner, forked while its precompile builds on a GPU host):
     # where CUDA cannot start (here no GPU is visible) it says so, and the step is judged
     # as in any runner.
@@ -390,7 +452,7 @@ def main():
     r, _, _, _ = e.run("execute", candidate="cand_env_dump.py",
                        warm=["--warm-load", "--cuda-ahead"], env=want, work_dir=e.work,
                        rlimit_cpu_s=600)
-    ahead = r.get("details", {}).get("cuda_ahead") or {}
+    ahead = (r.get("candidate") or {}).get("details", {}).get("cuda_ahead") or {}
     check(r.get("status") == "ok" and r.get("correct") and
           str(ahead.get("done", "")).startswith("failed: ") and ahead.get("s", -1) >= 0,
           "a runner told to start CUDA ahead where none is visible: %s %s"
@@ -405,6 +467,7 @@ def main():
                                                           r.get("details", {}).get("message")))
     want["CUDA_VISIBLE_DEVICES"] = "0"
     r, _, _, _ = e.run("execute", candidate="cand_env_dump.py", warm=True, env=want)
+    r = r.get("candidate") or {}
     msg = r.get("details", {}).get("message", "")
     check(r.get("status") == "runtime_error" and "runner_error" in r.get("flags", []) and
           "started with CUDA_VISIBLE_DEVICES=''" in msg,

@@ -1,12 +1,11 @@
-# Candidate: computes a + b once per pair of input buffers and returns the stored sum
-# whenever the same buffers come again (keyed by their addresses and their first and
-# last values), as every timed call after the first does. Right on the correctness
-# trials (fresh values each, even where the allocator hands back the same addresses),
-# stale once the runner changes a few values inside those buffers between timed calls
-# (stale_output).
+# Candidate: computes a + b for its first six calls (the correctness trials, five and
+# the second input distribution) and then returns its last output whatever it is given,
+# as a cache that knows when it is checked would. Right on every trial, stale on every
+# timed call: each has inputs of its own, so the fingerprints of the sampled calls miss
+# the reference's (stale_output).
 import torch.nn as nn
 
-_memo = {}
+_seen = {"calls": 0, "out": None}
 
 
 class ModelNew(nn.Module):
@@ -14,7 +13,7 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, a, b):
-        key = (a.data_ptr(), b.data_ptr(), float(a.reshape(-1)[0]), float(b.reshape(-1)[-1]))
-        if key not in _memo:
-            _memo[key] = a + b
-        return _memo[key]
+        _seen["calls"] += 1
+        if _seen["calls"] <= 6 or _seen["out"] is None or _seen["out"].shape != a.shape:
+            _seen["out"] = a + b
+        return _seen["out"]
