@@ -51,9 +51,18 @@ static const struct flag_rule {
 	  "it turned TF32 on in an fp32 evaluation (lower precision than the reference's; "
 	  "restored after it ran)" },
 	{ "stale_output", FB_VERDICT_REJECTED,
-	  "after a few of its input values were changed in place between timed calls, its "
-	  "output no longer matched the reference's: an output kept from an earlier call "
-	  "(outputs must be computed from each call's inputs)" },
+	  "the outputs of its timed calls (each on inputs of its own) did not match the "
+	  "reference's on the same inputs: an output kept from an earlier call, or not "
+	  "computed (outputs must be computed from each call's inputs)" },
+	{ "reference_slowed", FB_VERDICT_REJECTED,
+	  "the reference ran slower between its timed calls than alone, beyond the noise: "
+	  "something it left running took the reference's time" },
+	{ "below_physical_floor", FB_VERDICT_REJECTED,
+	  "its time is below what reading its inputs (and writing its outputs) once at the "
+	  "GPU's peak memory bandwidth takes: it cannot have computed its outputs" },
+	{ "timers_disagree", FB_VERDICT_SUSPECT,
+	  "its calls took much longer by an outside clock than its timers measured: work "
+	  "may run outside the timed windows" },
 	{ "threads_left", FB_VERDICT_REJECTED,
 	  "a thread it started was still running after forward returned: work must happen "
 	  "inside forward, in the caller's thread" },
