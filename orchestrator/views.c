@@ -1230,7 +1230,8 @@ redteam_mark(const struct orch_run *run)
 		       (long long)json_integer_value(sp),
 		       json_string_value(json_object_get(rt, "index")));
 	else
-		printf("Nothing harvested yet ('kforge redteam --harvest %s').\n\n", run->dir);
+		printf("Nothing kept yet: the run keeps its findings when it finishes ('kforge "
+		       "redteam --harvest %s'\nkeeps them while no supervisor runs).\n\n", run->dir);
 	json_decref(rt);
 }
 
