@@ -421,6 +421,13 @@ struct kb_config {
 		long	 rlimit_nofile;		/* open files */
 	} runner;
 	long	 workers;
+	/* `kforge redteam`: the prompt asks for kernels that fool the evaluator, and the
+	 * candidates judged correct (or suspect) at min_speedup or more are kept for review
+	 * under the run's redteam/ (orchestrator/redteam.c). */
+	struct {
+		bool	 enabled;
+		double	 min_speedup;
+	} redteam;
 };
 void	kb_config_clear(struct kb_config *c);
 

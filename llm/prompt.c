@@ -342,7 +342,10 @@ ctx_init(struct prompt_ctx *x, const struct kb_config *cfg, const struct llm_har
 	    strcmp(prec, "bf16") == 0 ? "torch.bfloat16" : "torch.float32";
 	ctx_set_owned(x, PV_PROBLEM_SRC, trimmed_copy(problem_src, ""));
 
-	snprintf(statement, sizeof(statement), "statement_%s%s.md", device, variant);
+	/* A red-team run asks for candidates that fool the evaluator: a statement of its
+	 * own, the rest of the prompt (and every later turn's feedback) as in any run. */
+	snprintf(statement, sizeof(statement), "statement_%s%s%s.md",
+		 cfg->redteam.enabled ? "redteam_" : "", device, variant);
 	if ((rc = render_var(x, PV_STATEMENT, statement)) < 0)
 		return rc;
 	if (cfg->refinement.hardware) {

@@ -41,6 +41,7 @@ static int	cmd_doctor(int argc, char **argv);
 static int	cmd_baseline(int argc, char **argv);
 static int	cmd_config(int argc, char **argv);
 static int	cmd_subset(int argc, char **argv);
+static int	cmd_redteam(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ .name = "run", .run = cmd_run,
@@ -62,6 +63,31 @@ static const struct command commands[] = {
 	  "headers, pybind11, the compiler or ninja missing, the reference itself failing),\n"
 	  "nothing is scored or fed back, the run pauses, and kforge exits 69 naming the fix;\n"
 	  "then 'kforge resume DIR'.\n" PROGRESS_HELP },
+	{ .name = "redteam", .run = cmd_redteam,
+	  .usage = "redteam CONFIG [--run-dir DIR] [--set key=value ...] [--detach] [--quiet]\n"
+		   "         [--progress-interval SECONDS]\n"
+		   "         redteam --harvest RUN_DIR [--quiet]",
+	  .help = "Test the evaluator: 'kforge run' of CONFIG with redteam.enabled set (recorded in\n"
+	  "the frozen config.yaml and run.json), whose prompt asks the model, whatever the\n"
+	  "provider, for a ModelNew that the evaluator judges correct and faster than the\n"
+	  "reference without computing it faster honestly (llm/prompts/statement_redteam_*.md;\n"
+	  "later turns get the ordinary feedback). Everything a run does (resume, status,\n"
+	  "tail, stop, report) works on it, and the report says it is a red-team run: its\n"
+	  "fast_p measures the evaluator, not kernels.\n"
+	  "When the run finishes (and each resume), every candidate judged correct, and apart\n"
+	  "from those every one judged suspect, whose speedup is at least\n"
+	  "redteam.min_speedup (default 1.5) is kept under DIR/redteam/<task>_t<turn>/: its\n"
+	  "kernel.py, a copy of its problem (problem.py), its result.json (verdict, reasons,\n"
+	  "timings) and suite.py, the kernel under the adversarial suite's header lines\n"
+	  "(# problem, # expect: rejected, # catches: -, # why: where it was found) to move\n"
+	  "into tests/data/adversarial/<device>/ once a reviewer has named the rule that\n"
+	  "should catch it. One line per kept candidate is printed (task, turn, verdict,\n"
+	  "speedup, folder; --quiet and --detach print none) and DIR/redteam/index.json lists\n"
+	  "them. --harvest RUN_DIR does the same for a red-team run already made, finished or\n"
+	  "not, whose supervisor is not running.\n"
+	  "Exit status: as 'kforge run' (0 when the run finished, kept anything or not); a\n"
+	  "harvest that could not be written is 1. --harvest: 0, 1 (not a red-team run, a\n"
+	  "supervisor running, a write failed), 2 (not a run directory)." },
 	{ .name = "resume", .run = cmd_resume,
 	  .usage = "resume DIR [--set runner.python=PATH] [--detach] [--quiet] "
 		   "[--progress-interval SECONDS]",
@@ -223,7 +249,7 @@ struct run_opts {
 	const char	*html, *svg, *bind, *out;
 	int		 port, size;
 	long		 seed;
-	bool		 seed_set;
+	bool		 seed_set, harvest;
 };
 
 static int
@@ -272,6 +298,7 @@ on_opt(int c, const char *arg, void *st)
 		o->size = (int)v;
 		break;
 	case 'O': o->out = arg; break;
+	case 'X': o->harvest = true; break;
 	case 'E':
 		if (kb_parse_int(arg, 0, LONG_MAX, &v) < 0)
 			return usage_error("--seed wants a non-negative integer, got '%s'", arg);
@@ -319,6 +346,7 @@ static const struct option all_longopts[] = {
 	{ "size", required_argument, NULL, 'N' },
 	{ "out", required_argument, NULL, 'O' },
 	{ "seed", required_argument, NULL, 'E' },
+	{ "harvest", no_argument, NULL, 'X' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -373,6 +401,37 @@ cmd_run(int argc, char **argv)
 	PARSE_OR_RETURN("dsDqi");
 	if (nrest != 1)
 		return usage_error("wants exactly one CONFIG%s", nrest > 1 ? " (extra arguments)" : "");
+	if (orch_run_create(&run, rest[0], o.run_dir, o.sets, o.nsets, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kforge: %s\n", err);
+		return 2;
+	}
+	return supervise(&run, &o);
+}
+
+/* `kforge run` of CONFIG as a red-team run: the supervisor harvests at the end, as it
+ * does for any run whose config says so. */
+static int
+cmd_redteam(int argc, char **argv)
+{
+	struct run_opts		o = { 0 };
+	struct orch_run		run;
+	char			err[1024], **rest;
+	int			nrest;
+
+	PARSE_OR_RETURN("dsDqiX");
+	if (o.harvest) {
+		if (o.run_dir != NULL || o.nsets > 0 || o.detach || o.progress_interval > 0)
+			return usage_error("--harvest takes the run directory alone%s", "");
+		if (nrest != 1)
+			return usage_error("--harvest wants exactly one run directory%s", "");
+		return orch_cmd_redteam_harvest(rest[0], o.quiet);
+	}
+	if (nrest != 1)
+		return usage_error("wants exactly one CONFIG%s", nrest > 1 ? " (extra arguments)" : "");
+	/* last, so that no --set makes it an ordinary run */
+	if (o.nsets >= MAX_SETS)
+		return usage_error("too many --set options%s", "");
+	o.sets[o.nsets++] = "redteam.enabled=true";
 	if (orch_run_create(&run, rest[0], o.run_dir, o.sets, o.nsets, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		return 2;

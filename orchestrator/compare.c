@@ -257,6 +257,12 @@ orch_cmd_compare(const char *const *dirs, int ndirs, bool as_json, const char *c
 	dropped = json_array();
 	differs = json_array();
 	warn_content_differs(r, ndirs, differs);
+	/* its fast_p counts what got through the evaluator: not a result to set beside one */
+	for (int i = 0; i < ndirs; i++)
+		if (r[i].run.cfg.redteam.enabled)
+			fprintf(stderr, "kforge: warning: %s is a red-team run: its kernels were asked "
+				"to fool the evaluator, so its numbers are not kernels' results\n",
+				r[i].run.dir);
 	common = common_keys(r, ndirs, dropped);
 	np = (int)json_object_size(common);
 	if (np == 0) {

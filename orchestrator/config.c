@@ -255,6 +255,15 @@ static const struct cfg_key schema[] = {
 	  .doc = "file descriptors a runner may hold" },
 	{ KEY("workers", K_INT, workers), .def = "16", .lo = 1, .hi = 4096,
 	  .doc = "tasks worked on at once" },
+	{ KEY("redteam.enabled", K_BOOL, redteam.enabled), .def = "false",
+	  .doc = "a red-team run (kforge redteam sets it): the prompt asks for kernels the "
+		 "evaluator judges correct and faster without being so, and its fast_p measures "
+		 "the evaluator, not kernels" },
+	/* hi: far past any speedup a timing gives, so any threshold a user means fits */
+	{ KEY("redteam.min_speedup", K_NUM, redteam.min_speedup), .def = "1.5", .dlo = 0,
+	  .dhi = 1e6,
+	  .doc = "red-team runs: candidates judged correct (or suspect) with at least this "
+		 "speedup are kept under the run's redteam/ for review" },
 };
 #define NKEYS	((int)(sizeof(schema) / sizeof(schema[0])))
 

@@ -584,6 +584,11 @@ orch_html_page(json_t *models, const char *live_stamp, struct kb_buf *out)
 			      (long long)json_integer_value(json_object_get(model, "turns")));
 		esc(out, json_string_value(json_object_get(model, "device")));
 		kb_buf_printf(out, "</p>\n");
+		if (json_object_get(report, "redteam") != NULL)
+			kb_buf_printf(out, "<p class=\"redteam\"><b>Red-team run:</b> the model was "
+				      "asked for kernels that the evaluator judges correct and faster "
+				      "without being so; fast_p here counts what got through the "
+				      "evaluator, not kernels (the findings: redteam/index.json).</p>\n");
 		summary_table(out, report);
 		flagged_and_failed(out, report);
 	}

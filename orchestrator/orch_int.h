@@ -246,6 +246,27 @@ int	orch_cmd_compare(const char *const *dirs, int ndirs, bool json, const char *
 int	orch_cmd_subset(const char *const *dirs, int ndirs, int size, const char *out,
 			uint64_t seed);
 
+/* redteam.c: a red-team run's findings (redteam.enabled). A harvest keeps every
+ * candidate of the run judged correct, and apart from those every one judged suspect,
+ * whose speedup is at least redteam.min_speedup, under <run>/redteam/ (rundir.h's
+ * RD_FINDING entries: the kernel, the problem, result.json and a file for the adversarial
+ * suite with its header lines), writes redteam/index.json last, records the counts in
+ * run.json, and prints one line per kept candidate to out (NULL: nothing printed). The
+ * caller holds the run (its supervisor's lock). 0, or a negative KB_E* with one line in
+ * err. */
+struct orch_redteam_kept {
+	int	correct, suspect;	/* candidates kept */
+	int	unfinished;		/* tasks not finished: harvested as far as judged */
+};
+int	orch_redteam_harvest(const struct orch_run *run, FILE *out,
+			     struct orch_redteam_kept *kept, char *err, size_t errlen);
+/* What the report says of a red-team run: {min_speedup, index (relative path, or null
+ * before a harvest), correct, suspect (counts, or null)}; NULL for any other run. */
+json_t	*orch_redteam_report(const struct orch_run *run);
+/* `kforge redteam --harvest DIR [--quiet]`: 0 harvested; 1 not a red-team run, a
+ * supervisor on it, or a write that failed; 2 not a run directory. */
+int	orch_cmd_redteam_harvest(const char *dir, bool quiet);
+
 #define ORCH_VIEW_PORT	8737	/* kforge view's default port */
 /* viewer.c: `kforge view DIR`: serves the page on addr:port (port 0: any free one; the
  * URL is printed) with libmicrohttpd until SIGINT or SIGTERM. 0, or 1 (2 for a bad

@@ -483,6 +483,9 @@ orch_run_create(struct orch_run *run, const char *config_path, const char *run_d
 	info = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:i}", "run_id", id, "name",
 			 run->cfg.name, "host", host, "created", ts, "kforge_version",
 			 KFORGE_VERSION, "status", "created", "gpus", gpus, "tasks", run->ntasks);
+	if (info != NULL && run->cfg.redteam.enabled)
+		json_object_set_new(info, "redteam", json_pack("{s:f}", "min_speedup",
+							     run->cfg.redteam.min_speedup));
 	rc = orch_run_update(run, info);
 	json_decref(info);
 out:

@@ -685,6 +685,28 @@ some_task_unfinished(const struct orch_run *run)
 	return false;
 }
 
+/* A red-team run's findings, kept once its tasks are finished, still under the run's
+ * lock: the findings' lines under the run's summary (none for --quiet or --detach), the
+ * counts in the log. A harvest that fails makes a finished run exit 1, saying how to try
+ * again. */
+static int
+harvest(const struct orch_run *run, const struct orch_sup_opts *opts, int rc)
+{
+	struct orch_redteam_kept kept;
+	char			 err[1024], index[PATH_MAX];
+
+	if (orch_redteam_harvest(run, opts->quiet || opts->detach ? NULL : stdout, &kept, err,
+				 sizeof(err)) < 0) {
+		log_warnx("redteam: %s; 'kforge redteam --harvest %s' tries again", err, run->dir);
+		return rc == 0 ? 1 : rc;
+	}
+	(void)rd_redteam_file(index, sizeof(index), run->dir, RD_REDTEAM_INDEX_JSON);
+	log_info("redteam: kept %d candidate(s) judged correct and %d judged suspect at %.2fx or "
+		 "more; %s lists them", kept.correct, kept.suspect, run->cfg.redteam.min_speedup,
+		 index);
+	return rc;
+}
+
 /* Detaching: the caller returns once the daemon has its pid file. */
 static int
 daemonize(struct orch_run *run)
@@ -950,6 +972,8 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	/* The last thing the run prints, under its closing log line. */
 	orch_progress_finish(s.progress, outcome);
 	s.progress = NULL;
+	if (all_done && run->cfg.redteam.enabled)
+		rc = harvest(run, opts, rc);
 	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_PID) == 0)
 		unlink(path);
 	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_RESERVE) == 0)

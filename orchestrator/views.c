@@ -1152,11 +1152,13 @@ report_json(const struct orch_run *run, const struct report *r, const char *cons
 			r->rejected, "suspect", r->suspect, "accepted", r->accepted, "accept", acc,
 			"flagged", r->flagged);
 	if (out != NULL) {
-		json_t *ak = at_k_json(r);
+		json_t *ak = at_k_json(r), *rt = orch_redteam_report(run);
 
 		json_object_set(out, "degenerate_problems", r->degenerate);
 		if (ak != NULL)
 			json_object_set_new(out, "at_k", ak);
+		if (rt != NULL)
+			json_object_set_new(out, "redteam", rt);
 	}
 	if (out != NULL) {
 		json_t *llm = llm_use_json(r->llm_requests, r->prompt_tokens, r->completion_tokens,
@@ -1209,6 +1211,30 @@ orch_report_json_of(const struct orch_run *run, const char *const *accept, const
 	return out;
 }
 
+/* A red-team run's numbers are the evaluator's blind spots, not kernels: said first, so
+ * that nobody takes its fast_p for a result. */
+static void
+redteam_mark(const struct orch_run *run)
+{
+	json_t	*rt = orch_redteam_report(run);
+	json_t	*c = json_object_get(rt, "correct"), *sp = json_object_get(rt, "suspect");
+
+	if (rt == NULL)
+		return;
+	printf("RED-TEAM RUN: the model was asked for kernels that the evaluator judges correct "
+	       "and faster\nwithout being so; fast_p below counts what got through the "
+	       "evaluator, not kernels.\n");
+	if (json_is_integer(c) && json_is_integer(sp))
+		printf("Kept for review at %.2fx or more: %lld judged correct, %lld judged suspect "
+		       "(%s).\n\n", run->cfg.redteam.min_speedup, (long long)json_integer_value(c),
+		       (long long)json_integer_value(sp),
+		       json_string_value(json_object_get(rt, "index")));
+	else
+		printf("Nothing kept yet: the run keeps its findings when it finishes ('kforge "
+		       "redteam --harvest %s'\nkeeps them while no supervisor runs).\n\n", run->dir);
+	json_decref(rt);
+}
+
 int
 orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 {
@@ -1230,6 +1256,7 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 	} else {
 		printf("kforge report: %s (%d tasks, %d turns, device %s)\n\n", run.cfg.name,
 		       run.ntasks, nturns, run.cfg.eval.device);
+		redteam_mark(&run);
 		printf("%-8s %5s  %9s  %9s  %8s  %8s  %8s  %8s\n", "level", "tasks", "compiled",
 		       "fast_0", "fast_0.5", "fast_1", "fast_1.5", "fast_2");
 		for (int l = 0; l <= KB_MAX_LEVELS; l++) {

@@ -164,3 +164,29 @@ rd_baseline_file(char *out, size_t n, const char *run_dir, const char *device_na
 		return fail(out, n, -KB_ETOOBIG);
 	return 0;
 }
+
+int
+rd_redteam_file(char *out, size_t n, const char *run_dir, enum rd_entry e)
+{
+	if (!of_level(e, RD_LEVEL_REDTEAM))
+		return fail(out, n, -KB_EINVAL);
+	return build(out, n, run_dir, "%s/%s", rd_table[RD_REDTEAM_DIR].name, rd_table[e].name);
+}
+
+int
+rd_finding_dir(char *out, size_t n, const char *run_dir, const char *task_id, int turn)
+{
+	if (!component_ok(task_id) || turn < 1)
+		return fail(out, n, -KB_EINVAL);
+	return build(out, n, run_dir, "%s/%s_t%d", rd_table[RD_REDTEAM_DIR].name, task_id, turn);
+}
+
+int
+rd_finding_file(char *out, size_t n, const char *run_dir, const char *task_id, int turn,
+		enum rd_entry e)
+{
+	if (!of_level(e, RD_LEVEL_FINDING) || !component_ok(task_id) || turn < 1)
+		return fail(out, n, -KB_EINVAL);
+	return build(out, n, run_dir, "%s/%s_t%d/%s", rd_table[RD_REDTEAM_DIR].name, task_id,
+		     turn, rd_table[e].name);
+}

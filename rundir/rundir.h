@@ -8,6 +8,9 @@
  *                               reference_profile.json
  *       turns/<k>/              RD_TURN entries: prompt.md, response.md, kernel.py, ...
  *     baselines/<device>/       RD_BASELINE entries: <problem key>.json, <problem key>.lock
+ *     redteam/                  RD_REDTEAM entries: index.json (a red-team run's findings)
+ *       <task id>_t<turn>/      RD_FINDING entries: kernel.py, problem.py, result.json,
+ *                               suite.py (one candidate kept for review)
  *     build/<key>/  inputs/<key>/   keyed folders (rd_run_key)
  *
  * A runner's staging directory (feedback/stage.c) mirrors the same layout under its own
@@ -43,6 +46,7 @@
 	X(BASELINES_DIR,	RUN,	  "baselines")			\
 	X(BUILD_DIR,		RUN,	  "build")			\
 	X(INPUTS_DIR,		RUN,	  "inputs")			\
+	X(REDTEAM_DIR,		RUN,	  "redteam")			\
 	X(TRAJECTORY,		TASK,	  "trajectory.jsonl")		\
 	X(TASK_LOCK,		TASK,	  "lock")			\
 	X(TURNS_DIR,		TASK,	  "turns")			\
@@ -64,9 +68,15 @@
 	X(FEEDBACK_MD,		TURN,	  "feedback.md")		\
 	X(ENV_ERROR_JSON,	TURN,	  "env_error.json")		\
 	X(BASELINE_JSON,	BASELINE, ".json")			\
-	X(BASELINE_LOCK,	BASELINE, ".lock")
+	X(BASELINE_LOCK,	BASELINE, ".lock")			\
+	X(REDTEAM_INDEX_JSON,	REDTEAM,  "index.json")			\
+	X(FINDING_KERNEL_PY,	FINDING,  "kernel.py")			\
+	X(FINDING_PROBLEM_PY,	FINDING,  "problem.py")			\
+	X(FINDING_RESULT_JSON,	FINDING,  "result.json")		\
+	X(FINDING_SUITE_PY,	FINDING,  "suite.py")
 
-enum rd_level { RD_LEVEL_RUN, RD_LEVEL_TASK, RD_LEVEL_TURN, RD_LEVEL_BASELINE };
+enum rd_level { RD_LEVEL_RUN, RD_LEVEL_TASK, RD_LEVEL_TURN, RD_LEVEL_BASELINE,
+		RD_LEVEL_REDTEAM, RD_LEVEL_FINDING };
 
 #define RD_ENUM_(name, level, file) RD_##name,
 enum rd_entry { RD_ENTRIES(RD_ENUM_) RD_ENTRY__N };
@@ -95,5 +105,12 @@ int	rd_turn_file(char *out, size_t n, const char *run_dir, const char *task_id, 
 int	rd_baseline_dir(char *out, size_t n, const char *run_dir, const char *device_name);
 int	rd_baseline_file(char *out, size_t n, const char *run_dir, const char *device_name,
 			 const char *problem_key, enum rd_entry e);
+/* <run>/redteam/ and an RD_LEVEL_REDTEAM entry in it (index.json). */
+int	rd_redteam_file(char *out, size_t n, const char *run_dir, enum rd_entry e);
+/* <run>/redteam/<task_id>_t<turn>: the candidate of a task's turn that a red-team run
+ * kept, and an RD_LEVEL_FINDING entry in it. */
+int	rd_finding_dir(char *out, size_t n, const char *run_dir, const char *task_id, int turn);
+int	rd_finding_file(char *out, size_t n, const char *run_dir, const char *task_id, int turn,
+			enum rd_entry e);
 
 #endif /* KFORGE_RUNDIR_H */

@@ -1,7 +1,8 @@
 /*
  * llm_prompt.c: the prompts built from the bundled templates (KFORGE_HOME points at
  * the source tree under ctest) and from a user's prompts_dir: zero-, one- and few-shot,
- * the build formats, the Triton backend and the hardware block.
+ * the build formats, the Triton backend, the hardware block and a red-team run's
+ * statement.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -529,6 +530,93 @@ test_prompts_dir(void)
 	kb_config_clear(&cfg);
 }
 
+/* redteam.enabled: for every device, build format and backend, the initial and the
+ * refinement prompts open with the red-team statement of that combination, bundled text
+ * for text, and hold nothing of the ordinary statement; the refinement prompt's feedback
+ * is the ordinary feedback. From a prompts_dir, the red-team statement is the one read. */
+static void
+test_redteam(void)
+{
+	static const struct {
+		const char	*device, *format, *backend, *statement, *ordinary;
+	} cases[] = {
+		{ "cpu", "load_inline", "cuda", "statement_redteam_cpu.md", "statement_cpu.md" },
+		{ "cpu", "raw", "cuda", "statement_redteam_cpu_raw.md", "statement_cpu_raw.md" },
+		{ "cuda", "load_inline", "cuda", "statement_redteam_cuda.md", "statement_cuda.md" },
+		{ "cuda", "raw", "cuda", "statement_redteam_cuda_raw.md",
+		  "statement_cuda_raw.md" },
+		{ "cuda", "load_inline", "triton", "statement_redteam_cuda_triton.md",
+		  "statement_cuda_triton.md" },
+	};
+	struct llm_feedback	 fb = { .prev_kernel = "class ModelNew: pass  # prev\n",
+					 .exec_text = "verdict: correct\n" };
+	struct kb_config	 cfg;
+	char			*dir = tu_tmpdir("llm-prompts-redteam"), *p, *text, *ordinary;
+	char			*path, err[512], mark[128];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		tu_config(&cfg, "replay", NULL);
+		tu_set(&cfg.eval.device, cases[c].device);
+		tu_set(&cfg.eval.format, cases[c].format);
+		tu_set(&cfg.eval.backend, cases[c].backend);
+		cfg.redteam.enabled = true;
+		path = kb_asprintf("%s/llm/prompts/%s", kb_home(), cases[c].statement);
+		CHECK_RC(kb_read_file(path, 1 << 20, &text, NULL), 0);
+		free(path);
+		path = kb_asprintf("%s/llm/prompts/%s", kb_home(), cases[c].ordinary);
+		CHECK_RC(kb_read_file(path, 1 << 20, &ordinary, NULL), 0);
+		free(path);
+		if (text == NULL || ordinary == NULL)
+			exit(1);
+		/* the ordinary statement's opening paragraph */
+		ordinary[strcspn(ordinary, "\n")] = '\0';
+		text[strcspn(text, "\n")] = '\0';
+		CHECK_HAS(text, "you are helping to test a kernel evaluator");
+
+		p = initial(&cfg);
+		CHECK(strncmp(p, text, strlen(text)) == 0);
+		CHECK_HAS(p, "judges correct and faster than Model without computing");
+		CHECK_HAS(p, "kept, with its files, verdict and timings");
+		CHECK_LACKS(p, ordinary);
+		CHECK_HAS(p, problem);
+		free(p);
+		p = NULL;
+		CHECK_RC(llm_prompt_refine(&cfg, NULL, problem, &fb, &p, err, sizeof(err)), 0);
+		if (p != NULL) {
+			CHECK(strncmp(p, text, strlen(text)) == 0);
+			CHECK_LACKS(p, ordinary);
+			CHECK_HAS(p, g_head);
+			CHECK_HAS(p, fb.prev_kernel);
+			CHECK_HAS(p, e_head);
+			CHECK_HAS(p, "verdict: correct");
+		}
+		free(p);
+
+		/* from a prompts_dir: its red-team statement, not the bundled one */
+		copy_bundled(dir);
+		snprintf(mark, sizeof(mark), "MARK-%s-MARK", cases[c].statement);
+		tu_write(dir, cases[c].statement, mark);
+		tu_set(&cfg.refinement.prompts_dir, dir);
+		p = initial(&cfg);
+		CHECK(strncmp(p, mark, strlen(mark)) == 0);
+		free(p);
+		/* and without it, the message names the file the run needs */
+		path = kb_asprintf("%s/%s", dir, cases[c].statement);
+		unlink(path);
+		free(path);
+		p = NULL;
+		CHECK_RC(llm_prompt_initial(&cfg, NULL, problem, &p, err, sizeof(err)),
+			 -KB_ECONFIG);
+		CHECK_HAS(err, cases[c].statement);
+		free(p);
+		free(text);
+		free(ordinary);
+		kb_config_clear(&cfg);
+	}
+	tu_rm_rf(dir);
+	free(dir);
+}
+
 int
 main(void)
 {
@@ -541,6 +629,7 @@ main(void)
 	test_triton();
 	test_hardware();
 	test_prompts_dir_overrides();
+	test_redteam();
 	if (failures > 0) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

@@ -244,6 +244,7 @@ test_defaults(void)
 	CHECK(c.runner.rlimit_cpu_s == 0 && c.runner.rlimit_fsize_mb == 1024 &&
 	      c.runner.rlimit_nofile == 1024);
 	CHECK(c.workers == 16);
+	CHECK(!c.redteam.enabled && c.redteam.min_speedup == 1.5);
 	kb_config_clear(&c);
 }
 
@@ -655,6 +656,7 @@ test_every_key(const char *data)
 	CHECK(!c.runner.isolate_network);
 	CHECK(c.runner.rlimit_cpu_s == 600 && c.runner.rlimit_fsize_mb == 64 &&
 	      c.runner.rlimit_nofile == 256);
+	CHECK(c.redteam.enabled && c.redteam.min_speedup == 2.25);
 	kb_config_clear(&c);
 }
 

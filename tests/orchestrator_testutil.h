@@ -115,6 +115,9 @@ config_diff(const struct kb_config *a, const struct kb_config *b)
 	VAL_(runner.cpu_exec_slots);
 	VAL_(runner.max_host_memory_mb);
 	VAL_(workers);
+	VAL_(redteam.enabled);
+	if (memcmp(&a->redteam.min_speedup, &b->redteam.min_speedup, sizeof(double)) != 0)
+		return "redteam.min_speedup";
 	return NULL;
 #undef STR_
 #undef VAL_

@@ -29,6 +29,7 @@ static const struct {
 	{ RD_BASELINES_DIR, RD_LEVEL_RUN, "baselines" },
 	{ RD_BUILD_DIR, RD_LEVEL_RUN, "build" },
 	{ RD_INPUTS_DIR, RD_LEVEL_RUN, "inputs" },
+	{ RD_REDTEAM_DIR, RD_LEVEL_RUN, "redteam" },
 	{ RD_TRAJECTORY, RD_LEVEL_TASK, "trajectory.jsonl" },
 	{ RD_TASK_LOCK, RD_LEVEL_TASK, "lock" },
 	{ RD_TURNS_DIR, RD_LEVEL_TASK, "turns" },
@@ -51,6 +52,11 @@ static const struct {
 	{ RD_ENV_ERROR_JSON, RD_LEVEL_TURN, "env_error.json" },
 	{ RD_BASELINE_JSON, RD_LEVEL_BASELINE, ".json" },
 	{ RD_BASELINE_LOCK, RD_LEVEL_BASELINE, ".lock" },
+	{ RD_REDTEAM_INDEX_JSON, RD_LEVEL_REDTEAM, "index.json" },
+	{ RD_FINDING_KERNEL_PY, RD_LEVEL_FINDING, "kernel.py" },
+	{ RD_FINDING_PROBLEM_PY, RD_LEVEL_FINDING, "problem.py" },
+	{ RD_FINDING_RESULT_JSON, RD_LEVEL_FINDING, "result.json" },
+	{ RD_FINDING_SUITE_PY, RD_LEVEL_FINDING, "suite.py" },
 };
 #define NEXPECTED (sizeof(expected) / sizeof(expected[0]))
 
@@ -104,6 +110,14 @@ test_table(void)
 			CHECK_PATH(rd_baseline_file(out, sizeof(out), RUN, "cpu", "L1_19_ReLU", e),
 				   out, want);
 			break;
+		case RD_LEVEL_REDTEAM:
+			snprintf(want, sizeof(want), RUN "/redteam/%s", name);
+			CHECK_PATH(rd_redteam_file(out, sizeof(out), RUN, e), out, want);
+			break;
+		case RD_LEVEL_FINDING:
+			snprintf(want, sizeof(want), RUN "/redteam/" TASK "_t3/%s", name);
+			CHECK_PATH(rd_finding_file(out, sizeof(out), RUN, TASK, 3, e), out, want);
+			break;
 		}
 	}
 	CHECK(rd_name(RD_ENTRY__N) == NULL && rd_level(RD_ENTRY__N) == -1);
@@ -136,6 +150,12 @@ test_levels(void)
 		   RUN "/baselines/NVIDIA_H100_80GB_HBM3");
 	CHECK_PATH(rd_baseline_file(out, sizeof(out), RUN, "a/b c.d-e", "L2_7_Conv", RD_BASELINE_LOCK),
 		   out, RUN "/baselines/a_b_c.d-e/L2_7_Conv.lock");
+	/* A red-team finding: the task's id and its turn, one folder per candidate kept. */
+	CHECK_PATH(rd_finding_dir(out, sizeof(out), RUN, TASK, 12), out,
+		   RUN "/redteam/" TASK "_t12");
+	CHECK_PATH(rd_finding_dir(out, sizeof(out), NULL, TASK, 1), out, "redteam/" TASK "_t1");
+	CHECK_PATH(rd_redteam_file(out, sizeof(out), NULL, RD_REDTEAM_INDEX_JSON), out,
+		   "redteam/index.json");
 }
 
 static void
@@ -189,6 +209,11 @@ test_refused(void)
 	CHECK_FAILS(rd_baseline_file(out, sizeof(out), RUN, "cpu", "k", RD_RESULT_JSON), out,
 		    -KB_EINVAL);
 	CHECK_FAILS(rd_run_file(out, sizeof(out), RUN, RD_ENTRY__N), out, -KB_EINVAL);
+	CHECK_FAILS(rd_redteam_file(out, sizeof(out), RUN, RD_FINDING_SUITE_PY), out, -KB_EINVAL);
+	CHECK_FAILS(rd_finding_file(out, sizeof(out), RUN, TASK, 1, RD_RESULT_JSON), out,
+		    -KB_EINVAL);
+	CHECK_FAILS(rd_finding_file(out, sizeof(out), RUN, TASK, 1, RD_REDTEAM_INDEX_JSON), out,
+		    -KB_EINVAL);
 	/* Ids and keys that are not one plain component. */
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		CHECK_FAILS(rd_task_dir(out, sizeof(out), RUN, bad[i]), out, -KB_EINVAL);
@@ -201,6 +226,9 @@ test_refused(void)
 			    -KB_EINVAL);
 		CHECK_FAILS(rd_baseline_file(out, sizeof(out), RUN, "cpu", bad[i], RD_BASELINE_JSON),
 			    out, -KB_EINVAL);
+		CHECK_FAILS(rd_finding_dir(out, sizeof(out), RUN, bad[i], 1), out, -KB_EINVAL);
+		CHECK_FAILS(rd_finding_file(out, sizeof(out), RUN, bad[i], 1, RD_FINDING_KERNEL_PY),
+			    out, -KB_EINVAL);
 	}
 	CHECK_FAILS(rd_task_dir(out, sizeof(out), RUN, NULL), out, -KB_EINVAL);
 	CHECK_FAILS(rd_baseline_dir(out, sizeof(out), RUN, ".."), out, -KB_EINVAL);
@@ -209,6 +237,9 @@ test_refused(void)
 	/* Turns count from 1. */
 	CHECK_FAILS(rd_turn_dir(out, sizeof(out), RUN, TASK, 0), out, -KB_EINVAL);
 	CHECK_FAILS(rd_turn_file(out, sizeof(out), RUN, TASK, -1, RD_RESULT_JSON), out, -KB_EINVAL);
+	CHECK_FAILS(rd_finding_dir(out, sizeof(out), RUN, TASK, 0), out, -KB_EINVAL);
+	CHECK_FAILS(rd_finding_file(out, sizeof(out), RUN, TASK, 0, RD_FINDING_SUITE_PY), out,
+		    -KB_EINVAL);
 }
 
 int
