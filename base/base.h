@@ -41,6 +41,7 @@
 	X(NOSPC,      PERMANENT, "no space left on device")                     \
 	X(STOPPED,    PERMANENT, "stop requested")                              \
 	X(NOPYTHON,   PERMANENT, "no Python interpreter that imports torch")    \
+	X(PERM,       PERMANENT, "not permitted")                               \
 	X(BUG,        PERMANENT, "internal error")
 
 #define KB_ENUM_(name, cls, msg) KB_E##name,
@@ -396,13 +397,16 @@ struct kb_config {
 		bool	 allow_tf32;		/* fp32 on CUDA: TF32 matmuls and convolutions */
 		char	*timing;		/* cuda_event | host_time | do_bench (on cuda) */
 		bool	 l2_flush;		/* flush the L2 cache before each timed trial */
-		long	 timing_hold_us;	/* cuda_event: the GPU spins this long first */
+		long	 timing_hold_us;	/* cuda_event: the GPU spins this long first;
+						 * -1: the preset's */
 		char	*speedup;		/* the speedup's statistic: auto | mean | median */
+		char	*timing_preset;		/* robust | kernelbench (feedback/timing.c) */
 	} eval;
 	struct {
 		bool	 all;
 		int	 devices[KB_MAX_DEVICES];
 		int	 ndevices;
+		bool	 lock_clocks;		/* SM clocks at their maximum for the run */
 	} gpus;
 	struct {
 		char	*python;		/* "" = KFORGE_PYTHON, else probe */

@@ -432,7 +432,7 @@ kb_config_clear(struct kb_config *c)
 		&c->llm.api_key_env, &c->llm.replay_dir, &c->refinement.prompt,
 		&c->refinement.prompts_dir, &c->eval.device, &c->eval.precision,
 		&c->eval.arch_list, &c->eval.inputs, &c->eval.format, &c->eval.torch_ops,
-		&c->eval.timing, &c->eval.backend, &c->eval.speedup,
+		&c->eval.timing, &c->eval.backend, &c->eval.speedup, &c->eval.timing_preset,
 		&c->runner.python,
 		&c->runner.user,
 		&c->llm.anthropic_version, &c->llm.reasoning_effort,

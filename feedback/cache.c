@@ -154,28 +154,6 @@ fb_build_cacheable(enum fb_status st)
 
 /* ------------------------------------------------------------ baselines */
 
-void
-fb_timing_method(const struct kb_config *cfg, char *out, size_t n)
-{
-	bool	cuda = fb_on_cuda(cfg, NULL);
-	long	hold = fb_timing_hold_us(cfg);
-
-	snprintf(out, n, "%s%s discard_first", !cuda ? "host_time" :
-		 cfg->eval.timing != NULL ? cfg->eval.timing : "cuda_event",
-		 cuda && cfg->eval.l2_flush ? " l2_flush" : "");
-	/* Only where the runner spins: keys without a hold stay as they were. */
-	if (hold > 0)
-		snprintf(out + strlen(out), n - strlen(out), " hold_us=%ld", hold);
-}
-
-long
-fb_timing_hold_us(const struct kb_config *cfg)
-{
-	return fb_on_cuda(cfg, NULL) && (cfg->eval.timing == NULL ||
-					 strcmp(cfg->eval.timing, "cuda_event") == 0) ?
-	       cfg->eval.timing_hold_us : 0;
-}
-
 int
 fb_baseline_path(const struct kb_config *cfg, const char *problem_path, const char *device_name,
 		 char *out, size_t n)

@@ -135,21 +135,34 @@ struct fb_request {
  * medians (where the runner timed both models), is flagged "excessive_speedup"
  * (KernelBench's review threshold), by fb_judge alone. */
 #define FB_EXCESSIVE_SPEEDUP	10.0
-/* Interleaved timing (time_reference): passes of perf_trials trials of each are added
- * while the speedup's 95% interval is wider than FB_TIMING_MAX_SPREAD of it (relative
- * half-width), up to FB_TIMING_MAX_PASSES in all. */
-#define FB_TIMING_MAX_SPREAD	0.10
-#define FB_TIMING_MAX_PASSES	3
-/* The statistic of the interleaved timing that a speedup is the ratio of (the request's
- * timing.statistic, kept in result.json's timing.pair, which fb_judge reads), as
- * eval.speedup says; auto: the mean on a GPU, as KernelBench takes it, and the median on
- * the CPU, where KernelBench defines no timing and a few trials preempted for
- * milliseconds moved the mean speedup of the same 0.2 ms kernel by up to 58% from one
- * run to the next on a 2-core machine. On a GPU too a few slow trials move the mean and
- * not the median (the demo's kernels in five runs of 100 trials on an H100: five of
- * seven tasks' best speedups within 1.2% by medians, up to 20% by means;
- * tools/bench/README.md, repeat). */
+/* ------------------------------------------------------------ timing (timing.c)
+ * How candidates and references are timed: eval.timing_preset names a row of timing.c's
+ * table (robust, the default; kernelbench, KernelBench's method exactly), which the
+ * request's "timing", the baseline's key and the report's line all read. */
+struct fb_timing_preset {
+	const char	*name;
+	bool		 interleave;	/* the judge times the reference between the
+					 * candidate's blocks (else the clean baseline) */
+	const char	*statistic;	/* of the speedup: "mean" | "median" */
+	long		 hold_us;	/* cuda_event on a GPU: the spin before each call */
+	double		 max_spread[2];	/* [cpu, cuda]: passes are added while the speedup's
+					 * 95% interval is wider than this (relative) */
+	int		 max_passes[2];
+	double		 budget_s[2];	/* no pass is added after this long (0: no bound) */
+	const char	*describe;	/* the report's line */
+};
+extern const char *const fb_timing_presets[];	/* the names, NULL-ended (the config's) */
+const struct fb_timing_preset *fb_timing_preset(const struct kb_config *cfg);
+/* The statistic a speedup is the ratio of: eval.speedup where it is mean or median, else
+ * the preset's (the robust preset's medians: a few slow trials move a mean and not a
+ * median; five of seven demo tasks' best speedups repeated within 1.2% by medians, up
+ * to 20% by means on an H100, tools/bench/README.md, repeat). */
 const char	*fb_speedup_statistic(const struct kb_config *cfg, bool cuda);
+/* The request's "timing" object: method, l2_flush, discard_first, max_spread,
+ * max_passes, budget_s, statistic, hold_us and the preset's name. */
+json_t	*fb_timing_request(const struct kb_config *cfg, bool cuda);
+/* One line for the report: the preset and what it does, with the keys that change it. */
+void	fb_timing_describe(const struct kb_config *cfg, char *out, size_t n);
 
 struct fb_outcome {
 	enum fb_status	 status;
@@ -359,10 +372,11 @@ json_t	*fb_baseline_record(const char *problem, const char *device_name,
 /* The timing method the runner is asked for: eval.timing on cuda (KernelBench's CUDA
  * events by default; the host clock; Triton's do_bench), the host clock on cpu; an L2
  * flush before each trial when eval.l2_flush; the first trial discarded. In the request
- * and in the baseline key alike: "cuda_event l2_flush discard_first". */
+ * and in the baseline key alike: "cuda_event l2_flush discard_first" (timing.c). */
 void	fb_timing_method(const struct kb_config *cfg, char *out, size_t n);
-/* The microseconds the GPU spins before each timed call (eval.timing_hold_us): only for
- * CUDA events on cuda, else 0. The request carries it, the baseline key names it. */
+/* The microseconds the GPU spins before each timed call: eval.timing_hold_us, where it
+ * is set (>= 0), else the preset's; only for CUDA events on cuda, else 0. The request
+ * carries it, the baseline key names it (timing.c). */
 long	fb_timing_hold_us(const struct kb_config *cfg);
 /* The threads an execution slot gets on the CPU (OMP_NUM_THREADS): the cores the compile
  * slots leave, shared by the CPU execution slots. */

@@ -461,16 +461,6 @@ out_unlock:
 
 /* ------------------------------------------------------------ request */
 
-const char *
-fb_speedup_statistic(const struct kb_config *cfg, bool cuda)
-{
-	const char	*s = cfg->eval.speedup;
-
-	if (s != NULL && (strcmp(s, "mean") == 0 || strcmp(s, "median") == 0))
-		return s;
-	return cuda ? "mean" : "median";
-}
-
 bool
 fb_on_cuda(const struct kb_config *cfg, const struct fb_request *req)
 {
@@ -516,7 +506,7 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 	json_t		*r;
 
 	r = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o,"
-		      " s:{s:s, s:b, s:i, s:f, s:i, s:s, s:I}, s:b, s:b, s:b}",
+		      " s:o, s:b, s:b, s:b}",
 		      "mode", mode_names[req->mode],
 		      "device", cuda ? "cuda" : "cpu",
 		      "precision", precision,
@@ -528,12 +518,8 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 		      "warmup", (json_int_t)cfg->eval.warmup,
 		      "atol", cfg->eval.atol >= 0 ? json_real(cfg->eval.atol) : json_null(),
 		      "rtol", cfg->eval.rtol >= 0 ? json_real(cfg->eval.rtol) : json_null(),
-		      "timing", "method", cfg->eval.timing != NULL ? cfg->eval.timing : "cuda_event",
-		      "l2_flush", cfg->eval.l2_flush, "discard_first", 1,
-		      "max_spread", FB_TIMING_MAX_SPREAD, "max_passes", FB_TIMING_MAX_PASSES,
-		      "statistic", fb_speedup_statistic(cfg, cuda),
-		      "hold_us", (json_int_t)fb_timing_hold_us(cfg),
-		      "time_reference", req->time_reference,
+		      "timing", fb_timing_request(cfg, cuda),
+		      "time_reference", req->time_reference && fb_timing_preset(cfg)->interleave,
 		      "baseline_compile", req->mode == FB_BASELINE && cuda &&
 					  cfg->eval.baseline_compile,
 		      "allow_tf32", cfg->eval.allow_tf32);

@@ -61,8 +61,8 @@ static const struct flag_rule {
 	  "its time is below what reading its inputs (and writing its outputs) once at the "
 	  "GPU's peak memory bandwidth takes: it cannot have computed its outputs" },
 	{ "timers_disagree", FB_VERDICT_SUSPECT,
-	  "its calls took much longer by an outside clock than its timers measured: work "
-	  "may run outside the timed windows" },
+	  "its calls took much longer by an outside clock (or by the GPU time of the kernels "
+	  "CUPTI saw) than its timers measured: work may run outside the timed windows" },
 	{ "threads_left", FB_VERDICT_REJECTED,
 	  "a thread it started was still running after forward returned: work must happen "
 	  "inside forward, in the caller's thread" },
@@ -563,6 +563,48 @@ kernels_launched(const json_t *p)
 	       json_integer_value(json_object_get(json_object_get(p, "other"), "calls"));
 }
 
+/*
+ * The third timer: the GPU time of the kernels CUPTI saw in one forward call of the
+ * profile, against the CUDA events' time of a call in the execute's timing. The profile
+ * runs without the L2 flush, so an honest call's kernels take no longer there than the
+ * events measured; kernels that take much longer did work the events did not see (on a
+ * stream they do not cover, or before the start event): timers_disagree (suspect).
+ */
+#define FB_CUPTI_OVER_EVENTS	1.5	/* relative, and ... */
+#define FB_CUPTI_OVER_MS	0.02	/* ... absolute, for the events' resolution */
+
+static void
+cross_examine(json_t *result, const json_t *profile, json_t *check)
+{
+	json_t		*k, *cand;
+	json_int_t	 iters = json_integer_value(json_object_get(profile, "iterations"));
+	double		 ns = (double)json_integer_value(json_object_get(json_object_get(profile,
+						"other"), "total_ns"));
+	double		 event_ms, kernel_ms;
+	size_t		 i;
+
+	/* The judge's own clock may have raised the flag (details.timers): kept so; only the
+	 * profile's part of it is decided again. */
+	json_t *t = json_object_get(json_object_get(result, "details"), "timers");
+
+	if (!(json_number_value(json_object_get(t, "excess_ms")) -
+	      json_number_value(json_object_get(t, "reference_excess_ms")) >
+	      json_number_value(json_object_get(t, "allowed_ms"))))
+		drop_flag(fb_flags_of(result), "timers_disagree");
+	cand = json_object_get(json_object_get(result, "timing"), "candidate");
+	event_ms = json_number_value(json_object_get(cand, "median_ms"));
+	if (iters <= 0 || event_ms <= 0 ||
+	    strcmp(json_string_value(json_object_get(cand, "method")) ?: "", "cuda_event") != 0)
+		return;
+	json_array_foreach(json_object_get(profile, "kernels"), i, k)
+		ns += (double)json_integer_value(json_object_get(k, "total_ns"));
+	kernel_ms = ns / 1e6 / (double)iters;
+	json_object_set_new(check, "cupti_ms_per_call", json_real(kernel_ms));
+	json_object_set_new(check, "event_ms_per_call", json_real(event_ms));
+	if (kernel_ms > event_ms * FB_CUPTI_OVER_EVENTS + FB_CUPTI_OVER_MS)
+		fb_flag(result, "timers_disagree");
+}
+
 enum fb_verdict
 fb_judge_profile(json_t *result, const json_t *profile, const json_t *reference,
 		 const char *source)
@@ -627,6 +669,7 @@ fb_judge_profile(json_t *result, const json_t *profile, const json_t *reference,
 		json_object_set_new(check, "reference_streams", json_integer(ref_streams));
 	if (nstreams > 1 && ref_streams <= 1)
 		fb_flag(result, "side_stream");
+	cross_examine(result, profile, check);
 out:
 	json_decref(own);
 	return fb_judge(result, NULL, json_object_get(result, "baseline"));

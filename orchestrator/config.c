@@ -19,6 +19,7 @@
 
 #include <yaml.h>
 
+#include "feedback/feedback.h"
 #include "orchestrator/config_int.h"
 #include "orchestrator/orchestrator.h"
 
@@ -196,14 +197,19 @@ static const struct cfg_key schema[] = {
 	  .doc = "how calls are timed: CUDA events, host clock, or triton's do_bench" },
 	{ KEY("eval.l2_flush", K_BOOL, eval.l2_flush), .def = "true",
 	  .doc = "flush the GPU's L2 cache before each timed call" },
-	{ KEY("eval.timing_hold_us", K_INT, eval.timing_hold_us), .def = "0", .lo = 0,
+	{ KEY("eval.timing_preset", K_ENUM, eval.timing_preset), .def = "robust",
+	  .allowed = fb_timing_presets,
+	  .doc = "how speeds are measured: robust (the reference timed between the candidate's "
+		 "blocks of calls, fresh inputs every call, medians, a hold on a GPU, passes until "
+		 "the interval is tight) or kernelbench (KernelBench's method exactly)" },
+	{ KEY("eval.timing_hold_us", K_INT, eval.timing_hold_us), .def = "-1", .lo = -1,
 	  .hi = 100000,
 	  .doc = "cuda_event: microseconds the GPU spins before each timed call, so that the "
 		 "call's launches are all queued first and the events time the GPU's work alone, "
-		 "not the host's pace (0: KernelBench's timing)" },
+		 "not the host's pace (-1: the preset's, 1000 for robust; 0: none, KernelBench's)" },
 	{ KEY("eval.speedup", K_ENUM, eval.speedup), .def = "auto", .allowed = speedup_statistics,
 	  .doc = "the speedup as the ratio of the reference's and the candidate's means or "
-		 "medians (auto: means on a GPU, KernelBench's; medians on the CPU)" },
+		 "medians (auto: the preset's, medians for robust and means for kernelbench)" },
 	{ KEY("eval.inputs", K_ENUM, eval.inputs), .def = "host", .allowed = input_places,
 	  .doc = "where each trial's inputs are made: on the host then copied, or on the device" },
 	{ KEY("eval.format", K_ENUM, eval.format), .def = "load_inline", .allowed = build_formats,
@@ -216,6 +222,10 @@ static const struct cfg_key schema[] = {
 	  .doc = "run the static checks before the build" },
 	{ KEY("gpus.devices", K_DEVICES, gpus.devices), .def = "all",
 	  .doc = "the GPUs used: all, or a list of indices" },
+	{ KEY("gpus.lock_clocks", K_BOOL, gpus.lock_clocks), .def = "false",
+	  .doc = "hold each GPU's SM clock at its maximum for the run (nvidia-smi -lgc, where "
+		 "the host permits it; given back at the end): timings then move less; off, a "
+		 "GPU's clocks are its owner's setting" },
 	{ KEY("runner.python", K_STR, runner.python), .def = "''",
 	  .doc = "the Python that runs the runner ('' : $KFORGE_PYTHON, else the first with torch)" },
 	{ KEY("runner.compile_slots", K_INT, runner.compile_slots), .def = "0",

@@ -108,6 +108,7 @@ orch_eval_help(void)
 	char			 err[512];
 	json_t			*tol = runner_tolerances(), *v;
 	const char		*prec;
+	char			 preset[512];
 
 	printf("\nexit status:\n");
 	for (size_t i = 0; i < N_EVAL_EXITS; i++)
@@ -141,21 +142,19 @@ orch_eval_help(void)
 	} else {
 		printf("TOLERANCE in feedback/kforge_runner.py\n");
 	}
-	printf("  eval.timing %s on cuda (cuda_event: KernelBench's CUDA events; host_time; "
-	       "do_bench:\n  Triton's, where Triton imports), the host clock on cpu; "
-	       "eval.l2_flush %s;\n  eval.timing_hold_us %ld (the GPU spins that many us before "
-	       "each timed call); the first trial\n  discarded; eval.allow_tf32 %s (fp32)\n"
-	       "  the reference timed beside the candidate in one process, interleaved; the speedup is\n"
-	       "  the ratio of their %s on cuda and of their %s on cpu (eval.speedup %s; auto: the\n"
-	       "  means on cuda, KernelBench's, the medians on cpu, which preempted trials do not\n"
-	       "  move), with its 95%% interval, passes added while that is wider than +-%.0f%% (at\n"
-	       "  most %d); excessive_speedup above %gx by the means and by the medians\n",
-	       cfg.eval.timing, cfg.eval.l2_flush ? "true" : "false", cfg.eval.timing_hold_us,
-	       cfg.eval.allow_tf32 ? "true" : "false",
+	fb_timing_describe(&cfg, preset, sizeof(preset));
+	printf("  eval.timing_preset %s\n    (%s);\n"
+	       "  eval.timing_preset kernelbench: KernelBench's method, one key away;\n"
+	       "  eval.timing %s on cuda (cuda_event: CUDA events; host_time; do_bench: Triton's,\n"
+	       "  where Triton imports), the host clock on cpu; eval.l2_flush %s;\n"
+	       "  eval.timing_hold_us %ld (the GPU spins that many us before each timed call;\n"
+	       "  -1: the preset's); the first trial discarded; eval.allow_tf32 %s (fp32);\n"
+	       "  the speedup is the ratio of their %s (eval.speedup %s; auto: the preset's),\n"
+	       "  with its 95%% interval; excessive_speedup above %gx by the means and the medians\n",
+	       cfg.eval.timing_preset, preset, cfg.eval.timing, cfg.eval.l2_flush ? "true" : "false",
+	       cfg.eval.timing_hold_us, cfg.eval.allow_tf32 ? "true" : "false",
 	       strcmp(fb_speedup_statistic(&cfg, true), "mean") == 0 ? "means" : "medians",
-	       strcmp(fb_speedup_statistic(&cfg, false), "mean") == 0 ? "means" : "medians",
-	       cfg.eval.speedup, FB_TIMING_MAX_SPREAD * 100,
-	       FB_TIMING_MAX_PASSES, FB_EXCESSIVE_SPEEDUP);
+	       cfg.eval.speedup, FB_EXCESSIVE_SPEEDUP);
 	json_decref(tol);
 	kb_config_clear(&cfg);
 }

@@ -51,6 +51,17 @@ json_t	*orch_detect_gpus(void);
  * when none answered. */
 int	orch_nvidia_smi(const char *query, struct kb_spawn_result *r, char *path,
 			size_t pathlen);
+/* Runs nvidia-smi with args (at most 8, NULL-ended): $KFORGE_NVIDIA_SMI where set, else the
+ * first of the usual places that is there; 0 when it exited 0 (its output in r; clear r),
+ * -KB_EPERM when it ran and refused (its output in r), -KB_ENOENT when none is there. */
+int	orch_nvidia_smi_run(const char *const *args, struct kb_spawn_result *r, char *path,
+			    size_t pathlen);
+/* clocks.c: gpus.lock_clocks. Locks the SM clock of each of the run's GPUs (gpus, as
+ * gpus.json lists them) at its maximum where the host permits it (nvidia-smi -lgc), and
+ * returns what was done for run.json's "clocks": {locked, why, devices: [{index, mhz}]};
+ * orch_clocks_unlock gives back the clocks a lock set (nvidia-smi -rgc). */
+json_t	*orch_clocks_lock(const struct kb_config *cfg, const json_t *gpus);
+void	orch_clocks_unlock(const json_t *clocks);
 /* Updates run.json's fields from obj (merged), atomically. */
 int	orch_run_update(const struct orch_run *run, json_t *fields);
 /* pid of the live supervisor of dir, or 0. */

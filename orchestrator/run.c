@@ -45,32 +45,61 @@ static const char *const nvidia_smi_paths[] = {
 };
 
 int
-orch_nvidia_smi(const char *query, struct kb_spawn_result *r, char *path, size_t pathlen)
+orch_nvidia_smi_run(const char *const *args, struct kb_spawn_result *r, char *path,
+		    size_t pathlen)
 {
-	char	arg[256];
+	const char	*override = getenv("KFORGE_NVIDIA_SMI");
+	size_t		 nargs = 0;
 
-	if (snprintf(arg, sizeof(arg), "--query-gpu=%s", query) >= (int)sizeof(arg))
-		return -KB_ETOOBIG;
-	for (size_t i = 0; i < sizeof(nvidia_smi_paths) / sizeof(nvidia_smi_paths[0]); i++) {
-		const char *argv[] = { nvidia_smi_paths[i], arg, "--format=csv,noheader,nounits",
-				       NULL };
-		const char *envp[] = { "PATH=/usr/bin:/bin", "LANG=C", NULL };
-		struct kb_spawn_opts	o = { 0 };
+	while (args[nargs] != NULL)
+		nargs++;
+	if (nargs > 8)
+		return -KB_EINVAL;
+	for (size_t i = 0; i <= sizeof(nvidia_smi_paths) / sizeof(nvidia_smi_paths[0]); i++) {
+		const char		*smi = i == 0 ? override : nvidia_smi_paths[i - 1];
+		const char		*argv[10] = { smi };
+		const char		*envp[] = { "PATH=/usr/bin:/bin", "LANG=C", NULL };
+		struct kb_spawn_opts	 o = { 0 };
 
-		if (access(nvidia_smi_paths[i], X_OK) != 0)
+		/* $KFORGE_NVIDIA_SMI, where set, is the only one asked. */
+		if (i > 0 && override != NULL && override[0] != '\0')
+			break;
+		if (smi == NULL || smi[0] == '\0' || access(smi, X_OK) != 0)
 			continue;
+		memcpy(argv + 1, args, nargs * sizeof(*args));
+		argv[nargs + 1] = NULL;
 		o.argv = argv;
 		o.envp = envp;
 		o.timeout_ms = 30000;
 		o.out_cap = 65536;
 		if (path != NULL)
-			snprintf(path, pathlen, "%s", nvidia_smi_paths[i]);
-		if (kb_spawn_run(&o, r) == 0 && r->end == KB_END_EXITED && r->exit_code == 0 &&
-		    r->out.p != NULL)
+			snprintf(path, pathlen, "%s", smi);
+		if (kb_spawn_run(&o, r) == 0 && r->end == KB_END_EXITED && r->exit_code == 0)
 			return 0;
+		/* It answered and refused (no permission): that is the answer. */
+		if (r->end == KB_END_EXITED && r->exit_code != 127)
+			return -KB_EPERM;
 		kb_spawn_result_clear(r);
 	}
 	return -KB_ENOENT;
+}
+
+int
+orch_nvidia_smi(const char *query, struct kb_spawn_result *r, char *path, size_t pathlen)
+{
+	char		 arg[256];
+	const char	*args[] = { arg, "--format=csv,noheader,nounits", NULL };
+	int		 rc;
+
+	if (snprintf(arg, sizeof(arg), "--query-gpu=%s", query) >= (int)sizeof(arg))
+		return -KB_ETOOBIG;
+	if ((rc = orch_nvidia_smi_run(args, r, path, pathlen)) == 0 && r->out.p == NULL)
+		rc = -KB_ENOENT;	/* no answer to the query */
+	if (rc < 0) {
+		kb_spawn_result_clear(r);
+		rc = -KB_ENOENT;
+	}
+	return rc;
 }
 
 /* GPUs by nvidia-smi (index and name), else by /dev/nvidiaN; empty when none. */

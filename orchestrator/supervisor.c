@@ -49,6 +49,7 @@ struct sup {
 	int			 log_fd;
 	int			 lock_fd;	/* supervisor.lock: held only by the supervisor */
 	json_t			*quarantined;	/* as last written to run.json */
+	json_t			*clocks;	/* run.json's "clocks" (orch_clocks_lock) */
 	enum gpool_pause_kind	 paused;	/* announced; the run stops when the workers have */
 	char			 halt[ORCH_MAX_RUN_DIR + 256];	/* why the run cannot go on, or "" */
 	bool			 disk_full;	/* a worker found no space; said once */
@@ -669,6 +670,23 @@ create_pool(struct sup *s, char *err, size_t errlen)
 	return rc;
 }
 
+/* gpus.lock_clocks for the run's GPUs (clocks.c), recorded in run.json either way. */
+static json_t *
+lock_clocks(struct sup *s)
+{
+	char	 path[PATH_MAX];
+	json_t	*gpus = NULL, *clocks, *fields;
+
+	if (rd_run_file(path, sizeof(path), s->run->dir, RD_GPUS_JSON) == 0)
+		gpus = json_load_file(path, 0, NULL);
+	clocks = orch_clocks_lock(&s->run->cfg, gpus);
+	json_decref(gpus);
+	if ((fields = json_pack("{s:O}", "clocks", clocks)) != NULL)
+		orch_run_update(s->run, fields);
+	json_decref(fields);
+	return clocks;
+}
+
 /* A run whose every task is DONE or FAILED asks the model nothing more: resuming it
  * needs no API key. (A worker of an unfinished task opens its LLM client even in its
  * last turn past GENERATE, so any unfinished task needs the key.) */
@@ -904,6 +922,7 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 			   "stage_dir", fb_stage_dir());
 	orch_run_update(run, fields);
 	json_decref(fields);
+	s.clocks = lock_clocks(&s);
 	log_info(ORCH_LOG_SUP_START, run->cfg.name, run->dir, python);
 	fb_contain_report();
 	s.progress = orch_progress_start(run, orch_progress_mode_for(opts->quiet, opts->detach),
@@ -955,6 +974,9 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	}
 	orch_run_update(run, fields);
 	json_decref(fields);
+	orch_clocks_unlock(s.clocks);
+	json_decref(s.clocks);
+	s.clocks = NULL;
 	if (all_done) {
 		log_info("all %d tasks finished; 'kforge report %s' for the results", run->ntasks,
 			 run->dir);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fsm/fsm.h"
+#include "feedback/feedback.h"
 #include "orchestrator/orch_int.h"
 
 const double orch_fast_p_levels[ORCH_N_FAST_P] = { 0.5, 1.0, 1.5, 2.0 };
@@ -1131,6 +1132,38 @@ at_k_print(const struct report *r)
 	json_decref(ak);
 }
 
+/* How the run's speeds were measured (eval.timing_preset, feedback/timing.c) and whether
+ * its GPUs' clocks were held (run.json's "clocks", orchestrator/clocks.c). */
+static json_t *
+timing_json(const struct orch_run *run)
+{
+	char	 line[1024], path[PATH_MAX];
+	json_t	*info = NULL, *out;
+
+	fb_timing_describe(&run->cfg, line, sizeof(line));
+	if (rd_run_file(path, sizeof(path), run->dir, RD_RUN_JSON) == 0)
+		info = json_load_file(path, 0, NULL);
+	out = json_pack("{s:s, s:s, s:O?}", "preset", fb_timing_preset(&run->cfg)->name,
+			"method", line, "clocks", json_object_get(info, "clocks"));
+	json_decref(info);
+	return out;
+}
+
+static void
+timing_print(const struct orch_run *run)
+{
+	json_t		*t = timing_json(run), *c = json_object_get(t, "clocks");
+
+	printf("timing: %s\n", json_string_value(json_object_get(t, "method")));
+	if (json_is_true(json_object_get(c, "locked")))
+		printf("clocks: locked at each GPU's maximum SM clock (gpus.lock_clocks)\n\n");
+	else if (c != NULL)
+		printf("clocks: not locked (%s)\n\n", json_string_value(json_object_get(c, "why")));
+	else
+		printf("\n");
+	json_decref(t);
+}
+
 static json_t *
 report_json(const struct orch_run *run, const struct report *r, const char *const *accept)
 {
@@ -1155,6 +1188,7 @@ report_json(const struct orch_run *run, const struct report *r, const char *cons
 		json_t *ak = at_k_json(r), *rt = orch_redteam_report(run);
 
 		json_object_set(out, "degenerate_problems", r->degenerate);
+		json_object_set_new(out, "timing", timing_json(run));
 		if (ak != NULL)
 			json_object_set_new(out, "at_k", ak);
 		if (rt != NULL)
@@ -1257,6 +1291,7 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 		printf("kforge report: %s (%d tasks, %d turns, device %s)\n\n", run.cfg.name,
 		       run.ntasks, nturns, run.cfg.eval.device);
 		redteam_mark(&run);
+		timing_print(&run);
 		printf("%-8s %5s  %9s  %9s  %8s  %8s  %8s  %8s\n", "level", "tasks", "compiled",
 		       "fast_0", "fast_0.5", "fast_1", "fast_1.5", "fast_2");
 		for (int l = 0; l <= KB_MAX_LEVELS; l++) {

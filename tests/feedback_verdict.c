@@ -95,6 +95,21 @@ test_verdicts(void)
 	CHECK(names(r, "side_stream_suspected"));
 	json_decref(r);
 
+	/* The judge's rules: a reference slowed beside the candidate and a time below the
+	 * physical floor reject; the outside clock's disagreement is a suspicion. */
+	CHECK(judge("{\"status\": \"ok\", \"correct\": true, \"flags\": "
+		    "[\"reference_slowed\"]}", NULL, 3, &r) == FB_VERDICT_REJECTED);
+	CHECK(names(r, "reference_slowed"));
+	json_decref(r);
+	CHECK(judge("{\"status\": \"ok\", \"correct\": true, \"flags\": "
+		    "[\"below_physical_floor\"]}", NULL, 3, &r) == FB_VERDICT_REJECTED);
+	CHECK(names(r, "below_physical_floor"));
+	json_decref(r);
+	CHECK(judge("{\"status\": \"ok\", \"correct\": true, \"flags\": "
+		    "[\"timers_disagree\"]}", NULL, 3, &r) == FB_VERDICT_SUSPECT);
+	CHECK(names(r, "timers_disagree"));
+	json_decref(r);
+
 	/* A broken rule wins over a correct output, and over a wrong one. */
 	CHECK(judge("{\"status\": \"ok\", \"correct\": true, \"flags\": [\"torch_patched\", "
 		    "\"excessive_speedup\"]}", NULL, 30, &r) == FB_VERDICT_REJECTED);
@@ -423,6 +438,35 @@ test_profile_rule(void)
 	p = fixture("kprof_full.json");
 	CHECK(fb_judge_profile(r, p, ref, relu_source) == FB_VERDICT_CORRECT &&
 	      json_array_size(json_object_get(r, "flags")) == 0);
+	json_decref(p);
+	json_decref(r);
+
+	/* the third timer: the kernels CUPTI saw in a call (kprof_full.json: 1.35 ms over 5
+	 * calls, 0.27 ms a call) against the events' time of a call in the timing */
+	r = correct_result();
+	p = fixture("kprof_full.json");
+	json_object_set_new(json_object_get(json_object_get(r, "timing"), "candidate"),
+			    "method", json_string("cuda_event"));
+	json_object_set_new(json_object_get(json_object_get(r, "timing"), "candidate"),
+			    "median_ms", json_real(0.26));
+	CHECK(fb_judge_profile(r, p, ref, relu_source) == FB_VERDICT_CORRECT &&
+	      !has_flag(r, "timers_disagree"));
+	json_object_set_new(json_object_get(json_object_get(r, "timing"), "candidate"),
+			    "median_ms", json_real(0.1));
+	CHECK(fb_judge_profile(r, p, ref, relu_source) == FB_VERDICT_SUSPECT &&
+	      has_flag(r, "timers_disagree") && names(r, "timers_disagree"));
+	check = json_object_get(json_object_get(r, "details"), "profile_check");
+	CHECK(fabs(json_number_value(json_object_get(check, "cupti_ms_per_call")) - 0.27) < 1e-9);
+	/* judged again with agreeing timers: the profile's part goes; the judge's own stays */
+	json_object_set_new(json_object_get(json_object_get(r, "timing"), "candidate"),
+			    "median_ms", json_real(0.3));
+	CHECK(fb_judge_profile(r, p, ref, relu_source) == FB_VERDICT_CORRECT);
+	json_object_set_new(json_object_get(r, "details"), "timers",
+			    json_pack("{s:f, s:f, s:f}", "excess_ms", 5.0, "reference_excess_ms", 1.0,
+				      "allowed_ms", 0.5));
+	json_array_append_new(json_object_get(r, "flags"), json_string("timers_disagree"));
+	CHECK(fb_judge_profile(r, p, ref, relu_source) == FB_VERDICT_SUSPECT &&
+	      has_flag(r, "timers_disagree"));
 	json_decref(p);
 	json_decref(r);
 

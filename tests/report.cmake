@@ -20,3 +20,6 @@ kb_add_test(orchestrator_stats SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_st
 kb_add_script_test(unit_report_compare
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/report_compare.py
                    LABELS unit TIMEOUT 300)
+# gpus.lock_clocks against an nvidia-smi of the test's: lock, give back, refusal
+kb_add_test(orchestrator_clocks SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_clocks.c
+            LIBS kb_orch LABELS unit)
