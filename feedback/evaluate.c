@@ -295,6 +295,7 @@ fb_evaluate(const struct kb_config *cfg, const struct fb_request *req,
 	}
 	r.mode = FB_EXECUTE;
 	r.time_reference = true;
+	r.reference_clean = json_object_get(ev->baseline.record, "eager");
 	if ((rc = fb_run(cfg, &r, &ev->executed)) < 0)
 		goto out;
 	ev->status = ev->executed.status;

@@ -120,6 +120,10 @@ struct fb_request {
 	void		*on_start_arg;
 	bool		(*should_stop)(void *arg);
 	void		*stop_arg;
+	/* execute: the reference's clean timing (a baseline record's "eager" stats, measured
+	 * in a process no candidate ran in), which the judge holds the reference it times
+	 * between the candidate's blocks to (reference_slowed); NULL: none. */
+	const json_t	*reference_clean;
 	/* profile: the reference model instead of the candidate (candidate_path unused). */
 	bool		 profile_reference;
 	/* profile on cuda under the CUPTI injection (fb_profile fills these; NULL: none):

@@ -437,22 +437,19 @@ SECOND_SCALE, SECOND_SHIFT = 1.75, 0.5
 # least VERIFY_MIN and at most VERIFY_MAX of a timing, chosen once every call is made.
 VERIFY_FRACTION = 0.1
 VERIFY_MIN, VERIFY_MAX = 3, 24
-# The reference's own timing before the candidate's runner holds any candidate code:
-# at most this many trials (after the warm-ups).
-CLEAN_TRIALS = 30
 # The fewest calls of one model in a block of the interleaved timing.
 BLOCK_MIN = 5
 # A pass whose SM clock moved by more than this (relative) is timed again, at most
 # CLOCK_REDOS times in a timing.
 CLOCK_CHANGE = 0.05
 CLOCK_REDOS = 2
-# rejected reference_slowed: the reference timed between the candidate's blocks slower
-# than its clean timing by more than this (relative, and 4 standard errors), per device;
-# on the CPU, where another process's caches and the host's load move a timing by tens
-# of percent, only with the judge preempted more often than in its clean timing by
-# PREEMPTED_MORE a call (something on its core took its time).
+# rejected reference_slowed, on a GPU: the reference timed between the candidate's blocks
+# slower than its clean timing by more than this (relative, and 4 standard errors). The
+# candidate's runner is stopped while the reference is timed (Runner.freeze), so nothing
+# of it runs on the host then; on a GPU, work it queued before may still run. On the CPU
+# the ratio is recorded and not judged: another process's caches and the host's load
+# move it by tens of percent (up to 1.7x for honest kernels in a CI run on two cores).
 REFERENCE_SLOWED = {"cuda": 0.15, "cpu": 0.5}
-PREEMPTED_MORE = 0.5
 # suspect timers_disagree: the judge's clock over a candidate's block of calls exceeds
 # what the candidate's timers account for by more than the same measure of the
 # reference's blocks plus max(this, half the candidate's time a call, 4 MADs).
@@ -564,6 +561,15 @@ def judge_spec(req):
     return spec["socket"], spec["token"]
 
 
+# sun_path holds 108 bytes: a longer path (a deep run directory) is reached from the
+# working directory instead (the judge's and the candidate's are siblings).
+SUN_PATH_MAX = 100
+
+
+def socket_path(path):
+    return path if len(path.encode()) < SUN_PATH_MAX else os.path.relpath(path)
+
+
 def judge_listen(req):
     """In the judge: the candidate's runner, connected and proven by its token. Connections
     that do not prove themselves within JUDGE_HELLO_S are dropped and the next awaited,
@@ -576,7 +582,7 @@ def judge_listen(req):
     except OSError:
         pass
     lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    lsock.bind(path)
+    lsock.bind(socket_path(path))
     lsock.listen(4)
     deadline = time.monotonic() + JUDGE_CONNECT_S
     try:
@@ -598,8 +604,17 @@ def judge_listen(req):
             except (OSError, PeerError):
                 ok = False
             if ok:
+                peer = Peer(conn)
+                peer.pidfd = None
+                try:
+                    # The candidate's runner's pidfd (candidate_pidfd), sent before any
+                    # candidate code ran: what the judge stops it with while it times.
+                    _, fds, _, _ = socket.recv_fds(conn, 1, 1)
+                    peer.pidfd = fds[0] if fds else None
+                except (OSError, AttributeError):
+                    pass
                 conn.settimeout(None)
-                return Peer(conn)
+                return peer
             log("judge: a connection that did not prove itself was dropped")
             conn.close()
     finally:
@@ -618,7 +633,7 @@ def judge_connect(req):
     while True:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            s.connect(path)
+            s.connect(socket_path(path))
             break
         except (FileNotFoundError, ConnectionRefusedError) as e:
             s.close()
@@ -628,7 +643,27 @@ def judge_connect(req):
             time.sleep(0.005)
     peer = Peer(s)
     peer.send({"op": "hello", "token": token})
+    candidate_pidfd(s)
     return peer
+
+
+def candidate_pidfd(s):
+    """Sends the judge a pidfd of this process (or none where the kernel or Python has
+    none), with which the judge stops it (SIGSTOP) for as long as it times the
+    reference: whatever the candidate leaves running in this process then waits too,
+    and cannot take the reference's time (kforge_runner.py, Runner.freeze)."""
+    import socket
+    fds = []
+    try:
+        fds = [os.pidfd_open(os.getpid())]
+    except (OSError, AttributeError):
+        pass
+    try:
+        s.sendmsg([b"P"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                            struct.pack("%di" % len(fds), *fds))] if fds else [])
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 # --------------------------------------------------------------- the GPU's own facts
@@ -694,6 +729,21 @@ class Nvml:
         except (OSError, AttributeError):
             pass
         return cls._one
+
+    def freeze(self, on):
+        """Stops (on) or resumes the candidate's runner, through the pidfd it sent before
+        any candidate code ran: stopped, nothing of it (a thread it left, a spin it
+        waits on) can run while the reference is timed. Given up, and said in
+        details.judge.freeze, where the signal fails."""
+        fd = getattr(self.peer, "pidfd", None)
+        if fd is None:
+            return
+        import signal
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGSTOP if on else signal.SIGCONT)
+        except (OSError, AttributeError) as e:
+            self.judge["freeze"] = "not frozen: %s" % first_line(e)
+            self.peer.pidfd = None
 
     def sm_clock(self):
         import ctypes
@@ -761,7 +811,6 @@ class Runner:
         self.hold_us, self.hold_cycles = 0.0, 0   # timing_setup: eval.timing_hold_us
         self.preempted = 0      # the judge's involuntary switches in its timed blocks
         self.fp_cache = {}      # fingerprint weights (fp_weights)
-        self.ship_inputs = False    # the judge sends the correctness inputs (judge_trial)
 
     # ------------------------------------------------------------ plumbing
 
@@ -1108,16 +1157,38 @@ class Runner:
         copied, as KernelBench does, or with input_placement "device" made on the GPU
         (torch's factory functions under the device as default, seeded by the CUDA
         generator: other numbers than the CPU's, the same for both models)."""
+        return [self.place(x) for x in self.made_inputs(ref, seed)]
+
+    def made_inputs(self, ref, seed):
+        """get_inputs() under seed as it made them, before make_inputs places them."""
         self.set_seed(seed)
         if self.req.get("input_placement") == "device" and self.device.type == "cuda" \
                 and hasattr(self.torch, "set_default_device"):
             self.details["input_placement"] = "device"
             with self.device:
-                inputs = ref.get_inputs()
-        else:
-            self.details["input_placement"] = "host"
-            inputs = ref.get_inputs()
-        return [self.place(x) for x in inputs]
+                return list(ref.get_inputs())
+        self.details["input_placement"] = "host"
+        return list(ref.get_inputs())
+
+    def input_message(self, made):
+        """A trial's inputs for the candidate's runner, as get_inputs() made them (so
+        both sides place the same bytes): (template, chunks), the template a list with
+        {"tensor": i} for each tensor and {"value": v} for anything JSON holds; None
+        for a set that JSON cannot carry (the runner then makes it from the seed)."""
+        torch = self.torch
+        template, tensors = [], []
+        for x in made:
+            if isinstance(x, torch.Tensor):
+                if type(x) is not torch.Tensor or str(x.dtype).split(".")[-1] not in PEER_DTYPES:
+                    return None
+                template.append({"tensor": len(tensors)})
+                tensors.append(x)
+            elif x is None or isinstance(x, (bool, int, float, str)):
+                template.append({"value": x})
+            else:
+                return None
+        metas, chunks = pack_tensors(tensors)
+        return {"template": template, "tensors": metas}, chunks
 
     def clone_inputs(self, inputs):
         torch = self.torch
@@ -1232,8 +1303,7 @@ class Runner:
     def mode_judge(self):
         """The judge of an execute: the reference, its outputs and its timing, and every
         comparison, in a process that never imports the candidate. Drives the candidate's
-        runner over the channel: clean reference timing first, while that runner holds no
-        candidate code; then the candidate's load, the correctness trials (the inputs
+        runner over the channel: the candidate's load, the correctness trials (the inputs
         made on both sides from the seeds the judge names, the candidate's outputs sent
         here), and, when correct, the timing: blocks of calls of each, interleaved, every
         call on a fresh input set, the candidate's outputs committed by fingerprints
@@ -1244,14 +1314,14 @@ class Runner:
         ref = self.load_reference()
         model = self.init_reference(ref)
         self.phase("models")
-        self.judge = {"candidate": None}
+        self.judge = {"candidate": None, "freeze": "the candidate's runner stopped while "
+                      "the reference is timed" if getattr(self.peer, "pidfd", None) is not None
+                      else "not frozen: it sent no pidfd"}
         self.details["judge"] = self.judge
         timed = int(self.req.get("perf_trials", 100)) > 0
-        clean = None
+        clean = self.req.get("reference_clean")
+        clean = clean if isinstance(clean, dict) and clean.get("median_ms") else None
         try:
-            if timed and self.req.get("time_reference"):
-                clean = self.clean_pass(ref, model)
-            self.phase("clean")
             self.peer.send({"op": "start"})
             self.expect("loaded")
             self.phase("candidate")
@@ -1309,39 +1379,38 @@ class Runner:
         total = sum(r.numel() * r.element_size() for r in ref_outs)
         return total * OUTPUT_FACTOR + OUTPUT_SLACK
 
-    def inputs_reproducible(self, ref, seed):
-        """Whether get_inputs() under seed makes the same inputs twice (both sides make
-        their own from the seeds the judge names); a problem whose inputs come from an
-        unseeded source has its correctness inputs sent instead."""
-        a, b = self.make_inputs(ref, seed), self.make_inputs(ref, seed)
-        torch = self.torch
-        for x, y in zip(a, b):
-            if isinstance(x, torch.Tensor):
-                if not isinstance(y, torch.Tensor) or x.shape != y.shape or not self.tensor_equal(x, y):
-                    return False
-            elif x != y:
-                return False
-        return len(a) == len(b)
-
     def judge_trial(self, ref, model, k, seed, transform=None, atol=None, label=None):
         """One correctness trial: the candidate's outputs on the inputs of seed (and
         transform) against the reference's. Returns (ok, max_abs_diff, avg_abs_diff,
         ref_outs); shape and count mismatches end the evaluation."""
         torch = self.torch
+        t0 = time.perf_counter()
         msg = {"op": "trial", "k": k, "seed": seed, "transform": transform}
-        pristine = self.make_inputs(ref, seed)
-        pristine = self.transformed(pristine, transform)
+        # The inputs as made, sent: the candidate's runner places the same bytes (no
+        # second generation, and no problem whose inputs are not reproducible differs).
+        made = self.transformed(self.made_inputs(ref, seed), transform)
+        pristine = [self.place(x) for x in made]
+        shipped = self.input_message(made)
         chunks = ()
-        if self.ship_inputs:
-            msg["inputs"], chunks = pack_tensors([x for x in pristine if isinstance(x, torch.Tensor)])
+        if shipped is not None:
+            msg["inputs"], chunks = shipped
         self.peer.send(msg, chunks)
+        del made, shipped, chunks
+        t1 = time.perf_counter()
         ref_outs = self.outputs_as_list(
             self.run_model(model, self.clone_inputs(pristine), "Model"), "Model")
+        t2 = time.perf_counter()
         head, payload = self.expect("outputs", self.output_cap(ref_outs))
+        t3 = time.perf_counter()
         cand_outs = unpack_tensors(torch, head.get("tensors"), payload)
         if head.get("mutated"):
             self.flag("input_mutated")
-        return self.compare_outputs(ref_outs, cand_outs, atol) + (ref_outs, bool(head.get("mutated")))
+        got = self.compare_outputs(ref_outs, cand_outs, atol)
+        # Where a trial's time goes (inputs, reference, the wait for the candidate's
+        # outputs, the comparison), in ms: what a slow execute spends its lease on.
+        self.judge.setdefault("trial_ms", []).append(
+            [round(1000 * x, 2) for x in (t1 - t0, t2 - t1, t3 - t2, time.perf_counter() - t3)])
+        return got + (ref_outs, bool(head.get("mutated")))
 
     def compare_outputs(self, ref_outs, cand_outs, atol=None):
         """(allclose, max |diff|, mean |diff|) of the candidate's outputs against the
@@ -1362,7 +1431,9 @@ class Runner:
                 continue
             try:
                 close = bool(self.allclose(r, c, atol=atol, rtol=self.rtol))
-                diff = (r.double() - c.double()).abs() if r.numel() < (1 << 26) \
+                # float64 for a small output's reported difference, float32 (a quarter of
+                # the memory traffic) for a large one's, which tolerances dwarf anyway.
+                diff = (r.double() - c.double()).abs() if r.numel() < (1 << 16) \
                     else (r.float() - c.float()).abs()
                 md, ad = float(diff.max()), float(diff.mean())
             except Exception as e:
@@ -1383,9 +1454,6 @@ class Runner:
         n = int(self.req.get("correctness_trials", 5))
         torch.manual_seed(self.seed)
         trial_seeds = [int(torch.randint(0, 2 ** 32 - 1, (1,)).item()) for _ in range(n)]
-        self.ship_inputs = not self.inputs_reproducible(ref, trial_seeds[0] if n else self.seed)
-        if self.ship_inputs:
-            self.flag("inputs_not_reproducible")
         trials = self.details["trials"]
         passed, failure = 0, None
         for k, seed in enumerate(trial_seeds):
@@ -1468,6 +1536,21 @@ class Runner:
 
     # timing
 
+    def freeze(self, on):
+        """Stops (on) or resumes the candidate's runner, through the pidfd it sent before
+        any candidate code ran: stopped, nothing of it (a thread it left, a spin it
+        waits on) can run while the reference is timed. Given up, and said in
+        details.judge.freeze, where the signal fails."""
+        fd = getattr(self.peer, "pidfd", None)
+        if fd is None:
+            return
+        import signal
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGSTOP if on else signal.SIGCONT)
+        except (OSError, AttributeError) as e:
+            self.judge["freeze"] = "not frozen: %s" % first_line(e)
+            self.peer.pidfd = None
+
     def sm_clock(self):
         nvml = Nvml.get(self.env.get("device_uuid")) if self.device.type == "cuda" else None
         return nvml.sm_clock() if nvml is not None else None
@@ -1506,26 +1589,6 @@ class Runner:
                 len(fps) != len(seeds) or not all(isinstance(x, (int, float)) for x in ms):
             raise PeerError("a block's times that do not match its calls")
         return [float(x) for x in ms], wall, fps
-
-    def clean_pass(self, ref, model):
-        """The reference timed alone, before the candidate's runner holds any candidate
-        code: what the reference's interleaved timing is held to (reference_slowed)."""
-        method, trials, discard, warmup, flush_buf = self.timing_setup()
-        if method == "do_bench":
-            return None
-        setup = (method, flush_buf)
-        with self.torch.no_grad():
-            warm = self.timed_inputs(ref, self.seed)
-            self.warm_up_models((model,), warm, warmup)
-            del warm
-        n = max(1, min(trials, CLEAN_TRIALS))
-        self.preempted = 0
-        ms, _ = self.judge_block(ref, model, self.fresh_seeds(n + discard), 0, setup)
-        st = stats(ms[discard:])
-        st["method"] = method
-        st["preempted"] = self.preempted / float(n + discard)
-        self.timing["reference_clean"] = st
-        return st
 
     def judge_timing(self, ref, model, clean):
         """The timing of an execute (the request's timing): the reference here and the
@@ -1594,7 +1657,11 @@ class Runner:
                     seeds = self.fresh_seeds(n)
                     p_clock.append(self.sm_clock())
                     if who == "reference":
-                        ms, wall = self.judge_block(ref, model, seeds, fp_seed, setup)
+                        self.freeze(True)
+                        try:
+                            ms, wall = self.judge_block(ref, model, seeds, fp_seed, setup)
+                        finally:
+                            self.freeze(False)
                         p_ref += ms
                     else:
                         ms, wall, fps = self.candidate_block(seeds, fp_seed, fixed is not None)
@@ -1722,9 +1789,10 @@ class Runner:
                     return
 
     def check_reference_slowed(self, clean, rst):
-        """The reference timed between the candidate's blocks against its clean timing:
-        slower by more than REFERENCE_SLOWED and 4 standard errors, something the
-        candidate left running took its time (rejected)."""
+        """The reference timed between the candidate's blocks against its clean timing
+        (the request's reference_clean: its baseline, timed in a process no candidate
+        ran in): slower by more than REFERENCE_SLOWED and 4 standard errors, on a GPU,
+        something the candidate left running took its time (rejected)."""
         if not clean or not clean.get("median_ms") or not rst or not rst.get("median_ms"):
             return
         ratio = rst["median_ms"] / clean["median_ms"]
@@ -1733,7 +1801,7 @@ class Runner:
         more = rst.get("preempted", 0.0) - clean.get("preempted", 0.0)
         self.details["reference_slowed"] = {"ratio": ratio, "tolerance": tol,
                                             "preempted_more": more}
-        if ratio > 1 + tol and (self.device.type == "cuda" or more > PREEMPTED_MORE):
+        if ratio > 1 + tol and self.device.type == "cuda":
             self.flag("reference_slowed")
 
     def check_timers(self, walls):
@@ -1867,17 +1935,31 @@ class Runner:
 
     def c_trial(self, ref, model_new, head, payload):
         torch = self.torch
+        t_start = time.perf_counter()
         seed = int(head.get("seed", self.seed))
-        if head.get("inputs") is not None:
-            pristine = [t.to(self.device) for t in unpack_tensors(torch, head["inputs"], payload)]
+        shipped = head.get("inputs")
+        if isinstance(shipped, dict) and isinstance(shipped.get("template"), list):
+            tensors = unpack_tensors(torch, shipped.get("tensors"), payload)
+            pristine = []
+            for item in shipped["template"]:
+                if "tensor" in item and 0 <= int(item["tensor"]) < len(tensors):
+                    pristine.append(self.place(tensors[int(item["tensor"])]))
+                else:
+                    pristine.append(item.get("value"))
         else:
-            pristine = self.transformed(self.make_inputs(ref, seed), head.get("transform"))
+            pristine = [self.place(x) for x in
+                        self.transformed(self.made_inputs(ref, seed), head.get("transform"))]
+        t0 = time.perf_counter()
         used = self.clone_inputs(pristine)
         outs = self.outputs_as_list(self.run_model(model_new, used, "ModelNew"), "ModelNew")
+        t1 = time.perf_counter()
         mutated = not self.inputs_unchanged(pristine, used)
         if mutated:
             self.flag("input_mutated")
         metas, chunks = pack_tensors(outs)
+        t2 = time.perf_counter()
+        self.details.setdefault("trial_ms", []).append(
+            [round(1000 * x, 2) for x in (t0 - t_start, t1 - t0, t2 - t1)])
         self.peer.send({"op": "outputs", "tensors": metas, "mutated": mutated}, chunks)
 
     def c_block(self, ref, model_new, head, method, flush_buf, fixed):

@@ -1628,6 +1628,9 @@ struct judge {
 	pthread_t		 thread;
 	bool			 running;
 	volatile bool		 stop;	/* its candidate's runner never came: kill it */
+	/* The candidate's runner, once it runs (its watch's pid): the judge stops it while it
+	 * times the reference, and a judge that dies then must not leave it stopped. */
+	const volatile pid_t	*cand_pid;
 	int			 rc;
 	char			 dir[PATH_MAX];
 };
@@ -1676,9 +1679,12 @@ static void *
 judge_wait(void *arg)
 {
 	struct judge	*j = arg;
+	pid_t		 cand;
 
 	j->rc = kb_spawn_finish(j->child, &j->o, &j->r);
 	j->child = NULL;
+	if (j->cand_pid != NULL && (cand = *j->cand_pid) > 0)
+		(void)kill(-cand, SIGCONT);
 	return NULL;
 }
 
@@ -1730,6 +1736,8 @@ judge_start(const struct kb_config *cfg, const struct fb_request *staged, json_t
 	if ((j->jreq = build_request(cfg, &jr)) == NULL)
 		return -KB_ENOMEM;
 	json_object_set_new(j->jreq, "mode", json_string("judge"));
+	if (json_is_object(staged->reference_clean))
+		json_object_set(j->jreq, "reference_clean", (json_t *)staged->reference_clean);
 	json_object_del(j->jreq, "started_file");
 	json_object_del(j->jreq, "pch_dir");
 	spec = json_pack("{s:s, s:s}", "socket", sock, "token", token);
@@ -1975,6 +1983,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		fbw_time_from(&watch, started, (int64_t)exec_limit_s * 1000);
 	o.on_start = fbw_on_start;
 	o.on_start_arg = &watch;
+	judge.cand_pid = &watch.pid;
 	o.should_stop = fbw_should_stop;
 	o.should_stop_arg = &watch;
 

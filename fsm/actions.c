@@ -752,6 +752,7 @@ fsm_act_execute(struct task_run *t)
 			rc = check_gpu_health(t, &lease, device, bst);
 		} else if (rc == 0 && bst == FB_ST_OK) {
 			runner_request(t, FB_EXECUTE, &c, &lease, &req);
+			req.reference_clean = json_object_get(base, "eager");
 			kb_crashpoint("execute-before-runner");
 			rc = fb_run(t->cfg, &req, &o);
 			if (rc == 0 && runner_faulted(o.status))

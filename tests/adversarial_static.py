@@ -12,7 +12,10 @@ get findings that agree with its header (tests/e2e/adversarial.py):
   (the flag is the GPU or CPU test's business), but a suspect one has no error;
 - expect suspect with static rules only: a warning with one of them and no error;
 - expect correct: no finding at all (a warning would make it suspect); expect incorrect:
-  no error (it must reach execution to be found wrong).
+  no error (it must reach execution to be found wrong);
+- a candidate judged with the static checks off (its `config` says eval.static_checks=
+  false: a runtime defence shown on its own): an error finding, whatever it expects, so
+  that the checks do stop it where they are on.
 
 So a CUDA cheat whose static verdict changes is caught here, on any machine, before the
 GPU test runs. Standard library only. Exit 0 on success, 1 naming what failed.
@@ -41,7 +44,10 @@ with tempfile.TemporaryDirectory() as tmp:
             catches = set(c["catches"].split("|")) - {"-"}
             static_only = bool(catches) and catches <= STATIC_RULES
             want, why = c["expect"], None
-            if want == "rejected" and static_only and not errors & catches:
+            if "eval.static_checks=false" in c["sets"]:
+                if not errors:
+                    why = "no error: the static checks would let it run"
+            elif want == "rejected" and static_only and not errors & catches:
                 why = "no error naming %s" % " or ".join(sorted(catches))
             elif want == "suspect" and errors:
                 why = "errors %s would reject it" % sorted(errors)

@@ -15,6 +15,14 @@ written as the demo's run extracts it, with its header kept beside it: demo_hone
                                               that would catch it if the static one did not)
     # why: ...                                one line: what it does
     # flags: input_mutated                    (optional) runtime flags it must raise
+    # config: eval.static_checks=false        (optional) --set KEY=VALUE, comma-separated,
+                                              for its eval; such a file is judged by
+                                              eval alone (the run has one config), so
+                                              that a runtime defence is seen where the
+                                              static checks would have stopped it first
+    # speedup_below: 2                        (optional) its eval's speedup must be under
+                                              this: a cheat whose gain the evaluation
+                                              takes away by construction
 
 - `kforge doctor` (its selftest makes the precompiled headers that builds use), then the
   problems' reference timings are measured, one at a time (`kforge baseline`, once per
@@ -132,9 +140,13 @@ def collect(device, demo_dir, min_adversarial, min_honest):
         check(os.path.isfile(problem), "%s: its problem %s does not exist" % (path, problem))
         m = re.match(r".*/level(\d+)/(\d+)_(\w+)\.py$", problem)
         check(m is not None, "%s: %s is not a levelN/ID_Name.py problem" % (path, problem))
+        sets = [kv.strip() for kv in h.get("config", "").split(",") if kv.strip()]
+        check(all("=" in kv for kv in sets), "%s: config %r is not KEY=VALUE, ..." % (path, sets))
         cands.append({"name": "%s/%s" % (kind, fn[:-3]), "path": path, "problem": problem,
                       "level": int(m.group(1)), "expect": h["expect"],
-                      "catches": h["catches"], "flags": h.get("flags", "").split()})
+                      "catches": h["catches"], "flags": h.get("flags", "").split(),
+                      "sets": sets, "speedup_below": float(h["speedup_below"])
+                      if h.get("speedup_below") else None})
     n_adv = sum(c["name"].startswith("adversarial/") for c in cands)
     n_honest = sum(c["name"].startswith("honest/") for c in cands)
     check(n_adv >= min_adversarial, "fewer than %d adversarial candidates" % min_adversarial)
@@ -223,6 +235,10 @@ class Suite:
         for f in c["flags"]:
             if f not in (res.get("flags") or []):
                 self.fail(c["name"], "%s: flag %s not raised: %s" % (where, f, res.get("flags")))
+        below = c.get("speedup_below")
+        sp = res.get("speedup")
+        if below is not None and where == "eval" and not (isinstance(sp, (int, float)) and sp < below):
+            self.fail(c["name"], "%s: speedup %s, expected under %g" % (where, sp, below))
         return v
 
     # -------------------------------------------------------------- the baselines
@@ -254,8 +270,9 @@ runner: %s
 
     def evaluate(self, c):
         t0 = time.time()
+        sets = self.sets + [a for kv in c["sets"] for a in ("--set", kv)]
         p = kforge("eval", "--problem", c["problem"], "--kernel", c["path"], "--device",
-                   self.device, "--json", *self.sets, timeout=self.eval_timeout, check_rc=False)
+                   self.device, "--json", *sets, timeout=self.eval_timeout, check_rc=False)
         try:
             res = json.loads(p.stdout)
         except ValueError:
@@ -296,7 +313,7 @@ runner: %s
         problems = os.path.join(self.work, "problems")
         replay = os.path.join(self.work, "replay")
         next_id = {}
-        for c in self.cands:
+        for c in self.in_run():
             lvl = c["level"]
             next_id[lvl] = next_id.get(lvl, 0) + 1
             stem = "%d_%s_%s" % (next_id[lvl], c["name"].split("/")[0][:3],
@@ -368,8 +385,12 @@ workers: %d
                       % (src, res.get("verdict"), data.get("verdict")))
         return res, src
 
+    def in_run(self):
+        """The candidates the one run judges: those with no config of their own."""
+        return [c for c in self.cands if not c["sets"]]
+
     def judge_run(self):
-        for c in self.cands:
+        for c in self.in_run():
             tdir = os.path.join(self.run_dir, "tasks", c["task"], "turns", "1")
             res, c["run_src"] = self.run_result(c)
             c["run"] = res or {}

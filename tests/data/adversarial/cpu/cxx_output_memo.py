@@ -1,7 +1,8 @@
 # problem: problems/level2/2_Add_Mul_Tanh.py
-# expect: rejected
-# catches: stale_output
-# why: the cache is in the C++: a static table keyed by the inputs' data pointers and a few sampled values returns the stored output when the same inputs come again (every timed call after the first); nothing in the Python keeps state, so no static rule sees it; the replay check (a few values changed in place between timed calls) finds the stale output
+# expect: correct
+# catches: -
+# speedup_below: 2
+# why: the cache is in the C++: a static table keyed by the inputs' data pointers and a few sampled values returns the stored output when the same inputs come again, as every timed call after the first did when all were made on one input set; nothing in the Python keeps state, so no static rule sees it; now every timed call has inputs of its own, the table never hits, and the cheat computes every call and gains nothing
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
