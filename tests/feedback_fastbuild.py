@@ -170,14 +170,16 @@ def main():
           os.path.isfile(os.path.join(memo_build, list(memo.values())[0]["file"])),
           "memo precompile: one load recorded, its module's file beside the build: %s" % memo)
     r, _, _, _ = run("execute", candidate="cand_ext_memo.py", build=memo_build)
-    out = r.get("details", {}).get("compiler_output", "")
+    # What the candidate's import printed is in its own runner's result (the judge's is
+    # the execute's).
+    out = (r.get("candidate") or {}).get("details", {}).get("compiler_output", "")
     check(r.get("status") == "ok" and r.get("correct"), "memo execute: %s" % r.get("status"))
     check("memo-probe cpp_extension=LazyCppExtension setuptools=False" in out,
           "memo execute: loaded without torch's extension machinery: %r" % out[-300:])
     with open(os.path.join(memo_build, ".kforge-loads.json"), "w") as f:
         json.dump({"0" * 64: list(memo.values())[0]}, f)
     r, _, _, _ = run("execute", candidate="cand_ext_memo.py", build=memo_build)
-    out = r.get("details", {}).get("compiler_output", "")
+    out = (r.get("candidate") or {}).get("details", {}).get("compiler_output", "")
     check(r.get("status") == "ok" and r.get("correct"), "memo miss: %s" % r.get("status"))
     check("memo-probe cpp_extension=module setuptools=True" in out,
           "memo miss: torch's own load_inline: %r" % out[-300:])
