@@ -454,6 +454,10 @@ REFERENCE_SLOWED = {"cuda": 0.15, "cpu": 0.5}
 # what the candidate's timers account for by more than the same measure of the
 # reference's blocks plus max(this, half the candidate's time a call, 4 MADs).
 EXCESS_FLOOR_MS = {"cuda": 0.1, "cpu": 1.0}
+# ... judged from this many blocks of each at least (fewer say too little of the noise),
+# with the channel's round trip, the median of PINGS, taken off a candidate's blocks.
+TIMER_BLOCKS = 3
+PINGS = 5
 # rejected below_physical_floor: a candidate faster than moving its inputs (and the
 # outputs that cannot stay in L2) once at the GPU's peak bandwidth, by this margin,
 # where that floor is at least FLOOR_MIN_MS and the reference itself respects it.
@@ -1630,13 +1634,23 @@ class Runner:
         cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
         # Warm-ups of each, then the discarded first calls.
         self.peer.send({"op": "warmup", "n": warmup + discard, "seed": self.seed,
-                        "fixed": fixed is not None})
+                        "fixed": fixed is not None, "fp_seed": fp_seed})
         with torch.no_grad():
             if interleave:
                 warm = self.timed_inputs(ref, self.seed)
                 self.warm_up_models((model,), warm, warmup + discard)
+                self.fingerprint(model(*warm), fp_seed)    # its weights made now
                 del warm
         self.expect("warm")
+        # The channel's own round trip, which a candidate's block costs beside its calls
+        # and the reference's does not (check_timers takes it off).
+        rtt = []
+        for _ in range(PINGS):
+            t0 = time.perf_counter()
+            self.peer.send({"op": "ping"})
+            self.expect("pong")
+            rtt.append((time.perf_counter() - t0) * 1000.0)
+        self.round_trip_ms = median_of(rtt)
         self.preempted = 0
         ref_s, cand_s, calls, log_, clocks = [], [], [], [], []
         walls = {"candidate": [], "reference": []}
@@ -1810,10 +1824,14 @@ class Runner:
         input set, the flush, the fingerprint), which the reference's blocks, made the
         same way, measure. A candidate's calls that cost much more than their timers
         say did work outside the timed windows (timers_disagree: suspect)."""
-        def per_call(rows):
-            return [(wall - total) / n for wall, total, n in rows if n > 0]
-        c, r = per_call(walls["candidate"]), per_call(walls["reference"])
-        if not c or not r:
+        def per_call(rows, fixed_ms):
+            return [(wall - fixed_ms - total) / n for wall, total, n in rows if n > 0]
+        rtt = getattr(self, "round_trip_ms", 0.0)
+        c = per_call(walls["candidate"], rtt)
+        r = per_call(walls["reference"], 0.0)
+        if len(c) < TIMER_BLOCKS or len(r) < TIMER_BLOCKS:
+            self.details["timers"] = {"judged": False, "why": "fewer than %d blocks of each"
+                                      % TIMER_BLOCKS}
             return
         ec, er = median_of(c), median_of(r)
         mad = median_of([abs(x - ec) for x in c]) + median_of([abs(x - er) for x in r])
@@ -1821,7 +1839,7 @@ class Runner:
         allowed = max(EXCESS_FLOOR_MS[self.device.type], 0.5 * (st.get("median_ms") or 0.0),
                       4 * mad)
         self.details["timers"] = {"excess_ms": ec, "reference_excess_ms": er,
-                                  "allowed_ms": allowed}
+                                  "allowed_ms": allowed, "round_trip_ms": rtt}
         if ec - er > allowed:
             self.flag("timers_disagree")
 
@@ -1910,8 +1928,13 @@ class Runner:
                 with self.torch.no_grad():
                     warm = fixed if fixed is not None else self.timed_inputs(ref, self.seed)
                     self.warm_up_models((model_new,), warm, int(head.get("n", 1)))
+                    # the fingerprint's weights made now, outside every block
+                    self.fingerprint(model_new(*warm), int(head.get("fp_seed", 0)))
                     del warm
+                self.synchronize()
                 self.peer.send({"op": "warm"})
+            elif op == "ping":
+                self.peer.send({"op": "pong"})
             elif op == "block":
                 self.c_block(ref, model_new, head, method, flush_buf, fixed)
             elif op == "do_bench":
@@ -3373,8 +3396,8 @@ def speedup_interval(rst, st, passes, rounds, statistic="mean"):
 
 
 def fmt(x):
-    if x is None:
-        return "n/a"
+    if x is None or isinstance(x, str):
+        return "n/a" if x is None else x
     if isinstance(x, float) and not math.isfinite(x):
         return str(x)
     return "%.6g" % x
