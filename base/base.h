@@ -415,6 +415,7 @@ struct kb_config {
 		long	 max_host_memory_mb;	/* per runner, its processes' RSS; 0 = half of RAM */
 		char	*user;			/* run as this user when root; "" = never switch */
 		bool	 isolate_network;	/* own network namespace where the host allows */
+		char	*sandbox;		/* strict | best_effort (feedback/contain.c) */
 		bool	 selftest;		/* a known-good extension before any request */
 		bool	 fast_build;		/* precompiled torch headers (kforge_runner.py) */
 		bool	 warm;		/* start each worker's next runner ahead (fb_warm_*) */

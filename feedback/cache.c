@@ -87,22 +87,43 @@ pick_root(char *out, size_t n, char *why, size_t whylen)
 	return own_dir(out, why, whylen);
 }
 
-int
-fb_cache_dir(const char *kind, const char *key, char *out, size_t n)
+/* Decided once per process: workers inherit the supervisor's answer. */
+static const char *
+cache_root(int *rc)
 {
 	static char	root[PATH_MAX];
 	static int	root_rc = 1;
-	char		dir[PATH_MAX], why[PATH_MAX + 128] = "";
-	int		rc;
+	char		why[PATH_MAX + 128] = "";
+
+	if (root_rc == 1 && (root_rc = pick_root(root, sizeof(root), why, sizeof(why))) < 0)
+		log_warnx("no build or baseline cache: %s", why);
+	*rc = root_rc;
+	return root_rc < 0 ? NULL : root;
+}
+
+int
+fb_cache_root(char *out, size_t n)
+{
+	const char	*root;
+	int		 rc;
+
+	if ((root = cache_root(&rc)) == NULL)
+		return rc;
+	return snprintf(out, n, "%s", root) >= (int)n ? -KB_ETOOBIG : 0;
+}
+
+int
+fb_cache_dir(const char *kind, const char *key, char *out, size_t n)
+{
+	const char	*root;
+	char		 dir[PATH_MAX], why[PATH_MAX + 128] = "";
+	int		 rc;
 
 	if (kind == NULL || strchr(kind, '/') != NULL || kind[0] == '.' ||
 	    (key != NULL && (strchr(key, '/') != NULL || key[0] == '.')))
 		return -KB_EINVAL;
-	/* Decided once per process: workers inherit the supervisor's answer. */
-	if (root_rc == 1 && (root_rc = pick_root(root, sizeof(root), why, sizeof(why))) < 0)
-		log_warnx("no build or baseline cache: %s", why);
-	if (root_rc < 0)
-		return root_rc;
+	if ((root = cache_root(&rc)) == NULL)
+		return rc;
 	if ((rc = kb_path_join(dir, sizeof(dir), root, kind)) < 0)
 		return rc;
 	rc = own_dir(dir, why, sizeof(why));

@@ -17,6 +17,16 @@
  *            Where those directories are, and how the runner reads a problem or a
  *            candidate it cannot reach in place, is stage.c's.
  *
+ *   sandbox  every runner confines itself, once it has its request and before any
+ *            candidate code runs, with the policy fb_contain_sandbox writes into the
+ *            request (the paths, this file's; the rules, sandbox/'s): Landlock (reads
+ *            everywhere but the run directory, its staging directory and the caches, save
+ *            the step's own inputs and build; writes only to its scratch, and a
+ *            precompile to its build), Landlock's scope (no signal out of its domain, but
+ *            the judge's to the candidate it stops) and a seccomp filter. As every user,
+ *            root or not. runner.sandbox strict refuses a host that lacks a layer;
+ *            best_effort runs with what there is, and says so.
+ *
  * fb_contain_setup decides all this once, in the supervisor before any worker is forked
  * (the workers inherit it); fb_run calls it lazily for `kforge eval` and tests.
  */
@@ -34,6 +44,7 @@
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
+#include "sandbox/sandbox.h"
 
 #define FB_SEAL_DIR_MODE	01777	/* sticky: only a file's owner may remove it */
 #define FB_TREE_FDS		32
@@ -48,7 +59,20 @@ static struct {
 	gid_t		gid;
 	char		user[64];
 	char		user_why[128];
+	struct kb_sbx_caps sbx;
+	bool		sbx_strict;
 } cn;
+
+/* The layers the host lacks, "a, b" ("" when none). */
+static void
+sandbox_missing(char *out, size_t n)
+{
+	out[0] = '\0';
+	for (int l = 0; l < KB_SBX__LAYERS; l++)
+		if (!cn.sbx.have[l])
+			snprintf(out + strlen(out), n - strlen(out), "%s%s (%s)",
+				 out[0] != '\0' ? ", " : "", kb_sbx_layer_name(l), cn.sbx.why[l]);
+}
 
 int
 fb_contain_setup(const struct kb_config *cfg, char *err, size_t errlen)
@@ -67,6 +91,9 @@ fb_contain_setup(const struct kb_config *cfg, char *err, size_t errlen)
 	} else {
 		cn.netns = kb_netns_probe(cn.net_why, sizeof(cn.net_why));
 	}
+	kb_sbx_probe(&cn.sbx);
+	cn.sbx_strict = cfg == NULL || cfg->runner.sandbox == NULL ||
+			strcmp(cfg->runner.sandbox, "best_effort") != 0;
 	cn.drop = false;
 	if (user[0] == '\0') {
 		snprintf(cn.user_why, sizeof(cn.user_why), "runner.user is ''");
@@ -106,16 +133,145 @@ fb_contain_describe(char *net, size_t netlen, char *user, size_t userlen)
 	return cn.netns != KB_NETNS_SHARED;
 }
 
+bool
+fb_contain_describe_sandbox(char *out, size_t n)
+{
+	char	missing[1024];
+
+	sandbox_missing(missing, sizeof(missing));
+	snprintf(out, n, "%s: landlock ABI %d, scope %s, seccomp %s%s%s",
+		 cn.sbx_strict ? "strict" : "best_effort", cn.sbx.landlock_abi,
+		 cn.sbx.have[KB_SBX_SCOPE] ? "on" : "off",
+		 cn.sbx.have[KB_SBX_SECCOMP] ? "on" : "off",
+		 missing[0] != '\0' ? "; missing: " : "", missing);
+	return missing[0] == '\0';
+}
+
+json_t *
+fb_contain_sandbox_json(void)
+{
+	json_t	*missing = json_array();
+
+	for (int l = 0; l < KB_SBX__LAYERS; l++)
+		if (!cn.sbx.have[l])
+			json_array_append_new(missing, json_pack("{s:s, s:s}", "layer",
+						 kb_sbx_layer_name(l), "why", cn.sbx.why[l]));
+	return json_pack("{s:s, s:i, s:b, s:b, s:o}", "mode",
+			 cn.sbx_strict ? "strict" : "best_effort", "landlock_abi",
+			 cn.sbx.landlock_abi, "scope", cn.sbx.have[KB_SBX_SCOPE], "seccomp",
+			 cn.sbx.have[KB_SBX_SECCOMP], "missing", missing);
+}
+
+int
+fb_contain_sandbox_ready(char *err, size_t errlen)
+{
+	char	missing[1024];
+
+	sandbox_missing(missing, sizeof(missing));
+	if (!cn.sbx_strict || missing[0] == '\0')
+		return 0;
+	snprintf(err, errlen, "runner.sandbox is strict and this host lacks %s; set "
+		 "runner.sandbox: best_effort to run with what it has", missing);
+	return -KB_ECONFIG;
+}
+
+bool
+fb_contain_sandboxed(void)
+{
+	return cn.sbx.have[KB_SBX_LANDLOCK];
+}
+
+/* ------------------------------------------------------------ the sandbox's paths */
+
+static int
+spec_line(struct kb_buf *b, const char *what, const char *path)
+{
+	/* A path with a newline would be two lines of the spec: such a path is not ours. */
+	if (path == NULL || path[0] != '/' || strchr(path, '\n') != NULL)
+		return 0;
+	return kb_buf_printf(b, "%s %s\n", what, path);
+}
+
+/* The directory of a file (the runner imports its siblings), into out. */
+static const char *
+dir_of(const char *file, char *out, size_t n)
+{
+	const char	*slash = file != NULL ? strrchr(file, '/') : NULL;
+
+	if (slash == NULL || slash == file || (size_t)(slash - file) >= n)
+		return NULL;
+	memcpy(out, file, (size_t)(slash - file));
+	out[slash - file] = '\0';
+	return out;
+}
+
+json_t *
+fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req, bool judge,
+		   const char *runner)
+{
+	struct kb_buf	 b = KB_BUF_INIT(16 << 10);
+	char		 dir[PATH_MAX], cache[PATH_MAX];
+	const char	*lib = getenv("KFORGE_SANDBOX_LIB");
+	bool		 builds = req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST ||
+				  (req->build_dir != NULL && !kb_file_exists(req->build_dir));
+	json_t		*r;
+	int		 bad = 0;
+
+	if (lib == NULL || lib[0] == '\0')
+		lib = KFORGE_SANDBOX_PATH;
+	/* Hidden: the record of the run, its staging directory and the caches. */
+	bad |= spec_line(&b, "hidden", fb_stage_root());
+	bad |= spec_line(&b, "hidden", fb_stage_dir());
+	if (fb_cache_root(cache, sizeof(cache)) == 0)
+		bad |= spec_line(&b, "hidden", cache);
+	/* Shown back: what the step reads. */
+	bad |= spec_line(&b, "visible", req->problem_path);
+	bad |= spec_line(&b, "visible", req->candidate_path);
+	bad |= spec_line(&b, "visible", dir_of(runner, dir, sizeof(dir)));
+	bad |= spec_line(&b, "visible", req->kprof_lib);
+	bad |= spec_line(&b, "visible", lib);
+	if (fb_cache_dir("pch", NULL, dir, sizeof(dir)) == 0)
+		bad |= spec_line(&b, req->mode == FB_SELFTEST ? "writable" : "visible", dir);
+	if (fb_cache_dir("kprof", NULL, dir, sizeof(dir)) == 0)
+		bad |= spec_line(&b, req->mode == FB_SELFTEST ? "writable" : "visible", dir);
+	/* Written: its scratch, and its own build when it makes it. */
+	bad |= spec_line(&b, "writable", req->work_dir);
+	if (req->build_dir != NULL)
+		bad |= spec_line(&b, builds ? "writable" : "visible", req->build_dir);
+	/* Triton compiles at a kernel's first launch, in the execute, into the build's
+	 * triton/ (run.c's TRITON_CACHE_DIR): the one part of a build an execute writes. */
+	if (!builds && req->build_dir != NULL && cfg != NULL && cfg->eval.backend != NULL &&
+	    strcmp(cfg->eval.backend, "triton") == 0 &&
+	    kb_path_join(dir, sizeof(dir), req->build_dir, "triton") == 0 &&
+	    (kb_mkdir_p(dir, 0755) == 0 || errno == EEXIST))
+		bad |= spec_line(&b, "writable", dir);
+	if (!judge)
+		bad |= kb_buf_append(&b, "scope_signals\n", 14);
+	if (cn.sbx_strict)
+		bad |= kb_buf_append(&b, "strict\n", 7);
+	if (bad != 0) {
+		kb_buf_clear(&b);
+		return NULL;
+	}
+	r = json_pack("{s:s, s:s%}", "lib", lib, "spec", b.p != NULL ? b.p : "", b.len);
+	kb_buf_clear(&b);
+	return r;
+}
+
 void
 fb_contain_report(void)
 {
-	char	net[384], user[256];
+	char	net[384], user[256], sbx[1280];
 
 	if (fb_contain_describe(net, sizeof(net), user, sizeof(user)))
 		log_info("network: %s", net);
 	else
 		log_warnx("network: %s", net);
 	log_info("user: runners run as %s", user);
+	if (fb_contain_describe_sandbox(sbx, sizeof(sbx)))
+		log_info("sandbox: %s", sbx);
+	else
+		log_warnx("sandbox: %s", sbx);
 	fb_stage_report();
 }
 

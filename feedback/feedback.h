@@ -284,6 +284,16 @@ void	fb_contain_report(void);
 bool	fb_contain_describe(char *net, size_t netlen, char *user, size_t userlen);
 void	fb_contain_apply(struct kb_spawn_opts *o);
 const char *fb_contain_user(void);	/* the runner's user name; NULL: not switched */
+/* The sandbox (contain.c, sandbox/): its mode and layers as a line ("strict: landlock ABI
+ * 7, scope on, seccomp on"; false when a layer is missing) and as run.json records it;
+ * whether runners apply Landlock at all (a runner must then be one thread when it does:
+ * no CUDA started ahead). */
+bool	fb_contain_describe_sandbox(char *out, size_t n);
+json_t	*fb_contain_sandbox_json(void);
+bool	fb_contain_sandboxed(void);
+/* -KB_ECONFIG and why (naming the layers and runner.sandbox: best_effort) where the
+ * sandbox is strict and the host lacks a layer: nothing may run then. */
+int	fb_contain_sandbox_ready(char *err, size_t errlen);
 /* 0 when the runner's user can reach path (search every directory down to it) and, with
  * read, read it; else -KB_ECONFIG and why: "runner.user nobody cannot reach /root (mode
  * 0700, owner 0)", for the caller to say what needed it and what to do. */

@@ -77,4 +77,12 @@ int	fb_scratch_make(const char *base, const char *what, char *out, size_t n, int
 			char *err, size_t errlen);
 int	fb_scratch_end(const char *path, int lock_fd, bool remove);
 
+/* A step's sandbox for its request ({"lib", "spec"}: sandbox.h's policy), the one home of
+ * which paths a runner may read and write; judge: the judge's (it may signal the
+ * candidate's runner); runner: the runner script's path. NULL: out of memory. */
+json_t	*fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req,
+			    bool judge, const char *runner);
+/* The shared cache's root (cache.c): hidden from every runner. */
+int	fb_cache_root(char *out, size_t n);
+
 #endif /* KFORGE_FEEDBACK_INT_H */

@@ -21,6 +21,7 @@ static const char *const candidate_details[] = {
 	"compiler_output", "compile_s", "exception", "traceback", "start", "server",
 	"cuda_ahead", "cpus", "sched_policy", "threads_left", "processes_left",
 	"stray_processes", "output_cap_bytes", "log_tail", "input_placement", "trial_ms",
+	"sandbox",
 };
 /* The phases of the candidate's runner (from its request); the judge's follow, from
  * its own request, which came first: an order that still holds on one clock. */
@@ -102,6 +103,9 @@ fbj_merge(json_t *cand, json_t *judge, const char *judge_why)
 	json_object_set(res, "compiled", json_object_get(cand, "compiled"));
 	d = details_of(res);
 	cd = json_object_get(cand, "details");
+	/* Each runner's sandbox: the judge's under details.judge, the candidate's on top. */
+	if (json_object_get(d, "sandbox") != NULL && json_is_object(json_object_get(d, "judge")))
+		json_object_set(json_object_get(d, "judge"), "sandbox", json_object_get(d, "sandbox"));
 	for (i = 0; i < sizeof(candidate_details) / sizeof(candidate_details[0]); i++) {
 		json_t *v = json_object_get(cd, candidate_details[i]);
 

@@ -2699,7 +2699,10 @@ def fast():
     d = os.path.join(pch_dir, key)
     header = os.path.join(d, "kforge_pch.h")
     pch = header + (".pch" if use_clang else ".gch")
-    if not os.path.exists(pch) and not os.access(pch_dir, os.W_OK):
+    # Only a selftest makes headers (KFORGE_PCH_WRITE, install_fast_cxx): the shared cache
+    # is no candidate's to write, and a sandboxed build could not.
+    if not os.path.exists(pch) and (os.environ.get("KFORGE_PCH_WRITE") != "1" or
+                                    not os.access(pch_dir, os.W_OK)):
         # A selftest may be making it now (it holds the lock while it does): wait for it
         # rather than compile with the original command (g++ reads all of
         # torch/extension.h: 12 s of CPU a build on 2 cores, against 2.6 s here).
@@ -2780,15 +2783,15 @@ if rc != 0:
 """
 
 
-def install_wrapper(pch_dir, name, code):
-    """The path of a wrapper script in pch_dir (written when missing and this process
-    may write there), or None."""
+def install_wrapper(pch_dir, name, code, may_write):
+    """The path of a wrapper script in pch_dir (written when missing by the selftest, the
+    one step that may write the shared cache: may_write), or None."""
     import hashlib
     text = "#!%s -SE\n%s" % (sys.executable, code)
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     path = os.path.join(pch_dir, name % digest)
     if not os.path.exists(path):
-        if not os.access(pch_dir, os.W_OK):
+        if not may_write or not os.access(pch_dir, os.W_OK):
             return None
         tmp = "%s.tmp%d" % (path, os.getpid())
         with open(tmp, "w") as f:
@@ -2847,12 +2850,15 @@ def install_fast_cxx(req):
     if not pch_dir or not os.path.isdir(pch_dir) or os.environ.get("KFORGE_CXX_REAL"):
         return
     # The name ends in g++: torch accepts a compiler by its name before asking it -v.
-    path = install_wrapper(pch_dir, "kforge-%s-g++", FAST_CXX)
+    may_write = req.get("mode") == "selftest"
+    path = install_wrapper(pch_dir, "kforge-%s-g++", FAST_CXX, may_write)
+    if may_write:
+        os.environ["KFORGE_PCH_WRITE"] = "1"
     if path is not None:
         os.environ["KFORGE_CXX_REAL"] = os.environ.get("CXX") or "c++"
         os.environ["KFORGE_PCH_DIR"] = pch_dir
         os.environ["CXX"] = path
-    nvcc = install_wrapper(pch_dir, "kforge-%s-nvcc", FAST_NVCC)
+    nvcc = install_wrapper(pch_dir, "kforge-%s-nvcc", FAST_NVCC, may_write)
     if nvcc is not None and req.get("device") == "cuda":
         real = os.environ.get("PYTORCH_NVCC")
         if not real:  # what torch itself would run
@@ -3907,6 +3913,32 @@ def take_request_context(req):
     set_dumpable(True)
 
 
+def confine(req):
+    """The sandbox kforge asks for (req["sandbox"]: libkforge_sandbox.so and its policy,
+    feedback/contain.c), applied to this process before any candidate or problem code
+    runs: Landlock and seccomp (sandbox/sandbox.h). Its report ("landlock=7 scope=1
+    seccomp=1 threads=1"), None where none was asked for; raises RuntimeError where it
+    cannot be applied as asked (strict and a layer missing, more than one thread).
+    Python's own paths are shown back: a venv may live anywhere, under /tmp say."""
+    sbx = req.get("sandbox")
+    if not isinstance(sbx, dict):
+        return None
+    import ctypes
+    spec = str(sbx.get("spec", ""))
+    for p in sorted(set(sys.path) | {sys.prefix, sys.exec_prefix, sys.base_prefix}):
+        if p and os.path.isabs(p) and "\n" not in p and os.path.exists(p):
+            spec += "visible %s\n" % p
+    report = ctypes.create_string_buffer(512)
+    try:
+        lib = ctypes.CDLL(str(sbx.get("lib")))
+    except OSError as e:
+        raise RuntimeError("cannot load the sandbox library: %s" % first_line(e))
+    lib.kforge_sandbox_apply.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    if lib.kforge_sandbox_apply(spec.encode(), report, len(report)) != 0:
+        raise RuntimeError(report.value.decode(errors="replace"))
+    return report.value.decode(errors="replace")
+
+
 def pin_cpus(req):
     """The cores the request gives this step (kforge keeps a run's builds and timings on
     cores of their own, on the CPU): those of them this process may use, as a sorted
@@ -3950,6 +3982,14 @@ def main():
         r.write_result("runtime_error", "bad request: %s" % first_line(e))
         return 0
     pinned = pin_cpus(req)
+    try:
+        confined = confine(req)
+    except Exception as e:
+        r = Runner({"mode": req.get("mode", "unknown")}, result_file)
+        r.flag("sandbox_failed")
+        r.details["sandbox"] = first_line(e)
+        r.write_result("runtime_error", "the sandbox could not be applied: %s" % first_line(e))
+        return 0
     log("mode=%s device=%s precision=%s problem=%s candidate=%s cpus=%s" % (
         req.get("mode"), req.get("device"), req.get("precision"), req.get("problem"),
         req.get("candidate"), pinned))
@@ -3963,6 +4003,8 @@ def main():
         runner.details["cuda_ahead"] = AHEAD_DONE
     if pinned is not None:
         runner.details["cpus"] = pinned
+    if confined is not None:
+        runner.details["sandbox"] = confined
     runner.run()
     return 0
 

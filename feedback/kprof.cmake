@@ -36,19 +36,6 @@ target_link_libraries(kb_kprof_core PUBLIC ${CMAKE_DL_LIBS} m)
 
 set(KPROF_INCLUDES ${kprof_includes} CACHE INTERNAL "include path of kprof*.c")
 
-# Strips the sanitizer flags of a KB_SANITIZE build from one target: the injected library
-# must not need a sanitizer runtime (Python does not load one first), and libcupti opens
-# libnvperf_host.so with RTLD_DEEPBIND, which ASan refuses in any process it runs in.
-function(kprof_unsanitized target)
-  foreach(prop COMPILE_OPTIONS LINK_OPTIONS)
-    get_target_property(opts ${target} ${prop})
-    if(opts)
-      list(FILTER opts EXCLUDE REGEX "sanitize|omit-frame-pointer")
-      set_target_properties(${target} PROPERTIES ${prop} "${opts}")
-    endif()
-  endforeach()
-endfunction()
-
 # The library compiles its sources itself rather than linking kb_kprof_core: it must be
 # free of sanitizer runtimes and export one symbol.
 add_library(kforge_kprof SHARED kprof_core.c kprof_host.c kprof_inject.c)
@@ -62,7 +49,9 @@ set_target_properties(kforge_kprof PROPERTIES
   # libcupti.so.13 is for a plain CUDA program: a torch process has its own copy loaded
   SKIP_BUILD_RPATH ON
   LINK_FLAGS "-Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,-rpath,${KPROF_CUPTI_LIBDIR}")
-kprof_unsanitized(kforge_kprof)
+# libcupti opens libnvperf_host.so with RTLD_DEEPBIND, which ASan refuses in any process
+# it runs in.
+kb_unsanitized(kforge_kprof)
 
 target_compile_definitions(kb_fb PUBLIC KFORGE_KPROF_PATH="$<TARGET_FILE:kforge_kprof>")
 add_dependencies(kb_fb kforge_kprof)

@@ -893,17 +893,20 @@ runner_limits(const struct kb_config *cfg, struct kb_spawn_opts *o, int deadline
 	fb_contain_apply(o);
 }
 
-/* Whom HOME, USER and TMPDIR name when the runner runs as runner.user: its scratch. */
+/* Whom HOME, USER and TMPDIR name when the runner runs as runner.user: its scratch. A
+ * sandboxed runner writes nowhere else: its TMPDIR is its scratch, whoever it runs as. */
 static void
 env_contained(struct fb_env *env, const char *work_dir)
 {
+	if (fb_contain_sandboxed() && work_dir != NULL)
+		env_set(env, "TMPDIR", work_dir);
 	if (fb_contain_user() == NULL)
 		return;
 	/* Ours (root's) would be unwritable; caches that want a HOME get the scratch. */
 	env_set(env, "HOME", work_dir != NULL ? work_dir : "/");
 	env_set(env, "USER", fb_contain_user());
 	/* The compilers' temporary files too, unless our TMPDIR is a shared one. */
-	if (!tmpdir_shared(getenv("TMPDIR")))
+	if (!fb_contain_sandboxed() && !tmpdir_shared(getenv("TMPDIR")))
 		env_set(env, "TMPDIR", work_dir != NULL ? work_dir : "/tmp");
 }
 
@@ -1469,8 +1472,10 @@ warm_next_visible(const struct kb_config *cfg, const struct fb_request *req, boo
 static bool
 warm_cuda_ahead(const struct kb_config *cfg, const struct fb_request *req, const char *visible)
 {
+	/* Not where runners apply Landlock, which binds only the thread that applies it:
+	 * the driver's threads would be free of it. */
 	return req->mode == FB_PRECOMPILE && fb_on_cuda(cfg, req) && visible != NULL &&
-	       visible[0] != '\0';
+	       visible[0] != '\0' && !fb_contain_sandboxed();
 }
 
 void
@@ -1736,6 +1741,7 @@ judge_start(const struct kb_config *cfg, const struct fb_request *staged, json_t
 	if ((j->jreq = build_request(cfg, &jr)) == NULL)
 		return -KB_ENOMEM;
 	json_object_set_new(j->jreq, "mode", json_string("judge"));
+	json_object_set_new(j->jreq, "sandbox", fb_contain_sandbox(cfg, &jr, true, runner));
 	if (json_is_object(staged->reference_clean))
 		json_object_set(j->jreq, "reference_clean", (json_t *)staged->reference_clean);
 	json_object_del(j->jreq, "started_file");
@@ -1874,7 +1880,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	out->runtime_ms = out->ref_runtime_ms = out->speedup = -1;
 	if ((unsigned)req->mode > FB_SELFTEST)
 		return -KB_EINVAL;
-	if ((rc = fb_contain_setup(cfg, err, sizeof(err))) < 0) {
+	if ((rc = fb_contain_setup(cfg, err, sizeof(err))) < 0 ||
+	    (rc = fb_contain_sandbox_ready(err, sizeof(err))) < 0) {
 		log_warnx("%s", err);
 		return rc;
 	}
@@ -1887,6 +1894,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		return rc;
 	if ((jreq = build_request(cfg, &staged)) == NULL)
 		return -KB_ENOMEM;
+	json_object_set_new(jreq, "sandbox", fb_contain_sandbox(cfg, &staged, false, runner));
 
 	/* Precompile and every CPU step see no GPU; a GPU step sees exactly its own. */
 	if (req->mode == FB_PRECOMPILE || !fb_on_cuda(cfg, req)) {

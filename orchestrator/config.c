@@ -77,6 +77,7 @@ static const char *const input_places[] = { "host", "device", NULL };
 static const char *const build_formats[] = { "load_inline", "raw", NULL };
 static const char *const precisions[] = { "fp32", "fp16", "bf16", NULL };
 static const char *const severities[] = { "warning", "error", NULL };
+static const char *const sandbox_modes[] = { "strict", "best_effort", NULL };
 static const char *const timing_methods[] = { "cuda_event", "host_time", "do_bench", NULL };
 static const char *const speedup_statistics[] = { "auto", "mean", "median", NULL };
 
@@ -241,6 +242,11 @@ static const struct cfg_key schema[] = {
 	  .doc = "the user runners run as ('' keeps the caller)" },
 	{ KEY("runner.isolate_network", K_BOOL, runner.isolate_network), .def = "true",
 	  .doc = "run runners in a network namespace with no network" },
+	{ KEY("runner.sandbox", K_ENUM, runner.sandbox), .def = "strict",
+	  .allowed = sandbox_modes,
+	  .doc = "the runners' Landlock and seccomp sandbox: strict refuses to run where the "
+		 "kernel lacks a layer (kforge doctor names it), best_effort runs with what "
+		 "there is and records the warning in run.json" },
 	{ KEY("runner.selftest", K_BOOL, runner.selftest), .def = "true",
 	  .doc = "build and run a tiny extension before any model request" },
 	{ KEY("runner.fast_build", K_BOOL, runner.fast_build), .def = "true",

@@ -547,6 +547,18 @@ check_network(struct doctor *d, const struct check *c)
 }
 
 static void
+check_sandbox(struct doctor *d, const struct check *c)
+{
+	char	line[1280], err[1280];
+	bool	whole = fb_contain_describe_sandbox(line, sizeof(line));
+
+	emit(d, c, NULL, fb_contain_sandbox_ready(err, sizeof(err)) == 0, NULL, NULL,
+	     "a kernel with Landlock ABI 6 or later (Linux 6.12) and seccomp, or "
+	     "runner.sandbox: best_effort to run with the layers there are",
+	     "runners: %s%s", line, whole ? "" : " (best_effort: runs go on without them)");
+}
+
+static void
 check_user(struct doctor *d, const struct check *c)
 {
 	char	net[384], user[256], err[1024];
@@ -653,6 +665,7 @@ static const struct check checks[] = {
 	{ "perf-counters",  DR_CUDA,   0,           check_counters },
 	{ "runner-user",    DR_ALL,    DR_ALL,      check_user },
 	{ "network",        DR_ALL,    0,           check_network },
+	{ "sandbox",        DR_ALL,    DR_ALL,      check_sandbox },
 	{ "disk",           DR_ALL,    DR_ALL,      check_disk },
 	{ "cache",          DR_ALL,    0,           check_cache },
 };

@@ -823,7 +823,8 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	(void)kb_sweep_atomic_tmp(run->dir);
 	/* Decided before any fork, so that every worker inherits it (and python's probe
 	 * imports torch as the runner will). */
-	if (fb_contain_setup(&run->cfg, err, sizeof(err)) < 0) {
+	if (fb_contain_setup(&run->cfg, err, sizeof(err)) < 0 ||
+	    fb_contain_sandbox_ready(err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}
@@ -921,6 +922,10 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 			   selftest.torch, "cached", selftest.cached, "build_s", selftest.build_s,
 			   "stage_dir", fb_stage_dir());
 	orch_run_update(run, fields);
+	json_decref(fields);
+	/* The runners' sandbox: what the report and a reader of the run learn of it. */
+	if ((fields = json_pack("{s:o}", "sandbox", fb_contain_sandbox_json())) != NULL)
+		orch_run_update(run, fields);
 	json_decref(fields);
 	s.clocks = lock_clocks(&s);
 	log_info(ORCH_LOG_SUP_START, run->cfg.name, run->dir, python);

@@ -50,6 +50,7 @@ set(kb_e2e_tests
   # the kernel and runner fault matrix (CPU analogues), containment of generated code
   "e2e_test_faults|test_faults|e2e|3600"
   "e2e_test_containment|test_containment|e2e|1800"
+  "e2e_test_sandbox|test_sandbox|e2e|1800"
   # as root, problems, run dir and KFORGE_HOME under a 0700 directory: runners work in
   # a staging directory, also after a cut run's staging directory was replaced by a link
   "e2e_test_reach|test_reach|e2e|1500"

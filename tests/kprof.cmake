@@ -16,7 +16,7 @@ kb_add_test(unit_kprof_host SOURCES ${CMAKE_CURRENT_LIST_DIR}/kprof_host.c
             ${CMAKE_SOURCE_DIR}/feedback/kprof_host.c ${CMAKE_SOURCE_DIR}/feedback/kprof_core.c
             LIBS ${KPROF_CUPTI_LIB} ${CMAKE_DL_LIBS} m LABELS unit TIMEOUT 60)
 target_include_directories(unit_kprof_host PRIVATE ${KPROF_INCLUDES})
-kprof_unsanitized(unit_kprof_host)
+kb_unsanitized(unit_kprof_host)
 kb_add_script_test(unit_kprof_so
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/kprof_so.py
                            $<TARGET_FILE:kforge_kprof>

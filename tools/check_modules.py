@@ -19,13 +19,14 @@ import sys
 # module: (its public header, the modules it may use)
 GRAPH = {
     "base": ("base/base.h", set()),
+    "sandbox": ("sandbox/sandbox.h", set()),
     "rundir": ("rundir/rundir.h", {"base"}),
     "gpu_pool": ("gpu_pool/gpu_pool.h", {"base"}),
     "llm": ("llm/llm.h", {"base", "rundir"}),
-    "feedback": ("feedback/feedback.h", {"base", "rundir"}),
+    "feedback": ("feedback/feedback.h", {"base", "rundir", "sandbox"}),
     "fsm": ("fsm/fsm.h", {"base", "rundir", "feedback", "llm", "gpu_pool"}),
     "orchestrator": ("orchestrator/orchestrator.h",
-                     {"base", "rundir", "gpu_pool", "llm", "feedback", "fsm"}),
+                     {"base", "sandbox", "rundir", "gpu_pool", "llm", "feedback", "fsm"}),
 }
 # Folders with C sources that are not modules of kforge itself.
 NOT_MODULES = {"tests", "tools", "build", ".devdeps", ".git"}

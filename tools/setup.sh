@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what kforge needs on a Debian machine, and nothing that is already there: a C
-# toolchain, clang, CMake, libyaml, jansson, libcurl, libcrypto, libmicrohttpd, ninja, ccache, and a Python that
+# toolchain, clang, CMake, libyaml, jansson, libcurl, libcrypto, libmicrohttpd, libseccomp, ninja, ccache, and a Python that
 # imports torch *and can build a torch extension* (torch's C++ headers and pybind11:
 # Debian's python3-torch ships neither, libtorch-dev and pybind11-dev do; GPU hosts bring
 # a pip torch that has its own), and what the tests use (python3, python3-venv, chromium). Says what
@@ -23,6 +23,8 @@ have_pc libcurl || need+=(libcurl4-openssl-dev)
 have_pc libcrypto || need+=(libssl-dev)
 # kforge view serves the run's HTML page through libmicrohttpd (no hand-written HTTP).
 have_pc libmicrohttpd || need+=(libmicrohttpd-dev)
+# The runners' seccomp filter (sandbox/); Landlock's header comes with the kernel headers.
+have_pc libseccomp || need+=(libseccomp-dev)
 command -v ninja >/dev/null || need+=(ninja-build)
 command -v ccache >/dev/null || need+=(ccache)
 # clang++ builds a candidate's binding file through a precompiled header of torch's in

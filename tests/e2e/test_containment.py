@@ -9,9 +9,10 @@ L1_2_LeakyReLU_s0 gets, turn by turn:
      on a non-loopback address of the host (must fail: own network namespace), opens the
      run's logs, run.json and the victim's trajectory, kernel and sealed build (in the
      cache that runs share) for
-     writing, removes them, and SIGKILLs its parent worker, the supervisor (pid from
-     run.json) and every process of this run it finds in /proc (all must fail: it
-     runs as nobody). It then behaves, so its turn is classified ok.
+     writing, removes them, and SIGKILLs its parent and every process of this run it
+     finds in /proc (all must fail: it runs as nobody; the sandbox hides run.json and
+     the others' command lines too, test_sandbox has the rest). It then behaves, so
+     its turn is classified ok.
   2. a CPU spinner: stopped by RLIMIT_CPU (SIGXCPU), classified timeout;
   3. a writer of a 2 MB file: stopped by RLIMIT_FSIZE (EFBIG), classified compile_error;
   4. an opener of 300 files: stopped by RLIMIT_NOFILE (EMFILE), classified compile_error;
@@ -78,9 +79,6 @@ class Listener:
 work = scratch("e2e-contain")
 problems = copy_problems(os.path.join(work, "problems"), ["level1/1_ReLU.py", "level1/2_LeakyReLU.py"])
 run_dir = os.path.join(work, "run")
-reports = os.path.join(work, "reports")
-os.makedirs(reports)
-os.chmod(reports, 0o1777)
 listeners = [Listener("127.0.0.1")]
 if host_address():
     listeners.append(Listener(host_address()))
@@ -125,10 +123,13 @@ def _attack():
                    os.path.join(victim, "trajectory.jsonl"),
                    os.path.join(victim, "turns", "1", "kernel.py"),
                    os.path.join(run, "supervisor.log"), os.path.join(run, "run.json")]
-        for d in os.listdir(BUILDS):
-            cj = os.path.join(BUILDS, d, "compile.json")
-            if os.path.exists(cj):
-                targets.append(cj)
+        try:  # the sandbox hides the cache: no listing either
+            for d in os.listdir(BUILDS):
+                cj = os.path.join(BUILDS, d, "compile.json")
+                if os.path.exists(cj):
+                    targets.append(cj)
+        except OSError as e:
+            rep["write"][BUILDS] = errno.errorcode.get(e.errno, str(e))
         for t in targets:
             try:
                 with open(t, "a") as f:
@@ -141,9 +142,9 @@ def _attack():
                 rep["remove"][t] = "renamed"
             except OSError as e:
                 rep["remove"][t] = errno.errorcode.get(e.errno, str(e))
+        # The supervisor's pid is in run.json, which the sandbox hides; what /proc shows
+        # of this run's processes (their command lines) is tried below.
         pids = {"parent": os.getppid()}
-        with open(os.path.join(run, "run.json")) as f:
-            pids["supervisor"] = json.load(f).get("pid")
         for p in os.listdir("/proc"):
             if p.isdigit() and int(p) != os.getpid():
                 try:
@@ -160,7 +161,8 @@ def _attack():
                 rep["kill"][name] = "killed %d" % pid
             except OSError as e:
                 rep["kill"][name] = errno.errorcode.get(e.errno, str(e))
-    with open(os.path.join(REPORTS, "hostile-%d.json" % os.getpid()), "w") as f:
+    # Its scratch, the one place a sandboxed runner may write.
+    with open("hostile-%d.json" % os.getpid(), "w") as f:
         json.dump(rep, f)
 
 
@@ -187,7 +189,7 @@ def fenced(code):
 
 
 hostile = HOSTILE.replace("LISTENERS", repr([(li.addr, li.port) for li in listeners])).replace(
-    "ATTACK_FILES", repr(ROOT)).replace("RUN_DIR", repr(run_dir)).replace("REPORTS", repr(reports)).replace(
+    "ATTACK_FILES", repr(ROOT)).replace("RUN_DIR", repr(run_dir)).replace(
     "BUILDS", repr(os.path.join(os.environ.get("KFORGE_CACHE_DIR") or
                                 "/var/tmp/kforge-cache-%d" % os.geteuid(), "builds")))
 script = {"rules": [
@@ -250,9 +252,11 @@ check("Too many open files" in compile_message(4), "turn 4 not stopped by RLIMIT
 
 # ---- what the hostile candidate saw (precompile and execute each ran it once)
 reps = []
-for name in sorted(os.listdir(reports)):
-    with open(os.path.join(reports, name)) as f:
-        reps.append(json.load(f))
+for d, _, files in os.walk(run_dir):
+    for name in sorted(files):
+        if name.startswith("hostile-") and name.endswith(".json"):
+            with open(os.path.join(d, name)) as f:
+                reps.append(json.load(f))
 check(len(reps) == 2, "the hostile candidate reported %d times, want 2" % len(reps))
 for rep in reps:
     env_text = json.dumps(rep["env"])
@@ -269,7 +273,7 @@ for rep in reps:
               "the candidate wrote: %s" % rep["write"])
         check(all(v in ("EACCES", "EPERM") for v in rep["remove"].values()),
               "the candidate moved: %s" % rep["remove"])
-        check(len(rep["kill"]) >= 3 and rep["kill"]["supervisor"] == "EPERM" and
+        check(len(rep["kill"]) >= 1 and
               rep["kill"]["parent"] == "EPERM" and all(v == "EPERM" for v in rep["kill"].values()),
               "the candidate signalled: %s" % rep["kill"])
 if NETNS:

@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""The runners' sandbox (sandbox/, feedback/contain.c), end to end on the CPU, with no
+user switch to lean on: a hostile candidate, served by the mock model through the real
+supervisor, worker and runner, tries every escape of a candidate that runs as the user
+who started kforge (the usual case on a cluster), and each must be refused with nothing
+changed. Run twice where the host allows: as root with runner.user '' (the sandbox alone,
+no nobody), and as an ordinary user this test creates (useradd; runuser). Not root: the
+one run is already an ordinary user's.
+
+The candidate tries, from its module's top level (so in the precompile and the execute):
+  - writes: the run's run.json, supervisor.log and its own trajectory; a baseline of the
+    shared cache (a decoy the test puts there), a new build directory there; a file in
+    /tmp and one at the top of the run directory; and reads of run.json and the decoy;
+  - /proc/<pid>/environ of every process it can see, looking for a secret the test puts
+    in kforge's own environment (the allow-list keeps it from the runner's);
+  - ptrace(PTRACE_ATTACH) of its parent and of a victim process of the same user;
+  - SIGKILL to its parent and to that victim;
+  - a TCP connect to a listener of the test on 127.0.0.1.
+It writes what each attempt met to its scratch directory (the one place it may write),
+and then behaves, so the turn is judged. The test checks each refusal from the outside:
+files unchanged, no new file, the secret nowhere in the run, the victim alive, the
+listener untouched, the run finished; and run.json says the sandbox was strict and whole.
+Skips (77) where the kernel has no Landlock with scoping or no seccomp."""
+import hashlib
+import json
+import os
+import pwd
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(__file__))
+from kfe2e import *  # noqa: E402,F401
+
+ROOT = os.geteuid() == 0
+TEST_USER = "kforge-sbx-test"
+py = torch_python()
+probe = subprocess.run([BIN, "doctor", "--json"], capture_output=True, text=True)
+try:
+    items = {i.get("item"): i for i in json.loads(probe.stdout)}
+except ValueError:
+    fail("kforge doctor --json printed no JSON: %s" % probe.stdout[-500:])
+sbx = items.get("sandbox")
+check(sbx is not None, "kforge doctor has no sandbox line")
+if not sbx.get("ok"):
+    print("SKIP: this host lacks a sandbox layer: %s" % sbx.get("detail"))
+    sys.exit(SKIP)
+
+
+class Listener:
+    """A TCP listener on loopback that counts the connections it accepts."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self.loop, daemon=True).start()
+
+    def loop(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            c.close()
+
+
+HOSTILE = r'''import torch
+import torch.nn as nn
+
+
+def _attack():
+    import ctypes, errno, json, os, signal, socket
+    def err(e):
+        return errno.errorcode.get(e.errno, str(e))
+    rep = {"pid": os.getpid(), "uid": os.getuid(), "write": {}, "read": {}, "ptrace": {},
+           "kill": {}, "environ_readable": [], "secret_found": False}
+    for t in WRITE_TARGETS:
+        try:
+            if t.endswith("/"):
+                os.mkdir(t + "evil-%d" % os.getpid())
+            else:
+                with open(t, "a") as f:
+                    f.write("tam" "pered\n")  # the word the test looks for, not in this text
+            rep["write"][t] = "written"
+        except OSError as e:
+            rep["write"][t] = err(e)
+    for t in READ_TARGETS:
+        try:
+            with open(t) as f:
+                f.read()
+            rep["read"][t] = "read"
+        except OSError as e:
+            rep["read"][t] = err(e)
+    mine = {os.getpid()}
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) in mine:
+            continue
+        try:
+            with open("/proc/%s/environ" % p, "rb") as f:
+                data = f.read()
+            rep["environ_readable"].append(int(p))
+            for var in data.split(b"\0"):
+                if var.startswith(b"KFORGE_SBX_SECRET="):
+                    rep["secret_found"] = var.split(b"=", 1)[1].decode()
+        except OSError:
+            pass
+    libc = ctypes.CDLL(None, use_errno=True)
+    for name, pid in (("parent", os.getppid()), ("victim", VICTIM)):
+        if libc.ptrace(16, pid, None, None) == 0:   # PTRACE_ATTACH
+            rep["ptrace"][name] = "attached"
+            libc.ptrace(17, pid, None, None)        # PTRACE_DETACH
+        else:
+            rep["ptrace"][name] = errno.errorcode.get(ctypes.get_errno(), "?")
+    for name, pid in (("victim", VICTIM), ("parent", os.getppid())):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            rep["kill"][name] = "killed"
+        except OSError as e:
+            rep["kill"][name] = err(e)
+    try:
+        socket.create_connection(("127.0.0.1", PORT), timeout=3).close()
+        rep["connect"] = "connected"
+    except OSError as e:
+        rep["connect"] = err(e)
+    with open("hostile-%d.json" % os.getpid(), "w") as f:
+        json.dump(rep, f)
+
+
+_attack()
+
+
+class ModelNew(nn.Module):
+    def __init__(self, negative_slope=0.01):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        return torch.nn.functional.leaky_relu(x, negative_slope=self.negative_slope)
+'''
+
+
+def tree_digest(root):
+    """Every file under root and its content's hash: what 'nothing changed' compares."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for n in files:
+            p = os.path.join(d, n)
+            try:
+                with open(p, "rb") as f:
+                    out[p] = hashlib.sha256(f.read()).hexdigest()
+            except OSError:
+                pass
+    return out
+
+
+def as_user(user):
+    """(uid, gid, argv prefix) to run kforge as user; None: as this process."""
+    if user is None:
+        return os.getuid(), os.getgid(), []
+    pw = pwd.getpwnam(user)
+    return pw.pw_uid, pw.pw_gid, ["runuser", "-u", user, "--"]
+
+
+def chown_tree(path, uid, gid):
+    for d, dirs, files in os.walk(path):
+        os.chown(d, uid, gid)
+        for n in files:
+            os.chown(os.path.join(d, n), uid, gid)
+
+
+def attempt(label, user):
+    uid, gid, prefix = as_user(user)
+    work = scratch("e2e-sandbox-" + label)
+    problems = copy_problems(os.path.join(work, "problems"), ["level1/2_LeakyReLU.py"])
+    run_dir = os.path.join(work, "run")
+    cache = os.path.join(work, "cache")
+    decoy = os.path.join(cache, "baselines", "decoy.json")
+    os.makedirs(os.path.dirname(decoy))
+    os.makedirs(os.path.join(cache, "builds"))
+    with open(decoy, "w") as f:
+        json.dump({"runtime_ms": 1.0}, f)
+    tmp_target = "/tmp/kforge-sbx-%s" % secrets.token_hex(6)
+    secret = "sbx-secret-" + secrets.token_hex(8)
+    listener = Listener()
+    socket.create_connection(("127.0.0.1", listener.port), timeout=STARTUP_WAIT_S).close()
+    # The victim runs as kforge's user itself (not under runuser, which stays root).
+    victim = subprocess.Popen(["sleep", "3600"], user=uid, group=gid, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    task = os.path.join(run_dir, "tasks", "L1_2_LeakyReLU_s0")
+    writes = [os.path.join(run_dir, "run.json"), os.path.join(run_dir, "supervisor.log"),
+              os.path.join(task, "trajectory.jsonl"), os.path.join(run_dir, "ESCAPED"),
+              decoy, os.path.join(cache, "builds") + "/", tmp_target]
+    reads = [os.path.join(run_dir, "run.json"), decoy]
+    code = HOSTILE.replace("WRITE_TARGETS", repr(writes)).replace(
+        "READ_TARGETS", repr(reads)).replace(
+        "VICTIM", str(victim.pid)).replace("PORT", str(listener.port))
+    script = {"rules": [{"match": "Elementwise leaky ReLU",
+                         "replies": [{"content": "```python\n" + code + "```\n"}]}],
+              "default": {"status": 500, "content": "unexpected prompt"}}
+    mock = MockLLM(work, script)
+    config = write_config(os.path.join(work, "sandbox.yaml"), """
+name: sandbox
+problems: {dir: %s, levels: [1]}
+llm: {provider: openai, base_url: "%s", model: mock-model, api_key_env: OPENAI_API_KEY, retries: 1}
+refinement: {turns: 1, feedback: [G, E]}
+eval: {device: cpu, correctness_trials: 1, perf_trials: 3, warmup: 1, timeout_s: 600,
+       compile_timeout_s: 600, static_checks: false}
+runner: {python: %s, user: '', sandbox: strict, selftest: false}
+workers: 1
+""" % (problems, mock.base_url, py))
+    chown_tree(work, uid, gid)
+    before = tree_digest(cache)
+    env = dict(os.environ, OPENAI_API_KEY="sk-" + secrets.token_hex(8),
+               KFORGE_SBX_SECRET=secret, KFORGE_CACHE_DIR=cache, HOME=work)
+    try:
+        r = subprocess.run(prefix + [BIN, "run", config, "--run-dir", run_dir, "--quiet"],
+                           env=env, capture_output=True, text=True, timeout=1700)
+    finally:
+        mock.stop()
+    check(r.returncode == 0, "%s: kforge run exited %d: %s" % (label, r.returncode, r.stderr[-2000:]))
+    alive = victim.poll() is None
+    victim.kill()
+    victim.wait()
+
+    # ---- the run is whole and says how it was sandboxed
+    with open(os.path.join(run_dir, "run.json")) as f:
+        info = json.load(f)
+    check(info["status"] == "finished", "%s: the run did not finish" % label)
+    check(info.get("sandbox", {}).get("mode") == "strict" and not info["sandbox"].get("missing"),
+          "%s: run.json's sandbox: %s" % (label, info.get("sandbox")))
+    recs = records(run_dir, "L1_2_LeakyReLU_s0")
+    check_artifacts(run_dir, "L1_2_LeakyReLU_s0", recs)
+    fb = feedback_records(recs)
+    check([x["data"].get("status") for x in fb] == ["ok"],
+          "%s: the hostile turn was not judged: %s" % (label, [x["data"] for x in fb]))
+    with open(os.path.join(task, "turns", "1", "result.json")) as f:
+        res = json.load(f)
+    check("scope=1" in res["details"].get("sandbox", ""),
+          "%s: the candidate's runner reports no scoped sandbox: %s" % (label, res["details"].get("sandbox")))
+
+    # ---- each escape refused, seen from the outside
+    reps = []
+    for d, _, files in os.walk(run_dir):
+        for n in files:
+            if n.startswith("hostile-") and n.endswith(".json"):
+                with open(os.path.join(d, n)) as f:
+                    reps.append(json.load(f))
+    check(len(reps) == 2, "%s: the hostile candidate reported %d times, want 2 (precompile "
+          "and execute)" % (label, len(reps)))
+    for rep in reps:
+        check(rep["uid"] == uid, "%s: the candidate ran as uid %d, not %d" % (label, rep["uid"], uid))
+        check(all(v in ("EACCES", "EPERM") for v in rep["write"].values()),
+              "%s: the candidate wrote: %s" % (label, rep["write"]))
+        check(all(v in ("EACCES", "EPERM") for v in rep["read"].values()),
+              "%s: the candidate read: %s" % (label, rep["read"]))
+        check(not rep["secret_found"] and not rep["environ_readable"],
+              "%s: the candidate read the environ of %s" % (label, rep["environ_readable"]))
+        check(all(v == "EPERM" for v in rep["ptrace"].values()),
+              "%s: ptrace: %s" % (label, rep["ptrace"]))
+        check(all(v == "EPERM" for v in rep["kill"].values()),
+              "%s: signals: %s" % (label, rep["kill"]))
+        check(rep.get("connect") not in (None, "connected"),
+              "%s: the candidate connected: %s" % (label, rep.get("connect")))
+    check(alive, "%s: the victim process was killed" % label)
+    check(listener.accepted == 1, "%s: the listener accepted %d connections" % (label, listener.accepted))
+    check(not os.path.exists(tmp_target), "%s: the candidate wrote %s" % (label, tmp_target))
+    check(not os.path.exists(os.path.join(run_dir, "ESCAPED")), "%s: the candidate wrote in the run" % label)
+    after = tree_digest(cache)
+    check(after.get(decoy) == before.get(decoy), "%s: the cached baseline changed" % label)
+    check(not any("evil-" in d for d, _, _ in os.walk(cache)), "%s: a build dir was made" % label)
+    for d, _, files in os.walk(run_dir):
+        for n in files:
+            with open(os.path.join(d, n), "rb") as f:
+                data = f.read()
+            check(secret.encode() not in data, "%s: the secret is in %s" % (label, n))
+            check(b"tampered" not in data, "%s: %s was written to" % (label, n))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok: %s: writes %d, reads %d, environ, ptrace, signals, network refused" % (
+        label, len(writes), len(reads)))
+
+
+if ROOT:
+    attempt("root", None)
+    if subprocess.run(["id", TEST_USER], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                        TEST_USER], check=True)
+    attempt("user", TEST_USER)
+else:
+    attempt("user", None)
+    print("note: not root: the run as root is not proven here")
