@@ -510,12 +510,12 @@ _kernel("io_access", "works on the file system", _WHY_IO, ("std", "boost", "expe
         ("filesystem",))
 _kernel("io_access", "reads standard input", _WHY_IO, "word", ("stdin", "STDIN_FILENO"))
 _kernel("io_access", "reads standard input", _WHY_IO, ("std",), ("cin", "wcin"))
-_kernel("io_access", "uses a socket", _WHY_IO, "libc",
+_kernel("io_access", "works with sockets", _WHY_IO, "libc",
         ("socket", "socketpair", "connect", "listen", "accept", "accept4", "sendto", "sendmsg",
          "send", "recv", "recvfrom", "recvmsg", "getaddrinfo", "gethostbyname", "inet_pton",
          "inet_addr"))
-_kernel("io_access", "uses a socket", _WHY_IO, "libc_nostd", ("bind",))
-_kernel("io_access", "uses a socket", _WHY_IO, "word",
+_kernel("io_access", "works with sockets", _WHY_IO, "libc_nostd", ("bind",))
+_kernel("io_access", "works with sockets", _WHY_IO, "word",
         ("AF_INET", "AF_INET6", "AF_UNIX", "AF_LOCAL", "AF_NETLINK", "AF_PACKET", "PF_INET",
          "PF_INET6", "PF_UNIX", "PF_LOCAL", "sockaddr", "sockaddr_in", "sockaddr_in6",
          "sockaddr_un", "sockaddr_storage"))
@@ -546,7 +546,7 @@ LITERAL_PATH_ENTRY = ("io_access", None, "names a path of the system or of other
                       _WHY_IO, "word")
 LITERAL_SYSCALL_ENTRY = ("concurrency", None, "makes a system call in assembly",
                          _WHY_KERNEL_CONCURRENCY, "word")
-KERNEL_NAMES_PER_RULE = 5       # per string: enough to say what to fix, the rest can wait
+KERNEL_NAMES_PER_RULE = 8       # per string: enough to say what to fix, the rest can wait
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 
