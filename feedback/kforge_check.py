@@ -9,7 +9,9 @@ candidate with the standard library's ast: it never imports or runs it, and neve
 torch. It finds the ways a candidate can pass without doing the work in its kernel (the
 reference reused, PyTorch ops doing the work, fallbacks, cached outputs, patched or seeded
 libraries, side streams, lower precision, ...) and says so in one sentence per finding,
-for the model to read.
+for the model to read. The kernel's C++ and CUDA are read too, as code (comments and
+literals apart): the Python C API, dispatcher registration, process-wide settings,
+persisting L2, dynamic loading, threads, processes, files and sockets there.
 
 Command line (the C side depends on it exactly):
 
