@@ -355,10 +355,12 @@ C_LEXEMES = re.compile(r'''
     \#[ \t]*include[ \t]*(?:<[^>\n]*>|"[^"\n]*")
   | //[^\n]*
   | /\*.*?(?:\*/|\Z)
-  | R"([^()\\\s"]{0,16})\(.*?(?:\)\1"|\Z)
+  | R(?<!\wR)"([^()\\\s"]{0,16})\(.*?(?:\)\1"|\Z)
   | "(?:\\.|[^"\\\n])*"?
   | '(?:\\.|[^'\\\n])*'
 ''', re.S | re.X)     # each branch begins with its own character, which re scans for quickly
+# (R"(...)" is a raw literal where R starts a token: in FOOR"(" fork(); ")" it ends a name,
+# and fork is code; u8R"(...)" and LR"(...)", rare, are read as plain literals.)
 NOT_NEWLINE = re.compile(r"[^\n]")
 C_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")    # no \b: it would cost a scan of every space
 C_QUALIFIER = re.compile(r"(?:\b(\w+)\s*)?::\s*\Z")    # what `ns::` stands before a name
@@ -397,11 +399,12 @@ _WHY_SLEEP = ("a kernel has no reason to sleep, and a pause is how code that tim
               "against the evaluator waits")
 
 # Names in kernel source: identifier -> (rule, severity or None, what it does, why, how it
-# counts). How: "word", anywhere; "call", called (followed by "(") and not a member (x.f(,
-# x->f(); "libc", a call not in a namespace other than std (at::clone( is PyTorch's);
-# "libc_nostd", the same without std (std::remove and std::bind are algorithms); "fd", a
-# libc call on a file descriptor (::read(, or a number or STDIN_FILENO first: read( alone
-# is too common a name); a tuple, a name in one of those namespaces (std::thread).
+# counts). How: "word", anywhere; "call", called (followed by "(", or its address taken:
+# &fork) and not a member (x.f(, x->f(); "libc", a call not in a namespace other than std
+# (at::clone( is PyTorch's); "libc_nostd", the same without std (std::remove and std::bind
+# are algorithms); "fd", a libc call on a file descriptor (::read(, or a number or
+# STDIN_FILENO first: read( alone is too common a name); a tuple, a name in one of those
+# namespaces (std::thread).
 KERNEL_NAMES = {}
 KERNEL_NAME_PREFIXES = []       # (prefix, entry): a family (cudaDeviceSet*, setAllowTF32*)
 
@@ -1352,11 +1355,15 @@ class ModuleChecks:
         return min(line, getattr(node, "end_lineno", line) or line)
 
     def check_kernel_source(self, node, text):
-        code, literals, includes = self.cand.kernel_code(node)
+        code, literals, includes, splices = self.cand.kernel_code(node)
+
+        def code_line(pos):         # the line of a position in code (read_c_source)
+            return self.kernel_line(node, text, pos + 2 * bisect.bisect_right(splices, pos))
+
         for needles, pattern, what in KERNEL_STREAM_PATTERNS:
             m = search_gated(code, needles, pattern)
             if m:
-                self.findings.add("stream_creation", self.kernel_line(node, text, m.start()),
+                self.findings.add("stream_creation", code_line(m.start()),
                                   "the kernel source uses %s, which %s: %s"
                                   % (m.group(0), what, _WHY_STREAM))
         if self.precision == "fp32":
@@ -1370,7 +1377,7 @@ class ModuleChecks:
         if self.fmt == "load_inline":
             for m in kernel_torch_calls(code):
                 if m.group(1) not in KERNEL_TORCH_ALLOWED:
-                    self.findings.add("torch_compute", self.kernel_line(node, text, m.start()),
+                    self.findings.add("torch_compute", code_line(m.start()),
                                       "the kernel source calls %s, a PyTorch compute op, from "
                                       "C++; the problem's work must be done by your own kernel "
                                       "code" % m.group(0).rstrip("( \t\n"), "--torch-ops")
@@ -1381,15 +1388,24 @@ class ModuleChecks:
             if used in seen or len(seen) >= KERNEL_NAMES_PER_RULE:
                 continue
             seen.add(used)
-            self.findings.add(rule, self.kernel_line(node, text, pos), "the kernel source uses "
+            self.findings.add(rule, code_line(pos), "the kernel source uses "
                               "%s, which %s: %s" % (" ".join(used.split()), what, why),
                               severity)
 
 
 def read_c_source(text):
-    """(code, literals, includes) of C / C++ text: the code with comments, literals and
-    #include lines blanked (C_LEXEMES), each string or character literal as (position, its
-    text), each #include line as (position, the header's name)."""
+    """(code, literals, includes, splices) of C / C++ text: its lines spliced first, as the
+    compiler does (a backslash ending a line joins it to the next, so fo\\<newline>rk is
+    fork), then the code with comments, literals and #include lines blanked (C_LEXEMES),
+    each string or character literal as (position, its text), each #include line as
+    (position, the header's name); splices, the positions in the code where a backslash and
+    newline were taken out (each moves what follows back by two characters)."""
+    splices = []
+    if "\\\n" in text:
+        parts = text.split("\\\n")
+        for part in parts[:-1]:
+            splices.append((splices[-1] if splices else 0) + len(part))
+        text = "".join(parts)
     pieces, literals, includes, last = [], [], [], 0
     for m in C_LEXEMES.finditer(text):
         start, lexeme = m.start(), m.group()
@@ -1401,7 +1417,7 @@ def read_c_source(text):
         pieces.append(NOT_NEWLINE.sub(" ", lexeme) if "\n" in lexeme else " " * len(lexeme))
         last = m.end()
     pieces.append(text[last:])
-    return "".join(pieces), literals, includes
+    return "".join(pieces), literals, includes, splices
 
 
 def c_qualifier(code, start):
@@ -1441,8 +1457,8 @@ def native_use_counts(code, start, end, name, how):
     if how == "fd":
         return bool(C_CALL_OPEN.match(code, end)) and \
             (c_qualifier(code, start) == "" or bool(C_FD_ARGUMENT.match(code, end)))
-    if not C_CALL_OPEN.match(code, end):
-        return False
+    if not C_CALL_OPEN.match(code, end) and not (i >= 0 and code[i] == "&"):
+        return False                        # neither called nor its address taken (&fork)
     if how == "call":
         return True
     qualifier = c_qualifier(code, start)

@@ -458,6 +458,12 @@ static void side() {
     ::kill(1, 9);  // #! concurrency error
 }
 ''') + RETURN_RELU)
+case("concurrency_kernel_hidden", cxx(r'''#define FOOR
+static void hide() {
+    auto s = FOOR"(" ; popen("sh", "r"); ")";  // #! concurrency error
+    auto p = &vfork;  // #! concurrency error
+}
+''') + RETURN_RELU)
 case("concurrency_kernel_raw_cuda", cxx(r'''static void call() {
     asm volatile("syscall" ::: "memory");  // #! concurrency error
     usleep(10);  // #! concurrency warning
@@ -686,6 +692,25 @@ def check_cases():
     check(covered == rules, "rules no case produces: %s" % sorted(rules - covered))
 
 
+def check_spliced_lines():
+    """A backslash ending a line joins it to the next, in the compiler and in the checker:
+    a name split so is found, on the line it starts on, and the lines after stay right
+    (a mark cannot follow the backslash, so the lines are named here)."""
+    source = cxx("static void hide() {\n"
+                 "    int pid = fo\\\n"
+                 "rk();\n"
+                 "    auto s = \"a \\\n"
+                 "b\";\n"
+                 "system(s);\n"
+                 "}\n") + RETURN_RELU
+    lines = source.split("\n")
+    want = [("concurrency", "error", lines.index("    int pid = fo\\") + 1),
+            ("concurrency", "error", lines.index("system(s);") + 1)]
+    findings = kforge_check.check(source, PROBLEM_SRC, "cpu", "load_inline", "fp32")
+    got = [(f["rule"], f["severity"], f["line"]) for f in findings]
+    check(got == want, "spliced lines: got %s, want %s" % (got, want))
+
+
 def last_python_block(path):
     """The code kforge would take from a reply: its last ```python block."""
     blocks = re.findall(r"^```python\n(.*?)^```", open(path).read(), re.S | re.M)
@@ -846,6 +871,7 @@ def check_large(candidates):
 
 def main():
     check_cases()
+    check_spliced_lines()
     check_triton_honest()
     candidates = honest_candidates()
     check_honest(candidates)
