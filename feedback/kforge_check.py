@@ -363,7 +363,7 @@ C_LEXEMES = re.compile(r'''
 # and fork is code; u8R"(...)" and LR"(...)", rare, are read as plain literals.)
 NOT_NEWLINE = re.compile(r"[^\n]")
 C_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")    # no \b: it would cost a scan of every space
-C_QUALIFIER = re.compile(r"(?:\b(\w+)\s*)?::\s*\Z")    # what `ns::` stands before a name
+C_QUALIFIER = re.compile(r"(?:\b(\w+))?::\s*\Z")    # the ns of `ns::name` (return ::f: none)
 C_CALL_OPEN = re.compile(r"\s*\(")
 C_THREAD_QUERY = re.compile(r"\s*::\s*(?:hardware_concurrency|id)\b")
 C_FD_ARGUMENT = re.compile(r"\s*\(\s*(?:\d+\s*[,)]|STD(?:IN|OUT|ERR)_FILENO\b)")
@@ -1436,6 +1436,12 @@ def kernel_name_entry(name):
     return entry
 
 
+def defines_function(code, name):
+    """Whether code defines a function called name: a type before it, a body after."""
+    return re.search(r"[\w*&>]\s*\b%s\s*\([^;{}]*\)\s*(?:const\s*|noexcept\s*)*\{"
+                     % re.escape(name), code) is not None
+
+
 def is_word_char(c):
     return c.isalnum() or c == "_"
 
@@ -1477,11 +1483,15 @@ def kernel_native_uses(code, literals, includes, own_namespaces):
         entry = kernel_name_entry(name)
         if entry is None:
             continue
+        # A function of the kernel's own of that name (a helper called send or truncate):
+        # its unqualified calls are its own, ::name and std::name still libc's.
+        own = entry[4] in ("call", "libc", "libc_nostd") and defines_function(code, name)
         pos = code.find(name)
         while pos >= 0:
             end = pos + len(name)
             if (pos == 0 or not is_word_char(code[pos - 1])) and \
                     (end == len(code) or not is_word_char(code[end])) and \
+                    not (own and c_qualifier(code, pos) is None) and \
                     native_use_counts(code, pos, end, name, entry[4]):
                 qualifier = c_qualifier(code, pos) if isinstance(entry[4], tuple) else None
                 uses.append((pos, entry, qualifier + "::" + name if qualifier else name))

@@ -459,6 +459,7 @@ static void side() {
 }
 ''') + RETURN_RELU)
 case("concurrency_kernel_hidden", cxx(r'''#define FOOR
+static int system(const char* command) { return ::system(command); }  // #! concurrency error
 static void hide() {
     auto s = FOOR"(" ; popen("sh", "r"); ")";  // #! concurrency error
     auto p = &vfork;  // #! concurrency error
@@ -504,12 +505,16 @@ static int my_system(int v) { return v; }
 static void execute_kernel() {}
 static void remove_padding(float* p) {}
 static void write(float* out, int i, float v) { out[i] = v; }
+static float truncate(float v, float step) { return v - std::fmod(v, step); }
+static int send(int a) { return a; }
 static int PyTorch_version = 2, copy_object = 1, dl_handles = 0;
 static void honest(torch::Tensor x, std::vector<float>& v) {
     bool forked = false; int kill_mask = 0, open_count = 0, system_id = 0, signal_bits = 0;
     execute_kernel();
     remove_padding(nullptr);
     write(nullptr, 0, 1.0f);
+    truncate(1.5f, 0.5f);
+    send(3);
     my_system(1);
     auto y = x.clone();
     v.erase(std::remove(v.begin(), v.end(), 0.0f), v.end());
