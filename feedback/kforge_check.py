@@ -9,7 +9,9 @@ candidate with the standard library's ast: it never imports or runs it, and neve
 torch. It finds the ways a candidate can pass without doing the work in its kernel (the
 reference reused, PyTorch ops doing the work, fallbacks, cached outputs, patched or seeded
 libraries, side streams, lower precision, ...) and says so in one sentence per finding,
-for the model to read.
+for the model to read. The kernel's C++ and CUDA are read too, as code (comments and
+literals apart): the Python C API, dispatcher registration, process-wide settings,
+persisting L2, dynamic loading, threads, processes, files and sockets there.
 
 Command line (the C side depends on it exactly):
 
@@ -62,9 +64,11 @@ RULES = (
     ("fallback_path", "error",
      "a try/except in forward's code, or around a use of the extension, whose handler does "
      "not re-raise: a way around the kernel when it fails"),
-    ("concurrency", "error",
+    ("concurrency", "error|warning",
      "threads, processes or foreign calls: threading, multiprocessing, concurrent, subprocess, "
-     "pty, asyncio, ctypes, cffi, os.fork / system / popen / spawn* / exec*"),
+     "pty, asyncio, ctypes, cffi, os.fork / system / popen / spawn* / exec*; in kernel source "
+     "std::thread / std::async / pthread_create, fork, exec*, system, popen, posix_spawn, "
+     "signals, ptrace, prctl, scheduling and syscall (error), sleeping (warning)"),
     ("stream_creation", "error",
      "a CUDA stream or graph of the candidate's own: torch.cuda.Stream / stream / "
      "ExternalStream / graph, or cudaStreamCreate*, cudaLaunchHostFunc, cudaGraph*, stream "
@@ -78,8 +82,11 @@ RULES = (
     ("io_access", "error",
      "files, network, serialised objects or environment writes: open, os file calls, pathlib "
      "reads and writes, socket, urllib, http, requests, shutil, glob, tempfile, pickle / torch "
-     "/ numpy load and save, os.environ writes"),
-    ("env_access", "warning", "reads the environment (os.environ, os.getenv)"),
+     "/ numpy load and save, os.environ writes; in kernel source fopen, open, std::fstream, "
+     "std::filesystem and other file calls, sockets, pipes, shared memory, mmap, standard "
+     "input, paths under /proc, /sys, /dev, /tmp ..., setenv / putenv"),
+    ("env_access", "warning",
+     "reads the environment (os.environ, os.getenv; getenv or environ in kernel source)"),
     ("cached_output", "error",
      "forward's code keeps state between calls: stores on self, into module-level names or "
      "mutable defaults (the extension handle aside), or is memoised with functools caches"),
@@ -93,6 +100,29 @@ RULES = (
      "exec, eval, compile, __import__, importlib, globals() / locals() writes, frame or "
      "garbage-collector introspection (error); getattr on a module with a computed name "
      "(warning)"),
+    ("python_c_api", "error",
+     "kernel source reaching into the Python interpreter: the Python C API (Py_*, PyEval_*, "
+     "PyFrame*, PyObject*, PyImport_*, PyRun_*, PyDict_*, PySys_*, _Py*), PyTorch's THP* "
+     "bindings, Python.h / frameobject.h, pybind11's module_::import, globals, eval / exec, "
+     "gil_scoped_acquire and embedded interpreters"),
+    ("dispatcher_registration", "error",
+     "kernel source registering with PyTorch's dispatcher outside a namespace of its own "
+     "(TORCH_LIBRARY_IMPL / TORCH_LIBRARY_FRAGMENT of aten, _ or any namespace the candidate "
+     "does not define with TORCH_LIBRARY; TORCH_LIBRARY of aten, prim, prims) or reaching it "
+     "directly: c10::Dispatcher, torch::Library, RegisterOperators, dispatch key guards and "
+     "thread-local dispatch keys"),
+    ("global_context", "error",
+     "kernel source changing process-wide settings: at::globalContext() and its TF32, "
+     "reduced-precision, cuDNN and determinism switches, cuBLAS math modes, PyTorch's and "
+     "the BLAS libraries' thread counts (at::set_num_threads, ...; OpenMP's is the kernel's "
+     "own), floating-point modes, device-wide CUDA limits and cache configuration "
+     "(cudaDeviceSet*), cudaDeviceReset"),
+    ("l2_persistence", "error",
+     "kernel source setting stream attributes or persisting L2: cudaStreamSetAttribute, access "
+     "policy windows, the persisting-L2 limit and its reset, access properties"),
+    ("dynamic_loading", "error",
+     "kernel source loading libraries or looking symbols up at run time: dlopen, dlsym, "
+     "dlfcn.h, LoadLibrary, GetProcAddress, cuGetProcAddress, cudaGetDriverEntryPoint"),
     ("too_many_findings", "error|warning",
      "more than 50 findings: the rest are not listed (error when one left out is an error)"),
 )
@@ -180,6 +210,7 @@ _WHY_RNG = ("seeding or setting random state can make the evaluator's inputs pre
             "is not allowed")
 _WHY_IO = "reading or writing files, the network or serialised objects is not allowed"
 _WHY_ENV_WRITE = "changing the environment is not allowed"
+_WHY_ENV_READ = "the candidate should not depend on the environment"
 _WHY_EXEC = "running code built at run time is not allowed, the checker must see what runs"
 _WHY_INTROSPECT = "inspecting the evaluator's frames or objects is not allowed"
 CALL_RULES = {}
@@ -219,8 +250,7 @@ _calls("io_access", _WHY_IO, (
     "numpy.savez_compressed", "numpy.fromfile", "numpy.loadtxt", "numpy.savetxt",
     "numpy.genfromtxt", "numpy.memmap"))
 _calls("io_access", _WHY_ENV_WRITE, ("os.putenv", "os.unsetenv"))
-_calls("env_access", "the candidate should not depend on the environment",
-       ("os.getenv", "os.getenvb"))
+_calls("env_access", _WHY_ENV_READ, ("os.getenv", "os.getenvb"))
 _calls("exec_eval", _WHY_EXEC, (
     "builtins.exec", "builtins.eval", "builtins.compile", "builtins.__import__", "importlib."))
 _calls("exec_eval", _WHY_INTROSPECT, (
@@ -298,8 +328,9 @@ KERNEL_HALF_PATTERNS = (
     (("Half", "BFloat16"), re.compile(r"\b(?:at|torch|c10)::(?:kHalf|kBFloat16|Half|BFloat16)\b")),
 )
 # torch::X( / at::X( in the extension's C++: the same deny-by-default as in Python, with
-# the helpers honest extensions call (threads, streams, allocation with options). Found
-# by str.find on the namespace, then matched there.
+# the helpers honest extensions call (threads, streams, allocation with options; setting
+# the thread count and the global context compute nothing: global_context judges them).
+# Found by str.find on the namespace, then matched there.
 KERNEL_TORCH_NAMESPACES = ("torch::", "at::")
 KERNEL_TORCH_CALL = re.compile(
     r"(?:torch|at)::(?:nn::functional::|native::|linalg::|special::|fft::)?(\w+)\s*\(")
@@ -310,8 +341,217 @@ KERNEL_TORCH_ALLOWED = ALLOWED_OPS | frozenset((
     "divup", "check_size_nonnegative", "scalarTypeToTypeMeta", "typeMetaToScalarType",
     "in_parallel_region", "get_thread_num", "set_num_threads", "parallel_reduce",
     "globalContext"))
-# Operators the extension registers itself (TORCH_LIBRARY(ns, m)), called as torch.ops.ns.op.
-KERNEL_OP_LIBRARY = re.compile(r"\bTORCH_LIBRARY(?:_FRAGMENT|_IMPL)?\s*\(\s*(\w+)")
+# Operators the extension registers itself (TORCH_LIBRARY(ns, m)), called as torch.ops.ns.op;
+# _IMPL and _FRAGMENT add to a namespace, which must be one the candidate defines.
+KERNEL_OP_LIBRARY = re.compile(r"\b(?:STABLE_)?TORCH_LIBRARY(_FRAGMENT|_IMPL)?\s*\(\s*(\w+)")
+# PyTorch's own namespaces, never the candidate's to define ("_": every namespace).
+PYTORCH_OP_NAMESPACES = frozenset(("aten", "prim", "prims", "_"))
+
+# Kernel source read as C / C++ code: comments, string and character literals and #include
+# lines blanked (spaces, newlines kept, so positions and lines stay the text's). The native
+# rules match the code, so a comment or a message that names fork is no call of it; the
+# literals are searched apart, for paths and assembly, and the headers by name.
+C_LEXEMES = re.compile(r'''
+    \#[ \t]*include[ \t]*(?:<[^>\n]*>|"[^"\n]*")
+  | //[^\n]*
+  | /\*.*?(?:\*/|\Z)
+  | R(?<!\wR)"([^()\\\s"]{0,16})\(.*?(?:\)\1"|\Z)
+  | "(?:\\.|[^"\\\n])*"?
+  | '(?:\\.|[^'\\\n])*'
+''', re.S | re.X)     # each branch begins with its own character, which re scans for quickly
+# (R"(...)" is a raw literal where R starts a token: in FOOR"(" fork(); ")" it ends a name,
+# and fork is code; u8R"(...)" and LR"(...)", rare, are read as plain literals.)
+NOT_NEWLINE = re.compile(r"[^\n]")
+C_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")    # no \b: it would cost a scan of every space
+C_QUALIFIER = re.compile(r"(?:\b(\w+))?::\s*\Z")    # the ns of `ns::name` (return ::f: none)
+C_CALL_OPEN = re.compile(r"\s*\(")
+C_THREAD_QUERY = re.compile(r"\s*::\s*(?:hardware_concurrency|id)\b")
+C_FD_ARGUMENT = re.compile(r"\s*\(\s*(?:\d+\s*[,)]|STD(?:IN|OUT|ERR)_FILENO\b)")
+# In literals: an absolute path into the system's or other processes' state, and the
+# instructions of a system call in inline assembly.
+LITERAL_SYSTEM_PATH = re.compile(
+    r"(?<![\w.~-])/(?:proc|sys|dev|tmp|run|var|etc|home|root|mnt)(?![\w-])")
+LITERAL_SYSCALL = re.compile(r"\b(?:syscall|sysenter)\b|\bint\s+\$?0x80\b")
+# The Python C API's names: Py_*, _Py*, and its families (PyEval_*, PyObject, PyFrameObject,
+# PyThreadState, ...), so that a name of the kernel's own such as PyTorch_version is none.
+PYTHON_API_NAME = re.compile(
+    r"_Py[A-Z_]|Py_|Py(?:Eval|Frame|Object|ThreadState|GILState|InterpreterState|Import|Run|"
+    r"Dict|Sys|Module|Capsule|Err|Exc|Unicode|Long|Float|Bool|Bytes|List|Tuple|Set|Slice|"
+    r"Type|Code|Mem|Callable|CFunction|Method|Function|Instance|Arg|Number|Sequence|Mapping|"
+    r"Iter|Gen|Coro|Cell|Weakref|Traceback|Context|Buffer|MemoryView|OS|Compile|Config|"
+    r"Status)(?:_|Object\Z|\Z)")
+
+_WHY_PYTHON_API = ("a kernel works on the tensors it is given; the Python C API reaches the "
+                   "interpreter's frames, objects and imports, which the checker cannot follow")
+_WHY_DISPATCHER = ("registering kernels with PyTorch's dispatcher, or changing how it "
+                   "dispatches, changes what PyTorch itself runs; define operators only in a "
+                   "namespace of your own (TORCH_LIBRARY(your_ns, m))")
+_WHY_GLOBAL = ("process-wide settings change how everything else in the process computes "
+               "(precision, threads, device limits) and are not a kernel's to change")
+_WHY_L2 = ("stream attributes and persisting-L2 windows outlive your call: they keep data in "
+           "L2 across the evaluator's timed calls or change how other work on the stream runs")
+_WHY_DLOPEN = ("loading libraries or looking symbols up at run time calls code the checker "
+               "cannot see; compute with your own kernel")
+_WHY_KERNEL_CONCURRENCY = ("threads, processes, signals and scheduling changes are not allowed "
+                           "in a candidate: what runs beside your kernel can take the "
+                           "evaluator's time or reach its state")
+_WHY_SLEEP = ("a kernel has no reason to sleep, and a pause is how code that times itself "
+              "against the evaluator waits")
+
+# Names in kernel source: identifier -> (rule, severity or None, what it does, why, how it
+# counts). How: "word", anywhere; "call", called (followed by "(", or its address taken:
+# &fork) and not a member (x.f(, x->f(); "libc", a call not in a namespace other than std
+# (at::clone( is PyTorch's); "libc_nostd", the same without std (std::remove and std::bind
+# are algorithms); "fd", a libc call on a file descriptor (::read(, or a number or
+# STDIN_FILENO first: read( alone is too common a name); a tuple, a name in one of those
+# namespaces (std::thread).
+KERNEL_NAMES = {}
+KERNEL_NAME_PREFIXES = []       # (prefix, entry): a family (cudaDeviceSet*, setAllowTF32*)
+
+
+def _kernel(rule, what, why, how, names, severity=None):
+    for name in names:
+        entry = (rule, severity, what, why, how)
+        if name.endswith("*"):
+            KERNEL_NAME_PREFIXES.append((name[:-1], entry))
+        else:
+            KERNEL_NAMES[name] = entry
+
+
+_kernel("python_c_api", "belongs to PyTorch's Python bindings", _WHY_PYTHON_API, "word",
+        ("THP*",))
+_kernel("python_c_api", "reaches into the Python interpreter", _WHY_PYTHON_API, "word",
+        ("gil_scoped_acquire", "scoped_interpreter", "initialize_interpreter",
+         "PYBIND11_EMBEDDED_MODULE", "get_shared_data", "set_shared_data", "get_internals"))
+_kernel("python_c_api", "reaches into the Python interpreter", _WHY_PYTHON_API,
+        ("py", "pybind11"), ("globals", "eval", "eval_file", "exec"))
+_kernel("python_c_api", "imports a Python module", _WHY_PYTHON_API, ("module_", "module"),
+        ("import",))
+_kernel("dispatcher_registration", "changes what PyTorch's dispatcher runs", _WHY_DISPATCHER,
+        "word", ("RegisterOperators", "ExcludeDispatchKeyGuard", "IncludeDispatchKeyGuard",
+                 "ForceDispatchKeyGuard", "tls_set_dispatch_key_excluded",
+                 "tls_set_dispatch_key_included", "tls_local_dispatch_key_set",
+                 "_force_tls_local_dispatch_key_set", "PythonDispatcherTLS"))
+_kernel("dispatcher_registration", "reaches PyTorch's dispatcher", _WHY_DISPATCHER, ("c10",),
+        ("Dispatcher",))
+_kernel("dispatcher_registration", "registers with PyTorch's dispatcher", _WHY_DISPATCHER,
+        ("torch",), ("Library",))
+_kernel("global_context", "is PyTorch's process-wide context", _WHY_GLOBAL, "word",
+        ("globalContext",))
+_kernel("global_context", "switches a setting of PyTorch's global context", _WHY_GLOBAL, "word",
+        ("setAllowTF32*", "setAllowFP16*", "setAllowBF16*", "setFloat32MatmulPrecision*",
+         "setFloat32Precision*", "setBenchmarkCuDNN*", "setBenchmarkLimitCuDNN*",
+         "setDeterministic*", "setUserEnabled*", "setSDPUse*", "setSDPPriorityOrder*",
+         "setBlasPreferredBackend*", "setLinalgPreferredBackend*", "setFlushDenormal*",
+         "setQEngine*"))
+# PyTorch's and the BLAS libraries' thread counts; OpenMP's (omp_set_num_threads, a
+# num_threads clause) is how a raw-format kernel sizes its own parallel regions to
+# torch.get_num_threads(), as at::parallel_for does, and is left to it.
+_kernel("global_context", "sets the process's thread count", _WHY_GLOBAL, "call",
+        ("set_num_threads", "set_num_interop_threads", "mkl_set_num_threads*",
+         "openblas_set_num_threads", "goto_set_num_threads"))
+_kernel("global_context", "changes the floating-point mode", _WHY_GLOBAL, "word",
+        ("_MM_SET_FLUSH_ZERO_MODE", "_MM_SET_DENORMALS_ZERO_MODE", "_mm_setcsr", "fesetround",
+         "fesetenv", "feenableexcept", "fesetexceptflag"))
+_kernel("global_context", "changes a device-wide CUDA setting", _WHY_GLOBAL, "word",
+        ("cudaDeviceSet*", "cuDeviceSet*", "cudaDeviceReset", "cudaSetDeviceFlags",
+         "cuCtxSetLimit", "cuCtxSetCacheConfig", "cuCtxSetSharedMemConfig", "cuCtxSetFlags",
+         "cuDevicePrimaryCtxSetFlags*", "cuDevicePrimaryCtxReset*"))
+_kernel("global_context", "changes a cuBLAS handle's math mode (PyTorch's handle is shared)",
+        _WHY_GLOBAL, "word", ("cublasSetMathMode", "cublasSetAtomicsMode"))
+_kernel("l2_persistence", "sets a stream attribute or a persisting-L2 access policy", _WHY_L2,
+        "word", ("cudaStreamSetAttribute", "cuStreamSetAttribute", "cudaStreamAttrValue",
+                 "CUstreamAttrValue", "cudaAccessPolicyWindow", "CUaccessPolicyWindow",
+                 "accessPolicyWindow", "cudaLimitPersistingL2CacheSize",
+                 "CU_LIMIT_PERSISTING_L2_CACHE_SIZE", "cudaCtxResetPersistingL2Cache",
+                 "cuCtxResetPersistingL2Cache", "cudaStreamAttributeAccessPolicyWindow",
+                 "cudaLaunchAttributeAccessPolicyWindow",
+                 "cudaKernelNodeAttributeAccessPolicyWindow",
+                 "CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW",
+                 "CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW",
+                 "CU_KERNEL_NODE_ATTRIBUTE_ACCESS_POLICY_WINDOW",
+                 "cudaGraphKernelNodeSetAttribute", "cuGraphKernelNodeSetAttribute",
+                 "cudaAccessProperty*", "CU_ACCESS_PROPERTY_*"))
+_kernel("dynamic_loading", "loads a library or looks a symbol up at run time", _WHY_DLOPEN,
+        "word", ("dlopen", "dlmopen", "dlsym", "dlvsym", "dladdr", "dladdr1", "dlinfo",
+                 "dl_iterate_phdr", "__libc_dlopen_mode", "__libc_dlsym", "GetProcAddress",
+                 "LoadLibrary*", "cuGetProcAddress*", "cudaGetDriverEntryPoint*",
+                 "cuGetExportTable", "cudaGetExportTable"))
+_kernel("concurrency", "starts a thread", _WHY_KERNEL_CONCURRENCY, ("std", "boost"),
+        ("thread", "jthread", "async"))
+_kernel("concurrency", "starts a thread", _WHY_KERNEL_CONCURRENCY, "libc",
+        ("pthread_create", "thrd_create", "CreateThread", "_beginthread", "_beginthreadex"))
+_kernel("concurrency", "starts a process", _WHY_KERNEL_CONCURRENCY, "libc",
+        ("fork", "vfork", "clone", "clone3", "execv", "execve", "execvp", "execvpe", "execl",
+         "execle", "execlp", "fexecve", "system", "popen", "posix_spawn*", "daemon",
+         "wordexp", "CreateProcess*"))
+_kernel("concurrency", "signals or controls processes or their scheduling",
+        _WHY_KERNEL_CONCURRENCY, "libc",
+        ("kill", "killpg", "tgkill", "tkill", "raise", "signal", "sigaction", "sigqueue",
+         "pthread_kill", "alarm", "setitimer", "timer_create", "ptrace", "process_vm_readv",
+         "process_vm_writev", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "prctl",
+         "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
+         "pthread_setaffinity_np", "pthread_setschedparam", "setrlimit", "prlimit", "nice",
+         "syscall"))
+_kernel("concurrency", "sleeps", _WHY_SLEEP, "libc",
+        ("sleep", "usleep", "nanosleep", "clock_nanosleep", "Sleep"), severity="warning")
+_kernel("concurrency", "sleeps", _WHY_SLEEP, "word", ("sleep_for", "sleep_until"),
+        severity="warning")
+_kernel("io_access", "opens, changes or maps files or file descriptors", _WHY_IO, "libc",
+        ("fopen", "fopen64", "freopen", "fdopen", "open", "open64", "openat", "openat2",
+         "creat", "creat64", "tmpfile", "tmpnam", "mkstemp", "mkdtemp", "mkfifo", "mknod",
+         "opendir", "readlink", "readlinkat", "unlink", "unlinkat", "rename", "renameat",
+         "renameat2", "mkdir", "mkdirat", "rmdir", "chdir", "chmod", "chown", "symlink",
+         "truncate", "ftruncate", "mmap", "mmap64", "shm_open", "shm_unlink", "shmget",
+         "shmat", "memfd_create", "mq_open", "inotify_init", "inotify_init1", "sendfile",
+         "splice", "dup", "dup2", "dup3", "fcntl", "ioctl", "pipe", "pipe2"))
+_kernel("io_access", "removes a file", _WHY_IO, "libc_nostd", ("remove",))
+_kernel("io_access", "reads or writes a file descriptor", _WHY_IO, "fd",
+        ("read", "write", "pread", "pwrite", "close", "lseek"))
+_kernel("io_access", "opens a file stream", _WHY_IO, "word",
+        ("ifstream", "ofstream", "fstream", "wifstream", "wofstream", "wfstream", "filebuf",
+         "wfilebuf", "basic_ifstream", "basic_ofstream", "basic_fstream", "basic_filebuf"))
+_kernel("io_access", "works on the file system", _WHY_IO, ("std", "boost", "experimental"),
+        ("filesystem",))
+_kernel("io_access", "reads standard input", _WHY_IO, "word", ("stdin", "STDIN_FILENO"))
+_kernel("io_access", "reads standard input", _WHY_IO, ("std",), ("cin", "wcin"))
+_kernel("io_access", "works with sockets", _WHY_IO, "libc",
+        ("socket", "socketpair", "connect", "listen", "accept", "accept4", "sendto", "sendmsg",
+         "send", "recv", "recvfrom", "recvmsg", "getaddrinfo", "gethostbyname", "inet_pton",
+         "inet_addr"))
+_kernel("io_access", "works with sockets", _WHY_IO, "libc_nostd", ("bind",))
+_kernel("io_access", "works with sockets", _WHY_IO, "word",
+        ("AF_INET", "AF_INET6", "AF_UNIX", "AF_LOCAL", "AF_NETLINK", "AF_PACKET", "PF_INET",
+         "PF_INET6", "PF_UNIX", "PF_LOCAL", "sockaddr", "sockaddr_in", "sockaddr_in6",
+         "sockaddr_un", "sockaddr_storage"))
+_kernel("io_access", "changes the environment", _WHY_ENV_WRITE, "libc",
+        ("setenv", "putenv", "unsetenv", "clearenv"))
+_kernel("env_access", "reads the environment", _WHY_ENV_READ, "libc",
+        ("getenv", "secure_getenv"))
+_kernel("env_access", "reads the environment", _WHY_ENV_READ, "word", ("environ", "__environ"))
+KERNEL_PREFIX_TUPLE = tuple(prefix for prefix, _ in KERNEL_NAME_PREFIXES)
+PYTHON_API_ENTRY = ("python_c_api", None, "belongs to the Python C API", _WHY_PYTHON_API,
+                    "word")
+# Headers that bring in nothing a kernel needs: the name (or its last part) -> entry.
+KERNEL_INCLUDES = {}
+for _names, _entry in (
+        (("Python.h", "frameobject.h", "pythonrun.h", "ceval.h", "pystate.h", "pyframe.h",
+          "pybind11/embed.h", "pybind11/eval.h"),
+         ("python_c_api", None, "brings in the Python C API", _WHY_PYTHON_API, "word")),
+        (("dlfcn.h",),
+         ("dynamic_loading", None, "loads libraries at run time", _WHY_DLOPEN, "word")),
+        (("sys/socket.h", "sys/un.h", "netinet/in.h", "arpa/inet.h", "netdb.h"),
+         ("io_access", None, "brings in sockets", _WHY_IO, "word")),
+        (("spawn.h", "sys/ptrace.h", "sys/prctl.h"),
+         ("concurrency", None, "controls processes", _WHY_KERNEL_CONCURRENCY, "word"))):
+    for _name in _names:
+        KERNEL_INCLUDES[_name] = _entry
+KERNEL_INCLUDE_PREFIXES = (("internal/pycore_", KERNEL_INCLUDES["Python.h"]),)
+LITERAL_PATH_ENTRY = ("io_access", None, "names a path of the system or of other processes",
+                      _WHY_IO, "word")
+LITERAL_SYSCALL_ENTRY = ("concurrency", None, "makes a system call in assembly",
+                         _WHY_KERNEL_CONCURRENCY, "word")
+KERNEL_NAMES_PER_RULE = 8       # per string: enough to say what to fix, the rest can wait
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 
@@ -588,12 +828,53 @@ class Candidate:
         self.triton_kernels = [fn for fn in self.functions.values()
                                if any(name == TRITON_JIT for _, name in
                                       decorator_names(fn, self.names))]
+        self.kernel_source_ids = self.find_kernel_sources()
+        self.kernel_codes = {}
         self.op_namespaces = {ns for n in self.nodes[ast.Constant]
                               if isinstance(n.value, str) and "TORCH_LIBRARY" in n.value
-                              for ns in KERNEL_OP_LIBRARY.findall(n.value)}
+                              for kind, ns in KERNEL_OP_LIBRARY.findall(self.kernel_code(n)[0])
+                              if not kind and ns not in PYTORCH_OP_NAMESPACES}
         self.find_handles()
         self.find_class_attrs()
         self.model_new = self.find_model_new()
+
+    def find_kernel_sources(self):
+        """The ids of the string constants that reach a load call's source arguments, through
+        names assigned anywhere, lists, concatenations and f-strings: kernel source even
+        without a marker (cpp_extension.load's sources name files, and are left alone)."""
+        values = {}
+        for node in self.nodes[ast.Assign]:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(node.value)
+        todo = []
+        for call in self.load_calls:
+            name = self.names.qualname(call.func)
+            if name in RAW_LOAD_FUNC.values():
+                todo += call.args[:1]
+            elif name == "torch.utils.cpp_extension.load_inline":
+                todo += call.args[1:3]
+            todo += [k.value for k in call.keywords
+                     if k.arg in ("cpp_sources", "cuda_sources", "source")]
+        found, seen = set(), set()
+        while todo:
+            expr = todo.pop()
+            if id(expr) in seen:
+                continue
+            seen.add(id(expr))
+            for sub in ast.walk(expr):
+                if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                    found.add(id(sub))
+                elif isinstance(sub, ast.Name):
+                    todo += values.get(sub.id, ())
+        return found
+
+    def kernel_code(self, node):
+        """A kernel string read as C / C++ (read_c_source), once."""
+        code = self.kernel_codes.get(id(node))
+        if code is None:
+            code = self.kernel_codes[id(node)] = read_c_source(node.value)
+        return code
 
     def class_alias(self, node):
         """The class name an expression stands for, through module-level `X = Y`."""
@@ -1011,8 +1292,7 @@ class ModuleChecks:
             return
         if (name == "os.environ" or name.startswith("os.environ.")) and \
                 id(node) not in self.env_writes:
-            self.add("env_access", node, "reads os.environ: the candidate should not depend on "
-                     "the environment")
+            self.add("env_access", node, "reads os.environ: %s" % _WHY_ENV_READ)
         elif name == "sys.modules" or name.startswith("sys.modules."):
             self.add("patching", node, "uses sys.modules, which reaches other modules (the "
                      "reference's, the evaluator's) to read or replace them; not allowed")
@@ -1066,7 +1346,8 @@ class ModuleChecks:
             if REFERENCE_MODULE in text:
                 self.add("inherits_reference", node, "names the reference module %s: the "
                          "candidate must not read or change the reference" % REFERENCE_MODULE)
-            if any(marker in text for marker in KERNEL_MARKERS):
+            if id(node) in self.cand.kernel_source_ids or \
+                    any(marker in text for marker in KERNEL_MARKERS):
                 self.check_kernel_source(node, text)
 
     def kernel_line(self, node, text, pos):
@@ -1074,10 +1355,15 @@ class ModuleChecks:
         return min(line, getattr(node, "end_lineno", line) or line)
 
     def check_kernel_source(self, node, text):
+        code, literals, includes, splices = self.cand.kernel_code(node)
+
+        def code_line(pos):         # the line of a position in code (read_c_source)
+            return self.kernel_line(node, text, pos + 2 * bisect.bisect_right(splices, pos))
+
         for needles, pattern, what in KERNEL_STREAM_PATTERNS:
-            m = search_gated(text, needles, pattern)
+            m = search_gated(code, needles, pattern)
             if m:
-                self.findings.add("stream_creation", self.kernel_line(node, text, m.start()),
+                self.findings.add("stream_creation", code_line(m.start()),
                                   "the kernel source uses %s, which %s: %s"
                                   % (m.group(0), what, _WHY_STREAM))
         if self.precision == "fp32":
@@ -1089,12 +1375,156 @@ class ModuleChecks:
                                       "problem is judged in fp32, so make sure the result is "
                                       "computed in fp32" % m.group(0), "warning")
         if self.fmt == "load_inline":
-            for m in kernel_torch_calls(text):
+            for m in kernel_torch_calls(code):
                 if m.group(1) not in KERNEL_TORCH_ALLOWED:
-                    self.findings.add("torch_compute", self.kernel_line(node, text, m.start()),
+                    self.findings.add("torch_compute", code_line(m.start()),
                                       "the kernel source calls %s, a PyTorch compute op, from "
                                       "C++; the problem's work must be done by your own kernel "
                                       "code" % m.group(0).rstrip("( \t\n"), "--torch-ops")
+        named = {}      # rule -> what this string was found using, each said once
+        for pos, (rule, severity, what, why, _), used in kernel_native_uses(
+                code, literals, includes, self.cand.op_namespaces):
+            seen = named.setdefault(rule, set())
+            if used in seen or len(seen) >= KERNEL_NAMES_PER_RULE:
+                continue
+            seen.add(used)
+            self.findings.add(rule, code_line(pos), "the kernel source uses "
+                              "%s, which %s: %s" % (" ".join(used.split()), what, why),
+                              severity)
+
+
+def read_c_source(text):
+    """(code, literals, includes, splices) of C / C++ text: its lines spliced first, as the
+    compiler does (a backslash ending a line joins it to the next, so fo\\<newline>rk is
+    fork), then the code with comments, literals and #include lines blanked (C_LEXEMES),
+    each string or character literal as (position, its text), each #include line as
+    (position, the header's name); splices, the positions in the code where a backslash and
+    newline were taken out (each moves what follows back by two characters)."""
+    splices = []
+    if "\\\n" in text:
+        parts = text.split("\\\n")
+        for part in parts[:-1]:
+            splices.append((splices[-1] if splices else 0) + len(part))
+        text = "".join(parts)
+    pieces, literals, includes, last = [], [], [], 0
+    for m in C_LEXEMES.finditer(text):
+        start, lexeme = m.start(), m.group()
+        if lexeme[0] == "#":
+            includes.append((start, lexeme.split("include", 1)[1].strip()))
+        elif lexeme[0] != "/":
+            literals.append((start, lexeme))
+        pieces.append(text[last:start])
+        pieces.append(NOT_NEWLINE.sub(" ", lexeme) if "\n" in lexeme else " " * len(lexeme))
+        last = m.end()
+    pieces.append(text[last:])
+    return "".join(pieces), literals, includes, splices
+
+
+def c_qualifier(code, start):
+    """The namespace written before the name at start: None (none), "" (::name) or ns."""
+    m = C_QUALIFIER.search(code, max(0, start - 80), start)
+    return None if m is None else (m.group(1) or "")
+
+
+def kernel_name_entry(name):
+    """The KERNEL_NAMES entry of an identifier (or of its family), or None."""
+    entry = KERNEL_NAMES.get(name)
+    if entry is None and name.startswith(KERNEL_PREFIX_TUPLE):
+        entry = next(e for p, e in KERNEL_NAME_PREFIXES if name.startswith(p))
+    if entry is None and name.startswith(("Py", "_Py")) and PYTHON_API_NAME.match(name):
+        entry = PYTHON_API_ENTRY
+    return entry
+
+
+def defines_function(code, name):
+    """Whether code defines a function called name: a type before it, a body after."""
+    return re.search(r"[\w*&>]\s*\b%s\s*\([^;{}]*\)\s*(?:const\s*|noexcept\s*)*\{"
+                     % re.escape(name), code) is not None
+
+
+def is_word_char(c):
+    return c.isalnum() or c == "_"
+
+
+def native_use_counts(code, start, end, name, how):
+    """Whether code[start:end], the name of an entry, is the use its entry's `how` means."""
+    if how == "word":
+        return True
+    if isinstance(how, tuple):
+        # std::thread::hardware_concurrency() and std::thread::id ask, and start nothing.
+        if name in ("thread", "jthread") and C_THREAD_QUERY.match(code, end):
+            return False
+        return c_qualifier(code, start) in how
+    i = start - 1
+    while i >= 0 and code[i] in " \t\n":
+        i -= 1
+    if i >= 0 and code[i] in ".>":             # a member: x.open(, x->send(
+        return False
+    if how == "fd":
+        return bool(C_CALL_OPEN.match(code, end)) and \
+            (c_qualifier(code, start) == "" or bool(C_FD_ARGUMENT.match(code, end)))
+    if not C_CALL_OPEN.match(code, end) and not (i >= 0 and code[i] == "&"):
+        return False                        # neither called nor its address taken (&fork)
+    if how == "call":
+        return True
+    qualifier = c_qualifier(code, start)
+    return qualifier in (None, "") or (how == "libc" and qualifier == "std")
+
+
+def kernel_native_uses(code, literals, includes, own_namespaces):
+    """(position, entry, what is quoted), in order, for each use in kernel source that a
+    native rule judges: names (KERNEL_NAMES, their families, the Python C API), #include
+    lines, TORCH_LIBRARY blocks outside the candidate's own namespaces, and literals naming
+    system paths or system calls. own_namespaces: those it defines with TORCH_LIBRARY."""
+    uses = []
+    # The distinct names first (a pass in C), then only the rules' names looked for, by
+    # str.find: a long kernel costs a findall, not a Python loop over its every name.
+    for name in set(C_IDENTIFIER.findall(code)):
+        entry = kernel_name_entry(name)
+        if entry is None:
+            continue
+        # A function of the kernel's own of that name (a helper called send or truncate):
+        # its unqualified calls are its own, ::name and std::name still libc's.
+        own = entry[4] in ("call", "libc", "libc_nostd") and defines_function(code, name)
+        pos = code.find(name)
+        while pos >= 0:
+            end = pos + len(name)
+            if (pos == 0 or not is_word_char(code[pos - 1])) and \
+                    (end == len(code) or not is_word_char(code[end])) and \
+                    not (own and c_qualifier(code, pos) is None) and \
+                    native_use_counts(code, pos, end, name, entry[4]):
+                qualifier = c_qualifier(code, pos) if isinstance(entry[4], tuple) else None
+                uses.append((pos, entry, qualifier + "::" + name if qualifier else name))
+            pos = code.find(name, end)
+    for start, quoted in includes:
+        header = quoted[1:-1].strip()
+        entry = KERNEL_INCLUDES.get(header) or KERNEL_INCLUDES.get(header.split("/")[-1])
+        for prefix, prefixed in KERNEL_INCLUDE_PREFIXES:
+            entry = entry or (prefixed if header.startswith(prefix) else None)
+        if entry:
+            uses.append((start, entry, "#include " + quoted))
+    if "TORCH_LIBRARY" in code:
+        for m in KERNEL_OP_LIBRARY.finditer(code):
+            kind, namespace = m.group(1), m.group(2)
+            if not kind and namespace not in PYTORCH_OP_NAMESPACES:
+                continue            # a namespace of its own
+            if kind and namespace in own_namespaces:
+                continue            # adds to a namespace of its own
+            what = ("defines operators in %s, one of PyTorch's own namespaces" if not kind else
+                    "registers kernels for %s, a namespace the candidate does not define with "
+                    "TORCH_LIBRARY") % namespace
+            uses.append((m.start(),
+                         ("dispatcher_registration", None, what, _WHY_DISPATCHER, "word"),
+                         "%s(%s, ...)" % (m.group(0).split("(")[0].rstrip(), namespace)))
+    for start, literal in literals:
+        m = LITERAL_SYSTEM_PATH.search(literal) if "/" in literal else None
+        if m:
+            uses.append((start + m.start(), LITERAL_PATH_ENTRY,
+                         literal if len(literal) <= 48 else literal[:45] + "..."))
+        m = LITERAL_SYSCALL.search(literal) if "sys" in literal or "0x80" in literal else None
+        if m:
+            uses.append((start + m.start(), LITERAL_SYSCALL_ENTRY, m.group()))
+    return sorted(uses, key=lambda use: use[0])
 
 
 def search_gated(text, needles, pattern):

@@ -35,7 +35,7 @@ STATIC_RULES = {name for name, _, _ in kforge_check.RULES}
 failures = []
 counts = {}
 with tempfile.TemporaryDirectory() as tmp:
-    for device, min_adv, min_honest in (("cpu", 22, 10), ("cuda", 20, 10)):
+    for device, min_adv, min_honest in (("cpu", 27, 10), ("cuda", 25, 10)):
         for c in collect(device, os.path.join(tmp, device), min_adv, min_honest):
             with open(c["path"]) as f, open(c["problem"]) as g:
                 found = kforge_check.check(f.read(), g.read(), device, "load_inline", "fp32")

@@ -2,7 +2,10 @@
 """feedback_static_check.py: feedback/kforge_check.py, the static checks of a candidate.
 
 - every rule: small cheating candidates, written here, give exactly the findings marked in
-  them (`#! rule severity` on the line the finding must name; `#!0` for line 0);
+  them (`#! rule severity` on the line the finding must name; `#!0` for line 0); kernel
+  source is read as C++, so names in its comments and string literals, and names that only
+  look like the native rules' (my_system, remove_padding, std::remove, omp pragmas), give
+  none;
 - honest candidates (the demo replies in configs/demo_responses, in KernelBench's format
   and in the raw one under raw/, and a few written here) give no error and no
   torch_compute;
@@ -353,6 +356,190 @@ case("too_many_findings", CPU_BASE + MODEL + "        y = ext.relu_forward(x)\n"
      "".join("        y = torch.relu(y)%s\n" % ("  #! torch_compute warning" if i < 50 else "")
              for i in range(60)) + "        return y\n")
 
+# Kernel source read as C++: each native rule names the line of each use (a name once, at
+# its first use), in load_inline's and the raw format's sources, on both devices.
+RAW_CUDA_BASE = '''import torch
+import torch.nn as nn
+from kforge import load_cuda
+
+relu_source = r"""
+#include <cuda_runtime.h>
+__global__ void relu_kernel(const float* x, float* y, long n) {}
+extern "C" void relu_forward(const float* x, float* y, long n, cudaStream_t s) {
+    relu_kernel<<<(n + 255) / 256, 256, 0, s>>>(x, y, n);
+}
+"""
+ext = load_cuda(relu_source, name="kf_raw_relu_test")
+''' + MODEL + '''        out = torch.empty_like(x)
+        ext.relu_forward(x, out, x.numel())
+        return out
+'''
+RETURN_RELU = MODEL + "        return ext.relu_forward(x)\n"
+
+
+def cxx(lines, base=CPU_BASE):
+    """base with C++ lines added to its kernel source, after its first #include."""
+    first = base.index("#include")
+    first = base.index("\n", first) + 1
+    return base[:first] + lines + base[first:]
+
+
+case("python_c_api", cxx(r'''#include <Python.h>  // #! python_c_api error
+// PyEval_GetFrame() named in a comment is no call of it
+/* nor in a block comment: Py_INCREF(f);
+   PyObject_GetAttrString(f, "f_locals"); */
+static const char* note = "Py_DECREF in a message";
+static PyObject* frame_globals() {  // #! python_c_api error
+    return PyEval_GetGlobals();  // #! python_c_api error
+}
+static void reach() {
+    pybind11::gil_scoped_acquire gil;  // #! python_c_api error
+    auto torch_module = py::module_::import("torch");  // #! python_c_api error
+}
+''') + RETURN_RELU)
+case("python_c_api_raw_cuda", cxx(r'''#include <frameobject.h>  // #! python_c_api error
+static void reach() { PyThreadState* t = _PyThreadState_UncheckedGet(); }  // #! python_c_api error
+''', RAW_CUDA_BASE), device="cuda", fmt="raw")
+case("dispatcher_registration", cxx(r'''// TORCH_LIBRARY_IMPL(aten, CPU, m): a comment
+TORCH_LIBRARY(kf_own, m) { m.def("relu(Tensor x) -> Tensor"); }
+TORCH_LIBRARY_IMPL(kf_own, CPU, m) { m.impl("relu", relu_forward); }
+TORCH_LIBRARY_IMPL(aten, CPU, m) {  // #! dispatcher_registration error
+    m.impl("relu", relu_forward);
+}
+TORCH_LIBRARY_FRAGMENT(kf_other, m) {}  // #! dispatcher_registration error
+TORCH_LIBRARY(prims, m) {}  // #! dispatcher_registration error
+static void route() {
+    auto& d = c10::Dispatcher::singleton();  // #! dispatcher_registration error
+    c10::impl::ExcludeDispatchKeyGuard guard(keys);  // #! dispatcher_registration error
+}
+''') + RETURN_RELU)
+case("global_context", cxx(r'''static void settings(cublasHandle_t handle) {
+    at::globalContext().setAllowTF32CuBLAS(true);  // #! global_context error
+    at::set_num_threads(16);  // #! global_context error
+    cudaDeviceSetLimit(cudaLimitMallocHeapSize, 1 << 20);  // #! global_context error
+    cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH);  // #! global_context error
+}
+''', CUDA_BASE) + RETURN_RELU, device="cuda")
+case("l2_persistence", cxx(r'''static void keep_in_l2(cudaStream_t s, void* p, size_t n) {
+    cudaStreamAttrValue attr = {};  // #! l2_persistence error
+    attr.accessPolicyWindow.base_ptr = p;  // #! l2_persistence error
+    auto window = cudaStreamAttributeAccessPolicyWindow;  // #! l2_persistence error
+    cudaStreamSetAttribute(s, window, &attr);  // #! l2_persistence error
+    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, n);  // #! global_context error, l2_persistence error
+    cudaStreamAttrValue again = {};
+}
+''', CUDA_BASE) + RETURN_RELU, device="cuda")
+case("dynamic_loading", cxx(r'''#include <dlfcn.h>  // #! dynamic_loading error
+static void* blas() {
+    void* h = dlopen("libopenblas.so", RTLD_NOW);  // #! dynamic_loading error
+    return dlsym(h, "cblas_sgemm");  // #! dynamic_loading error
+}
+''') + RETURN_RELU)
+case("dynamic_loading_raw_cuda", cxx(r'''static void* entry() {
+    void* fn = nullptr;
+    cudaGetDriverEntryPoint("cuMemcpy", &fn, cudaEnableDefault);  // #! dynamic_loading error
+    return fn;
+}
+''', RAW_CUDA_BASE), device="cuda", fmt="raw")
+case("concurrency_kernel_threads", cxx(r'''static void side() {
+    std::thread t([] {});  // #! concurrency error
+    t.detach();
+    auto f = std::async(std::launch::async, [] { return 1; });  // #! concurrency error
+    pthread_create(nullptr, nullptr, nullptr, nullptr);  // #! concurrency error
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // #! concurrency warning
+}
+''') + RETURN_RELU)
+case("concurrency_kernel_processes", cxx(r'''/* a comment: fork(), system("ls")
+   and kill(1, 9) are no calls */
+static void side() {
+    TORCH_CHECK(true, "fork() and system() in a message are no calls");
+    if (fork() == 0) execvp("sh", nullptr);  // #! concurrency error
+    std::system("true");  // #! concurrency error
+    ::kill(1, 9);  // #! concurrency error
+}
+''') + RETURN_RELU)
+case("concurrency_kernel_hidden", cxx(r'''#define FOOR
+static int system(const char* command) { return ::system(command); }  // #! concurrency error
+static void hide() {
+    auto s = FOOR"(" ; popen("sh", "r"); ")";  // #! concurrency error
+    auto p = &vfork;  // #! concurrency error
+}
+''') + RETURN_RELU)
+case("concurrency_kernel_raw_cuda", cxx(r'''static void call() {
+    asm volatile("syscall" ::: "memory");  // #! concurrency error
+    usleep(10);  // #! concurrency warning
+}
+''', RAW_CUDA_BASE), device="cuda", fmt="raw")
+case("io_access_kernel", cxx(r'''#include <fstream>
+// fopen("x") and std::ifstream in a comment open nothing
+static void cache(std::vector<float>& v) {
+    FILE* f = std::fopen("cache.bin", "rb");  // #! io_access error
+    std::ifstream in("/tmp/kforge_out.bin");  // #! io_access error
+    int fd = open("/proc/self/maps", 0);  // #! io_access error
+}
+''') + RETURN_RELU)
+case("io_access_kernel_cuda", cxx(r'''static void ask() {
+    int s = socket(AF_INET, SOCK_STREAM, 0);  // #! io_access error
+    write(3, "x", 1);  // #! io_access error
+    mmap(nullptr, 4096, 0, 0, s, 0);  // #! io_access error
+    ::close(s);  // #! io_access error
+}
+''', CUDA_BASE) + RETURN_RELU, device="cuda")
+case("env_access_kernel", cxx(r'''static bool debug() {
+    const char* v = std::getenv("KFORGE_DEBUG");  // #! env_access warning
+    setenv("OMP_NUM_THREADS", "64", 1);  // #! io_access error
+    return v != nullptr;
+}
+''') + RETURN_RELU)
+case("kernel_source_through_names", CPU_BASE.replace(
+    'ext = load_inline(name="kf_relu_test", cpp_sources=relu_source, functions=["relu_forward"])',
+    'probe = "static int probe() { return fork(); }"  #! concurrency error\n'
+    'parts = [relu_source, probe]\n'
+    'ext = load_inline(name="kf_relu_test", cpp_sources=parts, functions=["relu_forward"])')
+    + RETURN_RELU)
+# Names that only look like the rules' (and what is allowed) give nothing: no mark here.
+case("kernel_look_alikes_cpu", cxx(r'''#include <omp.h>
+#include <algorithm>
+#include <thread>
+static int my_system(int v) { return v; }
+static void execute_kernel() {}
+static void remove_padding(float* p) {}
+static void write(float* out, int i, float v) { out[i] = v; }
+static float truncate(float v, float step) { return v - std::fmod(v, step); }
+static int send(int a) { return a; }
+static int PyTorch_version = 2, copy_object = 1, dl_handles = 0;
+static void honest(torch::Tensor x, std::vector<float>& v) {
+    bool forked = false; int kill_mask = 0, open_count = 0, system_id = 0, signal_bits = 0;
+    execute_kernel();
+    remove_padding(nullptr);
+    write(nullptr, 0, 1.0f);
+    truncate(1.5f, 0.5f);
+    send(3);
+    my_system(1);
+    auto y = x.clone();
+    v.erase(std::remove(v.begin(), v.end(), 0.0f), v.end());
+    unsigned cores = std::thread::hardware_concurrency();
+    int threads = at::get_num_threads();
+    omp_set_num_threads(threads);
+    #pragma omp parallel for num_threads(4)
+    for (int i = 0; i < 4; ++i) {}
+    at::parallel_for(0, 8, 1, [&](int64_t b, int64_t e) {});
+    fprintf(stderr, "open failed: %d / %d\n", 1, 2);
+    printf("ratio %d / %d of tmp/x, ./proc and a/dev\n", 1, 2);
+    auto s = R"(fork(); system("x"); dlopen)";
+}
+''') + RETURN_RELU)
+case("kernel_look_alikes_cuda", cxx(r'''#include <cuda_runtime.h>
+__device__ void spin(int* flag) { while (atomicAdd(flag, 0) == 0) __nanosleep(100); }
+__device__ float read(const float* p, int i) { return p[i]; }
+static void honest(cudaStream_t stream) {
+    cudaFuncSetAttribute(relu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
+    cudaStreamSynchronize(stream);
+    __threadfence_system();
+    int thread = threadIdx_x_placeholder;
+}
+''', CUDA_BASE) + RETURN_RELU, device="cuda")
+
 # Honest candidates written here: no error, no torch_compute.
 HONEST = {
     "autograd_function": (CPU_BASE + '''
@@ -475,7 +662,7 @@ def expected_findings(source):
     """(rule, severity, line) for each `#! rule severity[, rule severity]` mark."""
     expected = set()
     for number, text in enumerate(source.split("\n"), 1):
-        m = re.search(r"#!(0?) ([a-z_]+ [a-z]+(?:, [a-z_]+ [a-z]+)*)", text)
+        m = re.search(r"#!(0?) ([a-z_0-9]+ [a-z]+(?:, [a-z_0-9]+ [a-z]+)*)", text)
         if m:
             line = 0 if m.group(1) else number
             for item in m.group(2).split(", "):
@@ -508,6 +695,25 @@ def check_cases():
         covered |= {f["rule"] for f in findings}
     rules = {name for name, _, _ in kforge_check.RULES}
     check(covered == rules, "rules no case produces: %s" % sorted(rules - covered))
+
+
+def check_spliced_lines():
+    """A backslash ending a line joins it to the next, in the compiler and in the checker:
+    a name split so is found, on the line it starts on, and the lines after stay right
+    (a mark cannot follow the backslash, so the lines are named here)."""
+    source = cxx("static void hide() {\n"
+                 "    int pid = fo\\\n"
+                 "rk();\n"
+                 "    auto s = \"a \\\n"
+                 "b\";\n"
+                 "system(s);\n"
+                 "}\n") + RETURN_RELU
+    lines = source.split("\n")
+    want = [("concurrency", "error", lines.index("    int pid = fo\\") + 1),
+            ("concurrency", "error", lines.index("system(s);") + 1)]
+    findings = kforge_check.check(source, PROBLEM_SRC, "cpu", "load_inline", "fp32")
+    got = [(f["rule"], f["severity"], f["line"]) for f in findings]
+    check(got == want, "spliced lines: got %s, want %s" % (got, want))
 
 
 def last_python_block(path):
@@ -670,6 +876,7 @@ def check_large(candidates):
 
 def main():
     check_cases()
+    check_spliced_lines()
     check_triton_honest()
     candidates = honest_candidates()
     check_honest(candidates)

@@ -14,5 +14,5 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from adversarial import Suite  # noqa: E402
 from kfe2e import torch_python  # noqa: E402
 
-Suite("cpu", torch_python(), min_adversarial=22, min_honest=10, perf_trials=10, warmup=1,
+Suite("cpu", torch_python(), min_adversarial=27, min_honest=10, perf_trials=10, warmup=1,
       eval_parallel=2, run_first=False, runner={"cpu_exec_slots": 2}, workers=2).main()

@@ -17,6 +17,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from adversarial import Suite  # noqa: E402
 from kfe2e import cuda_torch_python  # noqa: E402
 
-Suite("cuda", cuda_torch_python(), min_adversarial=20, min_honest=10, perf_trials=20,
+Suite("cuda", cuda_torch_python(), min_adversarial=25, min_honest=10, perf_trials=20,
       warmup=2, eval_parallel=1, run_first=True, runner={}, workers=16, eval_timeout=900,
       run_timeout=2400).main()
