@@ -15,7 +15,10 @@ The candidate tries, from its module's top level (so in the precompile and the e
     in kforge's own environment (the allow-list keeps it from the runner's);
   - ptrace(PTRACE_ATTACH) of its parent and of a victim process of the same user;
   - SIGKILL to its parent and to that victim;
-  - a TCP connect to a listener of the test on 127.0.0.1.
+  - a TCP connect to a listener of the test on 127.0.0.1;
+  - a runner of its own from the fork server a `kforge eval` before the run left in the
+    cache (its socket's path given): connected, it asks for a fork, which would be a
+    process under no sandbox that runs the request it is handed.
 It writes what each attempt met to its scratch directory (the one place it may write),
 and then behaves, so the turn is judged. The test checks each refusal from the outside:
 files unchanged, no new file, the secret nowhere in the run, the victim alive, the
@@ -76,11 +79,11 @@ import torch.nn as nn
 
 
 def _attack():
-    import ctypes, errno, json, os, signal, socket
+    import array, ctypes, errno, json, os, signal, socket
     def err(e):
         return errno.errorcode.get(e.errno, str(e))
     rep = {"pid": os.getpid(), "uid": os.getuid(), "write": {}, "read": {}, "ptrace": {},
-           "kill": {}, "environ_readable": [], "secret_found": False}
+           "kill": {}, "environ_readable": [], "secret_found": False, "server": {}}
     for t in WRITE_TARGETS:
         try:
             if t.endswith("/"):
@@ -129,6 +132,21 @@ def _attack():
         rep["connect"] = "connected"
     except OSError as e:
         rep["connect"] = err(e)
+    for path in SERVERS:
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(20)
+            s.connect(path)
+            r0, w0 = os.pipe()
+            r1, w1 = os.pipe()
+            msg = json.dumps({"parent": 0, "idle": False, "visible": None}).encode()
+            s.sendmsg([msg], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [r0, w1, w1]))])
+            os.close(w0)
+            answer = s.recv(64).strip()
+            rep["server"][path] = "forked " + answer.decode() if answer.isdigit() and int(answer) > 0 \
+                else "refused %r" % answer
+        except OSError as e:
+            rep["server"][path] = err(e)
     with open("hostile-%d.json" % os.getpid(), "w") as f:
         json.dump(rep, f)
 
@@ -201,6 +219,22 @@ def attempt(label, user):
     code = HOSTILE.replace("WRITE_TARGETS", repr(writes)).replace(
         "READ_TARGETS", repr(reads)).replace(
         "VICTIM", str(victim.pid)).replace("PORT", str(listener.port))
+    # A kforge eval first: its fork server stays, listening in the cache, for the next.
+    plain = os.path.join(work, "plain.py")
+    with open(plain, "w") as f:
+        f.write(HOSTILE[HOSTILE.index("class ModelNew"):].replace("class ModelNew", "import torch\nimport torch.nn as nn\n\n\nclass ModelNew"))
+    chown_tree(work, uid, gid)
+    env = dict(os.environ, OPENAI_API_KEY="sk-" + secrets.token_hex(8),
+               KFORGE_SBX_SECRET=secret, KFORGE_CACHE_DIR=cache, HOME=work)
+    r = subprocess.run(prefix + [BIN, "eval", "--problem", os.path.join(problems, "level1", "2_LeakyReLU.py"),
+                                 "--kernel", plain, "--device", "cpu", "--set", "runner.user=''",
+                                 "--set", "runner.selftest=false", "--set", "eval.static_checks=false"],
+                       env=env, capture_output=True, text=True, timeout=1700)
+    check(r.returncode == 0, "%s: kforge eval exited %d: %s" % (label, r.returncode, r.stderr[-2000:]))
+    servers = [os.path.join(cache, "servers", n) for n in os.listdir(os.path.join(cache, "servers"))
+               if n.endswith(".sock")] if os.path.isdir(os.path.join(cache, "servers")) else []
+    check(servers, "%s: kforge eval left no fork server in %s" % (label, cache))
+    code = code.replace("SERVERS", repr(servers))
     script = {"rules": [{"match": "Elementwise leaky ReLU",
                          "replies": [{"content": "```python\n" + code + "```\n"}]}],
               "default": {"status": 500, "content": "unexpected prompt"}}
@@ -217,8 +251,6 @@ workers: 1
 """ % (problems, mock.base_url, py))
     chown_tree(work, uid, gid)
     before = tree_digest(cache)
-    env = dict(os.environ, OPENAI_API_KEY="sk-" + secrets.token_hex(8),
-               KFORGE_SBX_SECRET=secret, KFORGE_CACHE_DIR=cache, HOME=work)
     try:
         r = subprocess.run(prefix + [BIN, "run", config, "--run-dir", run_dir, "--quiet"],
                            env=env, capture_output=True, text=True, timeout=1700)
@@ -268,6 +300,9 @@ workers: 1
               "%s: signals: %s" % (label, rep["kill"]))
         check(rep.get("connect") not in (None, "connected"),
               "%s: the candidate connected: %s" % (label, rep.get("connect")))
+        check(len(rep["server"]) == len(servers) and
+              not any(v.startswith("forked") for v in rep["server"].values()),
+              "%s: the fork server: %s" % (label, rep["server"]))
     check(alive, "%s: the victim process was killed" % label)
     check(listener.accepted == 1, "%s: the listener accepted %d connections" % (label, listener.accepted))
     check(not os.path.exists(tmp_target), "%s: the candidate wrote %s" % (label, tmp_target))
@@ -281,8 +316,10 @@ workers: 1
                 data = f.read()
             check(secret.encode() not in data, "%s: the secret is in %s" % (label, n))
             check(b"tampered" not in data, "%s: %s was written to" % (label, n))
+    for sock in servers:   # ends the eval's server (its socket gone)
+        os.unlink(sock)
     shutil.rmtree(work, ignore_errors=True)
-    print("ok: %s: writes %d, reads %d, environ, ptrace, signals, network refused" % (
+    print("ok: %s: writes %d, reads %d, environ, ptrace, signals, network, fork server refused" % (
         label, len(writes), len(reads)))
 
 
