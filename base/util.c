@@ -434,7 +434,7 @@ kb_config_clear(struct kb_config *c)
 		&c->eval.arch_list, &c->eval.inputs, &c->eval.format, &c->eval.torch_ops,
 		&c->eval.timing, &c->eval.backend, &c->eval.speedup, &c->eval.timing_preset,
 		&c->runner.python,
-		&c->runner.user,
+		&c->runner.user, &c->runner.sandbox,
 		&c->llm.anthropic_version, &c->llm.reasoning_effort,
 	};
 

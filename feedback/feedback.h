@@ -115,8 +115,11 @@ struct fb_request {
 	 * candidate (timing.pair): the speedup and its interval from one process's
 	 * measurements, whatever else the machine did meanwhile. */
 	bool		 time_reference;
-	/* Called with the runner's pid once it runs (to record it in the GPU pool). */
+	/* Called with the runner's pid once it runs (to record it in the GPU pool), and an
+	 * execute's with its judge's, from the thread that waits for the judge; both get
+	 * on_start_arg. */
 	void		(*on_start)(pid_t pid, void *arg);
+	void		(*on_judge_start)(pid_t pid, void *arg);
 	void		*on_start_arg;
 	bool		(*should_stop)(void *arg);
 	void		*stop_arg;

@@ -1762,6 +1762,8 @@ judge_start(const struct kb_config *cfg, const struct fb_request *staged, json_t
 	j->o.argv = j->argv;
 	j->o.envp = (const char *const *)j->env.v;
 	j->o.cwd = j->dir;
+	j->o.on_start = staged->on_judge_start;
+	j->o.on_start_arg = staged->on_start_arg;
 	runner_limits(cfg, &j->o, deadline > INT_MAX / 1000 - FB_START_ALLOWANCE_S - FB_JUDGE_GRACE_S ?
 		      INT_MAX / 1000 : deadline + FB_START_ALLOWANCE_S + FB_JUDGE_GRACE_S);
 	j->o.stdin_data = "";	/* a pipe, written by judge_wait */

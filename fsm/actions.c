@@ -58,7 +58,15 @@ record_runner(pid_t pid, void *arg)
 {
 	struct lease	*l = arg;
 
-	gpool_set_runner(l->pool, l->cls, l->slot, pid);
+	gpool_set_runner(l->pool, l->cls, l->slot, GPOOL_RUNNER_CANDIDATE, pid);
+}
+
+static void
+record_judge(pid_t pid, void *arg)
+{
+	struct lease	*l = arg;
+
+	gpool_set_runner(l->pool, l->cls, l->slot, GPOOL_RUNNER_JUDGE, pid);
 }
 
 /* Fault injection: the worker dies while its runner works, orphaning it with its lease. */
@@ -442,6 +450,7 @@ runner_request(struct task_run *t, enum fb_mode mode, const struct candidate *c,
 	req->time_reference = mode == FB_EXECUTE;
 	req->on_start = mode == FB_PRECOMPILE ? record_runner_compiling :
 			mode == FB_EXECUTE ? record_runner_executing : record_runner;
+	req->on_judge_start = record_judge;
 	req->on_start_arg = l;
 	req->should_stop = fsm_should_stop;
 }

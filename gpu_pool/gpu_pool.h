@@ -54,8 +54,17 @@ int	gpool_acquire(struct gpool *p, enum gpool_class cls, const char *task, int t
 		      bool (*should_stop)(void *), void *stop_arg, int *slot);
 /* The CUDA ordinal of an EXEC slot (-1 for CPU slots). */
 int	gpool_device(const struct gpool *p, int slot);
+/* The processes that use a leased slot's GPU: an execute runs two (the candidate's runner
+ * and the judge, feedback's), each recorded as it starts, and the slot is not leased
+ * again while either runs, whatever became of its owner. */
+enum gpool_runner {
+	GPOOL_RUNNER_CANDIDATE,		/* the step's runner (every step has one) */
+	GPOOL_RUNNER_JUDGE,		/* an execute's judge */
+	GPOOL__NRUNNER
+};
 /* Records the runner child that uses the slot (0 to clear). */
-int	gpool_set_runner(struct gpool *p, enum gpool_class cls, int slot, pid_t runner);
+int	gpool_set_runner(struct gpool *p, enum gpool_class cls, int slot, enum gpool_runner which,
+			 pid_t runner);
 int	gpool_release(struct gpool *p, enum gpool_class cls, int slot);
 
 /* Supervisor only: pid has been reaped. Frees the slots it owned once their runner is

@@ -29,7 +29,7 @@
 #include "gpu_pool/gpu_pool.h"
 
 #define GPOOL__MAGIC		0x6b67706fu	/* "kgpo" */
-#define GPOOL__VERSION		2
+#define GPOOL__VERSION		3
 #define GPOOL__TASK_LEN		64
 #define GPOOL__REASON_LEN	128
 #define GPOOL__MAX_WAITERS	1024
@@ -39,8 +39,9 @@ struct gpool__slot {
 	int32_t		 quarantined;
 	int32_t		 device;	/* CUDA ordinal; -1 for CPU slots */
 	pid_t		 owner;		/* 0 once a dead owner's runner is still alive */
-	pid_t		 runner;
-	uint64_t	 runner_start;	/* /proc starttime of runner (pid-reuse guard); 0 unknown */
+	pid_t		 runner[GPOOL__NRUNNER];
+	uint64_t	 runner_start[GPOOL__NRUNNER];	/* /proc starttime (pid-reuse guard); 0
+						 * unknown */
 	int64_t		 since_ms;	/* CLOCK_REALTIME, for status */
 	int64_t		 since_mono;	/* CLOCK_MONOTONIC, for busy_ms */
 	char		 task[GPOOL__TASK_LEN];

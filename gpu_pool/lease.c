@@ -123,8 +123,8 @@ claim(struct gpool *p, enum gpool_class cls, const char *task)
 		if (s->in_use || s->quarantined)
 			continue;
 		s->owner = getpid();
-		s->runner = 0;
-		s->runner_start = 0;
+		memset(s->runner, 0, sizeof(s->runner));
+		memset(s->runner_start, 0, sizeof(s->runner_start));
 		snprintf(s->task, sizeof(s->task), "%s", task);
 		s->since_ms = kb_now_ms();
 		s->since_mono = kb_mono_ms();
@@ -285,13 +285,14 @@ owned(struct gpool *p, enum gpool_class cls, int slot, const char *what)
 }
 
 int
-gpool_set_runner(struct gpool *p, enum gpool_class cls, int slot, pid_t runner)
+gpool_set_runner(struct gpool *p, enum gpool_class cls, int slot, enum gpool_runner which,
+		 pid_t runner)
 {
 	struct gpool__slot	*s;
 	struct kb_proc_stat	 st = { .start = 0 };
 	int			 rc;
 
-	if (!gpool__valid(p, cls, slot) || runner < 0)
+	if (!gpool__valid(p, cls, slot) || runner < 0 || (unsigned)which >= GPOOL__NRUNNER)
 		return -KB_EINVAL;
 	if (runner > 0)
 		(void)kb_proc_stat(runner, &st);	/* before the lock: /proc I/O */
@@ -302,8 +303,8 @@ gpool_set_runner(struct gpool *p, enum gpool_class cls, int slot, pid_t runner)
 		return -KB_EINVAL;
 	}
 	s = &p->cls[cls].slot[slot];
-	s->runner_start = st.start;
-	s->runner = runner;
+	s->runner_start[which] = st.start;
+	s->runner[which] = runner;
 	gpool__unlock(p);
 	return 0;
 }

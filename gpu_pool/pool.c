@@ -39,8 +39,9 @@ pool_repair(struct gpool *p)
 			s->reason[GPOOL__REASON_LEN - 1] = '\0';
 			if (s->in_use)
 				continue;
-			s->owner = s->runner = 0;
-			s->runner_start = 0;
+			s->owner = 0;
+			memset(s->runner, 0, sizeof(s->runner));
+			memset(s->runner_start, 0, sizeof(s->runner_start));
 			s->since_ms = s->since_mono = 0;
 			memset(s->task, 0, sizeof(s->task));
 		}
@@ -84,8 +85,9 @@ gpool__slot_free(struct gpool *p, enum gpool_class cls, int i)
 	if (gpool__test_hook != NULL)
 		gpool__test_hook(GPOOL__HOOK_RELEASE);
 	c->busy_ms += held > 0 ? held : 0;
-	s->owner = s->runner = 0;
-	s->runner_start = 0;
+	s->owner = 0;
+	memset(s->runner, 0, sizeof(s->runner));
+	memset(s->runner_start, 0, sizeof(s->runner_start));
 	s->since_ms = s->since_mono = 0;
 	memset(s->task, 0, sizeof(s->task));
 	if (!s->quarantined && sem_post(&c->free) == -1)
@@ -209,10 +211,11 @@ gpool_device(const struct gpool *p, int slot)
 static json_t *
 slot_json(const struct gpool__slot *s)
 {
-	return json_pack("{s:i, s:I, s:I, s:s, s:I, s:b, s:s}",
+	return json_pack("{s:i, s:I, s:I, s:I, s:s, s:I, s:b, s:s}",
 	    "device", s->device,
 	    "owner", (json_int_t)s->owner,
-	    "runner", (json_int_t)s->runner,
+	    "runner", (json_int_t)s->runner[GPOOL_RUNNER_CANDIDATE],
+	    "judge", (json_int_t)s->runner[GPOOL_RUNNER_JUDGE],
 	    "task", s->in_use ? s->task : "",
 	    "since_ms", (json_int_t)(s->in_use ? s->since_ms : 0),
 	    "quarantined", s->quarantined != 0,

@@ -18,17 +18,17 @@
 
 /* A runner still holds its GPU while it runs; a zombie holds nothing any more. */
 static bool
-runner_alive(const struct gpool__slot *s)
+runner_alive(const struct gpool__slot *s, int w)
 {
 	struct kb_proc_stat	st;
 
-	if (kill(s->runner, 0) == -1 && errno == ESRCH)
+	if (s->runner[w] == 0 || (kill(s->runner[w], 0) == -1 && errno == ESRCH))
 		return false;
-	if (kb_proc_stat(s->runner, &st) < 0)
-		return kill(s->runner, 0) == 0 || errno == EPERM;	/* no /proc: trust kill */
+	if (kb_proc_stat(s->runner[w], &st) < 0)
+		return kill(s->runner[w], 0) == 0 || errno == EPERM;	/* no /proc: trust kill */
 	if (st.state == 'Z' || st.state == 'X')
 		return false;
-	return s->runner_start == 0 || st.start == s->runner_start;	/* else: pid reused */
+	return s->runner_start[w] == 0 || st.start == s->runner_start[w];	/* else: reused */
 }
 
 /* Runners lead their own process group (kb_spawn_run): take the whole group. */
@@ -44,30 +44,35 @@ static int
 reclaim_slot(struct gpool *p, enum gpool_class cls, int i, pid_t dead)
 {
 	struct gpool__slot	*s = &p->cls[cls].slot[i];
-	bool			 owner_died = false;
+	bool			 owner_died = false, left = false;
 
 	if (!s->in_use)
 		return 0;
-	if (s->runner == dead) {
-		s->runner = 0;
-		s->runner_start = 0;
-	}
+	for (int w = 0; w < GPOOL__NRUNNER; w++)
+		if (s->runner[w] == dead) {
+			s->runner[w] = 0;
+			s->runner_start[w] = 0;
+		}
 	if (s->owner == dead) {
 		s->owner = 0;
 		owner_died = true;
 	}
 	if (s->owner != 0)
 		return 0;
-	if (s->runner != 0 && runner_alive(s)) {
-		/* A runner left behind by a dead worker dies before its GPU is leased
-		 * again; the slot is freed when the supervisor reaps it. */
+	/* A runner (or judge) left behind by a dead worker dies before its GPU is leased
+	 * again; the slot is freed when the supervisor has reaped each. */
+	for (int w = 0; w < GPOOL__NRUNNER; w++) {
+		if (!runner_alive(s, w))
+			continue;
 		if (owner_died)
 			log_warnx("gpu pool: %s slot %d (task %s): owner %d died; killing its "
-			    "runner %d", gpool__class_names[cls], i, s->task, (int)dead,
-			    (int)s->runner);
-		kill_runner(s->runner);
-		return 0;
+			    "%s %d", gpool__class_names[cls], i, s->task, (int)dead,
+			    w == GPOOL_RUNNER_JUDGE ? "judge" : "runner", (int)s->runner[w]);
+		kill_runner(s->runner[w]);
+		left = true;
 	}
+	if (left)
+		return 0;
 	log_info("gpu pool: %s slot %d: reclaimed the lease of task %s",
 	    gpool__class_names[cls], i, s->task);
 	gpool__slot_free(p, cls, i);

@@ -172,7 +172,7 @@ test_cross_process(void)
 		int	s;
 
 		if (gpool_release(p, GPOOL_EXEC, a) != -KB_EINVAL ||	/* not the owner */
-		    gpool_set_runner(p, GPOOL_EXEC, a, getpid()) != -KB_EINVAL)
+		    gpool_set_runner(p, GPOOL_EXEC, a, GPOOL_RUNNER_CANDIDATE, getpid()) != -KB_EINVAL)
 			_exit(3);
 		if (gpool_acquire(p, GPOOL_EXEC, "child", WAIT_BOUND_MS, NULL, NULL, &s) != 0)
 			_exit(1);
@@ -257,6 +257,66 @@ test_audit(void)
 
 /* A worker dies while its runner still runs: the runner is killed, and the GPU is
  * only free again once the runner has been reaped too. */
+/* An execute's judge holds the GPU as its runner does: a dead worker's slot whose runner
+ * has ended but whose judge still runs is not leased again until the judge is gone. */
+static void
+test_reclaim_judge(void)
+{
+	struct gpool	*p = make_pool(1, NULL);
+	int		 fds[2], st, slot, other;
+	pid_t		 worker;
+	struct { int slot; pid_t judge; } msg;
+
+	CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);	/* as the supervisor */
+	CHECK(pipe(fds) == 0);
+	if ((worker = fork()) == 0) {
+		pid_t	r, j;
+		int	s;
+
+		close(fds[0]);
+		alarm(ALARM_S);
+		if (gpool_acquire(p, GPOOL_EXEC, "L1_1_x_s0", 1000, NULL, NULL, &s) != 0)
+			_exit(1);
+		if ((r = fork()) == 0)
+			_exit(0);
+		if ((j = fork()) == 0) {
+			setpgid(0, 0);
+			alarm(ALARM_S);
+			for (;;)
+				pause();
+		}
+		setpgid(j, j);
+		if (gpool_set_runner(p, GPOOL_EXEC, s, GPOOL_RUNNER_CANDIDATE, r) != 0 ||
+		    gpool_set_runner(p, GPOOL_EXEC, s, GPOOL_RUNNER_JUDGE, j) != 0)
+			_exit(2);
+		/* The runner ends (reaped by the worker: gone), the judge runs on. */
+		if (waitpid(r, NULL, 0) != r)
+			_exit(3);
+		msg.slot = s;
+		msg.judge = j;
+		if (write(fds[1], &msg, sizeof(msg)) != (ssize_t)sizeof(msg))
+			_exit(4);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	CHECK(read(fds[0], &msg, sizeof(msg)) == (ssize_t)sizeof(msg));
+	close(fds[0]);
+	slot = msg.slot;
+	CHECK(p->cls[GPOOL_EXEC].slot[slot].runner[GPOOL_RUNNER_JUDGE] == msg.judge);
+	kill(worker, SIGKILL);
+	CHECK(waitpid(worker, &st, 0) == worker);
+	CHECK(gpool_reclaim(p, worker) == 0);	/* the judge alive: held, the judge killed */
+	CHECK(p->cls[GPOOL_EXEC].slot[slot].in_use && sem_value(p, GPOOL_EXEC) == 0);
+	CHECK(gpool_acquire(p, GPOOL_EXEC, "next", 0, NULL, NULL, &other) == -KB_ETIMEDOUT);
+	CHECK(waitpid(msg.judge, &st, 0) == msg.judge && WIFSIGNALED(st) &&
+	      WTERMSIG(st) == SIGKILL);
+	CHECK(gpool_reclaim(p, msg.judge) == 1);
+	CHECK(!p->cls[GPOOL_EXEC].slot[slot].in_use && sem_value(p, GPOOL_EXEC) == 1);
+	CHECK(p->cls[GPOOL_EXEC].repairs == 0);
+	gpool_destroy(p);
+}
+
 static void
 test_reclaim_runner(void)
 {
@@ -282,7 +342,7 @@ test_reclaim_runner(void)
 				pause();
 		}
 		setpgid(r, r);
-		if (gpool_set_runner(p, GPOOL_EXEC, s, r) != 0)
+		if (gpool_set_runner(p, GPOOL_EXEC, s, GPOOL_RUNNER_CANDIDATE, r) != 0)
 			_exit(2);
 		msg.slot = s;
 		msg.runner = r;
@@ -296,8 +356,8 @@ test_reclaim_runner(void)
 	close(fds[0]);
 	slot = msg.slot;
 	runner = msg.runner;
-	CHECK(p->cls[GPOOL_EXEC].slot[slot].runner == runner);
-	CHECK(p->cls[GPOOL_EXEC].slot[slot].runner_start != 0);
+	CHECK(p->cls[GPOOL_EXEC].slot[slot].runner[GPOOL_RUNNER_CANDIDATE] == runner);
+	CHECK(p->cls[GPOOL_EXEC].slot[slot].runner_start[GPOOL_RUNNER_CANDIDATE] != 0);
 
 	kill(worker, SIGKILL);
 	CHECK(waitpid(worker, &st, 0) == worker);
@@ -437,7 +497,7 @@ test_snapshot(void)
 	const char	*task;
 
 	CHECK(gpool_acquire(p, GPOOL_EXEC, "L2_7_Conv_s1", 0, NULL, NULL, &a) == 0);
-	CHECK(gpool_set_runner(p, GPOOL_EXEC, a, getpid()) == 0);
+	CHECK(gpool_set_runner(p, GPOOL_EXEC, a, GPOOL_RUNNER_CANDIDATE, getpid()) == 0);
 	CHECK(gpool_acquire(p, GPOOL_LLM, "L2_7_Conv_s1", 0, NULL, NULL, &b) == 0);
 	CHECK(gpool_quarantine(p, 1 - a, "ECC errors") == 1);
 	usleep(60000);
@@ -496,6 +556,7 @@ main(void)
 	test_quarantine();
 	test_audit();
 	test_reclaim_runner();
+	test_reclaim_judge();
 	test_unit_in_transit();
 	test_fifo();
 	test_snapshot();
