@@ -20,7 +20,7 @@ from kfe2e import *  # noqa: E402,F401
 
 ITEM_KEYS = {"item", "ok", "required", "detail", "version", "path", "fix"}
 COMMON = ["cc", "c++", "python", "torch", "torch-headers", "pybind11", "python-headers", "ninja"]
-CONTAIN = ["runner-user", "network", "disk", "cache"]
+CONTAIN = ["runner-user", "network", "sandbox", "disk", "cache"]
 CPU_ITEMS = COMMON + ["cpu-extension"] + CONTAIN
 CUDA_ITEMS = COMMON + ["torch-cuda", "nvcc", "driver", "gpu", "cuda-extension", "triton",
                        "cupti", "perf-counters"] + CONTAIN
@@ -103,6 +103,8 @@ check(lines["pybind11"][1].endswith("pybind11/pybind11.h"), "pybind11: %s" % (li
 check(re.search(r"builds in \d+\.\d s and runs in \d+\.\d+ s$", lines["cpu-extension"][1]),
       "cpu-extension with --fresh: %s" % (lines["cpu-extension"],))
 check(re.search(r"GiB free", lines["disk"][1]), "disk: %s" % (lines["disk"],))
+check(re.search(r"^runners: strict: landlock ABI \d+, scope (on|off), seccomp (on|off)", lines["sandbox"][1]),
+      "sandbox: %s" % (lines["sandbox"],))
 check(re.search(r"^\d+ builds, \d+\.\d\d GiB \(a run's start trims to runner.cache_max_gb 20\)$",
                 lines["cache"][1]), "cache: %s" % (lines["cache"],))
 check("can run kforge" in p.stdout.splitlines()[-1], "no verdict line:\n" + show(p))
