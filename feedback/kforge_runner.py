@@ -1848,7 +1848,12 @@ class Runner:
                       4 * mad, EXCESS_SHARE * max(er, 0.0))
         self.details["timers"] = {"excess_ms": ec, "reference_excess_ms": er,
                                   "allowed_ms": allowed, "round_trip_ms": rtt}
-        if ec - er > allowed:
+        # Judged on a GPU only, as reference_slowed: on the CPU the host's load is in
+        # every block (an honest LeakyReLU flagged in a CI run of four tests on two
+        # cores), and work a CPU candidate hides between its calls has nothing to take:
+        # its inputs are fresh each call, and its runner is stopped while the reference
+        # is timed.
+        if ec - er > allowed and self.device.type == "cuda":
             self.flag("timers_disagree")
 
     def check_floor(self, ref, model, st):
@@ -3648,7 +3653,10 @@ def zygote_peer_trusted(conn):
             mine = seccomp_filters(f.read())
         if pidfd >= 0:
             import signal
-            signal.pidfd_send_signal(pidfd, 0)   # the same process still: the status was its
+            try:    # the same process still, so the status read was its
+                signal.pidfd_send_signal(pidfd, 0)
+            except PermissionError:
+                pass    # alive, another user's (kforge as root, this server as nobody)
         return theirs is not None and mine is not None and theirs <= mine
     except (OSError, ValueError, struct.error):
         return False

@@ -316,6 +316,18 @@ workers: 1
                 data = f.read()
             check(secret.encode() not in data, "%s: the secret is in %s" % (label, n))
             check(b"tampered" not in data, "%s: %s was written to" % (label, n))
+    # The server the candidate was refused by still serves kforge: an eval's runner
+    # forked from it, which outlives that eval.
+    r = subprocess.run(prefix + [BIN, "eval", "--problem", os.path.join(problems, "level1", "2_LeakyReLU.py"),
+                                 "--kernel", plain, "--device", "cpu", "--json", "--set", "runner.user=''",
+                                 "--set", "runner.selftest=false", "--set", "eval.static_checks=false"],
+                       env=env, capture_output=True, text=True, timeout=1700)
+    check(r.returncode == 0, "%s: the second kforge eval exited %d" % (label, r.returncode))
+    d = json.loads(r.stdout)["result"]["details"]
+    check(d.get("start") == "forked" and isinstance(d.get("server"), int) and
+          os.path.exists("/proc/%d" % d["server"]) and "made no runner" not in r.stderr,
+          "%s: the eval after the run had no runner of the shared server: %s %s" % (
+              label, {k: d.get(k) for k in ("start", "server")}, r.stderr[-500:]))
     for sock in servers:   # ends the eval's server (its socket gone)
         os.unlink(sock)
     shutil.rmtree(work, ignore_errors=True)

@@ -1,6 +1,6 @@
 # problem: problems/level1/1_ReLU.py
 # expect: rejected
-# catches: patching|torch_patched
+# catches: patching|torch_patched|python_c_api
 # why: the C++ source has a static initialiser that, when the extension is loaded, rebinds torch.relu (which the reference calls) to its own half-rectifying function through pybind11; the Python side looks like a plain kernel call
 import torch
 import torch.nn as nn
