@@ -15,3 +15,8 @@ kb_add_script_test(tools_module_graph
 kb_add_script_test(tools_kbcheck_manifest
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/tools/kbcheck_manifest.py
                    LABELS unit python TIMEOUT 120)
+# tools/slurm/local.sh: a one-host Slurm (munge, slurmctld, slurmd) in a state directory
+# and on ports of the test's own; a job array on fake GPUs, a job killed; skips without root.
+kb_add_script_test(tools_slurm_local
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/tools/slurm_local.py
+                   LABELS e2e TIMEOUT 600)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what kforge needs on a Debian machine, and nothing that is already there: a C
-# toolchain, clang, CMake, libyaml, jansson, libcurl, libcrypto, libmicrohttpd, libseccomp, ninja, ccache, and a Python that
+# toolchain, clang, CMake, libyaml, jansson, libcurl, libcrypto, libmicrohttpd, libseccomp,
+# ninja, ccache, Slurm (slurmctld, slurmd, munge: a one-host cluster for the tests,
+# tools/slurm/local.sh), and a Python that
 # imports torch *and can build a torch extension* (torch's C++ headers and pybind11:
 # Debian's python3-torch ships neither, libtorch-dev and pybind11-dev do; GPU hosts bring
 # a pip torch that has its own), and what the tests use (python3, python3-venv, chromium). Says what
@@ -31,6 +33,11 @@ command -v ccache >/dev/null || need+=(ccache)
 # seconds (kforge_runner.py's fast builds); without it kforge falls back to c++'s slower one.
 command -v clang++ >/dev/null || need+=(clang)
 command -v python3 >/dev/null || need+=(python3)
+# A one-host Slurm for the Slurm engine's tests and benches (tools/slurm/local.sh).
+command -v slurmctld >/dev/null || need+=(slurmctld)
+command -v slurmd >/dev/null || need+=(slurmd)
+command -v sbatch >/dev/null || need+=(slurm-client)
+command -v munged >/dev/null || need+=(munge)
 # The report and viewer tests open the pages in a real headless browser.
 command -v chromium >/dev/null || need+=(chromium)
 # The tests make a bare venv (a Python without torch) with Debian's python3.
