@@ -327,57 +327,64 @@ ll_read_all_but(struct ll *ll, const struct plist *roots, const struct plist *ab
 	return 0;
 }
 
+/* A rule with rights on each entry of dir that want() keeps. */
 static int
-ll_devices(struct ll *ll)
+ll_entries(struct ll *ll, const char *dir, bool (*want)(const char *name), uint64_t rights)
 {
 	DIR		*d;
 	struct dirent	*e;
 	char		 path[300];
+	int		 rc = 0;
 
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' || !want(e->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		rc = ll_rule(ll, path, rights, false);
+	}
+	closedir(d);
+	return rc;
+}
+
+static bool
+gpu_device(const char *name)
+{
+	return strncmp(name, "nvidia", 6) == 0;
+}
+
+static int
+ll_devices(struct ll *ll)
+{
 	for (size_t i = 0; i < sizeof(plain_devices) / sizeof(plain_devices[0]); i++)
 		if (ll_rule(ll, plain_devices[i], LL_DEVICE, false) < 0)
 			return -1;
-	if ((d = opendir("/dev")) == NULL)
-		return 0;
-	while ((e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, "nvidia", 6) != 0)
-			continue;
-		snprintf(path, sizeof(path), "/dev/%s", e->d_name);
-		if (ll_rule(ll, path, LL_DEVICE | LL_READ, false) < 0) {
-			closedir(d);
-			return -1;
-		}
-	}
-	closedir(d);
-	return 0;
+	return ll_entries(ll, "/dev", gpu_device, LL_DEVICE | LL_READ);
+}
+
+/* /proc's entries but the processes' directories (and the links to one's own). */
+static bool
+proc_shared(const char *name)
+{
+	return !(name[0] >= '0' && name[0] <= '9') && strcmp(name, "self") != 0 &&
+	       strcmp(name, "thread-self") != 0;
 }
 
 /* /proc but the other processes' directories: the kernel's and the driver's files read,
  * its own directory read and written; no other process's environ, maps or memory, though
  * it run as the same user. What it starts sees only the runner's (/proc/self in a
- * compiler leads nowhere: Python's subprocess and the compilers do without). */
+ * compiler leads nowhere: Python's subprocess and the compilers do without). Listing
+ * /proc stays: which processes there are is no secret (ps shows it), what they hold is
+ * (their files' reads are ptrace accesses, refused out of the domain). */
 static int
 ll_proc(struct ll *ll)
 {
-	DIR		*d;
-	struct dirent	*e;
-	char		 path[300];
+	char	path[64];
 
-	/* Listing: which processes there are is no secret (ps shows it), what they hold
-	 * is (their files' reads are ptrace accesses, refused out of the domain). */
-	if (ll_rule(ll, "/proc", LL_FS_READ_DIR, false) < 0 || (d = opendir("/proc")) == NULL)
-		return 0;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.' || (e->d_name[0] >= '0' && e->d_name[0] <= '9') ||
-		    strcmp(e->d_name, "self") == 0 || strcmp(e->d_name, "thread-self") == 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s", e->d_name);
-		if (ll_rule(ll, path, LL_READ, false) < 0) {
-			closedir(d);
-			return -1;
-		}
-	}
-	closedir(d);
+	if (ll_rule(ll, "/proc", LL_FS_READ_DIR, false) < 0 ||
+	    ll_entries(ll, "/proc", proc_shared, LL_READ) < 0)
+		return -1;
 	snprintf(path, sizeof(path), "/proc/%ld", (long)getpid());
 	return ll_rule(ll, path, LL_PROC_SELF, true);
 }

@@ -8,9 +8,11 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SKIP = 77
@@ -344,3 +346,24 @@ def fake_run(path, name, tasks, turns, t0_ms=1_800_000_000_000):
                 f.write(json.dumps(r) + "\n")
         out[t["id"]] = recs
     return out
+
+
+class Listener:
+    """A TCP listener that counts the connections it accepts."""
+
+    def __init__(self, addr):
+        self.sock = socket.socket()
+        self.sock.bind((addr, 0))
+        self.sock.listen(16)
+        self.addr, self.port = addr, self.sock.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self.loop, daemon=True).start()
+
+    def loop(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            c.close()

@@ -26,7 +26,6 @@ import secrets
 import socket
 import subprocess
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
 from kfe2e import *  # noqa: E402,F401
@@ -53,27 +52,6 @@ def host_address():
     except OSError:
         pass
     return None
-
-
-class Listener:
-    """A TCP listener that counts the connections it accepts."""
-
-    def __init__(self, addr):
-        self.sock = socket.socket()
-        self.sock.bind((addr, 0))
-        self.sock.listen(16)
-        self.addr, self.port = addr, self.sock.getsockname()[1]
-        self.accepted = 0
-        threading.Thread(target=self.loop, daemon=True).start()
-
-    def loop(self):
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            c.close()
 
 
 work = scratch("e2e-contain")

@@ -33,7 +33,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
 from kfe2e import *  # noqa: E402,F401
@@ -51,27 +50,6 @@ check(sbx is not None, "kforge doctor has no sandbox line")
 if not sbx.get("ok"):
     print("SKIP: this host lacks a sandbox layer: %s" % sbx.get("detail"))
     sys.exit(SKIP)
-
-
-class Listener:
-    """A TCP listener on loopback that counts the connections it accepts."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        threading.Thread(target=self.loop, daemon=True).start()
-
-    def loop(self):
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            c.close()
 
 
 HOSTILE = r'''import torch
@@ -206,7 +184,7 @@ def attempt(label, user):
         json.dump({"runtime_ms": 1.0}, f)
     tmp_target = "/tmp/kforge-sbx-%s" % secrets.token_hex(6)
     secret = "sbx-secret-" + secrets.token_hex(8)
-    listener = Listener()
+    listener = Listener("127.0.0.1")
     socket.create_connection(("127.0.0.1", listener.port), timeout=STARTUP_WAIT_S).close()
     # The victim runs as kforge's user itself (not under runuser, which stays root).
     victim = subprocess.Popen(["sleep", "3600"], user=uid, group=gid, stdin=subprocess.DEVNULL,

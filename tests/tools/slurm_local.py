@@ -15,18 +15,11 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+from kfe2e import SKIP, check  # noqa: E402
+
 SCRIPT = os.path.join(ROOT, "tools", "slurm", "local.sh")
 WAIT_S = 180   # a bound on waiting for the daemons and jobs on a loaded machine
-
-
-def fail(msg):
-    print("FAIL: " + msg, flush=True)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
 
 
 base = os.environ.get("KFORGE_TEST_TMP") or tempfile.gettempdir()
@@ -35,9 +28,9 @@ state = tempfile.mkdtemp(prefix="slurm-local-", dir=base)
 env = dict(os.environ, KFORGE_SLURM_DIR=state, KFORGE_SLURM_GPUS="4",
            KFORGE_SLURM_PORT=str(21000 + os.getpid() % 2000 * 2))
 p = subprocess.run([SCRIPT, "start"], env=env, capture_output=True, text=True, timeout=WAIT_S)
-if p.returncode == 77:
+if p.returncode == SKIP:
     print("SKIP: " + p.stdout.strip())
-    sys.exit(77)
+    sys.exit(SKIP)
 
 
 def pids():
