@@ -97,7 +97,8 @@ orch_cmd_baseline(const char *config, const char *const *sets, int nsets)
 	}
 	if (orch_resolve_devices(&cfg, &gpus, err, sizeof(err)) < 0 ||
 	    orch_tasks_list(&cfg, &tasks, &n, err, sizeof(err)) < 0 ||
-	    fb_contain_setup(&cfg, err, sizeof(err)) < 0) {
+	    fb_contain_setup(&cfg, err, sizeof(err)) < 0 ||
+	    fb_contain_sandbox_ready(err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		goto out;
 	}

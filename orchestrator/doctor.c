@@ -551,11 +551,12 @@ check_sandbox(struct doctor *d, const struct check *c)
 {
 	char	line[1280], err[1280];
 	bool	whole = fb_contain_describe_sandbox(line, sizeof(line));
+	bool	ready = fb_contain_sandbox_ready(err, sizeof(err)) == 0;
 
-	emit(d, c, NULL, fb_contain_sandbox_ready(err, sizeof(err)) == 0, NULL, NULL,
+	emit(d, c, NULL, ready, NULL, NULL,
 	     "a kernel with Landlock ABI 6 or later (Linux 6.12) and seccomp, or "
 	     "runner.sandbox: best_effort to run with the layers there are",
-	     "runners: %s%s", line, whole ? "" : " (best_effort: runs go on without them)");
+	     "runners: %s%s", line, whole || !ready ? "" : " (runs go on without them)");
 }
 
 static void

@@ -271,6 +271,7 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		goto out_cfg;
 	}
 	if (fb_contain_setup(&cfg, err, sizeof(err)) < 0 ||
+	    fb_contain_sandbox_ready(err, sizeof(err)) < 0 ||
 	    fb_stage_scratch("eval", tmpl, sizeof(tmpl), err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		goto out_clean;

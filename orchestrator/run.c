@@ -437,6 +437,7 @@ check_before_creating(const struct kb_config *cfg, char *err, size_t errlen)
 
 	if ((rc = llm_check_config(cfg, err, errlen)) < 0 ||
 	    (rc = fb_contain_setup(cfg, err, errlen)) < 0 ||
+	    (rc = fb_contain_sandbox_ready(err, errlen)) < 0 ||
 	    (rc = fb_find_python(cfg, python, sizeof(python), err, errlen)) < 0 ||
 	    (rc = check_backend(cfg, python, err, errlen)) < 0)
 		return rc;

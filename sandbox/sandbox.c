@@ -111,6 +111,32 @@ say(char *out, size_t n, const char *fmt, ...)
 
 /* ------------------------------------------------------------ probe */
 
+/* KFORGE_SANDBOX_DENY=layer,...: the probe reports those layers missing, as a kernel
+ * without them would (how the tests show strict refusing and best_effort going on, on a
+ * kernel that has every layer). It can only take layers away: a runner never sees it (its
+ * environment is kforge's allow-list) and applies what its kernel has. */
+static void
+probe_denied(struct kb_sbx_caps *c)
+{
+	const char	*deny = getenv("KFORGE_SANDBOX_DENY");
+
+	for (int l = 0; deny != NULL && l < KB_SBX__LAYERS; l++) {
+		const char	*p = strstr(deny, layer_names[l]);
+		size_t		 n = strlen(layer_names[l]);
+
+		if (p == NULL || (p != deny && p[-1] != ',') || (p[n] != '\0' && p[n] != ','))
+			continue;
+		c->have[l] = false;
+		if (l == KB_SBX_LANDLOCK) {
+			c->have[KB_SBX_SCOPE] = false;
+			c->landlock_abi = 0;
+		}
+		say(c->why[l], KB_SBX_WHY, "taken away by KFORGE_SANDBOX_DENY");
+	}
+	if (!c->have[KB_SBX_LANDLOCK] && c->why[KB_SBX_SCOPE][0] == '\0')
+		say(c->why[KB_SBX_SCOPE], KB_SBX_WHY, "needs Landlock");
+}
+
 void
 kb_sbx_probe(struct kb_sbx_caps *c)
 {
@@ -140,6 +166,7 @@ kb_sbx_probe(struct kb_sbx_caps *c)
 	} else {
 		c->have[KB_SBX_SECCOMP] = true;
 	}
+	probe_denied(c);
 }
 
 /* ------------------------------------------------------------ path lists */

@@ -23,7 +23,9 @@ It writes what each attempt met to its scratch directory (the one place it may w
 and then behaves, so the turn is judged. The test checks each refusal from the outside:
 files unchanged, no new file, the secret nowhere in the run, the victim alive, the
 listener untouched, the run finished; and run.json says the sandbox was strict and whole.
-Skips (77) where the kernel has no Landlock with scoping or no seccomp."""
+First, a layer the host lacks (KFORGE_SANDBOX_DENY, as a kernel without it): strict refuses
+the run before making anything, best_effort runs and records what is missing. Skips (77)
+where the kernel has no Landlock with scoping or no seccomp."""
 import hashlib
 import json
 import os
@@ -313,6 +315,57 @@ workers: 1
         label, len(writes), len(reads)))
 
 
+def modes():
+    """A layer the host lacks (KFORGE_SANDBOX_DENY takes one away from kforge's probe, as a
+    kernel without it would): strict refuses the run before making anything, naming the
+    layer and best_effort; best_effort runs, warns in the supervisor log and records what
+    is missing in run.json."""
+    work = scratch("e2e-sandbox-modes")
+    problems = copy_problems(os.path.join(work, "problems"), ["level1/2_LeakyReLU.py"])
+    plain = "import torch\nimport torch.nn as nn\n\n\n" + HOSTILE[HOSTILE.index("class ModelNew"):]
+    mock = MockLLM(work, {"rules": [{"match": "Elementwise leaky ReLU",
+                                     "replies": [{"content": "```python\n" + plain + "```\n"}]}],
+                          "default": {"status": 500, "content": "unexpected prompt"}})
+    env = dict(os.environ, OPENAI_API_KEY="sk-" + secrets.token_hex(8), KFORGE_SANDBOX_DENY="scope",
+               KFORGE_CACHE_DIR=os.path.join(work, "cache"))
+    try:
+        for mode in ("strict", "best_effort"):
+            config = write_config(os.path.join(work, mode + ".yaml"), """
+name: sandbox-%s
+problems: {dir: %s, levels: [1]}
+llm: {provider: openai, base_url: "%s", model: mock-model, api_key_env: OPENAI_API_KEY, retries: 1}
+refinement: {turns: 1, feedback: [G, E]}
+eval: {device: cpu, correctness_trials: 1, perf_trials: 3, warmup: 1, static_checks: false}
+runner: {python: %s, sandbox: %s, selftest: false}
+workers: 1
+""" % (mode, problems, mock.base_url, py, mode))
+            run_dir = os.path.join(work, "run-" + mode)
+            r = subprocess.run([BIN, "run", config, "--run-dir", run_dir, "--quiet"], env=env,
+                               capture_output=True, text=True, timeout=1700)
+            if mode == "strict":
+                check(r.returncode == 2 and not os.path.exists(run_dir),
+                      "strict without scope: exit %d, run dir made: %s" % (r.returncode, os.path.exists(run_dir)))
+                check("runner.sandbox is strict" in r.stderr and "lacks scope" in r.stderr and
+                      "best_effort" in r.stderr, "strict's refusal: %s" % r.stderr[-500:])
+                continue
+            check(r.returncode == 0, "best_effort without scope: exit %d: %s" % (r.returncode, r.stderr[-1000:]))
+            with open(os.path.join(run_dir, "run.json")) as f:
+                info = json.load(f)
+            sb = info.get("sandbox") or {}
+            check(info["status"] == "finished" and sb.get("mode") == "best_effort" and
+                  [m.get("layer") for m in sb.get("missing", [])] == ["scope"],
+                  "best_effort's run.json: %s %s" % (info["status"], sb))
+            with open(os.path.join(run_dir, "supervisor.log")) as f:
+                log = f.read()
+            check("warning: sandbox: best_effort" in log and "missing: scope" in log,
+                  "best_effort's supervisor log does not warn")
+    finally:
+        mock.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok: a missing layer: strict refused, best_effort ran and said so")
+
+
+modes()
 if ROOT:
     attempt("root", None)
     if subprocess.run(["id", TEST_USER], capture_output=True).returncode != 0:
