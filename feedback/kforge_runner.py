@@ -742,21 +742,6 @@ class Nvml:
             pass
         return cls._one
 
-    def freeze(self, on):
-        """Stops (on) or resumes the candidate's runner, through the pidfd it sent before
-        any candidate code ran: stopped, nothing of it (a thread it left, a spin it
-        waits on) can run while the reference is timed. Given up, and said in
-        details.judge.freeze, where the signal fails."""
-        fd = getattr(self.peer, "pidfd", None)
-        if fd is None:
-            return
-        import signal
-        try:
-            signal.pidfd_send_signal(fd, signal.SIGSTOP if on else signal.SIGCONT)
-        except (OSError, AttributeError) as e:
-            self.judge["freeze"] = "not frozen: %s" % first_line(e)
-            self.peer.pidfd = None
-
     def sm_clock(self):
         import ctypes
         mhz = ctypes.c_uint()
