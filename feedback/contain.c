@@ -207,13 +207,11 @@ dir_of(const char *file, char *out, size_t n)
 
 json_t *
 fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req, bool judge,
-		   const char *runner)
+		   bool writes_build, const char *runner)
 {
 	struct kb_buf	 b = KB_BUF_INIT(16 << 10);
 	char		 dir[PATH_MAX], cache[PATH_MAX];
 	const char	*lib = getenv("KFORGE_SANDBOX_LIB");
-	bool		 builds = req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST ||
-				  (req->build_dir != NULL && !kb_file_exists(req->build_dir));
 	json_t		*r;
 	int		 bad = 0;
 
@@ -237,10 +235,10 @@ fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req, bo
 	/* Written: its scratch, and its own build when it makes it. */
 	bad |= spec_line(&b, "writable", req->work_dir);
 	if (req->build_dir != NULL)
-		bad |= spec_line(&b, builds ? "writable" : "visible", req->build_dir);
+		bad |= spec_line(&b, writes_build ? "writable" : "visible", req->build_dir);
 	/* Triton compiles at a kernel's first launch, in the execute, into the build's
 	 * triton/ (run.c's TRITON_CACHE_DIR): the one part of a build an execute writes. */
-	if (!builds && req->build_dir != NULL && cfg != NULL && cfg->eval.backend != NULL &&
+	if (!writes_build && req->build_dir != NULL && cfg != NULL && cfg->eval.backend != NULL &&
 	    strcmp(cfg->eval.backend, "triton") == 0 &&
 	    kb_path_join(dir, sizeof(dir), req->build_dir, "triton") == 0 &&
 	    (kb_mkdir_p(dir, 0755) == 0 || errno == EEXIST))

@@ -79,9 +79,11 @@ int	fb_scratch_end(const char *path, int lock_fd, bool remove);
 
 /* A step's sandbox for its request ({"lib", "spec"}: sandbox.h's policy), the one home of
  * which paths a runner may read and write; judge: the judge's (it may signal the
- * candidate's runner); runner: the runner script's path. NULL: out of memory. */
+ * candidate's runner); writes_build: the step makes its build (fb_run decides: a
+ * precompile, a selftest, or an execute whose build is gone); runner: the runner script's
+ * path. NULL: out of memory. */
 json_t	*fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req,
-			    bool judge, const char *runner);
+			    bool judge, bool writes_build, const char *runner);
 /* The shared cache's root (cache.c): hidden from every runner. */
 int	fb_cache_root(char *out, size_t n);
 

@@ -1741,7 +1741,7 @@ judge_start(const struct kb_config *cfg, const struct fb_request *staged, json_t
 	if ((j->jreq = build_request(cfg, &jr)) == NULL)
 		return -KB_ENOMEM;
 	json_object_set_new(j->jreq, "mode", json_string("judge"));
-	json_object_set_new(j->jreq, "sandbox", fb_contain_sandbox(cfg, &jr, true, runner));
+	json_object_set_new(j->jreq, "sandbox", fb_contain_sandbox(cfg, &jr, true, false, runner));
 	if (json_is_object(staged->reference_clean))
 		json_object_set(j->jreq, "reference_clean", (json_t *)staged->reference_clean);
 	json_object_del(j->jreq, "started_file");
@@ -1872,7 +1872,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	int			 deadline, exec_limit_s = 0, rc, build_lock = -1, pch_lock = -1;
 	int			 kprof_lock = -1;
 	char			 pch[PATH_MAX] = "", kprof[PATH_MAX] = "", started[PATH_MAX];
-	bool			 rebuild = false, next_after;
+	bool			 rebuild = false, writes_build, next_after;
 	pid_t			 keep[WARM_PIDS];
 	struct judge		 judge = { .running = false };
 	json_t			*jres = NULL;
@@ -1894,9 +1894,18 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	if ((rc = kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py")) < 0 ||
 	    (rc = stage_inputs(req, &staged, runner, sizeof(runner), problem, candidate)) < 0)
 		return rc;
+	/* A build an execute finds missing (its staging directory was cleaned since the
+	 * precompile, by a reboot say) is built again by this runner, as a precompile's. */
+	if ((req->mode == FB_EXECUTE || req->mode == FB_PROFILE) && req->build_dir != NULL &&
+	    !kb_file_exists(req->build_dir)) {
+		log_info("the build %s is gone; the runner builds it again", req->build_dir);
+		rebuild = true;
+	}
+	writes_build = req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild;
 	if ((jreq = build_request(cfg, &staged)) == NULL)
 		return -KB_ENOMEM;
-	json_object_set_new(jreq, "sandbox", fb_contain_sandbox(cfg, &staged, false, runner));
+	json_object_set_new(jreq, "sandbox", fb_contain_sandbox(cfg, &staged, false,
+								writes_build, runner));
 
 	/* Precompile and every CPU step see no GPU; a GPU step sees exactly its own. */
 	if (req->mode == FB_PRECOMPILE || !fb_on_cuda(cfg, req)) {
@@ -1958,13 +1967,6 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		log_warnx("cannot give the runner's user %s: %s", req->work_dir, kb_strerror(rc));
 		goto out;
 	}
-	/* A build an execute finds missing (its staging directory was cleaned since the
-	 * precompile, by a reboot say) is built again by this runner, as a precompile's. */
-	if ((req->mode == FB_EXECUTE || req->mode == FB_PROFILE) && req->build_dir != NULL &&
-	    !kb_file_exists(req->build_dir)) {
-		log_info("the build %s is gone; the runner builds it again", req->build_dir);
-		rebuild = true;
-	}
 	if ((req->mode == FB_PRECOMPILE || rebuild) && req->build_dir != NULL &&
 	    (rc = fb_stage_mkdir(req->build_dir)) < 0) {
 		log_warnx("cannot make the build directory %s: %s", req->build_dir,
@@ -1973,7 +1975,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	}
 	if (req->mode == FB_PRECOMPILE || req->mode == FB_EXECUTE || req->mode == FB_PROFILE)
 		fb_build_touch(req->build_dir);	/* the cache's trim keeps what is used */
-	if ((req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild) &&
+	if (writes_build &&
 	    (rc = fb_contain_build_begin(req->build_dir, &build_lock)) < 0) {
 		fb_contain_build_end(NULL, build_lock);
 		goto out;
@@ -2020,7 +2022,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		fb_contain_seal_closed(pch, pch_lock);
 	if (kprof[0] != '\0')
 		fb_contain_seal_closed(kprof, kprof_lock);
-	if (req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild)
+	if (writes_build)
 		fb_contain_build_end(req->build_dir, build_lock);
 	else
 		fb_contain_build_end(NULL, build_lock);
