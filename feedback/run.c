@@ -12,6 +12,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1132,12 +1133,27 @@ shared_key(const struct kb_config *cfg, const struct kb_spawn_opts *o, const cha
 	return rc;
 }
 
+/* path as a socket address. sun_path holds 108 bytes, fewer than a cache under a deep
+ * checkout needs (CI's was 109): a longer path is reached through its directory, opened
+ * here as *dirfd (-1 where not needed; the caller closes it after bind or connect). */
 static bool
-shared_addr(const char *path, struct sockaddr_un *a)
+shared_addr(const char *path, struct sockaddr_un *a, int *dirfd)
 {
+	char		 dir[PATH_MAX];
+	const char	*slash = strrchr(path, '/');
+
 	memset(a, 0, sizeof(*a));
 	a->sun_family = AF_UNIX;
-	return snprintf(a->sun_path, sizeof(a->sun_path), "%s", path) <
+	*dirfd = -1;
+	if (strlen(path) < sizeof(a->sun_path))
+		return snprintf(a->sun_path, sizeof(a->sun_path), "%s", path) >= 0;
+	if (slash == NULL || slash - path >= (ptrdiff_t)sizeof(dir))
+		return false;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	if ((*dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return false;
+	return snprintf(a->sun_path, sizeof(a->sun_path), "/proc/self/fd/%d%s", *dirfd, slash) <
 	       (int)sizeof(a->sun_path);
 }
 
@@ -1146,16 +1162,18 @@ static int
 shared_connect(const char *path)
 {
 	struct sockaddr_un	a;
-	int			fd, rc;
+	int			fd = -1, dirfd, rc = -1;
 
-	if (!shared_addr(path, &a) || (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	do
-		rc = connect(fd, (struct sockaddr *)&a, sizeof(a));
-	while (rc == -1 && errno == EINTR);
-	if (rc == -1) {
+	if (shared_addr(path, &a, &dirfd) &&
+	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0)
+		do
+			rc = connect(fd, (struct sockaddr *)&a, sizeof(a));
+		while (rc == -1 && errno == EINTR);
+	if (dirfd >= 0)
+		(void)close(dirfd);
+	if (rc == -1 && fd >= 0) {
 		(void)close(fd);
-		return -1;
+		fd = -1;
 	}
 	return fd;
 }
@@ -1172,17 +1190,17 @@ shared_start(const struct kb_spawn_opts *warm_o, const char *python, const char 
 	char			 idle[24];
 	const char		*argv[] = { python, runner, "--zygote", "--listen", path, "--idle",
 					    idle, NULL };
-	int			 lock, lfd = -1, conn = -1;
+	int			 lock, lfd = -1, conn = -1, dirfd = -1;
 
-	if (!shared_addr(path, &a) ||
-	    (lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1)
+	if ((lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1)
 		return -1;
 	while (flock(lock, LOCK_EX) == -1 && errno == EINTR)
 		;
 	if ((conn = shared_connect(path)) >= 0)		/* another process was first */
 		goto out;
 	(void)unlink(path);
-	if ((lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	if (!shared_addr(path, &a, &dirfd) ||
+	    (lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
 	    bind(lfd, (struct sockaddr *)&a, sizeof(a)) == -1 || chmod(path, 0600) == -1 ||
 	    listen(lfd, 64) == -1) {
 		log_warn("cannot listen at %s", path);
@@ -1199,6 +1217,8 @@ shared_start(const struct kb_spawn_opts *warm_o, const char *python, const char 
 out:
 	if (lfd >= 0)
 		(void)close(lfd);
+	if (dirfd >= 0)
+		(void)close(dirfd);
 	(void)close(lock);
 	return conn;
 }

@@ -117,7 +117,11 @@ def _attack():
         try:
             s = socket.socket(socket.AF_UNIX)
             s.settimeout(20)
-            s.connect(path)
+            if len(path) < 108:
+                s.connect(path)
+            else:   # the way kforge reaches a socket under a deep directory
+                d = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY)
+                s.connect("/proc/self/fd/%d/%s" % (d, os.path.basename(path)))
             r0, w0 = os.pipe()
             r1, w1 = os.pipe()
             msg = json.dumps({"parent": 0, "idle": False, "visible": None}).encode()
@@ -179,7 +183,8 @@ def attempt(label, user):
     work = scratch("e2e-sandbox-" + label)
     problems = copy_problems(os.path.join(work, "problems"), ["level1/2_LeakyReLU.py"])
     run_dir = os.path.join(work, "run")
-    cache = os.path.join(work, "cache")
+    # Deep enough that its sockets' paths overflow sun_path (108 bytes), as under CI's checkout.
+    cache = os.path.join(work, "cache-" + "d" * max(0, 120 - len(work) - 50))
     decoy = os.path.join(cache, "baselines", "decoy.json")
     os.makedirs(os.path.dirname(decoy))
     os.makedirs(os.path.join(cache, "builds"))
