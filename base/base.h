@@ -426,6 +426,16 @@ struct kb_config {
 		long	 rlimit_nofile;		/* open files */
 	} runner;
 	long	 workers;
+	/* Where the supervisors run (orchestrator/slurm.c, orchestrator/claims.c). */
+	struct {
+		char	*engine;		/* local | slurm */
+		long	 shards;		/* the job array's elements */
+		char	*partition, *account, *gres, *mem, *time_limit;	/* "" = Slurm's */
+		long	 cpus_per_shard;	/* 0 = Slurm's */
+		char	**sbatch_args;		/* NULL-terminated; NULL: none */
+		bool	 requeue;
+		long	 claim_timeout_s;	/* a heartbeat unchanged this long: dead */
+	} cluster;
 	/* `kforge redteam`: the prompt asks for kernels that fool the evaluator, and the
 	 * candidates judged correct (or suspect) at min_speedup or more are kept for review
 	 * under the run's redteam/ (orchestrator/redteam.c). */

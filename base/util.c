@@ -435,7 +435,9 @@ kb_config_clear(struct kb_config *c)
 		&c->eval.timing, &c->eval.backend, &c->eval.speedup, &c->eval.timing_preset,
 		&c->runner.python,
 		&c->runner.user, &c->runner.sandbox,
-		&c->llm.anthropic_version, &c->llm.reasoning_effort,
+		&c->llm.anthropic_version, &c->llm.reasoning_effort, &c->cluster.engine,
+		&c->cluster.partition, &c->cluster.account, &c->cluster.gres, &c->cluster.mem,
+		&c->cluster.time_limit,
 	};
 
 	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
@@ -445,6 +447,9 @@ kb_config_clear(struct kb_config *c)
 	for (char **a = c->llm.command; a != NULL && *a != NULL; a++)
 		free(*a);
 	free(c->llm.command);
+	for (char **a = c->cluster.sbatch_args; a != NULL && *a != NULL; a++)
+		free(*a);
+	free(c->cluster.sbatch_args);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -42,6 +42,7 @@ static int	cmd_baseline(int argc, char **argv);
 static int	cmd_config(int argc, char **argv);
 static int	cmd_subset(int argc, char **argv);
 static int	cmd_redteam(int argc, char **argv);
+static int	cmd_shard(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ .name = "run", .run = cmd_run,
@@ -62,7 +63,13 @@ static const struct command commands[] = {
 	  "later step fails for a reason no candidate can cause (torch not importable, torch's\n"
 	  "headers, pybind11, the compiler or ninja missing, the reference itself failing),\n"
 	  "nothing is scored or fed back, the run pauses, and kforge exits 69 naming the fix;\n"
-	  "then 'kforge resume DIR'.\n" PROGRESS_HELP },
+	  "then 'kforge resume DIR'.\n"
+	  "With cluster.engine slurm (--set cluster.engine=slurm) the run directory, which\n"
+	  "every node must see, is made here, one Slurm job array of cluster.shards elements\n"
+	  "is submitted (sbatch; its job id in run.json), and the run is followed as a local\n"
+	  "one until Slurm has none of its elements left; --detach returns once submitted.\n"
+	  "Each element is a 'kforge shard' taking tasks from a queue in the run directory.\n"
+	  PROGRESS_HELP },
 	{ .name = "redteam", .run = cmd_redteam,
 	  .usage = "redteam CONFIG [--run-dir DIR] [--set key=value ...] [--detach] [--quiet]\n"
 		   "         [--progress-interval SECONDS]\n"
@@ -90,11 +97,16 @@ static const struct command commands[] = {
 	  "supervisor running, a write failed), 2 (not a run directory)." },
 	{ .name = "resume", .run = cmd_resume,
 	  .usage = "resume DIR [--set runner.python=PATH] [--detach] [--quiet] "
-		   "[--progress-interval SECONDS]",
+		   "[--progress-interval SECONDS]\n"
+		   "         [--add-shards N]",
 	  .help = "Continue an interrupted run. Finished tasks are not redone, saved LLM replies are\n"
 	  "never requested again, and each task re-enters the step it was in. --set changes\n"
 	  "what describes the machine rather than the experiment (runner.python), recorded\n"
 	  "in the run's config.yaml; $KFORGE_PYTHON applies only where runner.python is ''.\n"
+	  "A Slurm run (cluster.engine slurm): where none of its shards is with Slurm any\n"
+	  "more, submits a new array for what is left (cluster.shards elements, fewer where\n"
+	  "fewer tasks are left), else follows the shards there are; --add-shards N submits N\n"
+	  "more either way, which take tasks nobody holds.\n"
 	  PROGRESS_HELP },
 	{ .name = "status", .run = cmd_view,
 	  .usage = "status DIR [--json]",
@@ -158,7 +170,19 @@ static const struct command commands[] = {
 	  "the run's files: bind elsewhere only on a trusted network). Ctrl-C stops it." },
 	{ .name = "stop", .run = cmd_stop,
 	  .usage = "stop DIR [--timeout SECONDS]",
-	  .help = "Ask the run's supervisor to stop gracefully and wait until it has." },
+	  .help = "Ask the run's supervisor to stop gracefully and wait until it has. A Slurm run:\n"
+	  "the kforge following it asks Slurm (scancel: pending shards cancelled, running\n"
+	  "ones sent SIGTERM, which stops each at a turn's boundary); with none following,\n"
+	  "stop asks Slurm itself and returns." },
+	{ .name = "shard", .run = cmd_shard,
+	  .usage = "shard DIR [--id ID]",
+	  .help = "One shard of a Slurm run (cluster.engine slurm): what each element of the run's\n"
+	  "job array runs. A supervisor on this node's GPUs (CUDA_VISIBLE_DEVICES where Slurm\n"
+	  "sets it) whose files are in DIR/shards/ID/ (ID: <array job>_<index>, the same\n"
+	  "across a requeue, or --id); it claims each task in DIR/claims/ before working on\n"
+	  "it, beats a heartbeat, takes the tasks of a shard whose heartbeat stopped for\n"
+	  "cluster.claim_timeout_s, and ends when nothing is left to claim. SIGTERM stops it at\n"
+	  "a turn's boundary, letting its unfinished tasks go to the others." },
 	{ .name = "eval", .run = cmd_eval,
 	  .usage = "eval --problem P.py --kernel K.py [--device cpu|cuda|auto] "
 		   "[--set key=value ...] [--json] [--profile]",
@@ -247,9 +271,10 @@ struct run_opts {
 	int		 nsets, naccept, timeout, progress_interval;
 	bool		 detach, json, follow, quiet, fresh, csv, reference, profile;
 	const char	*html, *svg, *bind, *out;
-	int		 port, size;
+	int		 port, size, add_shards;
 	long		 seed;
 	bool		 seed_set, harvest;
+	const char	*shard_id;
 };
 
 static int
@@ -298,6 +323,13 @@ on_opt(int c, const char *arg, void *st)
 		o->size = (int)v;
 		break;
 	case 'O': o->out = arg; break;
+	case 'I': o->shard_id = arg; break;
+	case 'A':
+		if (kb_parse_int(arg, 1, 10000, &v) < 0)
+			return usage_error("--add-shards wants a number of shards (1 to 10000), "
+					   "got '%s'", arg);
+		o->add_shards = (int)v;
+		break;
 	case 'X': o->harvest = true; break;
 	case 'E':
 		if (kb_parse_int(arg, 0, LONG_MAX, &v) < 0)
@@ -347,6 +379,8 @@ static const struct option all_longopts[] = {
 	{ "out", required_argument, NULL, 'O' },
 	{ "seed", required_argument, NULL, 'E' },
 	{ "harvest", no_argument, NULL, 'X' },
+	{ "id", required_argument, NULL, 'I' },
+	{ "add-shards", required_argument, NULL, 'A' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -385,7 +419,8 @@ supervise(struct orch_run *run, const struct run_opts *o)
 	sopts.detach = o->detach;
 	sopts.quiet = o->quiet;
 	sopts.progress_interval_s = o->progress_interval;
-	rc = orch_supervise(run, &sopts);
+	rc = orch_slurm_engine(&run->cfg) ? orch_slurm_launch(run, &sopts, o->add_shards) :
+	     orch_supervise(run, &sopts);
 	orch_run_clear(run);
 	return rc;
 }
@@ -447,12 +482,17 @@ cmd_resume(int argc, char **argv)
 	char			err[1024], **rest;
 	int			nrest;
 
-	PARSE_OR_RETURN("sDqi");
+	PARSE_OR_RETURN("sDqiA");
 	if (nrest != 1)
 		return usage_error("wants exactly one run directory%s", "");
 	if (orch_run_open(&run, rest[0], err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		return 2;
+	}
+	if (o.add_shards > 0 && !orch_slurm_engine(&run.cfg)) {
+		orch_run_clear(&run);
+		return usage_error("--add-shards: %s is not a Slurm run (cluster.engine local)",
+				   rest[0]);
 	}
 	if (o.nsets > 0 && orch_run_supervisor_pid(run.dir) == 0 &&
 	    orch_run_override(&run, o.sets, o.nsets, err, sizeof(err)) < 0) {
@@ -558,14 +598,45 @@ static int
 cmd_stop(int argc, char **argv)
 {
 	struct run_opts	o = { 0 };
-	char		**rest;
-	int		nrest;
+	struct orch_run	run;
+	char		**rest, err[1024];
+	int		nrest, rc;
 
 	o.timeout = 600;
 	PARSE_OR_RETURN("t");
 	if (nrest != 1)
 		return usage_error("wants exactly one run directory%s", "");
+	/* A Slurm run nobody follows: Slurm is asked directly. */
+	if (orch_run_supervisor_pid(rest[0]) == 0 && orch_run_open(&run, rest[0], err,
+								 sizeof(err)) == 0) {
+		bool slurm = orch_slurm_engine(&run.cfg);
+
+		orch_run_clear(&run);
+		if (slurm) {
+			if ((rc = orch_slurm_cancel(rest[0], false, err, sizeof(err))) < 0)
+				fprintf(stderr, "kforge: %s\n", err);
+			else
+				printf("kforge: asked Slurm to stop the shards (each stops at a turn's "
+				       "boundary); 'kforge status %s' shows them\n", rest[0]);
+			return rc < 0 ? 1 : 0;
+		}
+	}
 	return orch_cmd_stop(rest[0], o.timeout);
+}
+
+/* One element of a Slurm run's job array (what its sbatch script runs). */
+static int
+cmd_shard(int argc, char **argv)
+{
+	struct run_opts		o = { 0 };
+	struct orch_sup_opts	sopts = { 0 };
+	char			**rest;
+	int			nrest;
+
+	PARSE_OR_RETURN("I");
+	if (nrest != 1)
+		return usage_error("wants exactly one run directory%s", "");
+	return orch_shard_main(rest[0], o.shard_id, &sopts);
 }
 
 static bool

@@ -49,6 +49,7 @@ enum cfg_kind {
 
 #define F_NONEMPTY	0x1	/* "" is refused */
 #define F_DEFAULT_WORD	0x2	/* K_NUM: the word "default" stores -1 */
+#define F_OPTIONS	0x4	/* K_ARGV: options for a program of ours, not a program */
 #define CFG_ARGV_MAX	64	/* K_ARGV: most items */
 
 struct cfg_key {
@@ -80,6 +81,7 @@ static const char *const severities[] = { "warning", "error", NULL };
 static const char *const sandbox_modes[] = { "strict", "best_effort", NULL };
 static const char *const timing_methods[] = { "cuda_event", "host_time", "do_bench", NULL };
 static const char *const speedup_statistics[] = { "auto", "mean", "median", NULL };
+static const char *const cluster_engines[] = { "local", "slurm", NULL };
 
 /* Keys of one section stay together: orch_config_emit opens a section where its first
  * key is. */
@@ -271,6 +273,37 @@ static const struct cfg_key schema[] = {
 	  .doc = "file descriptors a runner may hold" },
 	{ KEY("workers", K_INT, workers), .def = "16", .lo = 1, .hi = 4096,
 	  .doc = "tasks worked on at once" },
+	{ KEY("cluster.engine", K_ENUM, cluster.engine), .def = "local",
+	  .allowed = cluster_engines,
+	  .doc = "where the run's supervisors run: local (this host) or slurm (one sbatch job "
+		 "array; each element a shard on its node's GPUs, taking tasks from a queue in "
+		 "the run directory, which every node must see)" },
+	{ KEY("cluster.shards", K_INT, cluster.shards), .def = "2", .lo = 1, .hi = 10000,
+	  .doc = "slurm: the job array's elements, each a supervisor with `workers` workers" },
+	{ KEY("cluster.partition", K_STR, cluster.partition), .def = "''",
+	  .doc = "slurm: sbatch --partition ('' leaves Slurm's default)" },
+	{ KEY("cluster.account", K_STR, cluster.account), .def = "''",
+	  .doc = "slurm: sbatch --account ('' leaves Slurm's default)" },
+	{ KEY("cluster.gres", K_STR, cluster.gres), .def = "''",
+	  .doc = "slurm: sbatch --gres per shard, e.g. gpu:8 ('' asks for none)" },
+	{ KEY("cluster.cpus_per_shard", K_INT, cluster.cpus_per_shard), .def = "0",
+	  .lo = 0, .hi = 100000,
+	  .doc = "slurm: sbatch --cpus-per-task (0 leaves Slurm's default)" },
+	{ KEY("cluster.mem", K_STR, cluster.mem), .def = "''",
+	  .doc = "slurm: sbatch --mem per shard, e.g. 64G ('' leaves Slurm's default)" },
+	{ KEY("cluster.time_limit", K_STR, cluster.time_limit), .def = "''",
+	  .doc = "slurm: sbatch --time per shard, e.g. 04:00:00; a shard told to stop before "
+		 "it stops at a turn's boundary, and resumes where it was if requeued" },
+	{ KEY("cluster.sbatch_args", K_ARGV, cluster.sbatch_args), .def = "[]",
+	  .flags = F_OPTIONS,
+	  .doc = "slurm: more sbatch options, one per item (e.g. [--qos=high, --exclusive])" },
+	{ KEY("cluster.requeue", K_BOOL, cluster.requeue), .def = "true",
+	  .doc = "slurm: a preempted or failed shard is requeued (sbatch --requeue) and takes "
+		 "back its own tasks" },
+	{ KEY("cluster.claim_timeout_s", K_INT, cluster.claim_timeout_s), .def = "120",
+	  .lo = 2, .hi = 86400,
+	  .doc = "slurm: a shard whose heartbeat stays unchanged this long is taken for dead "
+		 "and its tasks go to the other shards" },
 	{ KEY("redteam.enabled", K_BOOL, redteam.enabled), .def = "false",
 	  .doc = "a red-team run (kforge redteam sets it): the prompt asks for kernels the "
 		 "evaluator judges correct and faster without being so, and its fast_p measures "
@@ -1245,8 +1278,9 @@ set_argv(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
 	int		  rc;
 
 	if (n->type != YAML_SEQUENCE_NODE)
-		return node_err(x, n, "expected a list of strings (a program and its arguments), "
-				"got %s", got(n, false, buf, sizeof(buf)));
+		return node_err(x, n, "expected a list of strings (%s), got %s",
+				k->flags & F_OPTIONS ? "options" : "a program and its arguments",
+				got(n, false, buf, sizeof(buf)));
 	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
 	if (count > CFG_ARGV_MAX)
 		return node_err(x, n, "expected at most %d items, got %zu", CFG_ARGV_MAX, count);
@@ -1258,7 +1292,12 @@ set_argv(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
 
 		if ((rc = text_of(x, item, "a string", &s)) < 0)
 			goto out_free;
-		if (s[0] == '\0' && i == 0) {
+		if (k->flags & F_OPTIONS) {
+			if (s[0] == '\0') {
+				rc = node_err(x, item, "expected an option, got ''");
+				goto out_free;
+			}
+		} else if (s[0] == '\0' && i == 0) {
 			rc = node_err(x, item, "expected a program, got ''");
 			goto out_free;
 		}

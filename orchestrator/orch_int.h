@@ -18,6 +18,10 @@
 /* An open run: its directory, frozen config and task manifest. */
 struct orch_run {
 	char		 dir[PATH_MAX];	/* absolute */
+	/* Where this process's supervisor keeps its own files (run.json, gpus.json,
+	 * pool.json, supervisor.log/.lock/.pid): dir itself, or a Slurm shard's folder
+	 * shards/<id>/ (orch_shard_main). */
+	char		 home[PATH_MAX];
 	struct kb_config cfg;
 	struct kb_task	*tasks;
 	int		 ntasks;
@@ -73,10 +77,49 @@ pid_t	orch_run_supervisor_pid(const char *dir);
 #define ORCH_LOG_SUP_START	"run %s in %s (python %s)"
 #define ORCH_LOG_WORKER_RESTART	"%s: worker %s; restarting it (death %d of %d)"
 
+/* claims.c: which shard works on which task (claims/<task id>), for a run spread over
+ * Slurm shards; see the file's comment. */
+#define ORCH_SHARD_ID_MAX	64
+/* 1: the task is this shard's now (a new claim, or one its earlier life made); 0: another
+ * shard holds it; <0: an error. */
+int	orch_claim_take(const char *run_dir, const char *task_id, const char *shard,
+			const char *host);
+/* The claim's shard; -KB_ENOENT where nobody holds the task. */
+int	orch_claim_owner(const char *run_dir, const char *task_id, char *shard, size_t n);
+/* Takes the claim of shard dead (found dead by a watch) for shard: 1 taken, 0 not dead's
+ * any more. */
+int	orch_claim_steal(const char *run_dir, const char *task_id, const char *dead,
+			 const char *shard, const char *host);
+/* Gives up shard's claim of the task (a shard stopping before it finished the task). */
+int	orch_claim_release(const char *run_dir, const char *task_id, const char *shard);
+/* Removes every claim (no shard of the run alive); how many. */
+int	orch_claims_clear(const char *run_dir);
+/* The other shards' heartbeats, as seen from shard self. */
+struct orch_shard_watch;
+struct orch_shard_watch *orch_shard_watch_new(const char *run_dir, const char *self,
+					      long timeout_s);
+void	orch_shard_watch_free(struct orch_shard_watch *w);
+int	orch_shard_watch_look(struct orch_shard_watch *w);
+/* The shard has said it ended, or its heartbeat has not changed for the timeout. */
+bool	orch_shard_watch_dead(struct orch_shard_watch *w, const char *id);
+int	orch_shard_watch_ndead(struct orch_shard_watch *w);	/* how many are */
+
+/* One supervisor of a Slurm run (slurm.c): its id is "<array job>_<index>", the same
+ * across a requeue. */
+struct orch_shard {
+	char	id[ORCH_SHARD_ID_MAX];
+	char	host[256];
+	char	job[64];		/* SLURM_JOB_ID, "" outside Slurm */
+	int	restarts;		/* SLURM_RESTART_COUNT */
+};
+
 struct orch_sup_opts {
 	bool	detach;
 	bool	quiet;			/* no progress display or summary lines */
 	int	progress_interval_s;	/* summary lines when stdout is not a terminal */
+	/* A shard of a Slurm run: tasks are claimed before a worker starts on them, the
+	 * supervisor's files are in run->home, and it ends when nothing is left to claim. */
+	const struct orch_shard *shard;
 };
 /* The run stopped because the LLM endpoint refused the credentials (401/403): nothing
  * failed; fix the key and resume. EX_TEMPFAIL of sysexits.h: "try again later". */
@@ -89,6 +132,24 @@ struct orch_sup_opts {
 /* 0: finished, or stopped on request; 1: could not start or had to stop (halt);
  * ORCH_EXIT_LLM_PAUSED; ORCH_EXIT_ENV. */
 int	orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts);
+
+/* slurm.c: cluster.engine slurm (see the file's comment). */
+bool	orch_slurm_engine(const struct kb_config *c);
+/* run and resume of a Slurm run: submits add shards (0: as many as cluster.shards, or
+ * as tasks are left, where none of the run's is with Slurm; none where some are), then
+ * follows the run unless opts->detach. The exit status of kforge run. */
+int	orch_slurm_launch(struct orch_run *run, const struct orch_sup_opts *opts, int add);
+/* sbatch of an array of n shards, recorded in run.json's cluster.jobs. */
+int	orch_slurm_submit(struct orch_run *run, int n, char *err, size_t errlen);
+/* The run's elements squeue lists: [{id, state, node, reason}]; NULL where it failed. */
+json_t	*orch_slurm_squeue(const char *run_dir, char *err, size_t errlen);
+/* Each shard's record beside its element's Slurm state (squeue as above). */
+json_t	*orch_slurm_shards(const char *run_dir, json_t *squeue);
+/* scancel of the run's arrays: pending elements cancelled and running ones sent SIGTERM
+ * (a graceful stop), or, hard, every element killed. */
+int	orch_slurm_cancel(const char *run_dir, bool hard, char *err, size_t errlen);
+/* `kforge shard DIR`: one array element's supervisor; id NULL takes Slurm's. */
+int	orch_shard_main(const char *dir, const char *id, const struct orch_sup_opts *opts);
 
 /* progress.c: what a foreground run shows while it works (kforge run and resume).
  * On a terminal, a block redrawn in place about once a second, with the log lines

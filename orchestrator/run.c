@@ -375,7 +375,8 @@ orch_run_update(const struct orch_run *run, json_t *fields)
 	json_t	*obj;
 	int	rc;
 
-	if ((rc = rd_run_file(path, sizeof(path), run->dir, RD_RUN_JSON)) < 0)
+	if ((rc = rd_run_file(path, sizeof(path), run->home[0] != '\0' ? run->home : run->dir,
+			      RD_RUN_JSON)) < 0)
 		return rc;
 	if ((obj = json_load_file(path, 0, NULL)) == NULL)
 		obj = json_object();
@@ -455,7 +456,11 @@ orch_run_create(struct orch_run *run, const char *config_path, const char *run_d
 	memset(run, 0, sizeof(*run));
 	if ((rc = orch_config_load(config_path, sets, nsets, &run->cfg, err, errlen)) < 0)
 		return rc;
-	if ((rc = orch_resolve_devices(&run->cfg, &gpus, err, errlen)) < 0)
+	/* A Slurm run's devices are each shard's node's, resolved there (orch_shard_main). */
+	if (orch_slurm_engine(&run->cfg))
+		gpus = json_pack("{s:s, s:[], s:b}", "device", run->cfg.eval.device, "devices",
+				 "per_shard", true);
+	else if ((rc = orch_resolve_devices(&run->cfg, &gpus, err, errlen)) < 0)
 		goto out;
 	if ((rc = orch_tasks_list(&run->cfg, &run->tasks, &run->ntasks, err, errlen)) < 0)
 		goto out;
@@ -477,9 +482,11 @@ orch_run_create(struct orch_run *run, const char *config_path, const char *run_d
 		rc = -KB_ECONFIG;
 		goto out;
 	}
-	if ((rc = check_before_creating(&run->cfg, err, errlen)) < 0)
+	/* The machine's checks are the shards' where they run: this may be a login node. */
+	if (!orch_slurm_engine(&run->cfg) &&
+	    (rc = check_before_creating(&run->cfg, err, errlen)) < 0)
 		goto out;
-	if (run->cfg.refinement.hardware) {
+	if (run->cfg.refinement.hardware && !orch_slurm_engine(&run->cfg)) {
 		char python[PATH_MAX];
 
 		if ((rc = fb_find_python(&run->cfg, python, sizeof(python), err, errlen)) < 0 ||

@@ -27,6 +27,9 @@
 
 enum slot_state { TASK_PENDING, TASK_RUNNING, TASK_FINISHED, TASK_GAVE_UP };
 
+/* The folder of the supervisor's own files: the run's, or a shard's (orch_run.home). */
+#define HOME(run)	((run)->home[0] != '\0' ? (run)->home : (run)->dir)
+
 struct task_slot {
 	enum slot_state	 state;
 	pid_t		 pid;
@@ -34,6 +37,9 @@ struct task_slot {
 	int64_t		 not_before_ms;	/* restart backoff */
 	int64_t		 seq_at_launch;	/* log length when the worker started */
 	char		 last_death[128];
+	/* A shard's: the task is claimed by this shard; by another live one (left alone
+	 * until that one dies or lets it go); lost to another while a worker ran it. */
+	bool		 mine, elsewhere, lost;
 };
 
 struct sup {
@@ -56,7 +62,19 @@ struct sup {
 	struct fsm_device	 devices[KB_MAX_DEVICES];	/* gpus.json's, read once */
 	int			 ndevices;
 	struct orch_progress	*progress;	/* the foreground display, or NULL */
+	const struct orch_shard	*shard;		/* a Slurm run's shard, or NULL */
+	struct orch_shard_watch	*watch;		/* the other shards' heartbeats */
+	long long		 beat;
+	int			 ndead;		/* shards found dead so far */
+	int64_t			 last_beat_ms, last_scan_ms;
 };
+
+/* A shard's heartbeat period: a few beats within the claim timeout. */
+#define SHARD_BEAT_MS(cfg)	((cfg)->cluster.claim_timeout_s * 1000 / 4 < 1000 ? 1000 :	\
+				 (cfg)->cluster.claim_timeout_s * 1000 / 4 > 10000 ? 10000 :	\
+				 (cfg)->cluster.claim_timeout_s * 1000 / 4)
+/* How often a shard looks again at tasks other shards hold, none of them dead. */
+#define SHARD_RESCAN_MS		30000
 
 /*
  * Why a run ended before every task finished: one reason, with the exit status kforge
@@ -209,6 +227,36 @@ fork_worker(struct sup *s, int i)
 	_exit(fsm_task_main(&ctx));
 }
 
+/* A shard's claim of task i before its worker starts; false when it is not (or no longer
+ * needs to be) worked on here. */
+static bool
+shard_claim(struct sup *s, int i)
+{
+	struct task_slot	*ts = &s->slots[i];
+	const char		*id = s->run->tasks[i].id;
+	struct fsm_summary	 sum;
+	int			 rc;
+
+	if (ts->mine)
+		return true;
+	if ((rc = orch_claim_take(s->run->dir, id, s->shard->id, s->shard->host)) < 0) {
+		log_warnx("%s: cannot claim it: %s", id, kb_strerror(rc));
+		ts->not_before_ms = kb_mono_ms() + 5000;
+		return false;
+	}
+	if (rc == 0) {
+		ts->elsewhere = true;
+		return false;
+	}
+	ts->mine = true;
+	/* Another shard may have finished it before letting it go. */
+	if (fsm_summarize(s->run->dir, id, &sum) == 0 && fsm_state_terminal(sum.state)) {
+		ts->state = TASK_FINISHED;
+		return false;
+	}
+	return true;
+}
+
 static void
 launch_ready(struct sup *s)
 {
@@ -218,7 +266,9 @@ launch_ready(struct sup *s)
 		struct task_slot *ts = &s->slots[i];
 		pid_t		  pid;
 
-		if (ts->state != TASK_PENDING || ts->not_before_ms > now)
+		if (ts->state != TASK_PENDING || ts->not_before_ms > now || ts->elsewhere)
+			continue;
+		if (s->shard != NULL && !shard_claim(s, i))
 			continue;
 		if ((pid = fork_worker(s, i)) == -1) {
 			log_warn("cannot fork a worker for %s", s->run->tasks[i].id);
@@ -250,7 +300,7 @@ halt_disk_full(struct sup *s, const char *id)
 	if (s->disk_full)
 		return;
 	s->disk_full = true;
-	if (rd_run_file(path, sizeof(path), s->run->dir, RD_SUPERVISOR_RESERVE) == 0)
+	if (rd_run_file(path, sizeof(path), HOME(s->run), RD_SUPERVISOR_RESERVE) == 0)
 		unlink(path);
 	if (s->halt[0] != '\0') {	/* already stopping for another reason */
 		log_warnx("no space left on device in %s either (task %s)", s->run->dir, id);
@@ -272,6 +322,12 @@ worker_exited(struct sup *s, int i, int status)
 	ts->pid = 0;
 	s->running--;
 	orch_progress_worker(s->progress, i, false);
+	if (ts->lost) {		/* another shard has it now: not a death */
+		ts->lost = ts->mine = false;
+		ts->elsewhere = true;
+		ts->state = TASK_PENDING;
+		return;
+	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == KB_EXIT_DONE) {
 		ts->state = TASK_FINISHED;
 		return;
@@ -428,7 +484,7 @@ publish_pool(struct sup *s)
 	}
 	json_object_set_new(snap, "workers", json_pack("{s:i, s:I}", "running", s->running,
 						       "max", (json_int_t)s->run->cfg.workers));
-	if (rd_run_file(path, sizeof(path), s->run->dir, RD_POOL_JSON) == 0)
+	if (rd_run_file(path, sizeof(path), HOME(s->run), RD_POOL_JSON) == 0)
 		kb_write_atomic_json(path, snap);
 	orch_progress_update(s->progress, snap);
 	json_decref(snap);
@@ -630,6 +686,94 @@ check:
 	return ORCH_EXIT_ENV;
 }
 
+/* A shard's heartbeat, and what it learns each time: its workers' tasks still its own
+ * (a worker whose claim another shard took, after this one looked dead, is stopped), and
+ * the tasks of shards that died (or ended, or let them go) taken or made claimable. */
+static void
+shard_beat(struct sup *s)
+{
+	const struct kb_config	*c = &s->run->cfg;
+	int64_t			 now = kb_mono_ms();
+	char			 owner[ORCH_SHARD_ID_MAX], ts[32];
+	bool			 more_dead;
+	int			 ndead;
+	json_t			*fields;
+
+	if (s->shard == NULL || now - s->last_beat_ms < SHARD_BEAT_MS(c))
+		return;
+	s->last_beat_ms = now;
+	kb_iso8601(kb_now_ms(), ts);
+	fields = json_pack("{s:s, s:I, s:s, s:i}", "status", "running", "beat",
+			   (json_int_t)++s->beat, "beat_at", ts, "running_workers", s->running);
+	if (fields == NULL || orch_run_update(s->run, fields) < 0)
+		log_warnx("cannot write this shard's heartbeat in %s", s->run->home);
+	json_decref(fields);
+	for (int i = 0; i < s->run->ntasks; i++) {
+		struct task_slot *t = &s->slots[i];
+
+		if (t->state != TASK_RUNNING || t->lost ||
+		    orch_claim_owner(s->run->dir, s->run->tasks[i].id, owner, sizeof(owner)) < 0 ||
+		    strcmp(owner, s->shard->id) == 0)
+			continue;
+		log_warnx("%s: shard %s holds it now (this shard was taken for dead); stopping "
+			  "its worker here", s->run->tasks[i].id, owner);
+		t->lost = true;
+		kill(t->pid, SIGTERM);
+	}
+	orch_shard_watch_look(s->watch);
+	/* Every claim read again only when one more shard is found dead, or now and then. */
+	ndead = orch_shard_watch_ndead(s->watch);
+	more_dead = ndead > s->ndead;
+	s->ndead = ndead;
+	if (!more_dead && now - s->last_scan_ms < SHARD_RESCAN_MS)
+		return;
+	s->last_scan_ms = now;
+	for (int i = 0; i < s->run->ntasks; i++) {
+		struct task_slot	*t = &s->slots[i];
+		const char		*id = s->run->tasks[i].id;
+		int			 rc;
+
+		struct fsm_summary	 sum;
+
+		if (!t->elsewhere)
+			continue;
+		/* Finished where it was: nothing to take (its claim stays its finisher's). */
+		if (fsm_summarize(s->run->dir, id, &sum) == 0 && fsm_state_terminal(sum.state)) {
+			t->elsewhere = false;
+			t->state = TASK_FINISHED;
+			continue;
+		}
+		if ((rc = orch_claim_owner(s->run->dir, id, owner, sizeof(owner))) == -KB_ENOENT) {
+			t->elsewhere = false;		/* let go: the next launch claims it */
+			continue;
+		}
+		if (rc < 0 || !orch_shard_watch_dead(s->watch, owner))
+			continue;
+		if (orch_claim_steal(s->run->dir, id, owner, s->shard->id, s->shard->host) == 1) {
+			log_info("%s: taken over from shard %s (it ended, or its heartbeat stopped "
+				 "for %ld s)", id, owner, s->run->cfg.cluster.claim_timeout_s);
+			t->elsewhere = false;
+			t->mine = true;
+		}
+	}
+}
+
+/* A shard that stops with tasks unfinished lets them go, for the other shards. */
+static void
+shard_release(struct sup *s)
+{
+	int n = 0;
+
+	if (s->shard == NULL)
+		return;
+	for (int i = 0; i < s->run->ntasks; i++)
+		if (s->slots[i].mine && s->slots[i].state == TASK_PENDING &&
+		    orch_claim_release(s->run->dir, s->run->tasks[i].id, s->shard->id) == 0)
+			n++;
+	if (n > 0)
+		log_info("let go of %d unfinished task(s) for the other shards", n);
+}
+
 static int
 create_pool(struct sup *s, char *err, size_t errlen)
 {
@@ -639,7 +783,7 @@ create_pool(struct sup *s, char *err, size_t errlen)
 	char			 path[PATH_MAX];
 	json_t			*gpus;
 
-	if (rd_run_file(path, sizeof(path), s->run->dir, RD_GPUS_JSON) < 0 ||
+	if (rd_run_file(path, sizeof(path), HOME(s->run), RD_GPUS_JSON) < 0 ||
 	    (gpus = json_load_file(path, 0, NULL)) == NULL) {
 		snprintf(err, errlen, "%s is missing or unreadable", path);
 		return -KB_ECORRUPT;
@@ -677,7 +821,7 @@ lock_clocks(struct sup *s)
 	char	 path[PATH_MAX];
 	json_t	*gpus = NULL, *clocks, *fields;
 
-	if (rd_run_file(path, sizeof(path), s->run->dir, RD_GPUS_JSON) == 0)
+	if (rd_run_file(path, sizeof(path), HOME(s->run), RD_GPUS_JSON) == 0)
 		gpus = json_load_file(path, 0, NULL);
 	clocks = orch_clocks_lock(&s->run->cfg, gpus);
 	json_decref(gpus);
@@ -733,7 +877,7 @@ daemonize(struct orch_run *run)
 	pid_t	 pid;
 	char	 c, log[PATH_MAX];
 
-	(void)rd_run_file(log, sizeof(log), run->dir, RD_SUPERVISOR_LOG);	/* opened already */
+	(void)rd_run_file(log, sizeof(log), HOME(run), RD_SUPERVISOR_LOG);	/* opened already */
 	if (pipe2(ready, O_CLOEXEC) == -1)
 		return -KB_ESYS;
 	if ((pid = fork()) == -1)
@@ -775,7 +919,7 @@ open_stage(const struct orch_run *run, char *err, size_t errlen)
 	json_t	*info;
 	int	 rc;
 
-	info = rd_run_file(path, sizeof(path), run->dir, RD_RUN_JSON) == 0 ?
+	info = rd_run_file(path, sizeof(path), HOME(run), RD_RUN_JSON) == 0 ?
 	       json_load_file(path, 0, NULL) : NULL;
 	rc = fb_stage_open(run->dir, json_string_value(json_object_get(info, "stage_dir")), err,
 			   errlen);
@@ -798,8 +942,9 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 
 	memset(&s, 0, sizeof(s));
 	s.run = run;
+	s.shard = opts->shard;
 	/* The directory first: an unwritable or full one fails at once, before any probe. */
-	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_LOCK) < 0) {
+	if (rd_run_file(path, sizeof(path), HOME(run), RD_SUPERVISOR_LOCK) < 0) {
 		fprintf(stderr, "kforge: run directory %s: path too long\n", run->dir);
 		return 1;
 	}
@@ -813,14 +958,14 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		close(lock_fd);
 		return 1;
 	}
-	if (make_reserve(run->dir, err, sizeof(err)) < 0) {
+	if (make_reserve(HOME(run), err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		close(lock_fd);
 		return 1;
 	}
 	/* A supervisor killed inside an atomic write left its temporary file; the run
 	 * directory's top level is written by the supervisor alone (tasks sweep their own). */
-	(void)kb_sweep_atomic_tmp(run->dir);
+	(void)kb_sweep_atomic_tmp(HOME(run));
 	/* Decided before any fork, so that every worker inherits it (and python's probe
 	 * imports torch as the runner will). */
 	if (fb_contain_setup(&run->cfg, err, sizeof(err)) < 0 ||
@@ -844,7 +989,7 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		(void)fb_cache_trim((long long)run->cfg.runner.cache_max_gb << 30, &u);
 	}
 	s.lock_fd = lock_fd;
-	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_LOG) < 0 ||
+	if (rd_run_file(path, sizeof(path), HOME(run), RD_SUPERVISOR_LOG) < 0 ||
 	    (log_file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) == -1) {
 		fprintf(stderr, "kforge: cannot open %s: %s\n", path, strerror(errno));
 		return 1;
@@ -870,7 +1015,7 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	s.self = getpid();
 	s.started_ms = kb_mono_ms();
 	snprintf(pidtext, sizeof(pidtext), "%ld\n", (long)s.self);
-	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_PID) == 0)
+	if (rd_run_file(path, sizeof(path), HOME(run), RD_SUPERVISOR_PID) == 0)
 		kb_write_atomic(path, pidtext, strlen(pidtext));
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "1", 1) != 1)
@@ -908,9 +1053,22 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	for (int i = 0; i < run->ntasks; i++) {
 		struct fsm_summary sum;
 
+		char owner[ORCH_SHARD_ID_MAX];
+
 		if (fsm_summarize(run->dir, run->tasks[i].id, &sum) == 0 &&
 		    fsm_state_terminal(sum.state))
 			s.slots[i].state = TASK_FINISHED;
+		/* A requeued shard goes back to its own tasks first. */
+		else if (s.shard != NULL &&
+			 orch_claim_owner(run->dir, run->tasks[i].id, owner, sizeof(owner)) == 0 &&
+			 strcmp(owner, s.shard->id) == 0)
+			s.slots[i].mine = true;
+	}
+	if (s.shard != NULL &&
+	    (s.watch = orch_shard_watch_new(run->dir, s.shard->id,
+					    run->cfg.cluster.claim_timeout_s)) == NULL) {
+		log_warnx("out of memory");
+		return 1;
 	}
 	kb_iso8601(kb_now_ms(), ts);
 	/* A new pool has every GPU back: what an earlier supervisor quarantined is history. */
@@ -922,6 +1080,12 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 			   selftest.torch, "cached", selftest.cached, "build_s", selftest.build_s,
 			   "stage_dir", fb_stage_dir());
 	orch_run_update(run, fields);
+	json_decref(fields);
+	if (s.shard != NULL &&
+	    (fields = json_pack("{s:s, s:s, s:s, s:i}", "shard", s.shard->id, "host",
+				s.shard->host, "job", s.shard->job, "restarts",
+				s.shard->restarts)) != NULL)
+		orch_run_update(run, fields);
 	json_decref(fields);
 	/* The runners' sandbox: what the report and a reader of the run learn of it. */
 	if ((fields = json_pack("{s:o}", "sandbox", fb_contain_sandbox_json())) != NULL)
@@ -939,9 +1103,12 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 
 		if (s.stop_signals == 0 && s.halt[0] == '\0')
 			launch_ready(&s);
+		shard_beat(&s);
+		/* A shard is done when what is left is held by other shards alive. */
 		all_done = true;
 		for (int i = 0; i < run->ntasks; i++)
-			if (s.slots[i].state == TASK_PENDING || s.slots[i].state == TASK_RUNNING)
+			if ((s.slots[i].state == TASK_PENDING && !s.slots[i].elsewhere) ||
+			    s.slots[i].state == TASK_RUNNING)
 				all_done = false;
 		if (s.running == 0 && (all_done || s.stop_signals > 0 || s.halt[0] != '\0'))
 			break;
@@ -962,12 +1129,15 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		reap_all(&s);
 	}
 	publish_pool(&s);
+	shard_release(&s);
 	outcome = all_done ? "finished" : s.paused != GPOOL_PAUSE_NONE ? "paused" : "stopped";
 	kb_iso8601(kb_now_ms(), ts);
 	fields = json_pack("{s:s, s:s, s:I}", "status", outcome,
 			   "stopped", ts, "wall_ms", (json_int_t)(kb_mono_ms() - s.started_ms));
 	if (!all_done && s.halt[0] != '\0')
 		json_object_set_new(fields, "stop_reason", json_string(s.halt));
+	if (s.shard != NULL)
+		json_object_set_new(fields, "running_workers", json_integer(0));
 	/* The staging directory is a cache of the runners': a finished run needs it no
 	 * more; a stopped one keeps it for its resume. */
 	if (all_done && fb_stage_dir() != NULL) {
@@ -982,7 +1152,9 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	orch_clocks_unlock(s.clocks);
 	json_decref(s.clocks);
 	s.clocks = NULL;
-	if (all_done) {
+	if (all_done && s.shard != NULL) {
+		log_info("shard %s: nothing left to claim", s.shard->id);
+	} else if (all_done) {
 		log_info("all %d tasks finished; 'kforge report %s' for the results", run->ntasks,
 			 run->dir);
 	} else {
@@ -999,13 +1171,14 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	/* The last thing the run prints, under its closing log line. */
 	orch_progress_finish(s.progress, outcome);
 	s.progress = NULL;
-	if (all_done && run->cfg.redteam.enabled)
+	if (all_done && run->cfg.redteam.enabled && s.shard == NULL)
 		rc = harvest(run, opts, rc);
-	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_PID) == 0)
+	if (rd_run_file(path, sizeof(path), HOME(run), RD_SUPERVISOR_PID) == 0)
 		unlink(path);
-	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_RESERVE) == 0)
+	if (rd_run_file(path, sizeof(path), HOME(run), RD_SUPERVISOR_RESERVE) == 0)
 		unlink(path);
 	gpool_destroy(s.pool);
+	orch_shard_watch_free(s.watch);
 	json_decref(s.quarantined);
 	free(s.slots);
 	close(s.sfd);

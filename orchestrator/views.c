@@ -246,6 +246,29 @@ quarantined_gpus(json_t *info, json_t *pool)
  * "created" for one never started), except that a run.json still saying "running"
  * without a live supervisor means the supervisor died without closing the run:
  * "interrupted". */
+/* A Slurm run's shards, a line each: Slurm's state of its element beside its own. */
+static void
+print_shards(json_t *shards)
+{
+	size_t	 i;
+	json_t	*sh;
+
+	printf("shards (Slurm):\n");
+	json_array_foreach(shards, i, sh) {
+		const char *host = json_string_value(json_object_get(sh, "host"));
+
+		if (host == NULL)
+			host = json_string_value(json_object_get(sh, "node"));
+		printf("  %-16s %-11s %-16s %-12s %lld worker(s)  heartbeat %s\n",
+		       json_string_value(json_object_get(sh, "shard")),
+		       json_string_value(json_object_get(sh, "slurm_state")) ?: "-",
+		       host != NULL && host[0] != '\0' ? host : "-",
+		       json_string_value(json_object_get(sh, "status")) ?: "-",
+		       (long long)json_integer_value(json_object_get(sh, "running_workers")),
+		       json_string_value(json_object_get(sh, "beat_at")) ?: "-");
+	}
+}
+
 static const char *
 run_state(json_t *info, bool alive)
 {
@@ -295,7 +318,8 @@ int
 orch_cmd_status(const char *dir, bool as_json)
 {
 	struct orch_run	 run;
-	json_t		*info, *pool, *tasks = json_array(), *out, *quarantined, *stages;
+	json_t		*info, *pool, *tasks = json_array(), *out, *quarantined, *stages,
+			*shards = NULL;
 	const char	*paused, *llm_paused, *env_paused, *state;
 	char		 resume[PATH_MAX + 32] = "";
 	int		 counts[FSM_ST__N] = { 0 }, unfinished;
@@ -311,6 +335,17 @@ orch_cmd_status(const char *dir, bool as_json)
 	pool = load_json_in(run.dir, RD_POOL_JSON);
 	sup = orch_run_supervisor_pid(run.dir);
 	alive = sup != 0;	/* -1: locked, its pid file unreadable */
+	if (orch_slurm_engine(&run.cfg)) {
+		char	 err[512];
+		json_t	*q = orch_slurm_squeue(run.dir, err, sizeof(err));
+
+		/* A Slurm run lives while Slurm has one of its shards, followed or not. */
+		if (q == NULL)
+			fprintf(stderr, "kforge: %s\n", err);
+		alive = alive || json_array_size(q) > 0;
+		shards = orch_slurm_shards(run.dir, q);
+		json_decref(q);
+	}
 	state = run_state(info, alive);
 	quarantined = quarantined_gpus(info, pool);
 	/* run.json has it from the moment the supervisor saw it; pool.json as a fallback. */
@@ -372,6 +407,8 @@ orch_cmd_status(const char *dir, bool as_json)
 		if (priced)
 			json_object_set_new(json_object_get(out, "llm"), "cost_usd",
 					    json_real(cost));
+		if (shards != NULL)
+			json_object_set(out, "shards", shards);
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(out);
@@ -412,6 +449,8 @@ orch_cmd_status(const char *dir, bool as_json)
 			print_resource("llm", json_object_get(pool, "llm"));
 		}
 		print_stage_times(stages);
+		if (shards != NULL)
+			print_shards(shards);
 		json_array_foreach(quarantined, i, t)
 			printf("GPU %lld quarantined: %s\n",
 			       (long long)json_integer_value(json_object_get(t, "device")),
@@ -437,6 +476,7 @@ orch_cmd_status(const char *dir, bool as_json)
 		json_decref(tasks);
 	}
 	json_decref(stages);
+	json_decref(shards);
 	json_decref(quarantined);
 	json_decref(info);
 	json_decref(pool);

@@ -84,6 +84,15 @@ rd_run_key(char *out, size_t n, const char *run_dir, enum rd_entry folder, const
 }
 
 int
+rd_shard_file(char *out, size_t n, const char *run_dir, const char *shard_id, enum rd_entry e)
+{
+	if (!of_level(e, RD_LEVEL_RUN) || !component_ok(shard_id))
+		return fail(out, n, -KB_EINVAL);
+	return build(out, n, run_dir, "%s/%s/%s", rd_table[RD_SHARDS_DIR].name, shard_id,
+		     rd_table[e].name);
+}
+
+int
 rd_task_dir(char *out, size_t n, const char *run_dir, const char *task_id)
 {
 	return rd_run_key(out, n, run_dir, RD_TASKS_DIR, task_id);

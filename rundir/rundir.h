@@ -9,6 +9,9 @@
  *       turns/<k>/              RD_TURN entries: prompt.md, response.md, kernel.py, ...
  *     baselines/<device>/       RD_BASELINE entries: <problem key>.json, <problem key>.lock
  *     redteam/                  RD_REDTEAM entries: index.json (a red-team run's findings)
+ *     shards/<shard id>/        a Slurm shard's own supervisor files: the RD_RUN entries
+ *                               run.json, gpus.json, pool.json, supervisor.{log,lock,pid}
+ *     claims/<task id>          which shard works on the task (orchestrator/claims.c)
  *       <task id>_t<turn>/      RD_FINDING entries: kernel.py, problem.py, result.json,
  *                               suite.py (one candidate kept for review)
  *     build/<key>/  inputs/<key>/   keyed folders (rd_run_key)
@@ -47,6 +50,8 @@
 	X(BUILD_DIR,		RUN,	  "build")			\
 	X(INPUTS_DIR,		RUN,	  "inputs")			\
 	X(REDTEAM_DIR,		RUN,	  "redteam")			\
+	X(SHARDS_DIR,		RUN,	  "shards")			\
+	X(CLAIMS_DIR,		RUN,	  "claims")			\
 	X(TRAJECTORY,		TASK,	  "trajectory.jsonl")		\
 	X(TASK_LOCK,		TASK,	  "lock")			\
 	X(TURNS_DIR,		TASK,	  "turns")			\
@@ -91,6 +96,10 @@ int	rd_run_file(char *out, size_t n, const char *run_dir, enum rd_entry e);
 /* <run>/<folder>/<key>: one keyed entry of a run-level folder (build/<key>, inputs/<sha>). */
 int	rd_run_key(char *out, size_t n, const char *run_dir, enum rd_entry folder,
 		   const char *key);
+/* <run>/shards/<shard_id>/<name>: a Slurm shard's own copy of a supervisor's file (an
+ * RD_LEVEL_RUN entry: run.json, pool.json, supervisor.log ...). */
+int	rd_shard_file(char *out, size_t n, const char *run_dir, const char *shard_id,
+		      enum rd_entry e);
 /* <run>/tasks/<task_id> and an RD_LEVEL_TASK entry in it. */
 int	rd_task_dir(char *out, size_t n, const char *run_dir, const char *task_id);
 int	rd_task_file(char *out, size_t n, const char *run_dir, const char *task_id,

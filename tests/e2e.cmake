@@ -51,6 +51,9 @@ set(kb_e2e_tests
   "e2e_test_faults|test_faults|e2e|3600"
   "e2e_test_containment|test_containment|e2e|1800"
   "e2e_test_sandbox|test_sandbox|e2e|1800"
+  # cluster.engine slurm on a one-host Slurm: the CPU demo on shards, one killed mid-turn
+  # and requeued, the follower killed and resumed with a shard added
+  "e2e_test_slurm|test_slurm|e2e|2400"
   # as root, problems, run dir and KFORGE_HOME under a 0700 directory: runners work in
   # a staging directory, also after a cut run's staging directory was replaced by a link
   "e2e_test_reach|test_reach|e2e|1500"

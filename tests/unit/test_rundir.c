@@ -30,6 +30,8 @@ static const struct {
 	{ RD_BUILD_DIR, RD_LEVEL_RUN, "build" },
 	{ RD_INPUTS_DIR, RD_LEVEL_RUN, "inputs" },
 	{ RD_REDTEAM_DIR, RD_LEVEL_RUN, "redteam" },
+	{ RD_SHARDS_DIR, RD_LEVEL_RUN, "shards" },
+	{ RD_CLAIMS_DIR, RD_LEVEL_RUN, "claims" },
 	{ RD_TRAJECTORY, RD_LEVEL_TASK, "trajectory.jsonl" },
 	{ RD_TASK_LOCK, RD_LEVEL_TASK, "lock" },
 	{ RD_TURNS_DIR, RD_LEVEL_TASK, "turns" },
@@ -96,6 +98,9 @@ test_table(void)
 			snprintf(want, sizeof(want), RUN "/%s", name);
 			CHECK_PATH(rd_run_file(out, sizeof(out), RUN, e), out, want);
 			CHECK_PATH(rd_run_file(out, sizeof(out), NULL, e), out, name);
+			/* A Slurm shard keeps its own copy of each (a supervisor's files). */
+			snprintf(want, sizeof(want), RUN "/shards/3_1/%s", name);
+			CHECK_PATH(rd_shard_file(out, sizeof(out), RUN, "3_1", e), out, want);
 			break;
 		case RD_LEVEL_TASK:
 			snprintf(want, sizeof(want), RUN "/tasks/" TASK "/%s", name);
@@ -205,6 +210,8 @@ test_refused(void)
 	CHECK_FAILS(rd_task_file(out, sizeof(out), RUN, TASK, RD_RUN_JSON), out, -KB_EINVAL);
 	CHECK_FAILS(rd_task_file(out, sizeof(out), RUN, TASK, RD_KERNEL_PY), out, -KB_EINVAL);
 	CHECK_FAILS(rd_turn_file(out, sizeof(out), RUN, TASK, 1, RD_TRAJECTORY), out, -KB_EINVAL);
+	CHECK_FAILS(rd_shard_file(out, sizeof(out), RUN, "3_1", RD_TRAJECTORY), out, -KB_EINVAL);
+	CHECK_FAILS(rd_shard_file(out, sizeof(out), RUN, "..", RD_RUN_JSON), out, -KB_EINVAL);
 	CHECK_FAILS(rd_turn_file(out, sizeof(out), RUN, TASK, 1, RD_BASELINE_JSON), out, -KB_EINVAL);
 	CHECK_FAILS(rd_baseline_file(out, sizeof(out), RUN, "cpu", "k", RD_RESULT_JSON), out,
 		    -KB_EINVAL);

@@ -9,7 +9,8 @@
 #   tools/slurm/local.sh status   sinfo of it; exit 1 when it is not up
 #
 # KFORGE_SLURM_DIR: the state directory (default /var/tmp/kforge-slurm); KFORGE_SLURM_GPUS:
-# the gres count to declare (default: the GPUs nvidia-smi lists, else 4 fake ones).
+# the gres count to declare (default: the GPUs nvidia-smi lists, else 4 fake ones);
+# KFORGE_SLURM_CPUS: the CPUs to declare (default: the machine's, at least 8).
 # Needs root (the daemons run as root here); exits 77 with the reason otherwise, which the
 # tests read as a skip.
 set -euo pipefail
@@ -28,7 +29,9 @@ pid_of() { [ -f "$dir/run/$1.pid" ] && kill -0 "$(cat "$dir/run/$1.pid")" 2>/dev
 
 write_conf() {
   local cpus mem gpus
-  cpus=$(nproc)
+  # More CPUs than the machine has (config_overrides below lets slurmd accept it): the
+  # tests run several one-CPU shards at once, and a shard added mid-run must not pend.
+  cpus=${KFORGE_SLURM_CPUS:-$(( $(nproc) > 8 ? $(nproc) : 8 ))}
   mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 * 9 / 10 ))
   gpus=${KFORGE_SLURM_GPUS:-$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU ' || true)}
   [ "${gpus:-0}" -gt 0 ] || gpus=4
@@ -58,6 +61,7 @@ SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 ReturnToService=2
+SlurmdParameters=config_overrides
 GresTypes=gpu
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none

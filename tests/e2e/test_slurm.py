@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""cluster.engine slurm on a real one-host Slurm (tools/slurm/local.sh, in a state directory
+and on ports of this test's own).
+
+The CPU demo (configs/demo.yaml, its recorded replies) runs as one `kforge run --set
+cluster.engine=slurm` of two shards of one worker each, followed in the background. Mid-run:
+- every process of a shard is SIGKILLed (a node dying) while one of its tasks is past
+  GENERATE; once its heartbeat has stopped for cluster.claim_timeout_s another shard takes
+  that task over, and the dead element is requeued (`scontrol requeue`): it comes back
+  under the same shard id, says it was requeued, and works on;
+- the follower is killed (SIGKILL), and `kforge resume DIR --add-shards 1` follows the run
+  again and adds a third shard, which claims a task nobody held.
+At the end every turn is as recorded (tools/demo_check.py: statuses, no gap or duplicate
+in any log), every task started once, no reply was requested twice (the requests the
+trajectories record: one per turn), every task is claimed by a shard, at least two shards
+worked, and `kforge status --json` lists the shards with Slurm's word on each. Skips (77)
+where Slurm cannot start here (no root, no Slurm), as tools/slurm/local.sh does."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from kfe2e import *  # noqa: E402,F401
+
+SCRIPT = os.path.join(HOME, "tools", "slurm", "local.sh")
+WAIT_S = 900   # a bound on any one wait on a loaded 2-core machine
+
+py = torch_python()
+work = scratch("e2e-slurm")
+slurm_env = dict(os.environ, KFORGE_SLURM_DIR=os.path.join(work, "slurm"), KFORGE_SLURM_GPUS="2",
+                 KFORGE_SLURM_PORT=str(23000 + os.getpid() % 2000 * 2))
+p = subprocess.run([SCRIPT, "start"], env=slurm_env, capture_output=True, text=True, timeout=300)
+if p.returncode == SKIP:
+    print("SKIP: " + p.stdout.strip())
+    sys.exit(SKIP)
+check(p.returncode == 0, "local slurm did not start: %s %s" % (p.stdout, p.stderr))
+env = dict(slurm_env, SLURM_CONF=os.path.join(work, "slurm", "etc", "slurm.conf"))
+
+
+def slurm(*args):
+    return subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=120)
+
+
+def run_json(run_dir):
+    try:
+        with open(os.path.join(run_dir, "run.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def wait_for(what, cond, proc=None):
+    deadline = time.time() + WAIT_S
+    while not cond():
+        check(time.time() < deadline, "waited %d s for %s" % (WAIT_S, what))
+        check(proc is None or proc.poll() is None, "the follower ended while waiting for %s" % what)
+        time.sleep(0.5)
+
+
+def claims(run_dir):
+    out = {}
+    d = os.path.join(run_dir, "claims")
+    for name in os.listdir(d) if os.path.isdir(d) else []:
+        if not name.startswith("."):
+            try:
+                with open(os.path.join(d, name)) as f:
+                    out[name] = json.load(f)["shard"]
+            except (OSError, ValueError, KeyError):
+                pass
+    return out
+
+
+def descendants(root):
+    """Every process under root, from /proc's parent links."""
+    children = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(pid))
+    out, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def last_state(run_dir, task):
+    recs = records(run_dir, task)
+    return recs[-1]["to"] if recs else None
+
+
+try:
+    run_dir = os.path.join(work, "run")
+    sets = ["--set", "eval.device=cpu", "--set", "runner.python=" + py,
+            "--set", "cluster.engine=slurm", "--set", "cluster.shards=2", "--set", "workers=1",
+            "--set", "cluster.mem=1G", "--set", "cluster.cpus_per_shard=1",
+            "--set", "cluster.claim_timeout_s=15"]
+    follower = subprocess.Popen([BIN, "run", os.path.join(HOME, "configs", "demo.yaml"), "--run-dir",
+                                 run_dir, "--progress-interval", "10"] + sets, env=env,
+                                stdout=open(os.path.join(work, "follow1.out"), "w"),
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    wait_for("the job id in run.json", lambda: run_json(run_dir).get("cluster", {}).get("jobs"),
+             follower)
+    job = run_json(run_dir)["cluster"]["jobs"][0]["job"]
+    victim = job + "_0"
+
+    # A task of shard 0 past GENERATE (so mid-turn, no request in flight): kill the shard.
+    def victim_mid_turn():
+        return [t for t, s in claims(run_dir).items()
+                if s == victim and last_state(run_dir, t) in ("PRECOMPILE", "EXECUTE", "PROFILE")]
+    wait_for("a task of shard %s mid-turn" % victim, victim_mid_turn, follower)
+    held = victim_mid_turn()
+    # As a node that dies: every process of the shard SIGKILLed at once, nothing graceful
+    # (scancel --signal=KILL is a cancel to Slurm: SIGTERM first, which a shard obeys).
+    with open(os.path.join(run_dir, "shards", victim, "run.json")) as f:
+        shard_pid = json.load(f)["pid"]
+    tree = descendants(shard_pid) + [shard_pid]
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except OSError:
+            pass
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def victim_ended():
+        q = slurm("squeue", "-h", "-r", "-o", "%i %T", "-j", job)
+        return q.returncode == 0 and not any(l.split()[0] == victim and l.split()[1] in ("RUNNING", "COMPLETING")
+                                             for l in q.stdout.splitlines() if l.strip())
+    wait_for("the killed shard to end", victim_ended, follower)
+    # Its heartbeat stopped: after cluster.claim_timeout_s another shard takes its task over.
+    wait_for("another shard to take over %s" % held[0],
+             lambda: claims(run_dir).get(held[0]) not in (None, victim), follower)
+    taker = claims(run_dir)[held[0]]
+    with open(os.path.join(run_dir, "shards", taker, "supervisor.log")) as f:
+        check(any("%s: taken over from shard %s" % (held[0], victim) in line for line in f),
+              "shard %s's log does not say it took %s over" % (taker, held[0]))
+    rq = slurm("scontrol", "requeue", victim)
+    check(rq.returncode == 0, "scontrol requeue: %s %s" % (rq.stdout, rq.stderr))
+    # Slurm holds a requeued job about two minutes before it may start again: not here.
+    slurm("scontrol", "update", "JobId=" + victim, "StartTime=now")
+
+    # The follower killed; a resume follows again and adds a third shard.
+    follower.send_signal(signal.SIGKILL)
+    follower.wait()
+    r = subprocess.run([BIN, "resume", run_dir, "--add-shards", "1", "--progress-interval", "10"],
+                       env=env, capture_output=True, text=True, timeout=WAIT_S * 2)
+    with open(os.path.join(work, "follow2.out"), "w") as f:
+        f.write(r.stdout + r.stderr)
+    check(r.returncode == 0, "kforge resume exited %d: %s" % (r.returncode, (r.stdout + r.stderr)[-3000:]))
+
+    # Every turn as recorded, and no task lost, repeated or asked twice.
+    d = demo_check(run_dir, "cpu")
+    check(d.returncode == 0, "demo_check: %s%s" % (d.stdout, d.stderr))
+    tasks = [t["id"] for t in json.load(open(os.path.join(run_dir, "tasks.json")))]
+    st = json.loads(kforge("status", run_dir, "--json", env=env).stdout)
+    check(all(t["state"] == "DONE" for t in st["tasks"]), "not every task is DONE: %s" %
+          [(t["id"], t["state"]) for t in st["tasks"]])
+    for t in st["tasks"]:
+        check(t["llm"]["requests"] == t["turns"],
+              "%s: %d requests for %d turns: a reply was requested twice" % (t["id"], t["llm"]["requests"], t["turns"]))
+    for task in tasks:
+        recs = records(run_dir, task)
+        check(sum(r["event"] == "start" for r in recs) == 1, "%s: started %d times" %
+              (task, sum(r["event"] == "start" for r in recs)))
+        check_artifacts(run_dir, task, recs)
+    owners = claims(run_dir)
+    check(sorted(owners) == sorted(tasks), "claimed: %s, tasks: %s" % (sorted(owners), sorted(tasks)))
+    jobs = run_json(run_dir)["cluster"]["jobs"]
+    check(len(jobs) == 2 and jobs[1]["shards"] == 1, "run.json's jobs: %s" % jobs)
+    added = jobs[1]["job"] + "_0"
+    check(added in owners.values(), "the shard added mid-run (%s) claimed nothing: %s" % (added, owners))
+    check(len(set(owners.values())) >= 2, "one shard did everything: %s" % owners)
+    # The requeued shard is the same shard: its log shows two starts, the second after the
+    # kill, and Slurm's output file keeps both lives.
+    with open(os.path.join(run_dir, "shards", victim, "supervisor.log")) as f:
+        starts = sum("run demo in" in line for line in f)
+    check(starts == 2, "shard %s started %d times (killed once, requeued once)" % (victim, starts))
+    with open(os.path.join(run_dir, "shards", "slurm-%s.out" % victim)) as f:
+        starts = sum("run demo in" in line for line in f)
+    check(starts == 2, "slurm-%s.out holds %d starts, not both lives" % (victim, starts))
+    with open(os.path.join(run_dir, "shards", victim, "run.json")) as f:
+        check(json.load(f).get("restarts") == 1, "shard %s does not say it was requeued" % victim)
+    shards = {s["shard"]: s for s in st.get("shards", [])}
+    check(set(shards) >= {victim, job + "_1", added}, "status lists shards %s" % sorted(shards))
+    check(all(s["status"] == "finished" and s["slurm_state"] for s in shards.values()),
+          "shards at the end: %s" % shards)
+    text = kforge("status", run_dir, env=env).stdout
+    check("shards (Slurm):" in text and victim in text, "status text has no shards table:\n%s" % text)
+    print("ok: demo on 2 shards + 1 added, one killed mid-turn (%s) and requeued, the follower "
+          "killed and resumed; every turn as recorded, %d requests for %d turns" %
+          (held[0], sum(t["llm"]["requests"] for t in st["tasks"]), sum(t["turns"] for t in st["tasks"])))
+finally:
+    subprocess.run([SCRIPT, "stop"], env=slurm_env, capture_output=True, text=True, timeout=300)
