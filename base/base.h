@@ -425,6 +425,9 @@ struct kb_config {
 		long	 rlimit_fsize_mb;	/* largest file the runner may write */
 		long	 rlimit_nofile;		/* open files */
 	} runner;
+	struct {
+		char	*dir;			/* "" = $KFORGE_CACHE_DIR or the default */
+	} cache;
 	long	 workers;
 	/* Where the supervisors run (orchestrator/slurm.c, orchestrator/claims.c). */
 	struct {

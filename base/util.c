@@ -437,7 +437,7 @@ kb_config_clear(struct kb_config *c)
 		&c->runner.user, &c->runner.sandbox,
 		&c->llm.anthropic_version, &c->llm.reasoning_effort, &c->cluster.engine,
 		&c->cluster.partition, &c->cluster.account, &c->cluster.gres, &c->cluster.mem,
-		&c->cluster.time_limit,
+		&c->cluster.time_limit, &c->cache.dir,
 	};
 
 	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {

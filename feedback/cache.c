@@ -5,7 +5,8 @@
  * on, so an entry is never used by a request whose inputs differ; each kind of entry
  * (build, baseline) owns its key and its files, this file owns only the place:
  *
- *   root    $KFORGE_CACHE_DIR when set and within the runner's user's reach, else
+ *   root    the config's cache.dir, else $KFORGE_CACHE_DIR, when set and within the
+ *           runner's user's reach (a shared filesystem serves every Slurm shard), else
  *           /var/tmp/kforge-cache-<euid> (/var/tmp survives a reboot; per user, since a
  *           build is sealed by and for the user that made it)
  *   below   <kind>/<key>
@@ -63,10 +64,20 @@ own_dir(const char *path, char *why, size_t whylen)
 	return rc;
 }
 
+static char	preferred_root[PATH_MAX];	/* cache.dir */
+
+void
+fb_cache_prefer(const char *dir)
+{
+	snprintf(preferred_root, sizeof(preferred_root), "%s", dir != NULL ? dir : "");
+}
+
 static int
 pick_root(char *out, size_t n, char *why, size_t whylen)
 {
-	const char	*env = getenv("KFORGE_CACHE_DIR");
+	const char	*env = preferred_root[0] != '\0' ? preferred_root :
+			       getenv("KFORGE_CACHE_DIR");
+	const char	*from = preferred_root[0] != '\0' ? "cache.dir" : "KFORGE_CACHE_DIR";
 	char		 reach[512];
 
 	if (env != NULL && env[0] == '/') {
@@ -77,10 +88,10 @@ pick_root(char *out, size_t n, char *why, size_t whylen)
 				return -KB_ETOOBIG;
 			return own_dir(out, why, whylen);
 		}
-		log_warnx("KFORGE_CACHE_DIR %s: %s; using the default cache", env, reach);
+		log_warnx("%s %s: %s; using the default cache", from, env, reach);
 	} else if (env != NULL && env[0] != '\0') {
-		log_warnx("KFORGE_CACHE_DIR must be an absolute path, not %s; using the default "
-			  "cache", env);
+		log_warnx("%s must be an absolute path, not %s; using the default cache", from,
+			  env);
 	}
 	if (snprintf(out, n, "%s/%s%u", CACHE_BASE, CACHE_PREFIX, (unsigned)geteuid()) >= (int)n)
 		return -KB_ETOOBIG;
@@ -175,6 +186,23 @@ fb_build_cacheable(enum fb_status st)
 
 /* ------------------------------------------------------------ baselines */
 
+/* /proc/cpuinfo's first "model name" ("" where there is none). */
+static void
+cpu_model(char *out, size_t n)
+{
+	char	*text = NULL, *p, *end;
+
+	out[0] = '\0';
+	if (kb_read_file("/proc/cpuinfo", 1u << 20, &text, NULL) < 0)
+		return;
+	if ((p = strstr(text, "model name")) != NULL && (p = strchr(p, ':')) != NULL) {
+		p += strspn(p, ": \t");
+		end = p + strcspn(p, "\n");
+		snprintf(out, n, "%.*s", (int)(end - p), p);
+	}
+	free(text);
+}
+
 int
 fb_baseline_path(const struct kb_config *cfg, const char *problem_path, const char *device_name,
 		 char *out, size_t n)
@@ -202,8 +230,14 @@ fb_baseline_path(const struct kb_config *cfg, const char *problem_path, const ch
 		      cfg->eval.baseline_compile,
 		      cfg->eval.inputs != NULL && strcmp(device, "cpu") != 0 ? cfg->eval.inputs :
 		      "host", cfg->eval.allow_tf32);
-	if (strcmp(device, "cpu") == 0)
-		kb_buf_printf(&key, "cpu_threads=%ld\n", fb_cpu_threads(cfg));
+	if (strcmp(device, "cpu") == 0) {
+		char model[256];
+
+		/* On the CPU the device model is the processor's: shards of one run on
+		 * different nodes never share a reference timing. */
+		cpu_model(model, sizeof(model));
+		kb_buf_printf(&key, "cpu_threads=%ld\ncpu_model=%s\n", fb_cpu_threads(cfg), model);
+	}
 	rc = kb_buf_append(&key, text, len);
 	free(text);
 	if (rc < 0) {

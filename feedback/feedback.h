@@ -363,6 +363,9 @@ int	fb_stage_close(bool remove);
  * logged) when it is not a real directory of this user's closed to others' writes.
  * kind and key are single path components (-KB_EINVAL otherwise). */
 int	fb_cache_dir(const char *kind, const char *key, char *out, size_t n);
+/* The config's cache.dir: the root to use before $KFORGE_CACHE_DIR, when this process has
+ * not chosen one yet (the same checks apply). */
+void	fb_cache_prefer(const char *dir);
 /* The identity of the runner's environment for a device, as a SHA-256 hex string: the
  * Python (and the torch under it), the compilers and ninja, the arch list, the runner's
  * user, runner.fast_build, and the runner's source. Keys the selftest's pass records

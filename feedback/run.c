@@ -1105,14 +1105,17 @@ shared_key(const struct kb_config *cfg, const struct kb_spawn_opts *o, const cha
 	   char out[33])
 {
 	struct kb_buf	 key = KB_BUF_INIT(1u << 16);
-	char		 env[65], sha[65];
+	char		 env[65], sha[65], host[256] = "";
 	int		 rc;
 
 	if ((rc = fb_env_key(cfg, cfg->eval.device != NULL ? cfg->eval.device : "cpu", python,
 			     env)) < 0)
 		return rc;
-	rc = kb_buf_printf(&key, "protocol=1\nenv=%s\npython=%s\ncwd=%s\n", env, python,
-			   o->cwd != NULL ? o->cwd : "");
+	/* The host: a socket in a cache on a shared filesystem is reached only from the host
+	 * that bound it, so each host keeps its own server. */
+	(void)gethostname(host, sizeof(host) - 1);
+	rc = kb_buf_printf(&key, "protocol=1\nenv=%s\npython=%s\ncwd=%s\nhost=%s\n", env,
+			   python, o->cwd != NULL ? o->cwd : "", host);
 	/* Not the GPUs: each fork is told its own, and the server never starts CUDA. */
 	for (const char *const *e = o->envp; rc == 0 && e != NULL && *e != NULL; e++)
 		if (strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0)

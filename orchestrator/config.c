@@ -271,6 +271,11 @@ static const struct cfg_key schema[] = {
 	{ KEY("runner.rlimit_nofile", K_INT, runner.rlimit_nofile), .def = "1024",
 	  .lo = 64, .hi = 1048576,
 	  .doc = "file descriptors a runner may hold" },
+	{ KEY("cache.dir", K_PATH, cache.dir), .def = "''",
+	  .doc = "the build and baseline cache shared by runs and kforge eval ('': "
+		 "$KFORGE_CACHE_DIR, else /var/tmp/kforge-cache-<uid>); on a shared filesystem "
+		 "every Slurm shard uses one (locks hold across hosts; a baseline's key names "
+		 "the device model)" },
 	{ KEY("workers", K_INT, workers), .def = "16", .lo = 1, .hi = 4096,
 	  .doc = "tasks worked on at once" },
 	{ KEY("cluster.engine", K_ENUM, cluster.engine), .def = "local",
@@ -1966,6 +1971,9 @@ orch_config_load(const char *path, const char *const *sets, int nsets, struct kb
 		slash[0] = '\0';
 	rc = config_load(text, len, path, dir, sets, nsets, out, err, errlen);
 	free(text);
+	/* The cache is the machine's (chosen before anything uses it): cache.dir names it. */
+	if (rc == 0 && out->cache.dir != NULL && out->cache.dir[0] != '\0')
+		fb_cache_prefer(out->cache.dir);
 	return rc;
 }
 

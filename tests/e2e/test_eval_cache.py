@@ -13,6 +13,7 @@
 - `kforge baseline CONFIG` times a problem once (a second call finds it cached), and eval
   then takes the reference's timings from the cache; a missing config exits 2; neither
   leaves its scratch directory behind
+- a config's cache.dir is the cache, before $KFORGE_CACHE_DIR
 """
 import concurrent.futures
 import json
@@ -137,3 +138,21 @@ p = kforge("baseline", os.path.join(work, "nonexistent.yaml"), check_rc=False)
 check(p.returncode == 2 and "nonexistent.yaml" in p.stderr,
       "kforge baseline of a missing config: exit %d, %r" % (p.returncode, p.stderr))
 print("ok: kforge baseline fills the cache that eval then uses")
+
+# cache.dir: the config names the cache (a shared filesystem's, for a Slurm run's shards),
+# before $KFORGE_CACHE_DIR: the reference timed goes there and nowhere else.
+shared = os.path.join(work, "shared-cache")
+cfg2 = os.path.join(work, "baseline-shared.yaml")
+with open(cfg, "r") as f, open(cfg2, "w") as g:
+    g.write(f.read() + "cache: {dir: %s}\n" % shared)
+default_cache = os.environ.get("KFORGE_CACHE_DIR")
+before = set(os.listdir(os.path.join(default_cache, "baselines"))) if default_cache else set()
+p = kforge("baseline", cfg2, timeout=600, env=TMP)
+check("L1_2_LeakyReLU" in p.stdout and "measured" in p.stdout,
+      "kforge baseline with cache.dir found it cached: %s" % p.stdout)
+check([n for n in os.listdir(os.path.join(shared, "baselines")) if n.endswith(".json")],
+      "cache.dir %s holds no baseline" % shared)
+if default_cache:
+    check(set(os.listdir(os.path.join(default_cache, "baselines"))) == before,
+          "kforge baseline with cache.dir wrote into $KFORGE_CACHE_DIR too")
+print("ok: cache.dir names the cache")
