@@ -691,7 +691,7 @@ cmd_config(int argc, char **argv)
 	struct kb_config cfg;
 	json_t		*gpus = NULL;
 	char		 err[1024], **rest;
-	int		 nrest, rc;
+	int		 nrest, rc = 0;
 
 	PARSE_OR_RETURN("sR");
 	if (o.reference) {
@@ -705,8 +705,10 @@ cmd_config(int argc, char **argv)
 		fprintf(stderr, "kforge: %s\n", err);
 		return 2;
 	}
-	/* what orch_run_create does before it freezes the config */
-	if ((rc = orch_resolve_devices(&cfg, &gpus, err, sizeof(err))) < 0)
+	/* what orch_run_create does before it freezes the config (a Slurm run's shards
+	 * resolve their own nodes' devices) */
+	if (!orch_slurm_engine(&cfg) &&
+	    (rc = orch_resolve_devices(&cfg, &gpus, err, sizeof(err))) < 0)
 		fprintf(stderr, "kforge: %s\n", err);
 	else
 		rc = orch_config_emit(&cfg, stdout);

@@ -10,7 +10,9 @@ cluster.engine=slurm` of two shards of one worker each, followed in the backgrou
   under the same shard id, says it was requeued, and works on;
 - the follower is killed (SIGKILL), and `kforge resume DIR --add-shards 1` follows the run
   again and adds a third shard, which claims a task nobody held.
-At the end every turn is as recorded (tools/demo_check.py: statuses, no gap or duplicate
+Then a run of two tasks on one shard, detached, is stopped mid-turn with `kforge stop` (the
+shard ends "stopped" and lets its unfinished tasks go) and `kforge resume` submits a new
+array that finishes them. At the end of the first every turn is as recorded (tools/demo_check.py: statuses, no gap or duplicate
 in any log), every task started once, no reply was requested twice (the requests the
 trajectories record: one per turn), every task is claimed by a shard, at least two shards
 worked, and `kforge status --json` lists the shards with Slurm's word on each. Skips (77)
@@ -201,5 +203,38 @@ try:
     print("ok: demo on 2 shards + 1 added, one killed mid-turn (%s) and requeued, the follower "
           "killed and resumed; every turn as recorded, %d requests for %d turns" %
           (held[0], sum(t["llm"]["requests"] for t in st["tasks"]), sum(t["turns"] for t in st["tasks"])))
+
+    # kforge stop of a run nobody follows: Slurm stops the shard at a turn's boundary, its
+    # unfinished tasks let go; kforge resume then submits a new array for what is left.
+    run2 = os.path.join(work, "run2")
+    r = subprocess.run([BIN, "run", os.path.join(HOME, "configs", "demo.yaml"), "--run-dir", run2,
+                        "--detach"] + sets + ["--set", "cluster.shards=1", "--set", "problems.levels=[1]",
+                                              "--set", "problems.ids=1-2"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    check(r.returncode == 0, "kforge run --detach: %s" % r.stderr)
+    job2 = run_json(run2)["cluster"]["jobs"][0]["job"]
+    wait_for("a task of run2 mid-turn", lambda: [t for t in claims(run2)
+                                                 if last_state(run2, t) in ("PRECOMPILE", "EXECUTE", "PROFILE")])
+    s2 = kforge("stop", run2, env=env)
+    check("asked Slurm" in s2.stdout, "kforge stop: %s %s" % (s2.stdout, s2.stderr))
+    wait_for("the stopped shard to leave Slurm",
+             lambda: slurm("squeue", "-h", "-j", job2).stdout.strip() == "")
+    with open(os.path.join(run2, "shards", job2 + "_0", "run.json")) as f:
+        sh = json.load(f)
+    check(sh["status"] == "stopped", "the stopped shard says %s" % sh["status"])
+    st2 = json.loads(kforge("status", run2, "--json", env=env).stdout)
+    left = [t["id"] for t in st2["tasks"] if t["state"] != "DONE"]
+    check(left, "the run finished before the stop could matter")
+    check(not any(t in claims(run2) for t in left), "a stopped shard kept claims: %s" % claims(run2))
+    r = subprocess.run([BIN, "resume", run2, "--quiet"], env=env, capture_output=True, text=True,
+                       timeout=WAIT_S)
+    check(r.returncode == 0, "kforge resume of a stopped Slurm run: %s" % (r.stdout + r.stderr)[-2000:])
+    jobs2 = run_json(run2)["cluster"]["jobs"]
+    check(len(jobs2) == 2 and jobs2[1]["shards"] == 1, "resume submitted %s" % jobs2)
+    st2 = json.loads(kforge("status", run2, "--json", env=env).stdout)
+    check(all(t["state"] == "DONE" and t["llm"]["requests"] == t["turns"] for t in st2["tasks"]),
+          "after resume: %s" % [(t["id"], t["state"], t["llm"]["requests"]) for t in st2["tasks"]])
+    print("ok: kforge stop stopped the shard mid-run (%d task(s) let go), resume submitted a new "
+          "array and finished them" % len(left))
 finally:
     subprocess.run([SCRIPT, "stop"], env=slurm_env, capture_output=True, text=True, timeout=300)
