@@ -1592,7 +1592,8 @@ def check_structure(cand, findings, device, fmt, backend="cuda"):
     wanted = LOAD_INLINE_FUNCS if fmt == "load_inline" else {RAW_LOAD_FUNC[device]}
     builds = [c for c in cand.load_calls if cand.names.qualname(c.func) in wanted]
     if not builds:
-        findings.add("no_custom_kernel", 0, no_kernel_message(device, fmt))
+        findings.add("no_custom_kernel", 0, no_kernel_message(device, fmt) + other_format_hint(
+            cand, device, fmt))
     elif device == "cuda" and not any("__global__" in n.value for n in cand.nodes[ast.Constant]
                                       if isinstance(n.value, str)):
         findings.add("no_custom_kernel", min(c.lineno for c in builds), "no string in the code "
@@ -1608,6 +1609,19 @@ def no_kernel_message(device, fmt):
     return ("the code never builds an extension with kforge's %s: in the raw format your %s "
             "source must be built with `from kforge import %s`"
             % (helper, "CUDA" if device == "cuda" else "C++", helper))
+
+
+def other_format_hint(cand, device, fmt):
+    """Where the code builds its kernel the other format's way (the demo's raw replies
+    given to an eval of the default format), the setting that evaluates it."""
+    other = "raw" if fmt == "load_inline" else "load_inline"
+    funcs = {RAW_LOAD_FUNC[device]} if other == "raw" else LOAD_INLINE_FUNCS
+    if any(cand.names.qualname(c.func) in funcs for c in cand.load_calls):
+        return ("; the code is written for the %s format (it builds with %s), and this "
+                "evaluation's eval.format is %s"
+                % (other, "kforge's %s" % RAW_LOAD_FUNC[device].split(".")[1] if other == "raw"
+                   else "load_inline", fmt))
+    return ""
 
 
 def check_model_new_bases(cand, findings, model):

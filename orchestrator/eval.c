@@ -126,10 +126,14 @@ orch_eval_help(void)
 	       "  eval.correctness_trials %ld, inputs seeded from eval.seed %ld\n"
 	       "  eval.warmup %ld runs, then eval.perf_trials %ld timed trials (mean reported)\n"
 	       "  eval.timeout_s %ld per run (from the runner's start, after torch's import),"
-	       " eval.compile_timeout_s %ld for the build\n",
+	       " eval.compile_timeout_s %ld for the build\n"
+	       "  eval.format %s (KernelBench's torch.utils.cpp_extension.load_inline; raw: kernels\n"
+	       "    built with kforge's load_cuda or load_cpp, as the demo's replies in\n"
+	       "    configs/demo_responses/raw/ are; a kernel in the other format is refused\n"
+	       "    as no_custom_kernel with a line saying so)\n",
 	       cfg.eval.device, cfg.eval.precision, cfg.eval.correctness_trials, cfg.eval.seed,
 	       cfg.eval.warmup, cfg.eval.perf_trials, cfg.eval.timeout_s,
-	       cfg.eval.compile_timeout_s);
+	       cfg.eval.compile_timeout_s, cfg.eval.format);
 	printf("  eval.atol and eval.rtol: the precision's tolerance, ");
 	if (tol != NULL) {
 		bool first = true;
