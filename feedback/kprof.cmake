@@ -27,7 +27,9 @@ set(KPROF_CUPTI_LIBDIR ${kprof_libdir} CACHE INTERNAL "where libcupti is (tests/
 # cupti_profiler_host.h includes C++'s <string> without using it: an empty file of that
 # name ahead of the CUDA headers lets the host API compile as C.
 set(kprof_shim ${CMAKE_CURRENT_BINARY_DIR}/kprof_cshim)
-file(WRITE ${kprof_shim}/string "/* empty: see feedback/kprof.cmake */\n")
+# file(CONFIGURE) rewrites it only when its content changes: file(WRITE) at each configure
+# made every build compile kprof_host.c again.
+file(CONFIGURE OUTPUT ${kprof_shim}/string CONTENT "/* empty: see feedback/kprof.cmake */\n")
 set(kprof_includes ${kprof_shim} ${KPROF_CUPTI_INCLUDE} ${KPROF_CUDA_INCLUDE})
 
 add_library(kb_kprof_core STATIC kprof_core.c)
