@@ -137,5 +137,9 @@ int	fsm_summarize(const char *run_dir, const char *task_id, struct fsm_summary *
  * accept (NULL-ended; report --accept FLAG). */
 int	fsm_summarize_accepting(const char *run_dir, const char *task_id,
 				const char *const *accept, struct fsm_summary *out);
+/* The same, also handing each record to also(rec, also_arg) (may be NULL): a view that
+ * wants more of the log than the summary reads it once. */
+int	fsm_summarize_with(const char *run_dir, const char *task_id, const char *const *accept,
+			   struct fsm_summary *out, kb_tlog_replay_fn also, void *also_arg);
 
 #endif /* KFORGE_FSM_H */

@@ -20,6 +20,8 @@ count_at(json_t *d, const char *key)
 struct summarizing {
 	struct fsm_summary	*s;
 	const char *const	*accept;
+	kb_tlog_replay_fn	 also;		/* the caller's, on each record too */
+	void			*also_arg;
 };
 
 static bool
@@ -169,7 +171,24 @@ int
 fsm_summarize_accepting(const char *run_dir, const char *task_id, const char *const *accept,
 			struct fsm_summary *out)
 {
-	struct summarizing	z = { out, accept };
+	return fsm_summarize_with(run_dir, task_id, accept, out, NULL, NULL);
+}
+
+/* The summary and the caller's look at each record, in one read of the log. */
+static int
+summarize_and_more(const struct kb_tlog_rec *rec, void *arg)
+{
+	struct summarizing	*z = arg;
+	int			 rc = summarize_record(rec, arg);
+
+	return rc == 0 && z->also != NULL ? z->also(rec, z->also_arg) : rc;
+}
+
+int
+fsm_summarize_with(const char *run_dir, const char *task_id, const char *const *accept,
+		   struct fsm_summary *out, kb_tlog_replay_fn also, void *also_arg)
+{
+	struct summarizing	z = { out, accept, also, also_arg };
 	char			path[PATH_MAX];
 	int			rc;
 
@@ -178,7 +197,7 @@ fsm_summarize_accepting(const char *run_dir, const char *task_id, const char *co
 	out->best_speedup = out->best_lo = out->best_hi = -1;
 	if ((rc = rd_task_file(path, sizeof(path), run_dir, task_id, RD_TRAJECTORY)) < 0)
 		return rc;
-	rc = kb_tlog_read(path, summarize_record, &z);
+	rc = kb_tlog_read(path, summarize_and_more, &z);
 	if (rc == -KB_ENOENT)
 		return 0;
 	return rc < 0 ? rc : 0;

@@ -136,17 +136,10 @@ ms_stats(int64_t *v, int n)
 /* The "stages" object of status --json: per timed stage with any step, its counts and
  * the wait and hold statistics. */
 static json_t *
-stage_times_json(const struct orch_run *run)
+stage_times_json(struct stage_times st[FSM_ST__N])
 {
-	struct stage_times	 st[FSM_ST__N];
-	json_t			*out = json_object();
-	char			 path[PATH_MAX];
+	json_t	*out = json_object();
 
-	memset(st, 0, sizeof(st));
-	for (int i = 0; i < run->ntasks; i++) {
-		if (rd_task_file(path, sizeof(path), run->dir, run->tasks[i].id, RD_TRAJECTORY) == 0)
-			kb_tlog_read(path, stage_times_add, st);
-	}
 	for (size_t k = 0; k < N_TIMED_STAGES; k++) {
 		struct stage_times *s = &st[timed_stages[k]];
 
@@ -323,6 +316,7 @@ orch_cmd_status(const char *dir, bool as_json)
 	const char	*paused, *llm_paused, *env_paused, *state;
 	char		 resume[PATH_MAX + 32] = "";
 	int		 counts[FSM_ST__N] = { 0 }, unfinished;
+	struct stage_times st[FSM_ST__N];
 	long		 reqs = 0, ptok = 0, ctok = 0, rtok = 0;
 	double		 cost = 0;
 	bool		 priced;
@@ -357,10 +351,12 @@ orch_cmd_status(const char *dir, bool as_json)
 	paused = env_paused != NULL ? env_paused : llm_paused != NULL ? llm_paused :
 		 json_string_value(json_object_get(json_object_get(pool, "paused"), "reason"));
 	priced = run_priced(&run.cfg);
+	memset(st, 0, sizeof(st));
 	for (int i = 0; i < run.ntasks; i++) {
 		struct fsm_summary s;
 
-		fsm_summarize(run.dir, run.tasks[i].id, &s);
+		/* One read of each log: the summary and the stage times. */
+		fsm_summarize_with(run.dir, run.tasks[i].id, NULL, &s, stage_times_add, st);
 		counts[s.state]++;
 		reqs += s.llm_requests;
 		ptok += s.prompt_tokens;
@@ -380,7 +376,7 @@ orch_cmd_status(const char *dir, bool as_json)
 	/* Whatever stopped it, a run with work left and no supervisor continues on resume. */
 	if (!alive && unfinished > 0)
 		snprintf(resume, sizeof(resume), "kforge resume %s", run.dir);
-	stages = stage_times_json(&run);
+	stages = stage_times_json(st);
 	if (as_json) {
 		out = json_pack("{s:o, s:O?, s:O, s:{s:s?, s:s, s:b, s:i, s:s?, s:s?}, "
 				"s:{s:I, s:I, s:I}, s:O}",
