@@ -33,7 +33,7 @@ WAIT_S = 900   # a bound on any one wait on a loaded 2-core machine
 py = torch_python()
 work = scratch("e2e-slurm")
 slurm_env = dict(os.environ, KFORGE_SLURM_DIR=os.path.join(work, "slurm"), KFORGE_SLURM_GPUS="2",
-                 KFORGE_SLURM_PORT=str(23000 + os.getpid() % 2000 * 2))
+                 KFORGE_SLURM_PORT=str(25000 + os.getpid() % 2000 * 2))  # tools_slurm_local: 21000-24999
 p = subprocess.run([SCRIPT, "start"], env=slurm_env, capture_output=True, text=True, timeout=300)
 if p.returncode == SKIP:
     print("SKIP: " + p.stdout.strip())
