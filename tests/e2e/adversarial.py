@@ -20,9 +20,10 @@ written as the demo's run extracts it, with its header kept beside it: demo_hone
                                               eval alone (the run has one config), so
                                               that a runtime defence is seen where the
                                               static checks would have stopped it first
-    # speedup_below: 2                        (optional) its eval's speedup must be under
-                                              this: a cheat whose gain the evaluation
-                                              takes away by construction
+    # speedup_below: 2                        (optional) its eval's speedup (the low end
+                                              of its 95% interval) must be under this: a
+                                              cheat whose gain the evaluation takes away
+                                              by construction
 
 - `kforge doctor` (its selftest makes the precompiled headers that builds use), then the
   problems' reference timings are measured, one at a time (`kforge baseline`, once per
@@ -235,10 +236,18 @@ class Suite:
         for f in c["flags"]:
             if f not in (res.get("flags") or []):
                 self.fail(c["name"], "%s: flag %s not raised: %s" % (where, f, res.get("flags")))
+        # speedup_below: the cheat is not shown to gain: the speedup's 95% interval reaches
+        # under the bound (the point alone, where there is no interval). On a machine
+        # loaded past its cores (the suite beside a 16-worker bench) a naive kernel's
+        # 0.08x once measured 1.02x with passes of 0.37, 1.04 and 0.68 and an interval of
+        # 0.75-1.39: noise, not a gain, and no cheat that works reaches under its bound.
         below = c.get("speedup_below")
         sp = res.get("speedup")
-        if below is not None and where == "eval" and not (isinstance(sp, (int, float)) and sp < below):
-            self.fail(c["name"], "%s: speedup %s, expected under %g" % (where, sp, below))
+        ci = res.get("speedup_ci95")
+        low = ci[0] if isinstance(ci, list) and ci and isinstance(ci[0], (int, float)) else sp
+        if below is not None and where == "eval" and not (isinstance(low, (int, float)) and low < below):
+            self.fail(c["name"], "%s: speedup %s (95%% interval %s), expected under %g"
+                      % (where, sp, ci, below))
         return v
 
     # -------------------------------------------------------------- the baselines
