@@ -3,6 +3,7 @@
  * pool.json, the trajectories are the truth. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,6 +263,91 @@ print_shards(json_t *shards)
 	}
 }
 
+/* Every task's summary and the stage times, each log read once, the logs shared out
+ * among up to SUMMARY_THREADS threads (a 10,000-task run is 160,000 records to parse). */
+#define SUMMARY_THREADS	8
+
+struct summary_share {
+	const struct orch_run	*run;
+	struct fsm_summary	*sums;
+	int			 first, step;
+	struct stage_times	 st[FSM_ST__N];
+	int			 rc;
+};
+
+static void *
+summarize_share(void *arg)
+{
+	struct summary_share *sh = arg;
+
+	for (int i = sh->first; i < sh->run->ntasks; i += sh->step)
+		if (fsm_summarize_with(sh->run->dir, sh->run->tasks[i].id, NULL, &sh->sums[i],
+				       stage_times_add, sh->st) == -KB_ENOMEM)
+			sh->rc = -KB_ENOMEM;
+	return NULL;
+}
+
+static struct fsm_summary *
+summarize_all(const struct orch_run *run, struct stage_times st[FSM_ST__N])
+{
+	struct summary_share	 sh[SUMMARY_THREADS];
+	pthread_t		 th[SUMMARY_THREADS];
+	struct fsm_summary	*sums = calloc((size_t)run->ntasks + 1, sizeof(*sums));
+	long			 cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int			 n = cpus < 1 ? 1 : cpus > SUMMARY_THREADS ? SUMMARY_THREADS : (int)cpus;
+	bool			 failed = sums == NULL;
+	bool			 started[SUMMARY_THREADS] = { false };
+
+	if (run->ntasks < 256)
+		n = 1;
+	json_object_seed(0);	/* before threads make objects: jansson's one shared seed */
+	for (int t = 0; t < n && !failed; t++) {
+		sh[t] = (struct summary_share){ .run = run, .sums = sums, .first = t, .step = n };
+		started[t] = t > 0 && pthread_create(&th[t], NULL, summarize_share, &sh[t]) == 0;
+	}
+	/* Shares no thread took (and the first) are this thread's. */
+	for (int t = 0; t < n && !failed; t++)
+		if (!started[t])
+			summarize_share(&sh[t]);
+	for (int t = 1; t < n && !failed; t++)
+		if (started[t])
+			pthread_join(th[t], NULL);
+	/* The shares' stage times, put together. */
+	for (int t = 0; t < n && !failed; t++) {
+		for (int k = 0; k < FSM_ST__N; k++) {
+			struct stage_times *from = &sh[t].st[k], *to = &st[k];
+
+			to->steps += from->steps;
+			for (int j = 0; j < from->n; j++) {
+				if (to->n == to->cap) {
+					int	 cap = to->cap > 0 ? 2 * to->cap : 64;
+					int64_t	*nw = realloc(to->wait, (size_t)cap * sizeof(*nw)), *nh;
+
+					if (nw != NULL)
+						to->wait = nw;
+					if (nw == NULL || (nh = realloc(to->hold, (size_t)cap *
+									 sizeof(*nh))) == NULL) {
+						failed = true;
+						break;
+					}
+					to->hold = nh;
+					to->cap = cap;
+				}
+				to->wait[to->n] = from->wait[j];
+				to->hold[to->n++] = from->hold[j];
+			}
+			free(from->wait);
+			free(from->hold);
+		}
+		failed = failed || sh[t].rc < 0;
+	}
+	if (failed) {
+		free(sums);
+		return NULL;
+	}
+	return sums;
+}
+
 static const char *
 run_state(json_t *info, bool alive)
 {
@@ -317,6 +403,7 @@ orch_cmd_status(const char *dir, bool as_json)
 	char		 resume[PATH_MAX + 32] = "";
 	int		 counts[FSM_ST__N] = { 0 }, unfinished;
 	struct stage_times st[FSM_ST__N];
+	struct fsm_summary *sums;
 	long		 reqs = 0, ptok = 0, ctok = 0, rtok = 0;
 	double		 cost = 0;
 	bool		 priced;
@@ -352,11 +439,13 @@ orch_cmd_status(const char *dir, bool as_json)
 		 json_string_value(json_object_get(json_object_get(pool, "paused"), "reason"));
 	priced = run_priced(&run.cfg);
 	memset(st, 0, sizeof(st));
+	if ((sums = summarize_all(&run, st)) == NULL) {
+		fprintf(stderr, "kforge: out of memory\n");
+		return 1;
+	}
 	for (int i = 0; i < run.ntasks; i++) {
-		struct fsm_summary s;
+		const struct fsm_summary s = sums[i];
 
-		/* One read of each log: the summary and the stage times. */
-		fsm_summarize_with(run.dir, run.tasks[i].id, NULL, &s, stage_times_add, st);
 		counts[s.state]++;
 		reqs += s.llm_requests;
 		ptok += s.prompt_tokens;
@@ -471,6 +560,7 @@ orch_cmd_status(const char *dir, bool as_json)
 			       unfinished == 1 ? "" : "s", resume, unfinished == 1 ? "it" : "them");
 		json_decref(tasks);
 	}
+	free(sums);
 	json_decref(stages);
 	json_decref(shards);
 	json_decref(quarantined);

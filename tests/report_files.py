@@ -351,6 +351,36 @@ refused(["view", run1, "--port", "http"], 2, "--port wants")
 refused(["view", run1, "--bind", "example.com"], 2, "--bind wants")
 refused(["view", os.path.join(work, "missing")], 1, "not a kforge run directory")
 check(not os.path.exists(os.path.join(work, "x.html")), "a failed report wrote its page")
+# status of a run large enough that its logs are read by several threads (256 tasks or
+# more): every task's state, turn and best speedup, and the stage times (the per-thread
+# counts and waits put together) equal what the records say.
+many = []
+for i in range(300):
+    many.append({"id": "M%03d" % i, "level": 1 + i % 2, "turns": [
+        turn(bad("compile_error", False), compiled=False) if i % 3 == 0 else turn(ok(1.0 + i / 100.0)),
+        turn(ok(0.5 + i / 200.0))] if i % 7 else [turn(ok(2.0)), turn(bad("value_mismatch"))]})
+big = os.path.join(work, "many")
+big_recs = fake_run(big, "many", many, turns=2)
+st = json.loads(kforge("status", big, "--json").stdout)
+check(len(st["tasks"]) == 300, "status lists %d of 300 tasks" % len(st["tasks"]))
+for t in st["tasks"]:
+    recs = big_recs[t["id"]]
+    speeds = [r["data"]["speedup"] for r in recs
+              if r["from"] == "FEEDBACK" and r["data"].get("verdict") == "correct"]
+    check(t["state"] == recs[-1]["to"] and t["turn"] == recs[-1]["turn"] and
+          (t["best_speedup"] or None) == (max(speeds) if speeds else None),
+          "status of %s: %s, records end %s turn %s best %s" % (
+              t["id"], t, recs[-1]["to"], recs[-1]["turn"], max(speeds) if speeds else None))
+for stage, got in st["stages"].items():
+    leaving = [r for recs in big_recs.values() for r in recs if r["from"] == stage and r["event"] != "start"]
+    leased = [r["data"]["lease"] for r in leaving if "lease" in r.get("data", {})]
+    check(got["steps"] == len(leaving) and got["held_slot"] == len(leased) and
+          got["wait_ms"]["total"] == sum(l["wait_ms"] for l in leased) and
+          got["hold_ms"]["total"] == sum(l["released_ms"] - l["acquired_ms"] for l in leased),
+          "status stages %s: %s; the records: %d steps, %d leased" % (stage, got, len(leaving), len(leased)))
+check(st["stages"], "status --json of the large run has no stage times")
+print("ok: status of 300 tasks (read by several threads) equals the records")
+
 for cmd, words in (("view", "--port N"), ("report", "--html FILE")):
     p = kforge(cmd, "--help")
     check(p.stdout.startswith("usage: kforge " + cmd) and words in p.stdout, "%s --help: %r" % (cmd, p.stdout[:200]))
