@@ -1283,7 +1283,7 @@ timing_print(const struct orch_run *run)
 	printf("timing: %s\n", json_string_value(json_object_get(t, "method")));
 	if (json_is_true(json_object_get(c, "locked")))
 		printf("clocks: locked at each GPU's maximum SM clock (gpus.lock_clocks)\n\n");
-	else if (c != NULL)
+	else if (json_is_object(c))
 		printf("clocks: not locked (%s)\n\n", json_string_value(json_object_get(c, "why")));
 	else
 		printf("\n");
