@@ -112,7 +112,8 @@ orch_slurm_submit(struct orch_run *run, int n, char *err, size_t errlen)
 {
 	const struct kb_config	*c = &run->cfg;
 	char			 self[PATH_MAX], out[PATH_MAX], shards[PATH_MAX], array[32],
-				 name[96], term[48], opt[5][PATH_MAX + 32], ts[32], job[64];
+				 name[96], term[48],
+				 opt[6][PATH_MAX + 32] /* one per option below */, ts[32], job[64];
 	const char		*args[256] = { "sbatch", "--parsable" };
 	struct kb_buf		 wrap = KB_BUF_INIT(1u << 16);
 	struct kb_spawn_result	 r;

@@ -209,10 +209,17 @@ try:
     run2 = os.path.join(work, "run2")
     r = subprocess.run([BIN, "run", os.path.join(HOME, "configs", "demo.yaml"), "--run-dir", run2,
                         "--detach"] + sets + ["--set", "cluster.shards=1", "--set", "problems.levels=[1]",
-                                              "--set", "problems.ids=1-2"],
+                                              "--set", "problems.ids=1-2", "--set", "cluster.partition=debug",
+                                              "--set", "cluster.gres=gpu:1", "--set", "cluster.time_limit=30:00",
+                                              "--set", "cluster.sbatch_args=[--comment=kforge-run2]"],
                        env=env, capture_output=True, text=True, timeout=300)
     check(r.returncode == 0, "kforge run --detach: %s" % r.stderr)
     job2 = run_json(run2)["cluster"]["jobs"][0]["job"]
+    # Every cluster key reached sbatch: Slurm's record of the job says so.
+    shown = slurm("scontrol", "show", "job", job2).stdout
+    for want in ("Partition=debug", "TimeLimit=00:30:00", "gpu:1", "Comment=kforge-run2",
+                 "MinMemoryNode=1G", "NumCPUs=1", "Requeue=1", "JobName=kforge-demo"):
+        check(want in shown, "scontrol show job %s lacks %s:\n%s" % (job2, want, shown))
     wait_for("a task of run2 mid-turn", lambda: [t for t in claims(run2)
                                                  if last_state(run2, t) in ("PRECOMPILE", "EXECUTE", "PROFILE")])
     s2 = kforge("stop", run2, env=env)
