@@ -275,7 +275,8 @@ orch_slurm_cancel(const char *run_dir, bool hard, char *err, size_t errlen)
 }
 
 /* Each shard's own record (shards/<id>/run.json) beside what squeue says of its element:
- * [{shard, slurm_state, node, status, host, beat_at, running_workers, restarts}]. */
+ * [{shard, slurm_state, node, status, host, beat_at, running_workers, restarts}]; an
+ * element squeue does not list has ended, or is "unknown" where squeue failed (NULL). */
 json_t *
 orch_slurm_shards(const char *run_dir, json_t *squeue)
 {
@@ -301,7 +302,7 @@ orch_slurm_shards(const char *run_dir, json_t *squeue)
 			json_array_append_new(out, json_pack(
 				"{s:s, s:s, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "shard", de->d_name,
 				"slurm_state", q != NULL ? json_string_value(json_object_get(q, "state")) :
-				"ended", "node", json_object_get(q, "node"), "status",
+				squeue == NULL ? "unknown" : "ended", "node", json_object_get(q, "node"), "status",
 				json_object_get(info, "status"), "host", json_object_get(info, "host"),
 				"beat_at", json_object_get(info, "beat_at"), "running_workers",
 				json_object_get(info, "running_workers"), "restarts",
