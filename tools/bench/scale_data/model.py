@@ -7,8 +7,8 @@ kforge rather than in a model or in builds:
   rejected       a ModelNew without a custom kernel (kforge's static check refuses it)
   compile_error  a load_inline extension with a C++ error (built once, then a cached
                  compile_error for every task that gets it)
-  wrong          right shape, wrong values (value_mismatch)
-  correct        a correct answer
+  wrong          an extension adding 0.5 too: value_mismatch (built once, then run)
+  correct        an extension that adds: correct (built once, then run)
 
 The weights are per mille in KFORGE_SCALE_MIX ("prose=600,rejected=250,..."), else the
 defaults below. Standard library only; stdin is the request JSON, stdout the reply."""
@@ -59,11 +59,27 @@ class ModelNew(nn.Module):
 ```
 '''
 
-PY_HEAD = '''```python
+ADD_KERNEL = '''```python
 import torch
 import torch.nn as nn
-# Plain torch: the static check wants a custom-operator toolchain named in the code.
-from torch.utils.cpp_extension import load_inline  # noqa: F401
+from torch.utils.cpp_extension import load_inline
+
+source = r"""
+#include <torch/extension.h>
+torch::Tensor add(torch::Tensor a, torch::Tensor b) {
+    auto x = a.contiguous();
+    auto y = b.contiguous();
+    auto out = torch::empty_like(x);
+    const float* px = x.data_ptr<float>();
+    const float* py = y.data_ptr<float>();
+    float* po = out.data_ptr<float>();
+    for (int64_t i = 0; i < x.numel(); ++i)
+        po[i] = px[i] + py[i]OFFSET;
+    return out;
+}
+"""
+
+ext = load_inline(name="NAME", cpp_sources=source, functions=["add"], verbose=False)
 
 
 class ModelNew(nn.Module):
@@ -71,10 +87,13 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, a, b):
+        return ext.add(a, b)
+```
 '''
 
-WRONG = PY_HEAD + "        return a + b + 0.5\n```\n"
-CORRECT = PY_HEAD + "        return a + b\n```\n"
+# Each built once (the same text every time), then a cached build that runs.
+WRONG = ADD_KERNEL.replace("OFFSET", " + 0.5f").replace("NAME", "scale_add_wrong")
+CORRECT = ADD_KERNEL.replace("OFFSET", "").replace("NAME", "scale_add_ok")
 
 REPLIES = {"prose": PROSE, "rejected": REJECTED, "compile_error": COMPILE_ERROR,
            "wrong": WRONG, "correct": CORRECT}
