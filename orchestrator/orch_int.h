@@ -68,6 +68,9 @@ json_t	*orch_clocks_lock(const struct kb_config *cfg, const json_t *gpus);
 void	orch_clocks_unlock(const json_t *clocks);
 /* Updates run.json's fields from obj (merged), atomically. */
 int	orch_run_update(const struct orch_run *run, json_t *fields);
+/* The tasks neither DONE nor FAILED (a log that cannot be read counts as unfinished);
+ * any: stop at the first (0 or 1). */
+int	orch_run_unfinished(const struct orch_run *run, bool any);
 /* pid of the live supervisor of dir, or 0. */
 pid_t	orch_run_supervisor_pid(const char *dir);
 

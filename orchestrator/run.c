@@ -611,6 +611,21 @@ orch_run_clear(struct orch_run *run)
 	run->ntasks = 0;
 }
 
+int
+orch_run_unfinished(const struct orch_run *run, bool any)
+{
+	int n = 0;
+
+	for (int i = 0; i < run->ntasks && (n == 0 || !any); i++) {
+		struct fsm_summary sum;
+
+		if (fsm_summarize(run->dir, run->tasks[i].id, &sum) < 0 ||
+		    !fsm_state_terminal(sum.state))
+			n++;
+	}
+	return n;
+}
+
 pid_t
 orch_run_supervisor_pid(const char *dir)
 {

@@ -366,21 +366,6 @@ pools_added(const char *run_dir)
 	return sum;
 }
 
-static int
-unfinished_tasks(const struct orch_run *run)
-{
-	int n = 0;
-
-	for (int i = 0; i < run->ntasks; i++) {
-		struct fsm_summary sum;
-
-		if (fsm_summarize(run->dir, run->tasks[i].id, &sum) < 0 ||
-		    !fsm_state_terminal(sum.state))
-			n++;
-	}
-	return n;
-}
-
 /* Tasks a shard holds are the ones with a worker, for the progress display. */
 static void
 claimed_tasks(const struct orch_run *run, struct orch_progress *progress)
@@ -407,7 +392,7 @@ claimed_tasks(const struct orch_run *run, struct orch_progress *progress)
  * local run, fed by the shards' files. SIGINT, SIGTERM or SIGHUP (and so `kforge stop`)
  * ask Slurm to stop the shards; a second one stops following, the shards going on. */
 static int
-follow(struct orch_run *run, const struct orch_sup_opts *opts, int lock_fd)
+follow(struct orch_run *run, const struct orch_sup_opts *opts)
 {
 	struct orch_progress	*progress;
 	sigset_t		 mask, orig;
@@ -462,7 +447,7 @@ follow(struct orch_run *run, const struct orch_sup_opts *opts, int lock_fd)
 		if (signals >= 2)
 			break;
 	}
-	left = unfinished_tasks(run);
+	left = orch_run_unfinished(run, false);
 	outcome = left == 0 ? "finished" : "stopped";
 	kb_iso8601(kb_now_ms(), ts);
 	fields = json_pack("{s:s, s:s}", "status", signals >= 2 ? "running" : outcome, "stopped",
@@ -484,7 +469,6 @@ follow(struct orch_run *run, const struct orch_sup_opts *opts, int lock_fd)
 	}
 	close(sfd);
 	sigprocmask(SIG_SETMASK, &orig, NULL);
-	(void)lock_fd;
 	return rc;
 }
 
@@ -511,7 +495,7 @@ orch_slurm_launch(struct orch_run *run, const struct orch_sup_opts *opts, int ad
 		close(lock_fd);
 		return 1;
 	}
-	left = unfinished_tasks(run);
+	left = orch_run_unfinished(run, false);
 	if (json_array_size(q) == 0 && left > 0) {
 		/* No shard alive: nobody holds a claim any more. */
 		(void)orch_claims_clear(run->dir);
@@ -540,7 +524,7 @@ orch_slurm_launch(struct orch_run *run, const struct orch_sup_opts *opts, int ad
 	snprintf(pidtext, sizeof(pidtext), "%ld\n", (long)getpid());
 	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_PID) == 0)
 		kb_write_atomic(path, pidtext, strlen(pidtext));
-	rc = follow(run, opts, lock_fd);
+	rc = follow(run, opts);
 	if (rd_run_file(path, sizeof(path), run->dir, RD_SUPERVISOR_PID) == 0)
 		unlink(path);
 	close(lock_fd);

@@ -641,13 +641,8 @@ check_environment(struct orch_run *run, struct fb_selftest *st)
 		log_info("runner.selftest is false: no environment check before the first request");
 		goto skip;
 	}
-	for (int i = 0; i < run->ntasks; i++) {
-		struct fsm_summary sum;
-
-		if (fsm_summarize(run->dir, run->tasks[i].id, &sum) < 0 ||
-		    !fsm_state_terminal(sum.state))
-			goto check;
-	}
+	if (orch_run_unfinished(run, true) > 0)
+		goto check;
 	/* Every task is finished: nothing will be built, nothing to prove. */
 skip:
 	(void)fb_find_python(&run->cfg, st->python, sizeof(st->python), line, sizeof(line));
@@ -831,22 +826,6 @@ lock_clocks(struct sup *s)
 	return clocks;
 }
 
-/* A run whose every task is DONE or FAILED asks the model nothing more: resuming it
- * needs no API key. (A worker of an unfinished task opens its LLM client even in its
- * last turn past GENERATE, so any unfinished task needs the key.) */
-static bool
-some_task_unfinished(const struct orch_run *run)
-{
-	for (int i = 0; i < run->ntasks; i++) {
-		struct fsm_summary sum;
-
-		if (fsm_summarize(run->dir, run->tasks[i].id, &sum) < 0 ||
-		    !fsm_state_terminal(sum.state))
-			return true;
-	}
-	return false;
-}
-
 /* A red-team run's findings, kept once its tasks are finished, still under the run's
  * lock: the findings' lines under the run's summary (none for --quiet or --detach), the
  * counts in the log. A harvest that fails makes a finished run exit 1, saying how to try
@@ -973,8 +952,11 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}
-	/* A finished run makes no request: resuming it needs no key (nor replay dir). */
-	if (some_task_unfinished(run) && llm_check_config(&run->cfg, err, sizeof(err)) < 0) {
+	/* A finished run makes no request: resuming it needs no key (nor replay dir). A
+	 * worker of an unfinished task opens its LLM client even in its last turn past
+	 * GENERATE, so any unfinished task needs the key. */
+	if (orch_run_unfinished(run, true) > 0 &&
+	    llm_check_config(&run->cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}

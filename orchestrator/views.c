@@ -69,6 +69,28 @@ struct stage_times {
 	int64_t	*wait, *hold;
 };
 
+/* One step's wait and hold, kept for the statistics. */
+static int
+stage_times_push(struct stage_times *s, int64_t wait, int64_t hold)
+{
+	if (s->n == s->cap) {
+		int	 cap = s->cap > 0 ? 2 * s->cap : 64;
+		int64_t	*nw = realloc(s->wait, (size_t)cap * sizeof(*nw)), *nh;
+
+		if (nw == NULL)
+			return -KB_ENOMEM;
+		s->wait = nw;
+		if ((nh = realloc(s->hold, (size_t)cap * sizeof(*nh))) == NULL)
+			return -KB_ENOMEM;
+		s->hold = nh;
+		s->cap = cap;
+	}
+	s->wait[s->n] = wait;
+	s->hold[s->n] = hold;
+	s->n++;
+	return 0;
+}
+
 static int
 stage_times_add(const struct kb_tlog_rec *rec, void *arg)
 {
@@ -91,22 +113,8 @@ stage_times_add(const struct kb_tlog_rec *rec, void *arg)
 	    json_integer_value(a) < 0 ||
 	    json_integer_value(r) - json_integer_value(a) > STAGE_MS_MAX)
 		return 0;
-	if (s->n == s->cap) {
-		int	 cap = s->cap > 0 ? 2 * s->cap : 64;
-		int64_t	*nw = realloc(s->wait, (size_t)cap * sizeof(*nw)), *nh;
-
-		if (nw == NULL)
-			return -KB_ENOMEM;
-		s->wait = nw;
-		if ((nh = realloc(s->hold, (size_t)cap * sizeof(*nh))) == NULL)
-			return -KB_ENOMEM;
-		s->hold = nh;
-		s->cap = cap;
-	}
-	s->wait[s->n] = json_integer_value(w);
-	s->hold[s->n] = json_integer_value(r) - json_integer_value(a);
-	s->n++;
-	return 0;
+	return stage_times_push(s, json_integer_value(w),
+				json_integer_value(r) - json_integer_value(a));
 }
 
 static int
@@ -318,24 +326,8 @@ summarize_all(const struct orch_run *run, struct stage_times st[FSM_ST__N])
 			struct stage_times *from = &sh[t].st[k], *to = &st[k];
 
 			to->steps += from->steps;
-			for (int j = 0; j < from->n; j++) {
-				if (to->n == to->cap) {
-					int	 cap = to->cap > 0 ? 2 * to->cap : 64;
-					int64_t	*nw = realloc(to->wait, (size_t)cap * sizeof(*nw)), *nh;
-
-					if (nw != NULL)
-						to->wait = nw;
-					if (nw == NULL || (nh = realloc(to->hold, (size_t)cap *
-									 sizeof(*nh))) == NULL) {
-						failed = true;
-						break;
-					}
-					to->hold = nh;
-					to->cap = cap;
-				}
-				to->wait[to->n] = from->wait[j];
-				to->hold[to->n++] = from->hold[j];
-			}
+			for (int j = 0; j < from->n && !failed; j++)
+				failed = stage_times_push(to, from->wait[j], from->hold[j]) < 0;
 			free(from->wait);
 			free(from->hold);
 		}
