@@ -57,8 +57,10 @@ cat "$out/gpu.txt"
 # library (libgnutls30) but not its .pc (no libgnutls28-dev, as the carried packages
 # leave it) fails pkg-config for want of a file the build does not use. A stub .pc
 # answers that one question; the link still takes the host's libgnutls.so.30.
-if ! pkg-config --exists libmicrohttpd 2>/dev/null &&
-   pkg-config --print-errors --exists libmicrohttpd 2>&1 | grep -q "'gnutls'"; then
+# (The errors are taken whole first: under pipefail, pkg-config's own failure would fail
+# a pipe into grep even where grep matched.)
+mhd_why=$(pkg-config --print-errors --exists libmicrohttpd 2>&1) || true
+if ! pkg-config --exists libmicrohttpd 2>/dev/null && [[ $mhd_why == *"'gnutls'"* ]]; then
   stub=$(mktemp -d)
   printf 'Name: gnutls\nDescription: stub for libmicrohttpd.pc (gpu-checks.sh)\nVersion: 3.8.0\n' > "$stub/gnutls.pc"
   export PKG_CONFIG_PATH=${PKG_CONFIG_PATH:+$PKG_CONFIG_PATH:}$stub
