@@ -165,7 +165,7 @@ int	kb_which(const char *name, char *out, size_t outlen);
 
 /* --------------------------------------------------------- trajectory log */
 
-/* The append-only per-task log of DESIGN.md §1. One writer: the task's worker. */
+/* The append-only per-task log of docs/DESIGN.md §1. One writer: the task's worker. */
 struct kb_tlog;
 struct kb_tlog_rec {
 	int64_t	 seq;

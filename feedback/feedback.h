@@ -1,7 +1,7 @@
 /*
  * feedback.h: turning a candidate kernel into measured facts and those facts into the
  * next prompt's feedback text. Owns the Python runner (feedback/kforge_runner.py, the
- * only code that touches PyTorch or CUDA) and the protocol with it (DESIGN.md §5).
+ * only code that touches PyTorch or CUDA) and the protocol with it (docs/DESIGN.md §5).
  *
  * Every runner is a fresh child started with kb_spawn (in a worker, started ahead and
  * handed its request later: fb_warm_enable): own process group, deadline,
@@ -62,7 +62,7 @@
 
 enum fb_mode { FB_PRECOMPILE, FB_EXECUTE, FB_PROFILE, FB_BASELINE, FB_PROBE, FB_SELFTEST };
 
-/* The closed set of result statuses (DESIGN.md §5). env_error: a failure the candidate
+/* The closed set of result statuses (docs/DESIGN.md §5). env_error: a failure the candidate
  * cannot cause (torch not importable, torch's headers, pybind11, the compiler or ninja
  * missing for its build, the reference failing on its own); details.stage and
  * details.fix say which prerequisite and what to do. Never cached, fed back or scored. */
@@ -452,7 +452,7 @@ char	*fb_exec_feedback(const struct kb_config *cfg, const struct fb_outcome *o);
 char	*fb_profile_feedback(const struct kb_config *cfg, json_t *profile, json_t *reference);
 
 /* ------------------------------------------------------- CUPTI profiles (profile.c)
- * On cuda, P comes from the CUPTI injection library (libkforge_kprof.so, DESIGN.md §6,
+ * On cuda, P comes from the CUPTI injection library (libkforge_kprof.so, docs/DESIGN.md §6,
  * the JSON of notes' kprof contract); on the CPU, or where the library was not built,
  * from torch.profiler in the runner (the profile then says so in "note"). */
 

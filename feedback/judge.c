@@ -1,5 +1,5 @@
 /*
- * judge.c: an execute's two results made one (DESIGN.md §5, trust boundaries).
+ * judge.c: an execute's two results made one (docs/DESIGN.md §5, trust boundaries).
  *
  * An execute runs two runners (run.c starts them): the judge, which imports the problem
  * alone and holds the reference, its outputs and its timing, and the candidate's runner,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kforge runner: the only code in kforge that touches PyTorch or CUDA (DESIGN.md §5).
+"""kforge runner: the only code in kforge that touches PyTorch or CUDA (docs/DESIGN.md §5).
 
 One JSON request on stdin, one JSON result on file descriptor 3; stdout and stderr are
 free-form logs that the parent captures. Modes:
@@ -411,7 +411,7 @@ class FdTee:
 
 # --------------------------------------------------------------- the judge's channel
 
-# An execute is two processes (DESIGN.md §5, trust boundaries): the judge (mode "judge")
+# An execute is two processes (docs/DESIGN.md §5, trust boundaries): the judge (mode "judge")
 # imports the problem alone, computes and times the reference and compares; the
 # candidate's runner (mode "execute") imports the candidate, runs it on the inputs the
 # judge names and times it. They speak over a Unix stream socket that the judge listens

@@ -1,6 +1,6 @@
 /* feedback/kprof.h: internals of libkforge_kprof.so, the CUPTI injection library that the
- * runner's PROFILE step loads through CUDA_INJECTION64_PATH (DESIGN.md §6; its output is the
- * contract in the feedback module's users' hands, notes/kprof_contract.md).
+ * runner's PROFILE step loads through CUDA_INJECTION64_PATH (docs/DESIGN.md §6; its output
+ * is the contract in the feedback module's users' hands, notes/kprof_contract.md).
  *
  * Three files share this header:
  *   kprof_core.c   the pure parts: the per-kernel table fed with neutral records, the

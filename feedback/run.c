@@ -1,5 +1,5 @@
 /*
- * run.c: one runner step (DESIGN.md §5). Builds the JSON request and the allow-listed
+ * run.c: one runner step (docs/DESIGN.md §5). Builds the JSON request and the allow-listed
  * environment, finds the Python that imports torch, spawns feedback/kforge_runner.py
  * with kb_spawn_run (own group, deadline, rlimits, capped output, result on fd 3), and
  * turns what came back into an fb_outcome. When the runner could not report (a signal,
@@ -1627,7 +1627,7 @@ selftest_dir_open(const char *kind, char *dir, size_t n, int *lock)
 /* ------------------------------------------------------------ the judge */
 
 /*
- * An execute is two runners (DESIGN.md §5, trust boundaries): the candidate's, started
+ * An execute is two runners (docs/DESIGN.md §5, trust boundaries): the candidate's, started
  * as every runner is (warm, forked or cold), and its judge, a runner in mode "judge" that
  * imports the problem alone, never the candidate, and drives the evaluation over a Unix
  * socket it listens on in a directory of its own beside the work directory (judge/); the

@@ -1,6 +1,6 @@
 /*
  * selftest.c: proof that this machine can build and run candidates before any is asked
- * for (DESIGN.md §5, env_error). The runner's "selftest" mode checks the prerequisites
+ * for (docs/DESIGN.md §5, env_error). The runner's "selftest" mode checks the prerequisites
  * and builds a known-good tiny extension exactly as a candidate's precompile is built, in
  * the run's build format (eval.format), with fb_run (the same environment, containment
  * and deadline rules); this file chooses the Python, gives the build a directory the

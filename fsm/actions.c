@@ -92,8 +92,8 @@ not_the_tasks_fault(int rc)
 	return rc == -KB_ESTOPPED || rc == -KB_ENOSPC;
 }
 
-/* A failure the candidate cannot cause (DESIGN.md §5, env_error): the step is logged with
- * the event env_error and what failed (stage, message, fix), the runner's result kept as
+/* A failure the candidate cannot cause (docs/DESIGN.md §5, env_error): the step is logged
+ * with the event env_error and what failed (stage, message, fix), the runner's result kept as
  * env_error.json beside the turn (never compile.json or result.json: it is neither cached
  * as a build nor fed back nor scored), and the run is paused (kind env), so no task asks
  * the model or starts a runner until the machine is fixed. The worker stops once this is

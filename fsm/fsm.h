@@ -1,5 +1,5 @@
 /*
- * fsm.h: one task's refinement loop — the transition table of DESIGN.md §3, the thin
+ * fsm.h: one task's refinement loop — the transition table of docs/DESIGN.md §3, the thin
  * state actions, and resume by replaying trajectory.jsonl.
  *
  * A worker process (forked by the supervisor) calls fsm_task_main() and exits with its

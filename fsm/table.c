@@ -1,4 +1,4 @@
-/* table.c: the task state machine as one const table (DESIGN.md §3). Every edge of the
+/* table.c: the task state machine as one const table (docs/DESIGN.md §3). Every edge of the
  * refinement loop is a row here; actions never choose a state themselves. */
 #include <string.h>
 
@@ -31,8 +31,8 @@ static const struct fsm_rule rules[FSM_ST__N][FSM_EV__N] = {
 	R(PRECOMPILE, timeout, FEEDBACK),
 	R(PRECOMPILE, transient, PRECOMPILE),
 	R(PRECOMPILE, fatal, FAILED),
-	/* The environment failed, not the candidate (DESIGN.md §5): the run pauses and the
-	 * step is redone on resume, so the event stays in its state and spends nothing. */
+	/* The environment failed, not the candidate (docs/DESIGN.md §5): the run pauses and
+	 * the step is redone on resume, so the event stays in its state and spends nothing. */
 	R(PRECOMPILE, env_error, PRECOMPILE),
 
 	[FSM_ST_EXECUTE][FSM_EV_correct] = { FSM_ST_PROFILE, FSM_ST_FEEDBACK },

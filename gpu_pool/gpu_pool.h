@@ -72,7 +72,7 @@ int	gpool_release(struct gpool *p, enum gpool_class cls, int slot);
  * Returns the number of slots freed. */
 int	gpool_reclaim(struct gpool *p, pid_t dead);
 
-/* GPU health after a runner crashed, timed out or reported a CUDA error (DESIGN.md §4):
+/* GPU health after a runner crashed, timed out or reported a CUDA error (docs/DESIGN.md §4):
  * the holder probes the GPU in fresh processes while it still holds the slot (the pool
  * runs nothing; probing is the caller's), and this rule says what follows each probe.
  * One failed probe may be the fault's own debris (a context torn down late), so a GPU

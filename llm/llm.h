@@ -87,7 +87,7 @@ double	llm_backoff_scale(const struct llm_client *c);
  * block is tagged python). 0 and *code (caller frees), or -KB_ENOENT. */
 int	llm_extract_code(const char *text, size_t n, char **code);
 
-/* What the previous turn left for the next prompt (DESIGN.md §3, paper App. D.3). */
+/* What the previous turn left for the next prompt (docs/DESIGN.md §3, paper App. D.3). */
 struct llm_feedback {
 	const char	*prev_kernel;	/* G: the previous generation (NULL: none/not enabled) */
 	const char	*exec_text;	/* E: compiler/execution output, already truncated */

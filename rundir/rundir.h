@@ -1,5 +1,5 @@
 /*
- * rundir.h: the layout of a run directory (DESIGN.md §1), in one table. Every path to a
+ * rundir.h: the layout of a run directory (docs/DESIGN.md §1), in one table. Every path to a
  * file or folder inside a run directory is built here; other modules ask for it by name
  * and never spell a file name or a level's folder themselves.
  *

@@ -3,7 +3,7 @@
 # directory, the gpu tests skipping) and skips (77) on a GPU host.
 kb_add_script_test(tools_gpu_checks COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/tools/gpu_checks.sh
                    LABELS e2e TIMEOUT 1800)
-# tools/check_modules.py: the include graph of the module folders keeps to DESIGN.md §8
+# tools/check_modules.py: the include graph of the module folders keeps to docs/DESIGN.md §8
 # (base a leaf, llm apart from evaluation, the pool steering nothing, public headers only);
 # planted violations are each named.
 find_package(Python3 COMPONENTS Interpreter REQUIRED)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The module graph of DESIGN.md §8, held to the C sources' include lines.
+"""The module graph of docs/DESIGN.md §8, held to the C sources' include lines.
 
 Each folder is a module with one public header; a module may use only the modules the
 graph gives it, and of those only their public headers (internals stay inside their own
@@ -52,7 +52,7 @@ def check(root):
             continue
         if top not in GRAPH:
             problems.append("%s/: C sources in a folder that is not a module of the graph "
-                            "(tools/check_modules.py GRAPH, DESIGN.md §8)" % top)
+                            "(tools/check_modules.py GRAPH, docs/DESIGN.md §8)" % top)
             continue
         allowed = GRAPH[top][1]
         for f in files:

@@ -8,7 +8,7 @@
 
 #include "kb_check.h"
 
-/* The edges DESIGN.md §3 names, in (state, event, next with P, next without P). */
+/* The edges docs/DESIGN.md §3 names, in (state, event, next with P, next without P). */
 static const struct {
 	enum fsm_state	s;
 	enum fsm_event	e;

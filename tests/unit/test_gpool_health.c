@@ -1,4 +1,4 @@
-/* test_gpool_health.c: the GPU health rule of DESIGN.md §4 (gpu_pool's), exhaustively —
+/* test_gpool_health.c: the GPU health rule of docs/DESIGN.md §4 (gpu_pool's), exhaustively —
  * for every count of earlier failures and every runner status a probe can end with, the
  * step gpool_health_decide picks; then the probe loop of the EXECUTE action driven through
  * every sequence of probe results: it stops after at most GPOOL_HEALTH_FAILURES probes,

@@ -1,5 +1,5 @@
 /* test_rundir.c: the run directory's layout (rundir/): every entry of the table builds
- * the path runs have always had (the list below is written out by hand from DESIGN.md §1
+ * the path runs have always had (the list below is written out by hand from docs/DESIGN.md §1
  * and the files a run leaves, so a changed name fails here), task ids and turn numbers
  * appear as given, a path one byte too long is an error that leaves no partial path, and
  * names of the wrong level, ids that are not one path component and turns below 1 are
