@@ -10,7 +10,7 @@
 #include "orchestrator/orch_int.h"
 
 /* The columns of a turn row, in order: the keys of the model's rows and the header of
- * report --csv (README lists them from here). A value not recorded is empty. */
+ * report --csv (docs/reports.md lists them from here). A value not recorded is empty. */
 const struct orch_column orch_turn_columns[] = {
 	{ "run", "the run's name" },
 	{ "task", "task id" },
