@@ -26,7 +26,7 @@ struct command {
 	const char	*usage;
 	const char	*help;
 	int		(*view)(const char *dir, bool json);	/* for cmd_view */
-	void		(*more_help)(void);	/* help generated from the code's tables */
+	void		(*more_help)(FILE *fp);	/* help generated from the code's tables */
 };
 
 static int	cmd_run(int argc, char **argv);
@@ -239,7 +239,7 @@ print_help(void)
 {
 	printf("usage: kforge %s\n\n%s\n", current->usage, current->help);
 	if (current->more_help != NULL)
-		current->more_help();
+		current->more_help(stdout);
 	return 0;
 }
 
@@ -732,15 +732,122 @@ cmd_doctor(int argc, char **argv)
 	return orch_cmd_doctor(nrest == 1 ? rest[0] : NULL, o.device, o.json, o.fresh);
 }
 
+/* What kforge is, in the overview and as the manual page's NAME line. */
+static const char about[] = "runs LLM-driven GPU-kernel refinement experiments (KernelBench style)";
+
 static void
 print_overview(FILE *fp)
 {
 	fprintf(fp, "usage: kforge COMMAND [ARGS]\n\n"
-		"kforge runs LLM-driven GPU-kernel refinement experiments (KernelBench style).\n\n"
-		"commands:\n");
+		"kforge %s.\n\n"
+		"commands:\n", about);
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(fp, "  kforge %s\n", commands[i].usage);
-	fprintf(fp, "\n'kforge COMMAND --help' describes one command.\n");
+	fprintf(fp, "\n'kforge COMMAND --help' describes one command; 'kforge --version' prints\n"
+		"the version; 'kforge --man [FILE]' writes the manual page kforge.1.\n");
+}
+
+/* Text for roff: a backslash escaped, a hyphen a minus (options are typed so), and a
+ * line that would start with a control character made plain. */
+static void
+man_text(FILE *fp, const char *text)
+{
+	bool	line_start = true;
+
+	for (const char *p = text; *p != '\0'; p++) {
+		if (line_start && (*p == '.' || *p == '\''))
+			fputs("\\&", fp);
+		line_start = *p == '\n';
+		if (*p == '\\')
+			fputs("\\e", fp);
+		else if (*p == '-')
+			fputs("\\-", fp);
+		else
+			fputc(*p, fp);
+	}
+	if (!line_start)
+		fputc('\n', fp);
+}
+
+/* A command's table-made help (more_help), which is laid out in columns: kept as it is. */
+static int
+man_more_help(FILE *fp, const struct command *c)
+{
+	char	*text = NULL;
+	size_t	 len = 0;
+	FILE	*mem = open_memstream(&text, &len);
+
+	if (mem == NULL)
+		return -1;
+	c->more_help(mem);
+	if (fclose(mem) != 0) {
+		free(text);
+		return -1;
+	}
+	fputs(".PP\n.nf\n", fp);
+	man_text(fp, text[0] == '\n' ? text + 1 : text);
+	fputs(".fi\n", fp);
+	free(text);
+	return 0;
+}
+
+/* The manual page, from the table of commands that --help prints: one home for both. */
+static int
+write_man(FILE *fp)
+{
+	fprintf(fp, ".\\\" kforge.1: made by 'kforge --man' from the commands' table in "
+		"orchestrator/cli.c; edit that, not this.\n"
+		".TH KFORGE 1 \"\" \"kforge %s\" \"kforge manual\"\n.nh\n.ad l\n"
+		".SH NAME\nkforge \\- ", KFORGE_VERSION);
+	man_text(fp, about);
+	fputs(".SH SYNOPSIS\n.nf\n", fp);
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		fputs("\\fBkforge\\fR ", fp);
+		man_text(fp, commands[i].usage);
+	}
+	fputs("\\fBkforge\\fR \\-\\-version\n\\fBkforge\\fR \\-\\-man [FILE]\n.fi\n"
+	      ".SH DESCRIPTION\nkforge ", fp);
+	man_text(fp, about);
+	fputs(".PP\nEvery command takes \\fB\\-\\-help\\fR, which prints its section below.\n"
+	      "\\fB\\-\\-version\\fR prints kforge's version.\n.SH COMMANDS\n", fp);
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		fprintf(fp, ".SS %s\n.nf\n\\fBkforge\\fR ", commands[i].name);
+		man_text(fp, commands[i].usage);
+		fputs(".fi\n.PP\n", fp);
+		man_text(fp, commands[i].help);
+		if (commands[i].more_help != NULL && man_more_help(fp, &commands[i]) < 0)
+			return -1;
+	}
+	fputs(".SH SEE ALSO\nREADME.md in kforge's source, for a tour; "
+	      "\\fBkforge config \\-\\-reference\\fR, for every config key.\n", fp);
+	return ferror(fp) ? -1 : 0;
+}
+
+/* kforge --man [FILE]: the page on standard output, or into FILE whole or not at all
+ * (the build makes build/kforge.1 so). */
+static int
+cmd_man(int argc, char **argv)
+{
+	char	*text = NULL;
+	size_t	 len = 0;
+	FILE	*mem;
+	int	 rc;
+
+	if (argc > 3) {
+		fprintf(stderr, "kforge --man: wants at most one FILE\nusage: kforge --man [FILE]\n");
+		return 2;
+	}
+	if (argc < 3)
+		return write_man(stdout) < 0 || fflush(stdout) != 0 ? 1 : 0;
+	if ((mem = open_memstream(&text, &len)) == NULL)
+		return 1;
+	rc = write_man(mem);
+	if (fclose(mem) != 0)
+		rc = -1;
+	if (rc == 0 && (rc = kb_write_atomic(argv[2], text, len)) < 0)
+		fprintf(stderr, "kforge --man: cannot write %s: %s\n", argv[2], kb_strerror(rc));
+	free(text);
+	return rc < 0 ? 1 : 0;
 }
 
 int
@@ -755,6 +862,12 @@ orch_main(int argc, char **argv)
 		print_overview(stdout);
 		return 0;
 	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("kforge %s\n", KFORGE_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "--man") == 0)
+		return cmd_man(argc, argv);
 	for (size_t i = 0; i < NCOMMANDS; i++) {
 		if (strcmp(argv[1], commands[i].name) == 0) {
 			current = &commands[i];

@@ -102,7 +102,7 @@ runner_tolerances(void)
 }
 
 void
-orch_eval_help(void)
+orch_eval_help(FILE *fp)
 {
 	struct kb_config	 cfg;
 	char			 err[512];
@@ -110,18 +110,18 @@ orch_eval_help(void)
 	const char		*prec;
 	char			 preset[512];
 
-	printf("\nexit status:\n");
+	fprintf(fp, "\nexit status:\n");
 	for (size_t i = 0; i < N_EVAL_EXITS; i++)
-		printf("  %d  %s\n%s%s%s", eval_exits[i].code, eval_exits[i].meaning,
+		fprintf(fp, "  %d  %s\n%s%s%s", eval_exits[i].code, eval_exits[i].meaning,
 		       eval_exits[i].statuses ? "     status: " : "",
 		       eval_exits[i].statuses ?: "", eval_exits[i].statuses ? "\n" : "");
 	if (orch_config_load_string(eval_defaults, strlen(eval_defaults), "kforge eval", NULL,
 				    0, &cfg, err, sizeof(err)) < 0) {
-		printf("\n(the defaults cannot be shown: %s)\n", err);
+		fprintf(fp, "\n(the defaults cannot be shown: %s)\n", err);
 		json_decref(tol);
 		return;
 	}
-	printf("\ndefaults (--set eval.KEY=VALUE changes one):\n"
+	fprintf(fp, "\ndefaults (--set eval.KEY=VALUE changes one):\n"
 	       "  eval.device %s, eval.precision %s\n"
 	       "  eval.correctness_trials %ld, inputs seeded from eval.seed %ld\n"
 	       "  eval.warmup %ld runs, then eval.perf_trials %ld timed trials (mean reported)\n"
@@ -134,20 +134,20 @@ orch_eval_help(void)
 	       cfg.eval.device, cfg.eval.precision, cfg.eval.correctness_trials, cfg.eval.seed,
 	       cfg.eval.warmup, cfg.eval.perf_trials, cfg.eval.timeout_s,
 	       cfg.eval.compile_timeout_s, cfg.eval.format);
-	printf("  eval.atol and eval.rtol: the precision's tolerance, ");
+	fprintf(fp, "  eval.atol and eval.rtol: the precision's tolerance, ");
 	if (tol != NULL) {
 		bool first = true;
 
 		json_object_foreach(tol, prec, v) {
-			printf("%s%s %g", first ? "" : ", ", prec, json_number_value(v));
+			fprintf(fp, "%s%s %g", first ? "" : ", ", prec, json_number_value(v));
 			first = false;
 		}
-		printf("\n");
+		fprintf(fp, "\n");
 	} else {
-		printf("TOLERANCE in feedback/kforge_runner.py\n");
+		fprintf(fp, "TOLERANCE in feedback/kforge_runner.py\n");
 	}
 	fb_timing_describe(&cfg, preset, sizeof(preset));
-	printf("  eval.timing_preset %s\n    (%s);\n"
+	fprintf(fp, "  eval.timing_preset %s\n    (%s);\n"
 	       "  eval.timing_preset kernelbench: KernelBench's method, one key away;\n"
 	       "  eval.timing %s on cuda (cuda_event: CUDA events; host_time; do_bench: Triton's,\n"
 	       "  where Triton imports), the host clock on cpu; eval.l2_flush %s;\n"

@@ -353,7 +353,7 @@ void	orch_run_stamp(const struct orch_run *run, char *out, size_t len);
 /* eval.c. orch_cmd_eval's return value is the verdict as an exit status (the table in
  * eval.c); orch_eval_help prints that table and the evaluation's defaults, for
  * `kforge eval --help`. */
-void	orch_eval_help(void);
+void	orch_eval_help(FILE *fp);
 int	orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		      const char *const *sets, int nsets, bool json);
 

@@ -15,8 +15,6 @@
 #include "llm/llm.h"
 #include "orchestrator/orch_int.h"
 
-#define KFORGE_VERSION "0.1.0"
-
 static int
 absolute_dir(const char *in, char *out, size_t n)
 {

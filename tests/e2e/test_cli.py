@@ -11,6 +11,7 @@ runner define them."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -24,6 +25,33 @@ for cmd in ("run", "resume", "status", "tail", "report", "stop", "eval"):
     check(p.stdout.startswith("usage: kforge " + cmd), "%s --help: %r" % (cmd, p.stdout[:80]))
 p = kforge("--help")
 check(all(c in p.stdout for c in ("run", "resume", "status", "tail", "report", "stop", "eval")), "overview")
+
+# --version says the version of CMake's project(), its one home; the manual page the build
+# made (build/kforge.1) has a section per command --help lists, holding every line of that
+# command's --help, and is what `kforge --man` writes now (not a stale copy).
+version = re.search(r"^project\(kforge VERSION (\S+) ", open(os.path.join(HOME, "CMakeLists.txt")).read(), re.M)
+check(version is not None, "CMakeLists.txt's project() names no VERSION")
+p = kforge("--version")
+check(p.stdout == "kforge %s\n" % version.group(1) and p.stderr == "", "--version: %r %r" % (p.stdout, p.stderr))
+man_path = os.path.join(os.path.dirname(BIN), "kforge.1")
+check(os.path.exists(man_path), "the build made no manual page %s" % man_path)
+man = open(man_path).read()
+check(man == kforge("--man").stdout, "%s differs from what 'kforge --man' writes" % man_path)
+check('.TH KFORGE 1 "" "kforge %s"' % version.group(1) in man, "the manual page's version: %r" % man[:300])
+listed = re.findall(r"^  kforge (\S+)", kforge("--help").stdout, re.M)
+sections = re.findall(r"^\.SS (\S+)$", man, re.M)
+check(len(listed) >= 10 and sections == listed, "--help lists %s, the manual page %s" % (listed, sections))
+man_lines = set(man.replace("\\-", "-").replace("\\e", "\\").replace("\\&", "").splitlines())
+for cmd in listed:
+    help_body = kforge(cmd, "--help").stdout.split("\n\n", 1)[1]
+    missing = [l for l in help_body.splitlines() if l.strip() and l not in man_lines]
+    check(not missing, "the manual page's %s lacks lines of its --help: %s" % (cmd, missing[:3]))
+if shutil.which("groff"):
+    p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", man_path], capture_output=True, text=True)
+    check(p.returncode == 0 and p.stderr == "", "groff warns of the manual page: %r" % p.stderr[-2000:])
+p = kforge("--man", "a", "b", check_rc=False)
+check(p.returncode == 2 and "usage: kforge --man [FILE]" in p.stderr, "--man with two files: %r" % p.stderr)
+
 p = kforge("frobnicate", check_rc=False)
 check(p.returncode == 2 and "unknown command 'frobnicate'" in p.stderr, "unknown command")
 p = kforge("status", check_rc=False)
