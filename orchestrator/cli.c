@@ -203,8 +203,10 @@ static const struct command commands[] = {
 	  .usage = "config CONFIG [--set key=value ...] | config --reference",
 	  .help = "Print the frozen config a run of CONFIG would write as its config.yaml: every\n"
 	  "key, defaults filled in, --set overrides applied, eval.device auto and an empty\n"
-	  "eval.arch_list resolved on this machine. A bad config is reported as 'run' reports\n"
-	  "it (FILE:LINE:COLUMN: key: what is wrong) and exits 2.\n"
+	  "eval.arch_list resolved on this machine. Everything 'run' checks before it starts\n"
+	  "is checked, by the same code (the config, the problems, the API key variable,\n"
+	  "runner.python, runner.user): a failure prints the one line 'run' prints\n"
+	  "(FILE:LINE:COLUMN: key: what is wrong, where the file sets the key) and exits 2.\n"
 	  "--reference prints every config key instead: its type, default, allowed values or\n"
 	  "bounds, when it is required, and one line of meaning, generated from the table\n"
 	  "the loader checks configs against." },
@@ -688,10 +690,10 @@ static int
 cmd_config(int argc, char **argv)
 {
 	struct run_opts	 o = { 0 };
-	struct kb_config cfg;
-	json_t		*gpus = NULL;
+	struct orch_run	 run;
+	json_t		*gpus;
 	char		 err[1024], **rest;
-	int		 nrest, rc = 0;
+	int		 nrest, rc;
 
 	PARSE_OR_RETURN("sR");
 	if (o.reference) {
@@ -701,19 +703,14 @@ cmd_config(int argc, char **argv)
 	}
 	if (nrest != 1)
 		return usage_error("wants exactly one CONFIG%s", nrest > 1 ? " (extra arguments)" : "");
-	if (orch_config_load(rest[0], o.sets, o.nsets, &cfg, err, sizeof(err)) < 0) {
+	/* what `kforge run` checks before it freezes the config, the same way */
+	if (orch_run_prepare(&run, rest[0], o.sets, o.nsets, &gpus, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		return 2;
 	}
-	/* what orch_run_create does before it freezes the config (a Slurm run's shards
-	 * resolve their own nodes' devices) */
-	if (!orch_slurm_engine(&cfg) &&
-	    (rc = orch_resolve_devices(&cfg, &gpus, err, sizeof(err))) < 0)
-		fprintf(stderr, "kforge: %s\n", err);
-	else
-		rc = orch_config_emit(&cfg, stdout);
+	rc = orch_config_emit(&run.cfg, stdout);
 	json_decref(gpus);
-	kb_config_clear(&cfg);
+	orch_run_clear(&run);
 	return rc < 0 ? 2 : 0;
 }
 

@@ -27,7 +27,15 @@ struct orch_run {
 	int		 ntasks;
 };
 
-/* run.c: creating and opening run directories. */
+/* run.c: creating and opening run directories. orch_run_prepare is everything `kforge
+ * run` checks before it creates the directory, and `kforge config` checks the same: the
+ * config loaded (--set applied), its devices resolved into *gpus (the caller's), its
+ * problems listed into run->tasks, and, for a local run, what this machine must have
+ * (the API key variable, runner.user, the sandbox, runner.python, the backend). On
+ * error run and *gpus hold nothing and err has the one line to print. */
+int	orch_run_prepare(struct orch_run *run, const char *config_path,
+			 const char *const *sets, int nsets, json_t **gpus, char *err,
+			 size_t errlen);
 int	orch_run_create(struct orch_run *run, const char *config_path, const char *run_dir,
 			const char *const *sets, int nsets, char *err, size_t errlen);
 int	orch_run_open(struct orch_run *run, const char *dir, char *err, size_t errlen);

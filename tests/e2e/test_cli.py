@@ -92,6 +92,7 @@ try:
     key_run = os.path.join(work, "run-key")
     check("KFORGE_CLI_TEST_KEY" not in os.environ, "the key variable must start unset")
     p = kforge("run", keyed, "--run-dir", key_run, check_rc=False)
+    key_err = p.stderr
     check(p.returncode == 2 and re.fullmatch(r"kforge: llm\.api_key_env: environment variable KFORGE_CLI_TEST_KEY is not set[^\n]*\n",
                                              p.stderr), "an unset key: one line naming the variable, got %d %r" % (p.returncode, p.stderr))
     check(not os.path.exists(key_run), "an unset key left %s behind" % key_run)
@@ -105,15 +106,35 @@ finally:
     mock.stop()
 
 # kforge config: the frozen config a run would write, the same text as the run's own
+key_env = {"KFORGE_CLI_TEST_KEY": "sk-cli-test"}
 frozen = open(os.path.join(key_run, "config.yaml")).read()
-p = kforge("config", keyed)
+p = kforge("config", keyed, env=key_env)
 check(p.stdout == frozen, "kforge config differs from the run's config.yaml:\n%s\n---\n%s" % (p.stdout, frozen))
-p = kforge("config", keyed, "--set", "refinement.turns=7", "--set", "eval.precision=bf16")
+p = kforge("config", keyed, "--set", "refinement.turns=7", "--set", "eval.precision=bf16", env=key_env)
 check("\n  turns: 7\n" in p.stdout and "\n  precision: bf16\n" in p.stdout and "\n  turns: 1\n" not in p.stdout,
       "--set applied to the printed config: %r" % p.stdout)
 p = kforge("config", bad, check_rc=False)
 check(p.returncode == 2 and re.fullmatch(r"kforge: .*bad\.yaml:6:3: llm\.temprature: unknown key \(did you mean 'temperature'\?\)\n", p.stderr)
       and p.stdout == "", "kforge config on a bad config: file:line:column, exit 2, got %d %r" % (p.returncode, p.stderr))
+# ... and what run refuses before it starts, config refuses with the same line: an unset
+# key variable, a problems directory that is not there (in the file: its line and column;
+# by --set: the --set named), a runner.python that is no Python
+p = kforge("config", keyed, check_rc=False)
+check(p.returncode == 2 and p.stderr == key_err and p.stdout == "",
+      "kforge config with the key unset: exit %d, %r; run said %r" % (p.returncode, p.stderr, key_err))
+nowhere = write_config(os.path.join(work, "nowhere.yaml"), "name: cli\nproblems:\n  dir: %s/nowhere\n"
+                       "llm: {provider: replay, replay_dir: %s}\nrunner: {python: %s}\n" % (work, work, py))
+for args in ((nowhere,), (good, "--set", "problems.dir=%s/nowhere" % work),
+             (good, "--set", "runner.python=/nonexistent/python3")):
+    r = kforge("run", *args, "--run-dir", run_dir, check_rc=False)
+    c = kforge("config", *args, check_rc=False)
+    check(r.returncode == 2 and r.stderr.count("\n") == 1 and not os.path.exists(run_dir),
+          "run %s: exit %d, %r" % (args, r.returncode, r.stderr))
+    check(c.returncode == 2 and c.stderr == r.stderr and c.stdout == "",
+          "config %s: exit %d, %r; run said %r" % (args, c.returncode, c.stderr, r.stderr))
+check(re.fullmatch(r"kforge: .*nowhere\.yaml:3:8: problems\.dir: cannot open '%s/nowhere': No such file or directory\n"
+                   % re.escape(work), kforge("config", nowhere, check_rc=False).stderr),
+      "a missing problems directory in the file: file:line:column")
 p = kforge("config", keyed, "--set", "eval.device=gpu", check_rc=False)
 check(p.returncode == 2 and "--set eval.device=gpu: eval.device: expected one of" in p.stderr, "a bad --set: %r" % p.stderr)
 p = kforge("config", check_rc=False)
