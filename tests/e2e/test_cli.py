@@ -198,7 +198,9 @@ check(not os.path.exists(run_dir), "a bad runner.python left %s behind" % run_di
 # --set is validated, applied and frozen; the run directory is never reused.
 p = kforge("run", good, "--run-dir", run_dir, "--set", "eval.device=gpu", check_rc=False)
 check(p.returncode == 2 and "--set eval.device=gpu: eval.device:" in p.stderr, "bad --set: %r" % p.stderr)
-kforge("run", good, "--run-dir", run_dir, "--set", "refinement.turns=2", "--set", "eval.device=cpu")
+p = kforge("run", good, "--run-dir", run_dir, "--set", "refinement.turns=2", "--set", "eval.device=cpu")
+check(re.search(r"\[task L1_1_ReLU_s0\] DONE after 2 turns: no correct kernel\n", p.stderr),
+      "a task whose replies had no code: its DONE line %r" % [l for l in p.stderr.splitlines() if "DONE" in l])
 frozen = open(os.path.join(run_dir, "config.yaml")).read()
 check(re.search(r"turns: 2\b", frozen) and "device: cpu" in frozen, "--set not frozen")
 check(all(t["state"] == "DONE" and t["turn"] == 2 for t in json.loads(kforge("status", run_dir, "--json").stdout)["tasks"]),

@@ -6,6 +6,8 @@
 - a reply in KernelBench's load_inline format is rejected before any build (the static
   check names load_cpp); a raw reply builds, runs and is correct, in the run and through
   `kforge eval --set eval.format=raw`, whose precompile is then a cache hit
+- the task's DONE line gives its best speedup, its turn, and faster or slower than the
+  reference
 """
 import json
 import os
@@ -39,7 +41,7 @@ workers: 1
 """ % (problems, mock.base_url, py))
 run_dir = os.path.join(work, "run")
 try:
-    kforge("run", config, "--run-dir", run_dir, env={"KFORGE_E2E_KEY": "sk-e2e"}, timeout=900)
+    run = kforge("run", config, "--run-dir", run_dir, env={"KFORGE_E2E_KEY": "sk-e2e"}, timeout=900)
     prompts = [r["body"]["messages"][-1]["content"] for r in mock.requests()]
 finally:
     mock.stop()
@@ -75,4 +77,14 @@ e = json.loads(p.stdout) if p.returncode == 0 else {}
 check(e.get("status") == "ok" and e.get("correct"), "eval of the raw kernel: %s" % e.get("status"))
 check(e.get("steps", {}).get("precompile", {}).get("cache_hit") is True,
       "eval built the run's raw kernel again: %s" % e.get("steps"))
+
+# The task's last log line says what it found: its best correct speedup, at which turn,
+# and whether that is faster or slower than the reference (never just "found").
+best = feedback_records(recs)[-1]["data"]["best_speedup"]
+than = "faster than" if round(best, 2) > 1 else "slower than" if round(best, 2) < 1 else "as fast as"
+done = [l for l in run.stderr.splitlines() if "[task L1_1_ReLU_s0] DONE" in l]
+check(len(done) == 1 and done[0].endswith("DONE after 2 turns: best %.2fx at turn 2 (correct, %s the reference)"
+                                          % (best, than)),
+      "the task's DONE line, best %r: %s" % (best, done))
+
 print("ok: raw prompt, load_inline rejected, raw kernel correct in the run and in eval")
