@@ -184,12 +184,15 @@ static const struct command commands[] = {
 	  "cluster.claim_timeout_s, and ends when nothing is left to claim. SIGTERM stops it at\n"
 	  "a turn's boundary, letting its unfinished tasks go to the others." },
 	{ .name = "eval", .run = cmd_eval,
-	  .usage = "eval --problem P.py --kernel K.py [--device cpu|cuda|auto] "
-		   "[--set key=value ...] [--json] [--profile]",
+	  .usage = "eval --problem P.py --kernel K.py|REPLY.md [--device cpu|cuda|auto]\n"
+		   "         [--set key=value ...] [--json] [--profile]",
 	  .help = "Evaluate one kernel against one KernelBench-format problem: precompile,\n"
 	  "reference timing, correctness trials and timing, as in a run's turn. --profile\n"
 	  "also profiles it as a run with P feedback does (CUPTI on a GPU: the kernels that\n"
-	  "ran, on which streams, judged by the same profile rule) and prints the P text.",
+	  "ran, on which streams, judged by the same profile rule) and prints the P text.\n"
+	  "A --kernel whose name ends in .md is a model's reply (a run keeps each as its\n"
+	  "turn's response.md): its code is taken as a run's turn takes it (the last fenced\n"
+	  "block tagged python, else the last untagged one); a reply with none exits 2.",
 	  .more_help = orch_eval_help },
 	{ .name = "baseline", .run = cmd_baseline,
 	  .usage = "baseline CONFIG [--set key=value ...]",

@@ -8,6 +8,9 @@
   `kforge eval --set eval.format=raw`, whose precompile is then a cache hit
 - the task's DONE line gives its best speedup, its turn, and faster or slower than the
   reference
+- `kforge eval --kernel REPLY.md` takes a reply's code as the run took it (the run's
+  response.md, and the same after a decoy block: cache hits of the run's build); a reply
+  without code is one line, exit 2
 """
 import json
 import os
@@ -87,4 +90,27 @@ check(len(done) == 1 and done[0].endswith("DONE after 2 turns: best %.2fx at tur
                                           % (best, than)),
       "the task's DONE line, best %r: %s" % (best, done))
 
-print("ok: raw prompt, load_inline rejected, raw kernel correct in the run and in eval")
+# eval of a model's reply (.md) takes its code as the run took it: the run's own
+# response.md of turn 2, and the same reply after prose and a block that is not python,
+# build exactly the run's kernel.py (a cache hit); a reply without code is one line, exit 2.
+response = os.path.join(run_dir, "tasks", "L1_1_ReLU_s0", "turns", "2", "response.md")
+decoy = os.path.join(work, "reply.md")
+with open(decoy, "w") as f:
+    f.write("Here is the kernel.\n\n```cpp\nint not_the_kernel;\n```\n\n" + open(response).read())
+for md in (response, decoy):
+    p = kforge("eval", "--problem", os.path.join(problems, "level1", "1_ReLU.py"), "--kernel", md,
+               "--device", "cpu", "--json", "--set", "eval.format=raw", "--set", "eval.perf_trials=5",
+               "--set", "eval.warmup=1", timeout=600, check_rc=False)
+    e = json.loads(p.stdout) if p.returncode == 0 else {}
+    check(p.returncode == 0 and e.get("status") == "ok" and e.get("correct"),
+          "eval of the reply %s: exit %d, %s %s" % (md, p.returncode, e.get("status"), p.stderr[-2000:]))
+    check(e.get("steps", {}).get("precompile", {}).get("cache_hit") is True,
+          "eval of the reply %s built other code than the run's kernel.py: %s" % (md, e.get("steps")))
+no_code = os.path.join(work, "no_code.md")
+with open(no_code, "w") as f:
+    f.write("I cannot write this kernel.\n")
+p = kforge("eval", "--problem", os.path.join(problems, "level1", "1_ReLU.py"), "--kernel", no_code,
+           "--device", "cpu", check_rc=False)
+check(p.returncode == 2 and p.stderr == "kforge: %s: the reply has no fenced ```python code block (a run's turn "
+      "would have no kernel)\n" % no_code and p.stdout == "", "eval of a reply without code: %d %r" % (p.returncode, p.stderr))
+print("ok: raw prompt, load_inline rejected, raw kernel correct in the run and in eval, its reply too")
