@@ -6,6 +6,8 @@
 - a reply in KernelBench's load_inline format is rejected before any build (the static
   check names load_cpp); a raw reply builds, runs and is correct, in the run and through
   `kforge eval --set eval.format=raw`, whose precompile is then a cache hit
+- eval works with the least trial counts the config allows (perf_trials 1: a speedup with
+  no 95% interval), with no runner error
 - the task's DONE line gives its best speedup, its turn, and faster or slower than the
   reference
 - `kforge eval --kernel REPLY.md` takes a reply's code as the run took it (the run's
@@ -80,6 +82,24 @@ e = json.loads(p.stdout) if p.returncode == 0 else {}
 check(e.get("status") == "ok" and e.get("correct"), "eval of the raw kernel: %s" % e.get("status"))
 check(e.get("steps", {}).get("precompile", {}).get("cache_hit") is True,
       "eval built the run's raw kernel again: %s" % e.get("steps"))
+
+# Every trial count the config reference allows works, down to its least: a speedup
+# without a 95% interval (one timed call) is a result, not a runner error.
+for sets in (["eval.perf_trials=1"], ["eval.perf_trials=2"], ["eval.correctness_trials=1"],
+             ["eval.perf_trials=1", "eval.correctness_trials=1", "eval.warmup=0"],
+             ["eval.perf_trials=1", "eval.timing_preset=kernelbench"]):
+    args = [a for kv in sets for a in ("--set", kv)]
+    p = kforge("eval", "--problem", os.path.join(problems, "level1", "1_ReLU.py"), "--kernel", kernel,
+               "--device", "cpu", "--json", "--set", "eval.format=raw", *args, timeout=600, check_rc=False)
+    e = json.loads(p.stdout) if p.stdout.startswith("{") else {}
+    # a speedup above 10x against a reference timed once on a loaded machine: timing only
+    timing_only = p.returncode == 6 and [r.get("rule") for r in e.get("reasons", [])] == ["excessive_speedup"]
+    check((p.returncode == 0 or timing_only) and e.get("status") == "ok" and e.get("correct") and
+          e.get("speedup", 0) > 0 and not {"runner_error", "judge_failed"} & set(e.get("flags", [])),
+          "eval with %s: exit %d, %s %s %s" % (sets, p.returncode, e.get("status"), e.get("flags"),
+                                               p.stdout[-1500:] + p.stderr[-1500:]))
+    if "eval.perf_trials=1" in sets and "eval.timing_preset=kernelbench" not in sets:
+        check(e["speedup_ci95"] is None, "one timed call has no interval: %r" % e["speedup_ci95"])
 
 # The task's last log line says what it found: its best correct speedup, at which turn,
 # and whether that is faster or slower than the reference (never just "found").
