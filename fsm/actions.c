@@ -376,8 +376,7 @@ fsm_act_generate(struct task_run *t)
 	rc = llm_extract_code(content, strlen(content), &code);
 	free(content);
 	if (rc < 0) {
-		json_object_set_new(t->data, "reason",
-				    json_string("the reply has no fenced ```python code block"));
+		json_object_set_new(t->data, "reason", json_string(LLM_NO_CODE));
 		return FSM_EV_no_code;
 	}
 	rc = fsm_put_artifact(t, "kernel", RD_KERNEL_PY, code, strlen(code));

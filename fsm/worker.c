@@ -257,12 +257,28 @@ out:
 	return rc;
 }
 
+/* What a finished task found, for its last log line: its best correct kernel against
+ * the reference, or that it has none (a suspect kernel waits for review: not found). */
+static void
+best_found(const struct task_run *t, char *out, size_t n)
+{
+	/* what prints as 1.00x is neither faster nor slower */
+	const char *than = t->best_speedup >= 1.005 ? "faster than" :
+			   t->best_speedup < 0.995 ? "slower than" : "as fast as";
+
+	if (t->best_speedup > 0)
+		snprintf(out, n, "best %.2fx at turn %d (correct, %s the reference)",
+			 t->best_speedup, t->best_turn, than);
+	else
+		snprintf(out, n, "no correct kernel");
+}
+
 int
 fsm_task_main(const struct fsm_ctx *ctx)
 {
 	struct task_run		 t;
 	struct sigaction	 sa;
-	char			 err[512];
+	char			 err[512], best[128];
 	int			 lock_fd = -1, rc, code = KB_EXIT_TEMPFAIL;
 
 	memset(&t, 0, sizeof(t));
@@ -302,8 +318,9 @@ fsm_task_main(const struct fsm_ctx *ctx)
 			goto out;
 	}
 	code = KB_EXIT_DONE;
-	log_info("%s after %d turns, best speedup %s", fsm_state_name(t.state), t.turn,
-		 t.best_speedup > 0 ? "found" : "none");
+	best_found(&t, best, sizeof(best));
+	log_info("%s after %d turn%s: %s", fsm_state_name(t.state), t.turn, t.turn == 1 ? "" : "s",
+		 best);
 out:
 	if (rc == -KB_ESTOPPED || fsm_should_stop(NULL))
 		code = code == KB_EXIT_DONE ? code : KB_EXIT_TEMPFAIL;

@@ -84,8 +84,10 @@ const char *llm_endpoint(const struct llm_client *c);
 double	llm_backoff_scale(const struct llm_client *c);
 
 /* The code the model meant: the last fenced block tagged python (or untagged, if no
- * block is tagged python). 0 and *code (caller frees), or -KB_ENOENT. */
+ * block is tagged python). 0 and *code (caller frees), or -KB_ENOENT, which a run's
+ * turn records, and `kforge eval` of a reply reports, as LLM_NO_CODE. */
 int	llm_extract_code(const char *text, size_t n, char **code);
+#define LLM_NO_CODE	"the reply has no fenced ```python code block"
 
 /* What the previous turn left for the next prompt (docs/DESIGN.md §3, paper App. D.3). */
 struct llm_feedback {

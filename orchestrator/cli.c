@@ -26,7 +26,7 @@ struct command {
 	const char	*usage;
 	const char	*help;
 	int		(*view)(const char *dir, bool json);	/* for cmd_view */
-	void		(*more_help)(void);	/* help generated from the code's tables */
+	void		(*more_help)(FILE *fp);	/* help generated from the code's tables */
 };
 
 static int	cmd_run(int argc, char **argv);
@@ -135,11 +135,12 @@ static const struct command commands[] = {
 	  "95% interval, runtimes, per-stage slot wait and hold (ms), LLM requests and tokens.\n"
 	  "--svg DIR writes the plots, drawn by kforge itself: fast_p against p per level,\n"
 	  "fast_1 by turn, the best speedups of correct kernels, the status of every turn\n"
-	  "by turn, GPU and compile slot use over time. --html FILE writes one self-contained\n"
-	  "page: the summary, the plots, a sortable table of tasks and, per task, its\n"
-	  "timeline and every turn's prompt, reply, kernel (with a diff against the previous\n"
-	  "turn's), build output, results, verdict, profile and feedback. With several run\n"
-	  "directories --csv, --svg and --html cover them all, the plots overlaid.\n"
+	  "by turn, execution (GPU or CPU) and compile slot use over time. --html FILE\n"
+	  "writes one self-contained page: the summary, the plots (as wide as the window),\n"
+	  "a sortable table of tasks and, per task, its timeline and every turn's prompt,\n"
+	  "reply, kernel (with a diff against the previous turn's), build output, results,\n"
+	  "verdict, profile and feedback. With several run directories --csv, --svg and\n"
+	  "--html cover them all, the plots overlaid.\n"
 	  "With problems.samples above 1 the report adds fast_p@k and fast_1@k by turn for\n"
 	  "k = 1 to the samples, by the unbiased estimator 1 - C(n-c,k)/C(n,k) averaged over\n"
 	  "problems. Several run directories without --csv, --html or --svg compare the\n"
@@ -184,12 +185,15 @@ static const struct command commands[] = {
 	  "cluster.claim_timeout_s, and ends when nothing is left to claim. SIGTERM stops it at\n"
 	  "a turn's boundary, letting its unfinished tasks go to the others." },
 	{ .name = "eval", .run = cmd_eval,
-	  .usage = "eval --problem P.py --kernel K.py [--device cpu|cuda|auto] "
-		   "[--set key=value ...] [--json] [--profile]",
+	  .usage = "eval --problem P.py --kernel K.py|REPLY.md [--device cpu|cuda|auto]\n"
+		   "         [--set key=value ...] [--json] [--profile]",
 	  .help = "Evaluate one kernel against one KernelBench-format problem: precompile,\n"
 	  "reference timing, correctness trials and timing, as in a run's turn. --profile\n"
 	  "also profiles it as a run with P feedback does (CUPTI on a GPU: the kernels that\n"
-	  "ran, on which streams, judged by the same profile rule) and prints the P text.",
+	  "ran, on which streams, judged by the same profile rule) and prints the P text.\n"
+	  "A --kernel whose name ends in .md is a model's reply (a run keeps each as its\n"
+	  "turn's response.md): its code is taken as a run's turn takes it (the last fenced\n"
+	  "block tagged python, else the last untagged one); a reply with none exits 2.",
 	  .more_help = orch_eval_help },
 	{ .name = "baseline", .run = cmd_baseline,
 	  .usage = "baseline CONFIG [--set key=value ...]",
@@ -203,8 +207,10 @@ static const struct command commands[] = {
 	  .usage = "config CONFIG [--set key=value ...] | config --reference",
 	  .help = "Print the frozen config a run of CONFIG would write as its config.yaml: every\n"
 	  "key, defaults filled in, --set overrides applied, eval.device auto and an empty\n"
-	  "eval.arch_list resolved on this machine. A bad config is reported as 'run' reports\n"
-	  "it (FILE:LINE:COLUMN: key: what is wrong) and exits 2.\n"
+	  "eval.arch_list resolved on this machine. Everything 'run' checks before it starts\n"
+	  "is checked, by the same code (the config, the problems, the API key variable,\n"
+	  "runner.python, runner.user): a failure prints the one line 'run' prints\n"
+	  "(FILE:LINE:COLUMN: key: what is wrong, where the file sets the key) and exits 2.\n"
 	  "--reference prints every config key instead: its type, default, allowed values or\n"
 	  "bounds, when it is required, and one line of meaning, generated from the table\n"
 	  "the loader checks configs against." },
@@ -239,7 +245,7 @@ print_help(void)
 {
 	printf("usage: kforge %s\n\n%s\n", current->usage, current->help);
 	if (current->more_help != NULL)
-		current->more_help();
+		current->more_help(stdout);
 	return 0;
 }
 
@@ -688,10 +694,10 @@ static int
 cmd_config(int argc, char **argv)
 {
 	struct run_opts	 o = { 0 };
-	struct kb_config cfg;
-	json_t		*gpus = NULL;
+	struct orch_run	 run;
+	json_t		*gpus;
 	char		 err[1024], **rest;
-	int		 nrest, rc = 0;
+	int		 nrest, rc;
 
 	PARSE_OR_RETURN("sR");
 	if (o.reference) {
@@ -701,19 +707,14 @@ cmd_config(int argc, char **argv)
 	}
 	if (nrest != 1)
 		return usage_error("wants exactly one CONFIG%s", nrest > 1 ? " (extra arguments)" : "");
-	if (orch_config_load(rest[0], o.sets, o.nsets, &cfg, err, sizeof(err)) < 0) {
+	/* what `kforge run` checks before it freezes the config, the same way */
+	if (orch_run_prepare(&run, rest[0], o.sets, o.nsets, &gpus, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		return 2;
 	}
-	/* what orch_run_create does before it freezes the config (a Slurm run's shards
-	 * resolve their own nodes' devices) */
-	if (!orch_slurm_engine(&cfg) &&
-	    (rc = orch_resolve_devices(&cfg, &gpus, err, sizeof(err))) < 0)
-		fprintf(stderr, "kforge: %s\n", err);
-	else
-		rc = orch_config_emit(&cfg, stdout);
+	rc = orch_config_emit(&run.cfg, stdout);
 	json_decref(gpus);
-	kb_config_clear(&cfg);
+	orch_run_clear(&run);
 	return rc < 0 ? 2 : 0;
 }
 
@@ -732,15 +733,122 @@ cmd_doctor(int argc, char **argv)
 	return orch_cmd_doctor(nrest == 1 ? rest[0] : NULL, o.device, o.json, o.fresh);
 }
 
+/* What kforge is, in the overview and as the manual page's NAME line. */
+static const char about[] = "runs LLM-driven GPU-kernel refinement experiments (KernelBench style)";
+
 static void
 print_overview(FILE *fp)
 {
 	fprintf(fp, "usage: kforge COMMAND [ARGS]\n\n"
-		"kforge runs LLM-driven GPU-kernel refinement experiments (KernelBench style).\n\n"
-		"commands:\n");
+		"kforge %s.\n\n"
+		"commands:\n", about);
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(fp, "  kforge %s\n", commands[i].usage);
-	fprintf(fp, "\n'kforge COMMAND --help' describes one command.\n");
+	fprintf(fp, "\n'kforge COMMAND --help' describes one command; 'kforge --version' prints\n"
+		"the version; 'kforge --man [FILE]' writes the manual page kforge.1.\n");
+}
+
+/* Text for roff: a backslash escaped, a hyphen a minus (options are typed so), and a
+ * line that would start with a control character made plain. */
+static void
+man_text(FILE *fp, const char *text)
+{
+	bool	line_start = true;
+
+	for (const char *p = text; *p != '\0'; p++) {
+		if (line_start && (*p == '.' || *p == '\''))
+			fputs("\\&", fp);
+		line_start = *p == '\n';
+		if (*p == '\\')
+			fputs("\\e", fp);
+		else if (*p == '-')
+			fputs("\\-", fp);
+		else
+			fputc(*p, fp);
+	}
+	if (!line_start)
+		fputc('\n', fp);
+}
+
+/* A command's table-made help (more_help), which is laid out in columns: kept as it is. */
+static int
+man_more_help(FILE *fp, const struct command *c)
+{
+	char	*text = NULL;
+	size_t	 len = 0;
+	FILE	*mem = open_memstream(&text, &len);
+
+	if (mem == NULL)
+		return -1;
+	c->more_help(mem);
+	if (fclose(mem) != 0) {
+		free(text);
+		return -1;
+	}
+	fputs(".PP\n.nf\n", fp);
+	man_text(fp, text[0] == '\n' ? text + 1 : text);
+	fputs(".fi\n", fp);
+	free(text);
+	return 0;
+}
+
+/* The manual page, from the table of commands that --help prints: one home for both. */
+static int
+write_man(FILE *fp)
+{
+	fprintf(fp, ".\\\" kforge.1: made by 'kforge --man' from the commands' table in "
+		"orchestrator/cli.c; edit that, not this.\n"
+		".TH KFORGE 1 \"\" \"kforge %s\" \"kforge manual\"\n.nh\n.ad l\n"
+		".SH NAME\nkforge \\- ", KFORGE_VERSION);
+	man_text(fp, about);
+	fputs(".SH SYNOPSIS\n.nf\n", fp);
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		fputs("\\fBkforge\\fR ", fp);
+		man_text(fp, commands[i].usage);
+	}
+	fputs("\\fBkforge\\fR \\-\\-version\n\\fBkforge\\fR \\-\\-man [FILE]\n.fi\n"
+	      ".SH DESCRIPTION\nkforge ", fp);
+	man_text(fp, about);
+	fputs(".PP\nEvery command takes \\fB\\-\\-help\\fR, which prints its section below.\n"
+	      "\\fB\\-\\-version\\fR prints kforge's version.\n.SH COMMANDS\n", fp);
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		fprintf(fp, ".SS %s\n.nf\n\\fBkforge\\fR ", commands[i].name);
+		man_text(fp, commands[i].usage);
+		fputs(".fi\n.PP\n", fp);
+		man_text(fp, commands[i].help);
+		if (commands[i].more_help != NULL && man_more_help(fp, &commands[i]) < 0)
+			return -1;
+	}
+	fputs(".SH SEE ALSO\nREADME.md in kforge's source, for a tour; "
+	      "\\fBkforge config \\-\\-reference\\fR, for every config key.\n", fp);
+	return ferror(fp) ? -1 : 0;
+}
+
+/* kforge --man [FILE]: the page on standard output, or into FILE whole or not at all
+ * (the build makes build/kforge.1 so). */
+static int
+cmd_man(int argc, char **argv)
+{
+	char	*text = NULL;
+	size_t	 len = 0;
+	FILE	*mem;
+	int	 rc;
+
+	if (argc > 3) {
+		fprintf(stderr, "kforge --man: wants at most one FILE\nusage: kforge --man [FILE]\n");
+		return 2;
+	}
+	if (argc < 3)
+		return write_man(stdout) < 0 || fflush(stdout) != 0 ? 1 : 0;
+	if ((mem = open_memstream(&text, &len)) == NULL)
+		return 1;
+	rc = write_man(mem);
+	if (fclose(mem) != 0)
+		rc = -1;
+	if (rc == 0 && (rc = kb_write_atomic(argv[2], text, len)) < 0)
+		fprintf(stderr, "kforge --man: cannot write %s: %s\n", argv[2], kb_strerror(rc));
+	free(text);
+	return rc < 0 ? 1 : 0;
 }
 
 int
@@ -755,6 +863,12 @@ orch_main(int argc, char **argv)
 		print_overview(stdout);
 		return 0;
 	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("kforge %s\n", KFORGE_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "--man") == 0)
+		return cmd_man(argc, argv);
 	for (size_t i = 0; i < NCOMMANDS; i++) {
 		if (strcmp(argv[1], commands[i].name) == 0) {
 			current = &commands[i];

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "feedback/feedback.h"
+#include "llm/llm.h"
 #include "orchestrator/orch_int.h"
 
 static const char eval_defaults[] =
@@ -37,7 +38,8 @@ static const struct eval_exit {
 } eval_exits[] = {
 	{ EVAL_EXIT_CORRECT, "correct", "ok" },
 	{ EVAL_EXIT_INCORRECT, "incorrect: wrong output", "shape_mismatch value_mismatch" },
-	{ EVAL_EXIT_USAGE, "usage error: a bad option or --set, an unreadable file", NULL },
+	{ EVAL_EXIT_USAGE, "usage error: a bad option or --set, an unreadable file, a reply "
+	  "with no code", NULL },
 	{ EVAL_EXIT_NOT_BUILT, "did not compile, or was rejected",
 	  "compile_error no_model_new rejected" },
 	{ EVAL_EXIT_FAILED, "failed when run: an exception, a crash or a timeout (and any "
@@ -102,7 +104,7 @@ runner_tolerances(void)
 }
 
 void
-orch_eval_help(void)
+orch_eval_help(FILE *fp)
 {
 	struct kb_config	 cfg;
 	char			 err[512];
@@ -110,18 +112,18 @@ orch_eval_help(void)
 	const char		*prec;
 	char			 preset[512];
 
-	printf("\nexit status:\n");
+	fprintf(fp, "\nexit status:\n");
 	for (size_t i = 0; i < N_EVAL_EXITS; i++)
-		printf("  %d  %s\n%s%s%s", eval_exits[i].code, eval_exits[i].meaning,
+		fprintf(fp, "  %d  %s\n%s%s%s", eval_exits[i].code, eval_exits[i].meaning,
 		       eval_exits[i].statuses ? "     status: " : "",
 		       eval_exits[i].statuses ?: "", eval_exits[i].statuses ? "\n" : "");
 	if (orch_config_load_string(eval_defaults, strlen(eval_defaults), "kforge eval", NULL,
 				    0, &cfg, err, sizeof(err)) < 0) {
-		printf("\n(the defaults cannot be shown: %s)\n", err);
+		fprintf(fp, "\n(the defaults cannot be shown: %s)\n", err);
 		json_decref(tol);
 		return;
 	}
-	printf("\ndefaults (--set eval.KEY=VALUE changes one):\n"
+	fprintf(fp, "\ndefaults (--set eval.KEY=VALUE changes one):\n"
 	       "  eval.device %s, eval.precision %s\n"
 	       "  eval.correctness_trials %ld, inputs seeded from eval.seed %ld\n"
 	       "  eval.warmup %ld runs, then eval.perf_trials %ld timed trials (mean reported)\n"
@@ -134,20 +136,20 @@ orch_eval_help(void)
 	       cfg.eval.device, cfg.eval.precision, cfg.eval.correctness_trials, cfg.eval.seed,
 	       cfg.eval.warmup, cfg.eval.perf_trials, cfg.eval.timeout_s,
 	       cfg.eval.compile_timeout_s, cfg.eval.format);
-	printf("  eval.atol and eval.rtol: the precision's tolerance, ");
+	fprintf(fp, "  eval.atol and eval.rtol: the precision's tolerance, ");
 	if (tol != NULL) {
 		bool first = true;
 
 		json_object_foreach(tol, prec, v) {
-			printf("%s%s %g", first ? "" : ", ", prec, json_number_value(v));
+			fprintf(fp, "%s%s %g", first ? "" : ", ", prec, json_number_value(v));
 			first = false;
 		}
-		printf("\n");
+		fprintf(fp, "\n");
 	} else {
-		printf("TOLERANCE in feedback/kforge_runner.py\n");
+		fprintf(fp, "TOLERANCE in feedback/kforge_runner.py\n");
 	}
 	fb_timing_describe(&cfg, preset, sizeof(preset));
-	printf("  eval.timing_preset %s\n    (%s);\n"
+	fprintf(fp, "  eval.timing_preset %s\n    (%s);\n"
 	       "  eval.timing_preset kernelbench: KernelBench's method, one key away;\n"
 	       "  eval.timing %s on cuda (cuda_event: CUDA events; host_time; do_bench: Triton's,\n"
 	       "  where Triton imports), the host clock on cpu; eval.l2_flush %s;\n"
@@ -242,6 +244,47 @@ print_evaluation(const struct kb_config *cfg, struct fb_evaluation *ev, bool as_
 	fb_outcome_clear(&o);
 }
 
+/* Whether --kernel names a model's reply (a run keeps each as response.md) rather than
+ * the Python file itself. */
+static bool
+is_reply(const char *path)
+{
+	size_t	n = strlen(path);
+
+	return n > 3 && strcmp(path + n - 3, ".md") == 0;
+}
+
+/* The code of a model's reply, taken from it as a run's turn takes it (llm_extract_code,
+ * the reply read up to llm.max_response_bytes), written into dir as the candidate; its
+ * path into out. -KB_E* with one line on stderr when there is none. */
+static int
+kernel_from_reply(const struct kb_config *cfg, const char *reply, const char *dir, char *out,
+		  size_t n)
+{
+	char	*text = NULL, *code = NULL;
+	size_t	 len;
+	int	 rc;
+
+	if ((rc = kb_read_file(reply, (size_t)cfg->llm.max_response_bytes, &text, &len)) < 0) {
+		if (rc == -KB_ETOOBIG)
+			fprintf(stderr, "kforge: %s exceeds llm.max_response_bytes (%ld bytes)\n",
+				reply, cfg->llm.max_response_bytes);
+		else
+			fprintf(stderr, "kforge: cannot read %s: %s\n", reply, kb_strerror(rc));
+		return rc;
+	}
+	if ((rc = llm_extract_code(text, len, &code)) < 0)
+		fprintf(stderr, "kforge: %s: %s (a run's turn would have no kernel)\n", reply,
+			LLM_NO_CODE);
+	else if ((rc = kb_path_join(out, n, dir, "kernel.py")) < 0 ||
+		 (rc = kb_write_atomic(out, code, strlen(code))) < 0)
+		fprintf(stderr, "kforge: cannot write the reply's code to %s: %s\n", out,
+			kb_strerror(rc));
+	free(code);
+	free(text);
+	return rc;
+}
+
 int
 orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	      const char *const *sets, int nsets, bool as_json)
@@ -250,9 +293,9 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	struct fb_request	 req = { 0 };
 	struct fb_evaluation	 ev = { 0 };
 	char			 err[512], tmpl[PATH_MAX], build[PATH_MAX], work[PATH_MAX];
-	char			 prob[PATH_MAX], kern[PATH_MAX];
+	char			 prob[PATH_MAX], kern[PATH_MAX], reply_code[PATH_MAX];
 	char			*src = NULL;
-	const char		*devname;
+	const char		*devname, *candidate = kern;
 	json_t			*gpus = NULL, *dev;
 	int			 rc, code = EVAL_EXIT_ENV;
 
@@ -280,6 +323,13 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		fprintf(stderr, "kforge: %s\n", err);
 		goto out_clean;
 	}
+	if (is_reply(kern)) {
+		if (kernel_from_reply(&cfg, kern, tmpl, reply_code, sizeof(reply_code)) < 0) {
+			code = EVAL_EXIT_USAGE;
+			goto out_clean;
+		}
+		candidate = reply_code;
+	}
 	/* What a run checks before its first request, checked here too, so that both judge
 	 * a candidate on the same ground: this machine builds and runs a known-good kernel
 	 * (cached per environment: free after the first pass). That selftest is also what
@@ -299,7 +349,7 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		}
 	}
 	/* The shared build cache, as a run's: a build any run or eval made is reused. */
-	if (kb_read_file(kern, FB_BUILD_KEY_CAP / 2, &src, NULL) < 0 ||
+	if (kb_read_file(candidate, FB_BUILD_KEY_CAP / 2, &src, NULL) < 0 ||
 	    fb_build_dir(&cfg, src, build, sizeof(build)) < 0)
 		fb_stage_build_dir(tmpl, "candidate", build, sizeof(build));
 	free(src);
@@ -311,7 +361,7 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		  json_is_string(json_object_get(dev, "name")) ?
 		  json_string_value(json_object_get(dev, "name")) : cfg.eval.device;
 	req.problem_path = prob;
-	req.candidate_path = kern;
+	req.candidate_path = candidate;
 	req.build_dir = build;
 	req.work_dir = work;
 	req.device_index = strcmp(cfg.eval.device, "cuda") == 0 ?

@@ -39,7 +39,7 @@ static const struct {
 #define NSHOWN (sizeof(shown_artifacts) / sizeof(shown_artifacts[0]))
 
 static const char page_css[] =
-	"body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1400px}"
+	"body{font-family:sans-serif;margin:1.5em;color:#222}"
 	"table{border-collapse:collapse;margin:.5em 0}"
 	"td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;font-size:13px}"
 	"th{background:#f0f0f0}table.sortable th{cursor:pointer}"
@@ -48,7 +48,11 @@ static const char page_css[] =
 	".diff .add{background:#e6ffec;display:block}.diff .del{background:#ffebe9;display:block}"
 	".diff .same{display:block;color:#555}"
 	"details{margin:.3em 0}details.task>summary{font-weight:bold}"
-	"details.turn{margin-left:1.5em}.plots svg{margin:4px;border:1px solid #eee}"
+	"details.turn{margin-left:1.5em}"
+	/* the plots fill the window's width: as many columns of at least 560 px as fit
+	 * (one on a narrow window), each drawing scaled to its column */
+	".plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,560px),1fr));"
+	"gap:8px}.plots svg{width:100%;height:auto;border:1px solid #eee;box-sizing:border-box}"
 	".note{color:#666}#live{color:#080}";
 
 /* Sorting (click a header: numbers by value, text by collation, again to reverse) and,

@@ -27,7 +27,15 @@ struct orch_run {
 	int		 ntasks;
 };
 
-/* run.c: creating and opening run directories. */
+/* run.c: creating and opening run directories. orch_run_prepare is everything `kforge
+ * run` checks before it creates the directory, and `kforge config` checks the same: the
+ * config loaded (--set applied), its devices resolved into *gpus (the caller's), its
+ * problems listed into run->tasks, and, for a local run, what this machine must have
+ * (the API key variable, runner.user, the sandbox, runner.python, the backend). On
+ * error run and *gpus hold nothing and err has the one line to print. */
+int	orch_run_prepare(struct orch_run *run, const char *config_path,
+			 const char *const *sets, int nsets, json_t **gpus, char *err,
+			 size_t errlen);
 int	orch_run_create(struct orch_run *run, const char *config_path, const char *run_dir,
 			const char *const *sets, int nsets, char *err, size_t errlen);
 int	orch_run_open(struct orch_run *run, const char *dir, char *err, size_t errlen);
@@ -219,6 +227,21 @@ void	orch_progress_render_final(const struct orch_progress_stats *st, const char
 void	orch_fmt_duration(int64_t ms, char *out, size_t len);	/* "12s", "3m05s", "1h02m" */
 /* What is left at the rate of the turns done so far: -1 until one turn is done. */
 int64_t	orch_eta_ms(long turns_done, long turns_left, int64_t elapsed_ms);
+/* The estimate the display shows, one look at a time (turns and tasks counted since this
+ * process started the run or resumed it). It is -1 ("—") until the rate means something:
+ * a task finished, or ORCH_ETA_MIN_SHARE of the turns to do are done; then the finish
+ * orch_eta_ms's rate gives, smoothed over about ORCH_ETA_SMOOTHING of the elapsed time,
+ * so that it counts down with the clock instead of swinging at each turn's end (a first
+ * turn done after a long start-up once read 2m48s, then 5m58s, 1m30s, for a 47 s run). */
+#define ORCH_ETA_MIN_SHARE	0.1
+#define ORCH_ETA_SMOOTHING	0.25
+struct orch_eta {
+	int64_t	end_ms;		/* the smoothed finish, on the elapsed clock; -1: none yet */
+	int64_t	at_ms;		/* the elapsed time of the last look */
+};
+#define ORCH_ETA_INIT	{ -1, 0 }
+int64_t	orch_eta_next(struct orch_eta *e, long turns_done, long turns_left, int tasks_finished,
+		      int64_t elapsed_ms);
 
 /* views.c */
 int	orch_cmd_status(const char *dir, bool json);
@@ -353,7 +376,7 @@ void	orch_run_stamp(const struct orch_run *run, char *out, size_t len);
 /* eval.c. orch_cmd_eval's return value is the verdict as an exit status (the table in
  * eval.c); orch_eval_help prints that table and the evaluation's defaults, for
  * `kforge eval --help`. */
-void	orch_eval_help(void);
+void	orch_eval_help(FILE *fp);
 int	orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 		      const char *const *sets, int nsets, bool json);
 

@@ -564,6 +564,28 @@ slot_use(json_t *model, const char *cls, double **xs, double **ys)
 	return np;
 }
 
+static bool
+model_on_cpu(json_t *model)
+{
+	return strcmp(json_string_value(json_object_get(model, "device")) ?: "", "cpu") == 0;
+}
+
+/* The slot plot's title names what the runs executed on: GPUs, the CPU, or both. */
+static const char *
+slot_use_title(json_t *models)
+{
+	size_t	 m, ncpu = 0;
+	json_t	*model;
+
+	json_array_foreach(models, m, model)
+		ncpu += model_on_cpu(model);
+	if (ncpu == 0)
+		return "GPU and compile slot use over time";
+	if (ncpu == json_array_size(models))
+		return "CPU execution and compile slot use over time";
+	return "GPU, CPU execution and compile slot use over time";
+}
+
 static void
 plot_slot_use(json_t *models, struct kb_buf *out)
 {
@@ -586,15 +608,14 @@ plot_slot_use(json_t *models, struct kb_buf *out)
 			free(ys);
 		}
 	c.x1 = ceil(c.x1);
-	chart_open(&c, "slot_use", "GPU and compile slot use over time",
+	chart_open(&c, "slot_use", slot_use_title(models),
 		   "slots held, from the lease records of the trajectories");
 	chart_axes(&c, "seconds since the run's first lease", "slots held", 5,
 		   (int)c.y1 < 8 ? (int)c.y1 : 4, "%.0f", "%.0f", NULL);
 	json_array_foreach(models, m, model)
 		for (size_t k = 0; k < sizeof(slot_classes) / sizeof(slot_classes[0]); k++) {
 			const char	*color_s = palette[color++ % NPALETTE];
-			bool		 cpu = strcmp(json_string_value(json_object_get(model,
-						"device")) ?: "", "cpu") == 0;
+			bool		 cpu = model_on_cpu(model);
 			double		*xs, *ys;
 			int		 n = slot_use(model, slot_classes[k].cls, &xs, &ys);
 
@@ -633,6 +654,6 @@ const struct orch_plot orch_plots[] = {
 	{ "fast1_by_turn", "fast_1 by turn", plot_fast1_by_turn },
 	{ "speedups", "speedups of correct kernels", plot_speedups },
 	{ "turn_status", "status of every turn", plot_turn_status },
-	{ "slot_use", "GPU and compile slot use over time", plot_slot_use },
+	{ "slot_use", "execution (GPU or CPU) and compile slot use over time", plot_slot_use },
 	{ NULL, NULL, NULL },
 };

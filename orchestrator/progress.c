@@ -5,6 +5,7 @@
  * leaves the run alone. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,8 @@ struct orch_progress {
 	int64_t			 interval_ms, started_ms, last_line_ms;
 	struct task_view	*tasks;
 	long			 turns_done_at_start;	/* -1 until the first look */
+	int			 finished_at_start;
+	struct orch_eta		 eta;
 	struct orch_progress_stats pool;		/* only the slot fields are kept */
 	struct kb_buf		 block;			/* on screen now (terminal) */
 	int			 drawn_lines;
@@ -72,6 +75,34 @@ orch_eta_ms(long turns_done, long turns_left, int64_t elapsed_ms)
 	if (turns_left <= 0)
 		return 0;
 	return (int64_t)((double)turns_left * (double)elapsed_ms / (double)turns_done);
+}
+
+int64_t
+orch_eta_next(struct orch_eta *e, long turns_done, long turns_left, int tasks_finished,
+	      int64_t elapsed_ms)
+{
+	int64_t	raw = orch_eta_ms(turns_done, turns_left, elapsed_ms), end;
+	double	tau, weight;
+
+	if (raw <= 0)		/* no rate yet, or nothing left */
+		return raw;
+	if (e->end_ms < 0 && tasks_finished < 1 &&
+	    (double)turns_done < ORCH_ETA_MIN_SHARE * (double)(turns_done + turns_left))
+		return -1;
+	end = elapsed_ms + raw;
+	/* Weighted by the time since the last look, against a span that grows with the run:
+	 * looks a second apart or thirty, the estimate moves alike. A smoothed finish that
+	 * the clock has passed with work left says nothing more: the rate's own takes over. */
+	if (e->end_ms > elapsed_ms && elapsed_ms > e->at_ms) {
+		tau = ORCH_ETA_SMOOTHING * (double)elapsed_ms;
+		weight = 1.0 - exp(-(double)(elapsed_ms - e->at_ms) / (tau > 1000 ? tau : 1000));
+		end = e->end_ms + (int64_t)(weight * (double)(end - e->end_ms));
+	} else if (e->end_ms > elapsed_ms) {
+		end = e->end_ms;
+	}
+	e->end_ms = end;
+	e->at_ms = elapsed_ms;
+	return end - elapsed_ms;
 }
 
 /* The bytes of s[0..n) that fill at most width terminal columns: one column per UTF-8
@@ -268,6 +299,7 @@ static void
 gather(struct orch_progress *p, struct orch_progress_stats *st)
 {
 	long	turns = p->run->cfg.refinement.turns, left = 0;
+	int	finished;
 
 	*st = p->pool;
 	st->run_name = p->run->cfg.name;
@@ -290,10 +322,14 @@ gather(struct orch_progress *p, struct orch_progress_stats *st)
 		if (v->any_correct && v->best_speedup > 0)
 			add_best(st, p->run->tasks[i].id, v->best_speedup);
 	}
-	if (p->turns_done_at_start < 0)
+	finished = st->in_state[FSM_ST_DONE] + st->in_state[FSM_ST_FAILED];
+	if (p->turns_done_at_start < 0) {
 		p->turns_done_at_start = st->turns_done;
+		p->finished_at_start = finished;
+	}
 	st->elapsed_ms = kb_mono_ms() - p->started_ms;
-	st->eta_ms = orch_eta_ms(st->turns_done - p->turns_done_at_start, left, st->elapsed_ms);
+	st->eta_ms = orch_eta_next(&p->eta, st->turns_done - p->turns_done_at_start, left,
+				   finished - p->finished_at_start, st->elapsed_ms);
 }
 
 /* ------------------------------------------------------------- output */
@@ -442,6 +478,7 @@ orch_progress_start(const struct orch_run *run, enum orch_progress_mode mode, in
 	p->started_ms = kb_mono_ms();
 	p->last_line_ms = -1;
 	p->turns_done_at_start = -1;
+	p->eta = (struct orch_eta)ORCH_ETA_INIT;
 	p->block = (struct kb_buf)KB_BUF_INIT(64 << 10);
 	p->log_pipe[0] = p->log_pipe[1] = -1;
 	if (mode == ORCH_PROGRESS_TERMINAL) {

@@ -15,8 +15,6 @@
 #include "llm/llm.h"
 #include "orchestrator/orch_int.h"
 
-#define KFORGE_VERSION "0.1.0"
-
 static int
 absolute_dir(const char *in, char *out, size_t n)
 {
@@ -446,24 +444,45 @@ check_before_creating(const struct kb_config *cfg, char *err, size_t errlen)
 }
 
 int
-orch_run_create(struct orch_run *run, const char *config_path, const char *run_dir,
-		const char *const *sets, int nsets, char *err, size_t errlen)
+orch_run_prepare(struct orch_run *run, const char *config_path, const char *const *sets,
+		 int nsets, json_t **gpus, char *err, size_t errlen)
 {
-	char	 path[PATH_MAX], ts[32], host[256] = "", id[65], seed[128];
-	json_t	*gpus = NULL, *info;
-	int	 rc;
+	int	rc;
 
 	memset(run, 0, sizeof(*run));
+	*gpus = NULL;
 	if ((rc = orch_config_load(config_path, sets, nsets, &run->cfg, err, errlen)) < 0)
 		return rc;
 	/* A Slurm run's devices are each shard's node's, resolved there (orch_shard_main). */
 	if (orch_slurm_engine(&run->cfg))
-		gpus = json_pack("{s:s, s:[], s:b}", "device", run->cfg.eval.device, "devices",
-				 "per_shard", true);
-	else if ((rc = orch_resolve_devices(&run->cfg, &gpus, err, errlen)) < 0)
+		*gpus = json_pack("{s:s, s:[], s:b}", "device", run->cfg.eval.device, "devices",
+				  "per_shard", true);
+	else if ((rc = orch_resolve_devices(&run->cfg, gpus, err, errlen)) < 0)
 		goto out;
 	if ((rc = orch_tasks_list(&run->cfg, &run->tasks, &run->ntasks, err, errlen)) < 0)
 		goto out;
+	/* The machine's checks are the shards' where they run: this may be a login node. */
+	if (!orch_slurm_engine(&run->cfg))
+		rc = check_before_creating(&run->cfg, err, errlen);
+out:
+	if (rc < 0) {
+		json_decref(*gpus);
+		*gpus = NULL;
+		orch_run_clear(run);
+	}
+	return rc;
+}
+
+int
+orch_run_create(struct orch_run *run, const char *config_path, const char *run_dir,
+		const char *const *sets, int nsets, char *err, size_t errlen)
+{
+	char	 path[PATH_MAX], ts[32], host[256] = "", id[65], seed[128];
+	json_t	*gpus, *info;
+	int	 rc;
+
+	if ((rc = orch_run_prepare(run, config_path, sets, nsets, &gpus, err, errlen)) < 0)
+		return rc;
 	if (run_dir == NULL)
 		snprintf(path, sizeof(path), "%s/%s", ORCH_RUNS_DIR, run->cfg.name);
 	else
@@ -482,10 +501,6 @@ orch_run_create(struct orch_run *run, const char *config_path, const char *run_d
 		rc = -KB_ECONFIG;
 		goto out;
 	}
-	/* The machine's checks are the shards' where they run: this may be a login node. */
-	if (!orch_slurm_engine(&run->cfg) &&
-	    (rc = check_before_creating(&run->cfg, err, errlen)) < 0)
-		goto out;
 	if (run->cfg.refinement.hardware && !orch_slurm_engine(&run->cfg)) {
 		char python[PATH_MAX];
 

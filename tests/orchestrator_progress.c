@@ -4,6 +4,7 @@
  * its cut to the terminal's width, the one-line summary, the final summary.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "orchestrator/orch_int.h"
@@ -40,6 +41,112 @@ test_eta(void)
 	CHECK(orch_eta_ms(3, 1, 1000) == 333);
 	/* a big run does not overflow */
 	CHECK(orch_eta_ms(1, 100000, 86400000LL * 30) == 86400000LL * 30 * 100000);
+}
+
+/* One look of the display: seconds elapsed, turns done, turns left, tasks finished. */
+struct look {
+	int	s;
+	long	done, left;
+	int	finished;
+};
+
+/* The looks of the CPU demo (8 tasks, 3 turns each, finished at 45 s), a second apart,
+ * as its progress lines had them: a turn done at 1 s, then little until 13 s (the
+ * start-up: the selftest, the baselines), then bursts as tasks' turns end together. */
+static const struct look demo_looks[] = {
+	{ 0, 0, 24, 0 }, { 1, 1, 23, 0 }, { 2, 1, 23, 0 }, { 3, 1, 23, 0 }, { 4, 1, 23, 0 },
+	{ 5, 1, 23, 0 }, { 6, 1, 23, 0 }, { 7, 2, 22, 0 }, { 8, 2, 22, 0 }, { 9, 3, 21, 0 },
+	{ 10, 3, 21, 0 }, { 11, 3, 21, 0 }, { 12, 4, 20, 0 }, { 13, 7, 17, 0 },
+	{ 14, 7, 17, 0 }, { 15, 7, 17, 0 }, { 16, 7, 17, 0 }, { 17, 7, 17, 0 },
+	{ 18, 7, 17, 0 }, { 19, 7, 17, 0 }, { 20, 7, 17, 0 }, { 21, 7, 17, 0 },
+	{ 22, 9, 15, 0 }, { 23, 9, 15, 0 }, { 24, 9, 15, 0 }, { 25, 9, 15, 0 },
+	{ 26, 9, 15, 0 }, { 27, 9, 15, 0 }, { 28, 9, 15, 0 }, { 29, 9, 15, 0 },
+	{ 30, 9, 15, 0 }, { 31, 12, 12, 0 }, { 32, 12, 12, 0 }, { 33, 12, 12, 0 },
+	{ 34, 16, 8, 2 }, { 35, 16, 8, 2 }, { 36, 16, 8, 2 }, { 37, 16, 8, 2 },
+	{ 38, 16, 8, 2 }, { 39, 17, 7, 2 }, { 40, 18, 6, 2 }, { 41, 20, 4, 4 },
+	{ 42, 20, 4, 4 }, { 43, 20, 4, 4 }, { 44, 21, 3, 5 }, { 45, 24, 0, 8 },
+};
+#define N_DEMO_LOOKS (sizeof(demo_looks) / sizeof(demo_looks[0]))
+
+/* The largest rise of an estimate from one look to the next, as a share of the earlier. */
+static double
+largest_rise(const int64_t *eta, size_t n)
+{
+	double	worst = 0;
+
+	for (size_t i = 1; i < n; i++)
+		if (eta[i - 1] > 0 && eta[i] > eta[i - 1] &&
+		    (double)(eta[i] - eta[i - 1]) / (double)eta[i - 1] > worst)
+			worst = (double)(eta[i] - eta[i - 1]) / (double)eta[i - 1];
+	return worst;
+}
+
+static void
+test_eta_shown(void)
+{
+	struct orch_eta	 e = ORCH_ETA_INIT;
+	int64_t		 shown[N_DEMO_LOOKS], raw[N_DEMO_LOOKS];
+	size_t		 first = 0;
+
+	for (size_t i = 0; i < N_DEMO_LOOKS; i++) {
+		const struct look *l = &demo_looks[i];
+
+		shown[i] = orch_eta_next(&e, l->done, l->left, l->finished, l->s * 1000LL);
+		raw[i] = orch_eta_ms(l->done, l->left, l->s * 1000LL);
+		if (first == 0 && shown[i] >= 0)
+			first = i;
+	}
+	/* "—" until a tenth of the turns are done (3 of 24, at 9 s), then an estimate at
+	 * every look, 0 at the end */
+	CHECKM(demo_looks[first].s == 9, "the first estimate at %d s, want 9 s", demo_looks[first].s);
+	for (size_t i = first; i < N_DEMO_LOOKS; i++)
+		CHECKM(shown[i] >= 0, "no estimate at %d s after one at 9 s", demo_looks[i].s);
+	CHECK(shown[N_DEMO_LOOKS - 1] == 0);
+	/* the rate's own swings (23 s, 47 s, ... 2m20s, 1m18s in the first seconds; up by
+	 * half within the run); the estimate shown rises by no more than a tenth */
+	CHECKM(largest_rise(raw + 1, N_DEMO_LOOKS - 1) > 0.5, "the demo's rate no longer swings "
+	       "(%.2f): the test says nothing", largest_rise(raw + 1, N_DEMO_LOOKS - 1));
+	CHECKM(largest_rise(shown + first, N_DEMO_LOOKS - first) <= 0.1,
+	       "the estimate rose by %.0f%% from one look to the next",
+	       100 * largest_rise(shown + first, N_DEMO_LOOKS - first));
+	/* it counts down: ten seconds later it is lower, whatever finished in between */
+	for (size_t i = first; i + 10 < N_DEMO_LOOKS; i++)
+		CHECKM(shown[i + 10] < shown[i], "%d s: %lld ms left, %d s: %lld ms",
+		       demo_looks[i].s, (long long)shown[i], demo_looks[i + 10].s,
+		       (long long)shown[i + 10]);
+
+	/* A task finished opens it before a tenth is done. */
+	e = (struct orch_eta)ORCH_ETA_INIT;
+	CHECK(orch_eta_next(&e, 2, 98, 0, 10000) == -1);
+	CHECK(orch_eta_next(&e, 3, 97, 1, 15000) == 15000 * 97 / 3);
+	/* ... and once open it stays open. */
+	CHECK(orch_eta_next(&e, 3, 97, 1, 16000) > 0);
+
+	/* Steady work, a turn every 2 s, looked at every second or every 30 s: near the
+	 * truth either way once open, and alike. */
+	for (int every = 1; every <= 30; every += 29) {
+		struct orch_eta	steady = ORCH_ETA_INIT;
+
+		for (int s = every; s <= 200; s += every) {
+			int64_t	got = orch_eta_next(&steady, s / 2, 100 - s / 2, 0, s * 1000LL);
+			int64_t	truth = (200 - s) * 1000LL;
+
+			if (s < 20)
+				CHECKM(got == -1, "every %d s: an estimate at %d s", every, s);
+			else
+				CHECKM(got >= 0 && llabs(got - truth) <= 4000 + truth / 10,
+				       "every %d s, at %d s: %lld ms left, truly %lld", every, s,
+				       (long long)got, (long long)truth);
+		}
+	}
+
+	/* Work stalled past the smoothed finish: the rate's estimate, never "0s" with work
+	 * left. */
+	e = (struct orch_eta)ORCH_ETA_INIT;
+	CHECK(orch_eta_next(&e, 10, 10, 1, 10000) == 10000);
+	CHECK(orch_eta_next(&e, 10, 10, 1, 60000) == 60000);
+	/* The same look twice: the same answer. */
+	CHECK(orch_eta_next(&e, 10, 10, 1, 60000) == 60000);
 }
 
 static struct orch_progress_stats
@@ -189,6 +296,7 @@ main(void)
 {
 	test_duration();
 	test_eta();
+	test_eta_shown();
 	test_block();
 	test_block_width();
 	test_line();

@@ -9,13 +9,15 @@
   speedup of `status --json`, the status bars count the CSV's turns, the slot-use steps
   are the lease records' counts; two runs are overlaid, each with its own numbers;
 - the HTML page has a row per task and a section per turn, and text from the run (a
-  reply with markup) is escaped, never injected;
+  reply with markup) is escaped, never injected; its slot plot is titled by what the runs
+  executed on (a CPU run's never says GPU);
 - bad input gets one clear line and a nonzero exit.
 """
 import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -319,6 +321,23 @@ check(page.count("<script>") == 1, "the page has %d scripts, want its own one" %
 for bad_ref in ('src="http', "href=\"http", "@import", "url("):
     check(bad_ref not in page, "the page refers to an outside resource: %s" % bad_ref)
 check('class="diff" data-added="2" data-removed="2"' in page, "turn 2 of A: no diff of its kernel against turn 1's")
+
+# ---- the slot plot's title names what the runs executed on (a CPU run's says no GPU)
+def slot_title(page_text):
+    svg = page_text[page_text.index('id="plot-slot_use"'):]
+    return re.search(r'font-weight="bold">([^<]*)</text>', svg).group(1)
+
+
+gpu_run = os.path.join(work, "gpu-run")
+fake_run(gpu_run, "gpu", tasks[:1], turns=3, device="cuda")
+for runs, want in (([run1], "CPU execution and compile slot use over time"),
+                   ([gpu_run], "GPU and compile slot use over time"),
+                   ([run1, gpu_run], "GPU, CPU execution and compile slot use over time")):
+    html = os.path.join(work, "slots-%d.html" % len(runs) if runs[0] == run1 else "slots-gpu.html")
+    kforge("report", *runs, "--html", html)
+    got = slot_title(open(html, encoding="utf-8").read())
+    check(got == want, "the slot plot of %s is titled %r, want %r" % (runs, got, want))
+check("GPU" not in slot_title(page), "a CPU run's slot plot says GPU: %r" % slot_title(page))
 
 # ---- a run not started yet: a header alone, plots that say they have nothing, a row per task
 fresh = os.path.join(work, "fresh")

@@ -260,20 +260,22 @@ def demo_check(run_dir, device):
 
 # ---- a hand-built run directory (the report's and the viewer's unit tests)
 
-def fake_run(path, name, tasks, turns, t0_ms=1_800_000_000_000):
+def fake_run(path, name, tasks, turns, t0_ms=1_800_000_000_000, device="cpu"):
     """Writes a run directory as a run leaves it, without running anything: config.yaml,
     tasks.json and, per task, trajectory.jsonl and the artifacts its records name.
     tasks: [{"id", "level", "turns": [turn, ...], "fail": reason or None}], each turn
     {"outcome": FEEDBACK data or None (the turn is under way after GENERATE),
      "compiled": bool (False: PRECOMPILE goes to FEEDBACK), "files": {key: text},
      "tokens": (prompt, completion), "attempts": n, "leases": {stage: (wait, hold)}}.
-    Lease times advance by 1 s per step from t0_ms. Returns the records per task."""
+    Lease times advance by 1 s per step from t0_ms; device is the config's eval.device.
+    Returns the records per task."""
     os.makedirs(os.path.join(path, "tasks"), exist_ok=True)
     with open(os.path.join(path, "config.yaml"), "w") as f:
         f.write("name: %s\nproblems: {dir: %s, levels: [1, 2]}\n"
                 "llm: {provider: replay, replay_dir: %s}\nrefinement: {turns: %d}\n"
-                "eval: {device: cpu}\n" % (name, os.path.join(HOME, "problems"),
-                                           os.path.join(HOME, "configs", "demo_responses"), turns))
+                "eval: {device: %s}\n" % (name, os.path.join(HOME, "problems"),
+                                          os.path.join(HOME, "configs", "demo_responses"), turns,
+                                          device))
     manifest = [{"id": t["id"], "level": t["level"], "problem_id": 1,
                  "problem_key": "L%d_%s" % (t["level"], t["id"]), "problem_name": t["id"],
                  "problem_path": "/nonexistent/%s.py" % t["id"], "sample": 0} for t in tasks]

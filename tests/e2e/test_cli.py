@@ -11,6 +11,7 @@ runner define them."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -24,6 +25,33 @@ for cmd in ("run", "resume", "status", "tail", "report", "stop", "eval"):
     check(p.stdout.startswith("usage: kforge " + cmd), "%s --help: %r" % (cmd, p.stdout[:80]))
 p = kforge("--help")
 check(all(c in p.stdout for c in ("run", "resume", "status", "tail", "report", "stop", "eval")), "overview")
+
+# --version says the version of CMake's project(), its one home; the manual page the build
+# made (build/kforge.1) has a section per command --help lists, holding every line of that
+# command's --help, and is what `kforge --man` writes now (not a stale copy).
+version = re.search(r"^project\(kforge VERSION (\S+) ", open(os.path.join(HOME, "CMakeLists.txt")).read(), re.M)
+check(version is not None, "CMakeLists.txt's project() names no VERSION")
+p = kforge("--version")
+check(p.stdout == "kforge %s\n" % version.group(1) and p.stderr == "", "--version: %r %r" % (p.stdout, p.stderr))
+man_path = os.path.join(os.path.dirname(BIN), "kforge.1")
+check(os.path.exists(man_path), "the build made no manual page %s" % man_path)
+man = open(man_path).read()
+check(man == kforge("--man").stdout, "%s differs from what 'kforge --man' writes" % man_path)
+check('.TH KFORGE 1 "" "kforge %s"' % version.group(1) in man, "the manual page's version: %r" % man[:300])
+listed = re.findall(r"^  kforge (\S+)", kforge("--help").stdout, re.M)
+sections = re.findall(r"^\.SS (\S+)$", man, re.M)
+check(len(listed) >= 10 and sections == listed, "--help lists %s, the manual page %s" % (listed, sections))
+man_lines = set(man.replace("\\-", "-").replace("\\e", "\\").replace("\\&", "").splitlines())
+for cmd in listed:
+    help_body = kforge(cmd, "--help").stdout.split("\n\n", 1)[1]
+    missing = [l for l in help_body.splitlines() if l.strip() and l not in man_lines]
+    check(not missing, "the manual page's %s lacks lines of its --help: %s" % (cmd, missing[:3]))
+if shutil.which("groff"):
+    p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", man_path], capture_output=True, text=True)
+    check(p.returncode == 0 and p.stderr == "", "groff warns of the manual page: %r" % p.stderr[-2000:])
+p = kforge("--man", "a", "b", check_rc=False)
+check(p.returncode == 2 and "usage: kforge --man [FILE]" in p.stderr, "--man with two files: %r" % p.stderr)
+
 p = kforge("frobnicate", check_rc=False)
 check(p.returncode == 2 and "unknown command 'frobnicate'" in p.stderr, "unknown command")
 p = kforge("status", check_rc=False)
@@ -64,6 +92,7 @@ try:
     key_run = os.path.join(work, "run-key")
     check("KFORGE_CLI_TEST_KEY" not in os.environ, "the key variable must start unset")
     p = kforge("run", keyed, "--run-dir", key_run, check_rc=False)
+    key_err = p.stderr
     check(p.returncode == 2 and re.fullmatch(r"kforge: llm\.api_key_env: environment variable KFORGE_CLI_TEST_KEY is not set[^\n]*\n",
                                              p.stderr), "an unset key: one line naming the variable, got %d %r" % (p.returncode, p.stderr))
     check(not os.path.exists(key_run), "an unset key left %s behind" % key_run)
@@ -77,15 +106,35 @@ finally:
     mock.stop()
 
 # kforge config: the frozen config a run would write, the same text as the run's own
+key_env = {"KFORGE_CLI_TEST_KEY": "sk-cli-test"}
 frozen = open(os.path.join(key_run, "config.yaml")).read()
-p = kforge("config", keyed)
+p = kforge("config", keyed, env=key_env)
 check(p.stdout == frozen, "kforge config differs from the run's config.yaml:\n%s\n---\n%s" % (p.stdout, frozen))
-p = kforge("config", keyed, "--set", "refinement.turns=7", "--set", "eval.precision=bf16")
+p = kforge("config", keyed, "--set", "refinement.turns=7", "--set", "eval.precision=bf16", env=key_env)
 check("\n  turns: 7\n" in p.stdout and "\n  precision: bf16\n" in p.stdout and "\n  turns: 1\n" not in p.stdout,
       "--set applied to the printed config: %r" % p.stdout)
 p = kforge("config", bad, check_rc=False)
 check(p.returncode == 2 and re.fullmatch(r"kforge: .*bad\.yaml:6:3: llm\.temprature: unknown key \(did you mean 'temperature'\?\)\n", p.stderr)
       and p.stdout == "", "kforge config on a bad config: file:line:column, exit 2, got %d %r" % (p.returncode, p.stderr))
+# ... and what run refuses before it starts, config refuses with the same line: an unset
+# key variable, a problems directory that is not there (in the file: its line and column;
+# by --set: the --set named), a runner.python that is no Python
+p = kforge("config", keyed, check_rc=False)
+check(p.returncode == 2 and p.stderr == key_err and p.stdout == "",
+      "kforge config with the key unset: exit %d, %r; run said %r" % (p.returncode, p.stderr, key_err))
+nowhere = write_config(os.path.join(work, "nowhere.yaml"), "name: cli\nproblems:\n  dir: %s/nowhere\n"
+                       "llm: {provider: replay, replay_dir: %s}\nrunner: {python: %s}\n" % (work, work, py))
+for args in ((nowhere,), (good, "--set", "problems.dir=%s/nowhere" % work),
+             (good, "--set", "runner.python=/nonexistent/python3")):
+    r = kforge("run", *args, "--run-dir", run_dir, check_rc=False)
+    c = kforge("config", *args, check_rc=False)
+    check(r.returncode == 2 and r.stderr.count("\n") == 1 and not os.path.exists(run_dir),
+          "run %s: exit %d, %r" % (args, r.returncode, r.stderr))
+    check(c.returncode == 2 and c.stderr == r.stderr and c.stdout == "",
+          "config %s: exit %d, %r; run said %r" % (args, c.returncode, c.stderr, r.stderr))
+check(re.fullmatch(r"kforge: .*nowhere\.yaml:3:8: problems\.dir: cannot open '%s/nowhere': No such file or directory\n"
+                   % re.escape(work), kforge("config", nowhere, check_rc=False).stderr),
+      "a missing problems directory in the file: file:line:column")
 p = kforge("config", keyed, "--set", "eval.device=gpu", check_rc=False)
 check(p.returncode == 2 and "--set eval.device=gpu: eval.device: expected one of" in p.stderr, "a bad --set: %r" % p.stderr)
 p = kforge("config", check_rc=False)
@@ -149,7 +198,9 @@ check(not os.path.exists(run_dir), "a bad runner.python left %s behind" % run_di
 # --set is validated, applied and frozen; the run directory is never reused.
 p = kforge("run", good, "--run-dir", run_dir, "--set", "eval.device=gpu", check_rc=False)
 check(p.returncode == 2 and "--set eval.device=gpu: eval.device:" in p.stderr, "bad --set: %r" % p.stderr)
-kforge("run", good, "--run-dir", run_dir, "--set", "refinement.turns=2", "--set", "eval.device=cpu")
+p = kforge("run", good, "--run-dir", run_dir, "--set", "refinement.turns=2", "--set", "eval.device=cpu")
+check(re.search(r"\[task L1_1_ReLU_s0\] DONE after 2 turns: no correct kernel\n", p.stderr),
+      "a task whose replies had no code: its DONE line %r" % [l for l in p.stderr.splitlines() if "DONE" in l])
 frozen = open(os.path.join(run_dir, "config.yaml")).read()
 check(re.search(r"turns: 2\b", frozen) and "device: cpu" in frozen, "--set not frozen")
 check(all(t["state"] == "DONE" and t["turn"] == 2 for t in json.loads(kforge("status", run_dir, "--json").stdout)["tasks"]),

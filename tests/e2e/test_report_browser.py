@@ -13,7 +13,8 @@ while both tasks wait for their turn-2 reply (SIGKILL of the whole run). Then:
   and turn 2's exactly; still no console error;
 - `kforge report RUN --html FILE` opened from the file: no console error, a row per
   task, the same kernel and diff, and the table sorts by a column when its header is
-  clicked.
+  clicked; the plots span the window's width, and the slot plot of this CPU run is
+  titled so, not by GPUs.
 
 Screenshots of the viewer (before and after the new turn) and of the report are kept in
 the test's scratch directory.
@@ -150,6 +151,18 @@ try:
     check(sorted(rows) == sorted(tasks) and len(rows) == len(tasks), "the report's task table: %s" % rows)
     check_turn2(page, "report")
     check(page.eval("document.querySelectorAll('svg.plot').length") == 5, "the report does not show its five plots")
+    # the plots fill the window's width (columns of at least 560 px, each drawing scaled
+    # to its column), and the slot plot of this CPU run names no GPU
+    boxes = page.eval("Array.from(document.querySelectorAll('svg.plot')).map(s => {"
+                      "const r = s.getBoundingClientRect(); return [r.left, r.right, r.width, r.height]; })")
+    inner = page.eval("document.documentElement.clientWidth")
+    margin = page.eval("parseFloat(getComputedStyle(document.body).marginLeft)")
+    span = max(b[1] for b in boxes) - min(b[0] for b in boxes)
+    check(span >= inner - 2 * margin - 2 and all(b[2] >= 560 - 1 for b in boxes),
+          "the plots span %.0f px of a %d px window (margins %.0f): %s" % (span, inner, margin, boxes))
+    check(all(abs(b[3] / b[2] - 380 / 720) < 0.02 for b in boxes), "a plot drawn out of shape: %s" % boxes)
+    title = page.eval("document.querySelector('#plot-slot_use text').textContent")
+    check(title == "CPU execution and compile slot use over time", "a CPU run's slot plot is titled %r" % title)
     check(page.eval("document.body.getAttribute('data-live')") == "0", "the file report polls")
     col = page.eval("Array.from(document.querySelectorAll('#tasks-0 thead th')).findIndex(th => th.textContent === 'best speedup')")
     check(col >= 0, "no 'best speedup' column")
