@@ -23,7 +23,9 @@
  *            everywhere but the run directory, its staging directory and the caches, save
  *            the step's own inputs and build; writes only to its scratch, and a
  *            precompile to its build), Landlock's scope (no signal out of its domain, but
- *            the judge's to the candidate it stops) and a seccomp filter. As every user,
+ *            the judge's to the candidate it stops) and a seccomp filter; before those,
+ *            every runner but the judge enters a PID, mount and (not root) user
+ *            namespace of its own (kforge_runner.py, enter_namespaces). As every user,
  *            root or not. runner.sandbox strict refuses a host that lacks a layer;
  *            best_effort runs with what there is, and says so.
  *
@@ -139,10 +141,11 @@ fb_contain_describe_sandbox(char *out, size_t n)
 	char	missing[1024];
 
 	sandbox_missing(missing, sizeof(missing));
-	snprintf(out, n, "%s: landlock ABI %d, scope %s, seccomp %s%s%s",
+	snprintf(out, n, "%s: landlock ABI %d, scope %s, seccomp %s, namespaces %s%s%s",
 		 cn.sbx_strict ? "strict" : "best_effort", cn.sbx.landlock_abi,
 		 cn.sbx.have[KB_SBX_SCOPE] ? "on" : "off",
 		 cn.sbx.have[KB_SBX_SECCOMP] ? "on" : "off",
+		 cn.sbx.have[KB_SBX_NAMESPACES] ? "user, pid, mount" : "off",
 		 missing[0] != '\0' ? "; missing: " : "", missing);
 	return missing[0] == '\0';
 }
@@ -156,10 +159,11 @@ fb_contain_sandbox_json(void)
 		if (!cn.sbx.have[l])
 			json_array_append_new(missing, json_pack("{s:s, s:s}", "layer",
 						 kb_sbx_layer_name(l), "why", cn.sbx.why[l]));
-	return json_pack("{s:s, s:i, s:b, s:b, s:o}", "mode",
+	return json_pack("{s:s, s:i, s:b, s:b, s:b, s:o}", "mode",
 			 cn.sbx_strict ? "strict" : "best_effort", "landlock_abi",
 			 cn.sbx.landlock_abi, "scope", cn.sbx.have[KB_SBX_SCOPE], "seccomp",
-			 cn.sbx.have[KB_SBX_SECCOMP], "missing", missing);
+			 cn.sbx.have[KB_SBX_SECCOMP], "namespaces", cn.sbx.have[KB_SBX_NAMESPACES],
+			 "missing", missing);
 }
 
 int
@@ -251,7 +255,12 @@ fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req, bo
 		kb_buf_clear(&b);
 		return NULL;
 	}
-	r = json_pack("{s:s, s:s%}", "lib", lib, "spec", b.p != NULL ? b.p : "", b.len);
+	/* The namespaces for every runner that runs a candidate's code; not the judge's,
+	 * which stops the candidate's runner through its pidfd: a signal through a pidfd
+	 * reaches only a process of the sender's PID namespace or one beneath it. */
+	r = json_pack("{s:s, s:s%, s:b, s:b, s:s}", "lib", lib, "spec", b.p != NULL ? b.p : "",
+		      b.len, "namespaces", !judge && cn.sbx.have[KB_SBX_NAMESPACES], "strict",
+		      cn.sbx_strict, "trailer", FB_NS_TRAILER);
 	kb_buf_clear(&b);
 	return r;
 }

@@ -77,13 +77,17 @@ int	fb_scratch_make(const char *base, const char *what, char *out, size_t n, int
 			char *err, size_t errlen);
 int	fb_scratch_end(const char *path, int lock_fd, bool remove);
 
-/* A step's sandbox for its request ({"lib", "spec"}: sandbox.h's policy), the one home of
- * which paths a runner may read and write; judge: the judge's (it may signal the
- * candidate's runner); writes_build: the step makes its build (fb_run decides: a
+/* A step's sandbox for its request ({"lib", "spec"}: sandbox.h's policy; "namespaces":
+ * whether the runner enters its own, "strict", and "trailer": FB_NS_TRAILER), the one home
+ * of which paths a runner may read and write; judge: the judge's (it may signal the
+ * candidate's runner, and so enters no PID namespace); writes_build: the step makes its build (fb_run decides: a
  * precompile, a selftest, or an execute whose build is gone); runner: the runner script's
  * path. NULL: out of memory. */
 json_t	*fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req,
 			    bool judge, bool writes_build, const char *runner);
+/* What a namespace's waiter writes last on the result pipe, before the count of the
+ * processes the runner left (kforge_runner.py's NS_WAIT takes it from the request). */
+#define FB_NS_TRAILER	"\n\x1ekforge-ns "
 /* The shared cache's root (cache.c): hidden from every runner. */
 int	fb_cache_root(char *out, size_t n);
 

@@ -3999,6 +3999,160 @@ def confine(req):
     return report.value.decode(errors="replace")
 
 
+# Namespaces (enter_namespaces). Flags and mount bits from <sched.h> and <sys/mount.h>.
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
+# The namespace's init (pid 1): reaps what comes to it until the runner (argv[2]) ends,
+# then kills what is left (kill(-1) from a namespace's init reaches every other process
+# in it) and counts it, and tells the waiter "STATUS LEFT" (argv[1], a pipe). As pid 1 it
+# gets no signal it has no handler for but SIGKILL and SIGSTOP, from inside or out.
+NS_INIT = r"""
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+w, runner, status = int(sys.argv[1]), int(sys.argv[2]), None
+while status is None:
+    try:
+        pid, st = os.waitpid(-1, 0)
+    except InterruptedError:
+        continue
+    except ChildProcessError:
+        status = 0x7f00
+        break
+    if pid == runner:
+        status = st
+left = 0
+try:
+    os.kill(-1, signal.SIGKILL)
+except OSError:
+    pass
+while True:
+    try:
+        os.waitpid(-1, 0)
+        left += 1
+    except InterruptedError:
+        continue
+    except ChildProcessError:
+        break
+os.write(w, b"%d %d\n" % (status, left))
+"""
+
+# The waiter: the process kforge started (or the fork server forked), outside the
+# namespace. Waits for the init (argv[2]), writes argv[4] and the count of what the runner
+# left on the result pipe (argv[3], kforge's FB_NS_TRAILER) and ends as the runner did: its exit code, or its signal (raised on itself; this
+# process is no namespace's init, so the signal takes it).
+NS_WAIT = r"""
+import os, resource, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+r, init, res = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+while True:
+    try:
+        _, st = os.waitpid(init, 0)
+        break
+    except InterruptedError:
+        continue
+    except ChildProcessError:
+        st = 0x7f00
+        break
+got = b""
+while len(got) < 64:
+    try:
+        chunk = os.read(r, 64)
+    except InterruptedError:
+        continue
+    if not chunk:
+        break
+    got += chunk
+parts = got.split()
+if len(parts) == 2 and all(x.isdigit() for x in parts):
+    st, left = int(parts[0]), int(parts[1])
+    try:
+        os.write(res, b"%s%d\n" % (sys.argv[4].encode(), left))
+    except OSError:
+        pass
+if os.WIFSIGNALED(st):
+    sig = os.WTERMSIG(st)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        signal.signal(sig, signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+    os.kill(os.getpid(), sig)
+    os._exit(128 + sig)
+os._exit(os.WEXITSTATUS(st) if os.WIFEXITED(st) else 127)
+"""
+
+
+def enter_namespaces(req):
+    """Puts this runner in namespaces of its own where the request asks (its sandbox's
+    "namespaces", feedback/contain.c): a PID namespace, where it is pid 2 beneath an init
+    of its own and sees, signals and outlives nothing of the host's processes (all it
+    leaves dies with the namespace); a mount namespace with a /proc of that namespace
+    alone; and, not being root, a user namespace (mapped to its own ids) to make them in.
+    This process stays outside, made the waiter (NS_WAIT): kforge's pid for the runner,
+    which ends as the runner does. Returns what was made ("pid=1 mount=1 proc=1 user=1"),
+    None where nothing was asked; raises RuntimeError where it cannot be made. Before
+    the sandbox (confine), which refuses all of these calls afterwards."""
+    sbx = req.get("sandbox")
+    if not isinstance(sbx, dict) or not sbx.get("namespaces"):
+        return None
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                           ctypes.c_ulong, ctypes.c_void_p]
+
+    def check(rc, what):
+        if rc != 0:
+            e = ctypes.get_errno()
+            raise RuntimeError("%s: %s" % (what, os.strerror(e)))
+
+    uid, gid = os.getuid(), os.getgid()
+    user = os.geteuid() != 0
+    flags = CLONE_NEWPID | CLONE_NEWNS | (CLONE_NEWUSER if user else 0)
+    check(libc.unshare(flags), "unshare(%sCLONE_NEWPID|CLONE_NEWNS)" %
+          ("CLONE_NEWUSER|" if user else ""))
+    if user:
+        for name, text in (("setgroups", "deny"), ("uid_map", "%d %d 1" % (uid, uid)),
+                           ("gid_map", "%d %d 1" % (gid, gid))):
+            try:
+                with open("/proc/self/" + name, "w") as f:
+                    f.write(text)
+            except OSError as e:
+                raise RuntimeError("/proc/self/%s: %s" % (name, e.strerror))
+    # Nothing mounted in here reaches the host's mounts.
+    check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount(/, private)")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    r, w = os.pipe()
+    init = os.fork()
+    if init == 0:
+        # Pid 1: a /proc of this namespace (mounted from inside it: a proc mount shows
+        # the namespace of whoever mounts it), then the runner, then the init's loop.
+        proc = libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                          None) == 0
+        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: the waiter gone, so is it
+        runner = os.fork()
+        if runner == 0:
+            os.close(r)
+            os.close(w)
+            if user:
+                # The capabilities its user namespace gave it, which it no longer needs.
+                hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+                libc.capset(hdr, (ctypes.c_uint32 * 6)())
+            return "pid=1 mount=1 proc=%d user=%d" % (proc, user)
+        os.close(r)
+        os.set_inheritable(w, True)
+        os.execv(sys.executable, [sys.executable, "-S", "-I", "-c", NS_INIT, str(w),
+                                  str(runner)])
+    os.close(w)
+    os.set_inheritable(r, True)
+    os.set_inheritable(RESULT_FD, True)
+    # The trailer (kforge's FB_NS_TRAILER) precedes the count of what the runner left.
+    os.execv(sys.executable, [sys.executable, "-S", "-I", "-c", NS_WAIT, str(r), str(init),
+                              str(RESULT_FD), str(sbx.get("trailer", ""))])
+
+
 def pin_cpus(req):
     """The cores the request gives this step (kforge keeps a run's builds and timings on
     cores of their own, on the CPU): those of them this process may use, as a sorted
@@ -4043,6 +4197,17 @@ def main():
         return 0
     pinned = pin_cpus(req)
     try:
+        spaces = enter_namespaces(req)
+    except Exception as e:
+        spaces = "none: %s" % first_line(e)
+        if (req.get("sandbox") or {}).get("strict"):
+            r = Runner({"mode": req.get("mode", "unknown")}, result_file)
+            r.flag("sandbox_failed")
+            r.details["sandbox"] = "namespaces: " + first_line(e)
+            r.write_result("runtime_error", "the runner's namespaces could not be made: %s" %
+                           first_line(e))
+            return 0
+    try:
         confined = confine(req)
     except Exception as e:
         r = Runner({"mode": req.get("mode", "unknown")}, result_file)
@@ -4065,6 +4230,8 @@ def main():
         runner.details["cpus"] = pinned
     if confined is not None:
         runner.details["sandbox"] = confined
+    if spaces is not None:
+        runner.details["namespaces"] = spaces
     runner.run()
     return 0
 

@@ -717,6 +717,37 @@ load_result(const char *text, size_t n, char *why, size_t whylen)
 	return res;
 }
 
+/*
+ * The processes a runner in namespaces of its own left running, which its namespace's init
+ * killed: the last line its waiter writes on the result pipe after the result, once
+ * nothing in the namespace is left to write after it (FB_NS_TRAILER, then the count). Taken
+ * off the result; 0 where there is none (no namespaces, or the waiter was killed).
+ */
+static int
+ns_trailer_take(struct kb_buf *result)
+{
+	const size_t	 plen = sizeof(FB_NS_TRAILER) - 1;
+	const char	*end, *p;
+	long		 left;
+	char		*stop;
+
+	if (result->p == NULL || result->truncated || result->len < plen + 2 ||
+	    result->p[result->len - 1] != '\n')
+		return 0;
+	end = result->p + result->len - 1;
+	for (p = end; p > result->p && p[-1] >= '0' && p[-1] <= '9'; p--)
+		;
+	if (p == end || (size_t)(p - result->p) < plen ||
+	    memcmp(p - plen, FB_NS_TRAILER, plen) != 0)
+		return 0;
+	left = strtol(p, &stop, 10);
+	if (stop != end || left < 0 || left > INT_MAX)
+		return 0;
+	result->len = (size_t)(p - plen - result->p);
+	result->p[result->len] = '\0';
+	return (int)left;
+}
+
 /* The runner's own result, if it wrote a well-formed one. */
 static json_t *
 parse_result(const struct kb_spawn_result *r, char *why, size_t whylen)
@@ -2041,6 +2072,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	fbw_reap_strays(&strays, keep, warm_pids(keep));
 	strays.running += r.strays_running;	/* a watched runner's, its watcher's count */
 	strays.killed += r.strays_killed;
+	strays.running += ns_trailer_take(&r.result);	/* its namespace's init's count */
 	if (pch[0] != '\0')
 		fb_contain_seal_closed(pch, pch_lock);
 	if (kprof[0] != '\0')

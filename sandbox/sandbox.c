@@ -18,11 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <grp.h>
 
 #include "sandbox/sandbox.h"
 
@@ -89,6 +92,7 @@ static const char *const denied_calls[] = {
 
 static const char *const layer_names[KB_SBX__LAYERS] = {
 	[KB_SBX_LANDLOCK] = "landlock", [KB_SBX_SCOPE] = "scope", [KB_SBX_SECCOMP] = "seccomp",
+	[KB_SBX_NAMESPACES] = "namespaces",
 };
 
 const char *
@@ -137,8 +141,153 @@ probe_denied(struct kb_sbx_caps *c)
 		say(c->why[KB_SBX_SCOPE], KB_SBX_WHY, "needs Landlock");
 }
 
-void
-kb_sbx_probe(struct kb_sbx_caps *c)
+/* The steps of making a runner's namespaces, as an unprivileged runner makes them
+ * (kforge_runner.py, enter_namespaces); the probe's child reports the first that failed. */
+enum ns_step {
+	NS_OK, NS_DROP, NS_UNSHARE, NS_SETGROUPS, NS_UID_MAP, NS_GID_MAP, NS_PRIVATE, NS_FORK,
+	NS_PROC, NS__STEPS
+};
+static const char *const ns_step_names[NS__STEPS] = {
+	[NS_DROP] = "setuid(nobody)", [NS_UNSHARE] =
+	"unshare(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS)", [NS_SETGROUPS] =
+	"/proc/self/setgroups", [NS_UID_MAP] = "/proc/self/uid_map", [NS_GID_MAP] =
+	"/proc/self/gid_map", [NS_PRIVATE] = "mount(/, private)", [NS_FORK] = "fork",
+	[NS_PROC] = "mount(proc) in the PID namespace",
+};
+#define NS_NOBODY	65534
+
+struct ns_report {
+	int	step, err;
+};
+
+static void __attribute__((noreturn))
+ns_fail(int fd, enum ns_step step)
+{
+	struct ns_report	m = { (int)step, errno };
+
+	(void)!write(fd, &m, sizeof(m));
+	_exit(1);
+}
+
+/* "ID ID 1" for a map, with no stdio (async-signal-safe, after a fork). */
+static size_t
+id_map_line(char *out, unsigned id)
+{
+	char	digits[16];
+	size_t	n = 0, k = 0;
+
+	do
+		digits[k++] = (char)('0' + id % 10);
+	while ((id /= 10) != 0 && k < sizeof(digits));
+	for (int twice = 0; twice < 2; twice++) {
+		for (size_t i = k; i > 0; i--)
+			out[n++] = digits[i - 1];
+		out[n++] = ' ';
+	}
+	out[n++] = '1';
+	return n;
+}
+
+static bool
+ns_write(const char *path, const char *text, size_t len)
+{
+	int	fd = open(path, O_WRONLY | O_CLOEXEC);
+	bool	ok = fd >= 0 && write(fd, text, len) == (ssize_t)len;
+
+	if (fd >= 0)
+		(void)close(fd);
+	return ok;
+}
+
+/* In a child of the probe: the namespaces as a runner makes them, as nobody where this
+ * process is root (the user runners run as). Async-signal-safe calls only. */
+static void __attribute__((noreturn))
+ns_child(int fd)
+{
+	char	line[40];
+	uid_t	uid;
+	gid_t	gid;
+	pid_t	pid;
+	int	st;
+
+	if (geteuid() == 0 && (setgroups(0, NULL) == -1 || setgid(NS_NOBODY) == -1 ||
+			       setuid(NS_NOBODY) == -1))
+		ns_fail(fd, NS_DROP);
+	/* A change of uid left it undumpable, its /proc/self root's: a runner, exec'd after
+	 * its drop, is dumpable. */
+	(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	uid = getuid();
+	gid = getgid();
+	if (unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS) == -1)
+		ns_fail(fd, NS_UNSHARE);
+	if (!ns_write("/proc/self/setgroups", "deny", 4))
+		ns_fail(fd, NS_SETGROUPS);
+	if (!ns_write("/proc/self/uid_map", line, id_map_line(line, uid)))
+		ns_fail(fd, NS_UID_MAP);
+	if (!ns_write("/proc/self/gid_map", line, id_map_line(line, gid)))
+		ns_fail(fd, NS_GID_MAP);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+		ns_fail(fd, NS_PRIVATE);
+	if ((pid = fork()) == -1)
+		ns_fail(fd, NS_FORK);
+	if (pid == 0) {
+		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == -1)
+			ns_fail(fd, NS_PROC);
+		_exit(0);
+	}
+	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+		;
+	_exit(0);
+}
+
+/* Whether an unprivileged process may make the namespaces a runner makes: tried in a
+ * child, which reports the first step that failed. */
+static void
+probe_namespaces(struct kb_sbx_caps *c)
+{
+	struct ns_report	m = { NS_OK, 0 };
+	int			fds[2], st;
+	pid_t			pid;
+	ssize_t			n;
+
+	if (pipe2(fds, O_CLOEXEC) == -1) {
+		say(c->why[KB_SBX_NAMESPACES], KB_SBX_WHY, "pipe: %s", strerror(errno));
+		return;
+	}
+	if ((pid = fork()) == -1) {
+		say(c->why[KB_SBX_NAMESPACES], KB_SBX_WHY, "fork: %s", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		ns_child(fds[1]);
+	}
+	close(fds[1]);
+	do
+		n = read(fds[0], &m, sizeof(m));
+	while (n == -1 && errno == EINTR);
+	close(fds[0]);
+	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+		;
+	if (n == (ssize_t)sizeof(m) && m.step > NS_OK && m.step < NS__STEPS) {
+		say(c->why[KB_SBX_NAMESPACES], KB_SBX_WHY, "%s: %s%s", ns_step_names[m.step],
+		    strerror(m.err), m.step == NS_UNSHARE || m.step == NS_PRIVATE ?
+		    " (are unprivileged user namespaces disabled? kernel.unprivileged_userns_clone, "
+		    "user.max_user_namespaces, an AppArmor or SELinux policy)" : "");
+		return;
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		say(c->why[KB_SBX_NAMESPACES], KB_SBX_WHY, "the probe's child ended with status %d",
+		    st);
+		return;
+	}
+	c->have[KB_SBX_NAMESPACES] = true;
+}
+
+static void
+probe_kernel(struct kb_sbx_caps *c, bool namespaces)
 {
 	long	abi;
 
@@ -166,7 +315,17 @@ kb_sbx_probe(struct kb_sbx_caps *c)
 	} else {
 		c->have[KB_SBX_SECCOMP] = true;
 	}
+	if (namespaces)
+		probe_namespaces(c);
+	else
+		say(c->why[KB_SBX_NAMESPACES], KB_SBX_WHY, "not probed");
 	probe_denied(c);
+}
+
+void
+kb_sbx_probe(struct kb_sbx_caps *c)
+{
+	probe_kernel(c, true);
 }
 
 /* ------------------------------------------------------------ path lists */
@@ -543,9 +702,10 @@ kb_sbx_apply(const struct kb_sbx_policy *p, char *applied, size_t alen, char *er
 	char			missing[128] = "";
 
 	say(err, elen, "%s", "");
-	kb_sbx_probe(&c);
+	/* The namespaces are the runner's to make, before this (sandbox.h). */
+	probe_kernel(&c, false);
 	for (int l = 0; l < KB_SBX__LAYERS; l++) {
-		if (c.have[l])
+		if (c.have[l] || l == KB_SBX_NAMESPACES)
 			continue;
 		if (p->strict) {
 			say(err, elen, "sandbox layer %s unavailable: %s", layer_names[l], c.why[l]);
@@ -626,8 +786,8 @@ kforge_sandbox_probe(char *report, size_t reportlen)
 	size_t			n;
 
 	kb_sbx_probe(&c);
-	say(report, reportlen, "landlock=%d scope=%d seccomp=%d", c.landlock_abi,
-	    c.have[KB_SBX_SCOPE], c.have[KB_SBX_SECCOMP]);
+	say(report, reportlen, "landlock=%d scope=%d seccomp=%d namespaces=%d", c.landlock_abi,
+	    c.have[KB_SBX_SCOPE], c.have[KB_SBX_SECCOMP], c.have[KB_SBX_NAMESPACES]);
 	for (int l = 0; l < KB_SBX__LAYERS; l++) {
 		if (c.have[l] || (n = strlen(report)) + 2 >= reportlen)
 			continue;

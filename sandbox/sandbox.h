@@ -17,6 +17,13 @@
  *   seccomp   refuses ptrace, process_vm_readv/writev, pidfd_getfd, sockets other than
  *             AF_UNIX, io_uring, userfaultfd, bpf, keyrings, mounts and namespace changes,
  *             module and kexec calls; on every thread of the process (TSYNC).
+ *   namespaces a PID namespace of its own (the runner pid 2 beneath an init of its own,
+ *             which kills what it leaves), a mount namespace with that namespace's /proc,
+ *             and, for a runner that is not root, a user namespace to make them in. The
+ *             runner enters them itself before the other layers (kforge_runner.py,
+ *             enter_namespaces), with the calls the seccomp filter refuses afterwards;
+ *             this module only probes whether the host lets an unprivileged process make
+ *             them, and kb_sbx_apply leaves the layer to the runner.
  *
  * A layer the kernel lacks is named (kb_sbx_probe, `kforge doctor`); kb_sbx_apply with
  * strict set refuses to run without every layer, else applies what there is and says
@@ -39,6 +46,7 @@ enum kb_sbx_layer {
 	KB_SBX_LANDLOCK,	/* files (and TCP from ABI 4) */
 	KB_SBX_SCOPE,		/* signals and abstract sockets (Landlock ABI 6) */
 	KB_SBX_SECCOMP,
+	KB_SBX_NAMESPACES,	/* user, PID and mount (the runner's own, probed here) */
 	KB_SBX__LAYERS
 };
 

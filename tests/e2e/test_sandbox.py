@@ -18,11 +18,16 @@ The candidate tries, from its module's top level (so in the precompile and the e
   - a TCP connect to a listener of the test on 127.0.0.1;
   - a runner of its own from the fork server a `kforge eval` before the run left in the
     cache (its socket's path given): connected, it asks for a fork, which would be a
-    process under no sandbox that runs the request it is handed.
+    process under no sandbox that runs the request it is handed;
+  - what it sees of the host's processes (its pid, its parent's, /proc), and a daemon
+    (setsid, then a grandchild) left behind.
 It writes what each attempt met to its scratch directory (the one place it may write),
 and then behaves, so the turn is judged. The test checks each refusal from the outside:
 files unchanged, no new file, the secret nowhere in the run, the victim alive, the
-listener untouched, the run finished; and run.json says the sandbox was strict and whole.
+listener untouched, the run finished; the candidate was pid 2 of a PID namespace of its own
+whose /proc showed it and its init alone, and its daemon was counted (stray_processes), no
+process of the test's user left alive by it; and run.json says the sandbox was strict and
+whole.
 First, a layer the host lacks (KFORGE_SANDBOX_DENY, as a kernel without it): strict refuses
 the run before making anything, best_effort runs and records what is missing. Skips (77)
 where the kernel has no Landlock with scoping or no seccomp."""
@@ -63,8 +68,9 @@ def _attack():
     import array, ctypes, errno, json, os, signal, socket
     def err(e):
         return errno.errorcode.get(e.errno, str(e))
-    rep = {"pid": os.getpid(), "uid": os.getuid(), "write": {}, "read": {}, "ptrace": {},
-           "kill": {}, "environ_readable": [], "secret_found": False, "server": {}}
+    rep = {"pid": os.getpid(), "ppid": os.getppid(), "uid": os.getuid(), "write": {},
+           "read": {}, "ptrace": {}, "kill": {}, "environ_readable": [], "secret_found": False,
+           "server": {}, "proc": sorted(int(p) for p in os.listdir("/proc") if p.isdigit())}
     for t in WRITE_TARGETS:
         try:
             if t.endswith("/"):
@@ -132,8 +138,17 @@ def _attack():
                 else "refused %r" % answer
         except OSError as e:
             rep["server"][path] = err(e)
-    with open("hostile-%d.json" % os.getpid(), "w") as f:
+    with open("hostile-%s.json" % os.urandom(6).hex(), "w") as f:   # pid 2 in each step
         json.dump(rep, f)
+    # A daemon left behind: it must end with the runner's namespace, and be counted.
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            try:
+                os.execvp("sleep", ["sleep", "DAEMON_S"])
+            finally:
+                os._exit(0)
+        os._exit(0)
 
 
 _attack()
@@ -147,6 +162,14 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return torch.nn.functional.leaky_relu(x, negative_slope=self.negative_slope)
 '''
+
+
+def read_cmdline(pid):
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 def tree_digest(root):
@@ -191,6 +214,7 @@ def attempt(label, user):
     with open(decoy, "w") as f:
         json.dump({"runtime_ms": 1.0}, f)
     tmp_target = "/tmp/kforge-sbx-%s" % secrets.token_hex(6)
+    daemon_s = 4000 + secrets.randbelow(4000)    # the daemon's sleep, found by its cmdline
     secret = "sbx-secret-" + secrets.token_hex(8)
     listener = Listener("127.0.0.1")
     socket.create_connection(("127.0.0.1", listener.port), timeout=STARTUP_WAIT_S).close()
@@ -204,7 +228,8 @@ def attempt(label, user):
     reads = [os.path.join(run_dir, "run.json"), decoy]
     code = HOSTILE.replace("WRITE_TARGETS", repr(writes)).replace(
         "READ_TARGETS", repr(reads)).replace(
-        "VICTIM", str(victim.pid)).replace("PORT", str(listener.port))
+        "VICTIM", str(victim.pid)).replace("PORT", str(listener.port)).replace(
+        "DAEMON_S", str(daemon_s))
     # A kforge eval first: its fork server stays, listening in the cache, for the next.
     plain = os.path.join(work, "plain.py")
     with open(plain, "w") as f:
@@ -244,6 +269,9 @@ workers: 1
         mock.stop()
     check(r.returncode == 0, "%s: kforge run exited %d: %s" % (label, r.returncode, r.stderr[-2000:]))
     alive = victim.poll() is None
+    daemons = [p for p in os.listdir("/proc") if p.isdigit() and
+               read_cmdline(p) == b"sleep\0%d\0" % daemon_s]
+    check(not daemons, "%s: the candidate's daemon outlived its runner: %s" % (label, daemons))
     victim.kill()
     victim.wait()
 
@@ -262,6 +290,12 @@ workers: 1
         res = json.load(f)
     check("scope=1" in res["details"].get("sandbox", ""),
           "%s: the candidate's runner reports no scoped sandbox: %s" % (label, res["details"].get("sandbox")))
+    check(res["details"].get("namespaces", "").startswith("pid=1 mount=1 proc=1"),
+          "%s: the candidate's runner has no namespaces of its own: %s" % (
+              label, res["details"].get("namespaces")))
+    check(res["details"].get("stray_processes", 0) >= 1 and "stray_processes" in res.get("flags", []),
+          "%s: the daemon the candidate left was not counted: %s %s" % (
+              label, res["details"].get("stray_processes"), res.get("flags")))
 
     # ---- each escape refused, seen from the outside
     reps = []
@@ -274,6 +308,10 @@ workers: 1
           "and execute)" % (label, len(reps)))
     for rep in reps:
         check(rep["uid"] == uid, "%s: the candidate ran as uid %d, not %d" % (label, rep["uid"], uid))
+        # Its own PID namespace: pid 2 beneath its init, and a /proc that shows no more.
+        check(rep["pid"] == 2 and rep["ppid"] == 1 and rep["proc"] == [1, 2],
+              "%s: the candidate saw pid %d, parent %d, /proc %s" % (
+                  label, rep["pid"], rep["ppid"], rep["proc"][:20]))
         check(all(v in ("EACCES", "EPERM") for v in rep["write"].values()),
               "%s: the candidate wrote: %s" % (label, rep["write"]))
         check(all(v in ("EACCES", "EPERM") for v in rep["read"].values()),
@@ -282,7 +320,9 @@ workers: 1
               "%s: the candidate read the environ of %s" % (label, rep["environ_readable"]))
         check(all(v == "EPERM" for v in rep["ptrace"].values()),
               "%s: ptrace: %s" % (label, rep["ptrace"]))
-        check(all(v == "EPERM" for v in rep["kill"].values()),
+        # Its parent (the namespace's init) is out of its sandbox's reach; the victim is
+        # not even in its namespace.
+        check(rep["kill"].get("parent") == "EPERM" and rep["kill"].get("victim") in ("EPERM", "ESRCH"),
               "%s: signals: %s" % (label, rep["kill"]))
         check(rep.get("connect") not in (None, "connected"),
               "%s: the candidate connected: %s" % (label, rep.get("connect")))
