@@ -41,6 +41,26 @@ struct fb_strays {
 };
 void	fbw_reap_strays(struct fb_strays *out, const pid_t *keep, size_t nkeep);
 
+/* result.c: what a runner step came back as. fb_mode_name: a mode by its protocol name
+ * ("precompile" ...). fb_result_classify: the result to keep of a runner that ended as r
+ * (log: its captured output; deadline: its own, in seconds; w: its watch): its own where
+ * it wrote a well-formed one (flagged when it hung or died after), else one synthesized
+ * in its shape that says how it ended; "runner" and "wall_ms" added; NULL only when out
+ * of memory. fb_result_note_leftovers: what the runner left besides its result, flagged
+ * in res: output past the capture cap, and the processes that outlived it (s); those
+ * killed with its group count only when it ended on its own (after a deadline or the
+ * memory kill they were killed mid-work, not left). fb_result_of_judge: the judge's own
+ * result from its end (rc: kb_spawn_finish's; -KB_ESTOPPED: stopped, its candidate's
+ * runner never ran) with "runner" and "judge_wall_ms", or NULL with why where it wrote
+ * none. fb_outcome_fill: o from res (a result to keep, which o takes). */
+const char	*fb_mode_name(enum fb_mode mode);
+json_t	*fb_result_classify(const struct fb_request *req, const struct kb_spawn_result *r,
+			    const char *log, int deadline, const struct fb_watch *w);
+void	fb_result_note_leftovers(json_t *res, const struct kb_spawn_result *r,
+				 const struct fb_watch *w, const struct fb_strays *s);
+json_t	*fb_result_of_judge(int rc, const struct kb_spawn_result *r, char *why, size_t whylen);
+void	fb_outcome_fill(struct fb_outcome *o, json_t *res);
+
 /* verdict.c: a result's "flags" array (made when it has none), and flag added to it once;
  * every flag kforge itself raises on a result goes through fb_flag. */
 json_t	*fb_flags_of(json_t *result);
