@@ -41,6 +41,11 @@ struct fb_strays {
 };
 void	fbw_reap_strays(struct fb_strays *out, const pid_t *keep, size_t nkeep);
 
+/* result.c: a result's "flags" array (made when it has none), and flag added to it once;
+ * every flag kforge itself raises on a result goes through fb_flag (here, the judge's
+ * merge, the verdicts). */
+json_t	*fb_flags_of(json_t *result);
+void	fb_flag(json_t *result, const char *flag);
 /* result.c: what a runner step came back as. fb_mode_name: a mode by its protocol name
  * ("precompile" ...). fb_result_classify: the result to keep of a runner that ended as r
  * (log: its captured output; deadline: its own, in seconds; w: its watch): its own where
@@ -60,11 +65,6 @@ void	fb_result_note_leftovers(json_t *res, const struct kb_spawn_result *r,
 				 const struct fb_watch *w, const struct fb_strays *s);
 json_t	*fb_result_of_judge(int rc, const struct kb_spawn_result *r, char *why, size_t whylen);
 void	fb_outcome_fill(struct fb_outcome *o, json_t *res);
-
-/* verdict.c: a result's "flags" array (made when it has none), and flag added to it once;
- * every flag kforge itself raises on a result goes through fb_flag. */
-json_t	*fb_flags_of(json_t *result);
-void	fb_flag(json_t *result, const char *flag);
 
 /* judge.c: an execute's result from the candidate's runner's (cand, classified as any
  * runner's) and its judge's (judge, its own result; NULL when it wrote none, judge_why

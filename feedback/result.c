@@ -51,6 +51,25 @@ fb_mode_name(enum fb_mode mode)
 	return (unsigned)mode <= FB_SELFTEST ? mode_names[mode] : "unknown";
 }
 
+json_t *
+fb_flags_of(json_t *result)
+{
+	json_t	*flags = json_object_get(result, "flags");
+
+	if (!json_is_array(flags))
+		json_object_set_new(result, "flags", flags = json_array());
+	return flags;
+}
+
+void
+fb_flag(json_t *result, const char *flag)
+{
+	json_t	*flags = fb_flags_of(result);
+
+	if (!kb_json_has_string(flags, flag))
+		json_array_append_new(flags, json_string(flag));
+}
+
 static const char *
 signal_name(int sig)
 {
