@@ -221,7 +221,7 @@ fb_baseline_path(const struct kb_config *cfg, const char *problem_path, const ch
 	/* Everything the reference's timing depends on: the problem's content, the device
 	 * model, the environment (python, torch and CUDA under it), precision, the
 	 * timing settings and where the inputs are made (the same seed gives other
-	 * tensors on the GPU); on the CPU, the threads an execution gets (feedback/run.c). */
+	 * tensors on the GPU); on the CPU, the threads an execution gets (feedback/env.c). */
 	fb_timing_method(cfg, timing, sizeof(timing));
 	kb_buf_printf(&key, "env=%s\ndevice_name=%s\nprecision=%s\nperf_trials=%ld\nwarmup=%ld\n"
 		      "seed=%ld\ntiming=%s\ncompile=%d\ninputs=%s\ntf32=%d\n", env, device_name,

@@ -1,6 +1,6 @@
 /*
  * contain.c: what keeps a runner (and the LLM-written code it imports) away from what it
- * should not reach, beyond the allow-listed environment in run.c:
+ * should not reach, beyond the allow-listed environment in env.c:
  *
  *   network  a network namespace of its own (only a loopback, down) when
  *            runner.isolate_network is true and the host allows one: directly as root,
@@ -237,7 +237,7 @@ fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req, bo
 	if (req->build_dir != NULL)
 		bad |= spec_line(&b, writes_build ? "writable" : "visible", req->build_dir);
 	/* Triton compiles at a kernel's first launch, in the execute, into the build's
-	 * triton/ (run.c's TRITON_CACHE_DIR): the one part of a build an execute writes. */
+	 * triton/ (env.c's TRITON_CACHE_DIR): the one part of a build an execute writes. */
 	if (!writes_build && req->build_dir != NULL && cfg != NULL && cfg->eval.backend != NULL &&
 	    strcmp(cfg->eval.backend, "triton") == 0 &&
 	    kb_path_join(dir, sizeof(dir), req->build_dir, "triton") == 0 &&

@@ -6,6 +6,30 @@
 
 #include "feedback/feedback.h"
 
+/* env.c: what a runner is started with. Its environment, an envp of the allow-listed
+ * variables (feedback.h's protocol): fb_env_build makes it (cuda_visible: NULL leaves
+ * CUDA_VISIBLE_DEVICES unset, "" hides every GPU; precompile: a build's MAX_JOBS, else
+ * on the CPU an execution's threads); fb_env_contained adds whom HOME, USER and TMPDIR
+ * name when the runner runs as runner.user: its scratch (work_dir; a sandboxed runner
+ * writes nowhere else, so its TMPDIR is its scratch, whoever it runs as); fb_env_set
+ * sets one variable (never llm.api_key_env); fb_env_clear frees them. */
+#define FB_ENV_MAX	64
+struct fb_env {
+	char	*v[FB_ENV_MAX + 1];
+	int	 n;
+	const char *key_name;	/* cfg->llm.api_key_env: refused even if allow-listed */
+};
+void	fb_env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_dir,
+		     const char *cuda_visible, bool precompile);
+void	fb_env_contained(struct fb_env *env, const char *work_dir);
+void	fb_env_set(struct fb_env *e, const char *name, const char *value);
+void	fb_env_clear(struct fb_env *e);
+/* The limits and capture every runner gets, deadline in seconds, and its containment. */
+void	fb_runner_limits(const struct kb_config *cfg, struct kb_spawn_opts *o, int deadline);
+/* How many of a host of cores, from the first, the builds run on; every other step runs
+ * on the rest (env.c has the why). */
+long	fb_build_cores(const struct kb_config *cfg, bool cuda, long cores);
+
 /* watch.c: what one runner does to the host beyond its own process. fb_run installs
  * fbw_on_start and fbw_should_stop as the spawn hooks; they call the request's own. */
 struct fb_watch {
@@ -80,7 +104,7 @@ json_t	*fbj_merge(json_t *cand, json_t *judge, const char *judge_why);
 bool	fb_kprof_usable(void);
 #define FB_KPROF_TOP_TEXT	"64"
 
-/* Whether a selftest makes the shared cache's precompiled headers: with
+/* env.c: whether a selftest makes the shared cache's precompiled headers: with
  * runner.fast_build, for load_inline's builds (a raw-format selftest proves the raw
  * build, which uses none). run.c hands their directory to it; selftest.c keeps a pass
  * only once they are there. */
