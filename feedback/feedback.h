@@ -236,7 +236,7 @@ int	fb_adopt_strays(void);
  * Returns how many it killed. */
 int	fb_kill_orphans(bool (*keep)(pid_t pid, void *arg), void *arg);
 
-/* Warm runners (run.c has the whole story): in a process that called fb_warm_enable (a
+/* Warm runners (warm.c has the whole story): in a process that called fb_warm_enable (a
  * worker) and with runner.warm, each fb_run of a precompile, execute, profile, baseline
  * or probe starts the next runner ahead, torch imported, and the next such fb_run hands
  * it its request instead of starting one; every candidate still runs in a process no
@@ -247,11 +247,11 @@ void	fb_warm_enable(void);
 void	fb_warm_start(const struct kb_config *cfg);
 void	fb_warm_drop(void);
 /* req, a precompile, found its build in the cache: the runner waiting for it is replaced
- * by the one its execute would have been handed at the precompile's start (run.c,
+ * by the one its execute would have been handed at the precompile's start (warm.c,
  * warm_cuda_ahead), on a GPU; nothing elsewhere. */
 void	fb_warm_built(const struct kb_config *cfg, const struct fb_request *req);
 pid_t	fb_warm_pid(void);
-/* fb_warm_drop, and the fork servers warm runners are forked from end too (run.c): at a
+/* fb_warm_drop, and the fork servers warm runners are forked from end too (warm.c): at a
  * worker's end, and for the model's call unless fb_warm_keep_servers, which says whether
  * the run's workers may keep theirs through it within the host's memory. */
 void	fb_warm_end(void);

@@ -30,6 +30,11 @@ void	fb_runner_limits(const struct kb_config *cfg, struct kb_spawn_opts *o, int 
  * on the rest (env.c has the why). */
 long	fb_build_cores(const struct kb_config *cfg, bool cuda, long cores);
 
+/* A runner's start (the interpreter, torch's import, a CUDA context, and on a loaded
+ * machine tens of seconds of waiting for a core) has this long beyond its step's deadline
+ * (run.c), and a fork server as long to answer with a runner (warm.c). */
+#define FB_START_ALLOWANCE_S	300
+
 /* watch.c: what one runner does to the host beyond its own process. fb_run installs
  * fbw_on_start and fbw_should_stop as the spawn hooks; they call the request's own. */
 struct fb_watch {
@@ -89,6 +94,29 @@ void	fb_result_note_leftovers(json_t *res, const struct kb_spawn_result *r,
 				 const struct fb_watch *w, const struct fb_strays *s);
 json_t	*fb_result_of_judge(int rc, const struct kb_spawn_result *r, char *why, size_t whylen);
 void	fb_outcome_fill(struct fb_outcome *o, json_t *res);
+
+/* warm.c: the runners started ahead and the fork servers they come from (warm.c has the
+ * whole story; their state is its own). fb_warm_take_for: the runner waiting for a step
+ * of req run by python and runner that sees the GPUs visible (NULL: the variable unset),
+ * or one forked for it where a server can; NULL: start it cold. It notes visible as the
+ * GPU the next one is for. fb_warm_request: what a runner taken so is told in its request
+ * (env and o: as a cold one would have been started). fb_warm_put_back: a runner taken
+ * and never handed its request, kept for the next step where none waits, else ended.
+ * fb_warm_start_next: the runner of the step after req, started now where a runner step
+ * is to follow (done: req's outcome once there is one; NULL while it runs).
+ * fb_warm_fork_judge: an execute's judge, forked as a warm runner would be by the same
+ * server; -KB_EEXEC where none serves python and runner. fb_warm_pids: the processes a
+ * step's reaping of strays spares (the warm runner, the servers), at most FB_WARM_PIDS. */
+struct kb_spawn	*fb_warm_take_for(const struct kb_config *cfg, const struct fb_request *req,
+				  const char *python, const char *runner, const char *visible);
+int	fb_warm_request(json_t *jreq, const struct fb_env *env, const struct kb_spawn_opts *o);
+void	fb_warm_put_back(struct kb_spawn *child);
+void	fb_warm_start_next(const struct kb_config *cfg, const struct fb_request *req,
+			   const char *python, const char *runner, const struct fb_outcome *done);
+int	fb_warm_fork_judge(const struct kb_config *cfg, const char *python, const char *runner,
+			   const char *visible, struct kb_spawn **child);
+#define FB_WARM_PIDS	3
+size_t	fb_warm_pids(pid_t out[FB_WARM_PIDS]);
 
 /* judge.c: an execute's result from the candidate's runner's (cand, classified as any
  * runner's) and its judge's (judge, its own result; NULL when it wrote none, judge_why

@@ -3458,7 +3458,7 @@ def warm_up(build):
 
 
 def cuda_ahead():
-    """A warm runner for an execute (kforge tells it: run.c, warm_cuda_ahead), before its
+    """A warm runner for an execute (kforge tells it: warm.c, warm_cuda_ahead), before its
     request and so before its step holds the GPU: starts the CUDA driver (cuInit and
     torch's CUDA state, 0.1-0.2 s on the H100 hosts), which puts nothing on the GPU. Not
     the context: on an H200, processes making contexts beside an event-timed loop put

@@ -68,7 +68,7 @@ else:
     check(prof.get("source") == "torch.profiler" and "not built" in prof.get("note", ""),
           "without the library the profile is not torch.profiler's with a note: %s" % prof)
 # An execute's runner, forked while its precompile built, started CUDA's driver before its
-# step held the GPU (feedback/run.c, warm_cuda_ahead; kforge_runner.py, cuda_ahead). A
+# step held the GPU (feedback/warm.c, warm_cuda_ahead; kforge_runner.py, cuda_ahead). A
 # turn's first execute comes after the reference's baseline, which takes that runner.
 want = "driver"
 aheads = []
