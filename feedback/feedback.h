@@ -457,9 +457,9 @@ char	*fb_profile_feedback(const struct kb_config *cfg, json_t *profile, json_t *
  * from torch.profiler in the runner (the profile then says so in "note"). */
 
 /* The library's path: $KFORGE_KPROF_LIB (set but empty: none), else the one this build
- * made (KFORGE_KPROF_PATH, which feedback/kprof.cmake defines where CUPTI was found),
- * else feedback/libkforge_kprof.so beside the running binary. -KB_ENOENT when none is
- * there. */
+ * made (KFORGE_KPROF_PATH, which feedback/CMakeLists.txt defines where kprof/ built it,
+ * CUPTI found), else kprof/libkforge_kprof.so beside the running binary. -KB_ENOENT when
+ * none is there. */
 int	fb_kprof_library(char *out, size_t n);
 /* A profile step of req (FB_PROFILE: the candidate, or the reference with
  * req->profile_reference) under the caller's lease. On cuda with the library: a trace

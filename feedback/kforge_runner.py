@@ -2318,7 +2318,7 @@ class Runner:
         t0 = time.monotonic()
         # Under kforge's CUPTI injection (a GPU with the library built), the call is
         # measured in metrics mode, which keeps the device's counter availability image
-        # for the profiles to come (kprof_inject.c, availability_path).
+        # for the profiles to come (kprof/inject.c, availability_path).
         gate = torch.cuda.cudart() if cuda and os.environ.get("KPROF_OUT") else None
         try:
             x = torch.arange(4096, dtype=torch.float32, device=self.device)

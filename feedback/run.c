@@ -167,7 +167,7 @@ kprof_step(const struct kb_config *cfg, const struct fb_request *req)
 	       fb_on_cuda(cfg, req);
 }
 
-/* The counter availability images of metrics runs (kprof_inject.c, availability_path):
+/* The counter availability images of metrics runs (kprof/inject.c, availability_path):
  * read from the shared cache's kprof directory by every step, written there only by a
  * selftest, which runs no candidate's code and has the directory to itself while it runs
  * (fb_run hands it over and seals it again, as the precompiled headers'). */

@@ -104,7 +104,7 @@ pch_ready(void)
 	return cache_holds("pch", "kforge-", "-g++");
 }
 
-/* Whether the shared cache holds a counter availability image (kprof_inject.c), which a
+/* Whether the shared cache holds a counter availability image (kprof/inject.c), which a
  * selftest on a GPU writes where counters may be read. */
 static bool
 kprof_ready(void)

@@ -30,11 +30,11 @@ check(rep["overall"]["fast_0"] > 0, "no correct CUDA kernel in the demo")
 verdict = demo_check(run_dir, "cuda")
 check(verdict.returncode == 0, "the CUDA demo differs from expected.json:\n" + verdict.stderr)
 # P on a GPU comes from CUPTI where the injection library was built beside this kforge
-# (feedback/libkforge_kprof.so): ReLU's first turn is correct, so its profile names its
+# (kprof/libkforge_kprof.so): ReLU's first turn is correct, so its profile names its
 # own kernel with its launch configuration, the next prompt shows the CUPTI table (with
 # the reference's kernels for comparison), and no honest demo turn is judged otherwise
 # for its profile.
-kprof = os.path.join(os.path.dirname(BIN), "feedback", "libkforge_kprof.so")
+kprof = os.path.join(os.path.dirname(BIN), "kprof", "libkforge_kprof.so")
 relu = os.path.join(run_dir, "tasks", "L1_1_ReLU_s0")
 prof = json.load(open(os.path.join(relu, "turns", "1", "profile.json")))["profile"]
 if os.path.exists(kprof):
