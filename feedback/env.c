@@ -425,7 +425,7 @@ out_unlock:
 	return rc;
 }
 
-/* ------------------------------------------------------------ the environment's identity */
+/* ------------------------------------------------------------ identity */
 
 /* An executable found on PATH as the runner will find it, by what it is: its real path,
  * size and modification time ("" when absent). */
@@ -532,7 +532,7 @@ fb_env_key(const struct kb_config *cfg, const char *device, const char *python, 
 	return 0;
 }
 
-/* ------------------------------------------------------------ the step's device and build */
+/* ------------------------------------------------------------ device and format */
 
 bool
 fb_on_cuda(const struct kb_config *cfg, const struct fb_request *req)

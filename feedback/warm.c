@@ -1,10 +1,11 @@
 /*
  * warm.c: runners started ahead of their step (warm runners), and the fork servers they
- * are forked from, this process's own or one shared with other processes. A process holds
- * at most one warm runner and one server of each kind, here and nowhere else: run.c asks
- * for a step's runner (fb_warm_take_for) and has the next one started (fb_warm_start_next),
- * forks its judges here, and is told which processes to spare when it reaps strays. Apart
- * from run.c so that the state they keep has one owner and a step's code reads as a step.
+ * are forked from, this process's own or one shared with other processes. A process
+ * holds at most one warm runner and one server of each kind, here and nowhere else:
+ * run.c asks for a step's runner (fb_warm_take_for) and has the next one started
+ * (fb_warm_start_next), forks its judges here, and is told which processes to spare when
+ * it reaps strays. Apart from run.c so that their state has one owner and a step's code
+ * reads as a step.
  */
 #include <errno.h>
 #include <fcntl.h>
