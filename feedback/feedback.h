@@ -276,8 +276,9 @@ int	fb_result_parse(const char *text, size_t n, struct fb_outcome *o, char *why,
 /* Containment of the runner (contain.c): a network namespace of its own where the host
  * allows one (runner.isolate_network), and when kforge runs as root, runner.user instead
  * of root. fb_contain_setup decides once per process (-KB_ECONFIG: no such user);
- * call it in the supervisor before forking workers, then fb_contain_report to log what
- * was decided ("network: not isolated (reason)" is a warning). fb_run applies it. */
+ * call it in the supervisor before forking workers, then fb_contain_report (policy.c) to
+ * log what was decided ("network: not isolated (reason)" is a warning). fb_run applies
+ * it. */
 int	fb_contain_setup(const struct kb_config *cfg, char *err, size_t errlen);
 void	fb_contain_report(void);
 /* What fb_contain_setup decided, as fb_contain_report logs it: the network ("isolated (a

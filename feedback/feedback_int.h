@@ -149,8 +149,10 @@ int	fb_scratch_make(const char *base, const char *what, char *out, size_t n, int
 			char *err, size_t errlen);
 int	fb_scratch_end(const char *path, int lock_fd, bool remove);
 
-/* A step's sandbox for its request ({"lib", "spec"}: sandbox.h's policy), the one home of
- * which paths a runner may read and write; judge: the judge's (it may signal the
+/* contain.c: whether the sandbox is strict (runner.sandbox), a layer missing then refused. */
+bool	fb_contain_strict(void);
+/* policy.c: a step's sandbox for its request ({"lib", "spec"}: sandbox.h's policy), the
+ * one home of which paths a runner may read and write; judge: the judge's (it may signal the
  * candidate's runner); writes_build: the step makes its build (fb_run decides: a
  * precompile, a selftest, or an execute whose build is gone); runner: the runner script's
  * path. NULL: out of memory. */

@@ -3975,7 +3975,7 @@ def take_request_context(req):
 
 def confine(req):
     """The sandbox kforge asks for (req["sandbox"]: libkforge_sandbox.so and its policy,
-    feedback/contain.c), applied to this process before any candidate or problem code
+    feedback/policy.c), applied to this process before any candidate or problem code
     runs: Landlock and seccomp (sandbox/sandbox.h). Its report ("landlock=7 scope=1
     seccomp=1 threads=1"), None where none was asked for; raises RuntimeError where it
     cannot be applied as asked (strict and a layer missing, more than one thread).
