@@ -1,5 +1,16 @@
 /*
  * feedback_int.h: internals shared by the files of feedback/ (not part of its API).
+ *
+ * The files call one another without a circle: each uses only files on the lines above
+ * its own, so that each can be read, changed and tested from the bottom up.
+ *   contain.c result.c watch.c text.c   containment's decisions; a runner's result
+ *   cache.c stage.c judge.c             the cache's place; where runners work; the judge
+ *   env.c policy.c                      what a runner is started with; a step's sandbox
+ *   timing.c warm.c                     timing presets; runners started ahead, servers
+ *   entries.c run.c                     the cache's builds and baselines; a runner step
+ *   profile.c                           a profile's runs
+ *   verdict.c selftest.c                verdicts and static checks; the selftest
+ *   evaluate.c                          a candidate through every step
  */
 #ifndef KFORGE_FEEDBACK_INT_H
 #define KFORGE_FEEDBACK_INT_H
