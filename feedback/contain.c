@@ -1,6 +1,6 @@
 /*
  * contain.c: what keeps a runner (and the LLM-written code it imports) away from what it
- * should not reach, beyond the allow-listed environment in run.c:
+ * should not reach, beyond the allow-listed environment in env.c:
  *
  *   network  a network namespace of its own (only a loopback, down) when
  *            runner.isolate_network is true and the host allows one: directly as root,
@@ -19,7 +19,7 @@
  *
  *   sandbox  every runner confines itself, once it has its request and before any
  *            candidate code runs, with the policy fb_contain_sandbox writes into the
- *            request (the paths, this file's; the rules, sandbox/'s): Landlock (reads
+ *            request (the paths, policy.c's; the rules, sandbox/'s): Landlock (reads
  *            everywhere but the run directory, its staging directory and the caches, save
  *            the step's own inputs and build; writes only to its scratch, and a
  *            precompile to its build), Landlock's scope (no signal out of its domain, but
@@ -185,101 +185,16 @@ fb_contain_sandboxed(void)
 	return cn.sbx.have[KB_SBX_LANDLOCK];
 }
 
-/* ------------------------------------------------------------ the sandbox's paths */
-
-static int
-spec_line(struct kb_buf *b, const char *what, const char *path)
+bool
+fb_contain_strict(void)
 {
-	/* A path with a newline would be two lines of the spec: such a path is not ours. */
-	if (path == NULL || path[0] != '/' || strchr(path, '\n') != NULL)
-		return 0;
-	return kb_buf_printf(b, "%s %s\n", what, path);
+	return cn.sbx_strict;
 }
 
-/* The directory of a file (the runner imports its siblings), into out. */
-static const char *
-dir_of(const char *file, char *out, size_t n)
+bool
+fb_contain_namespaces(void)
 {
-	const char	*slash = file != NULL ? strrchr(file, '/') : NULL;
-
-	if (slash == NULL || slash == file || (size_t)(slash - file) >= n)
-		return NULL;
-	memcpy(out, file, (size_t)(slash - file));
-	out[slash - file] = '\0';
-	return out;
-}
-
-json_t *
-fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req, bool judge,
-		   bool writes_build, const char *runner)
-{
-	struct kb_buf	 b = KB_BUF_INIT(16 << 10);
-	char		 dir[PATH_MAX], cache[PATH_MAX];
-	const char	*lib = getenv("KFORGE_SANDBOX_LIB");
-	json_t		*r;
-	int		 bad = 0;
-
-	if (lib == NULL || lib[0] == '\0')
-		lib = KFORGE_SANDBOX_PATH;
-	/* Hidden: the record of the run, its staging directory and the caches. */
-	bad |= spec_line(&b, "hidden", fb_stage_root());
-	bad |= spec_line(&b, "hidden", fb_stage_dir());
-	if (fb_cache_root(cache, sizeof(cache)) == 0)
-		bad |= spec_line(&b, "hidden", cache);
-	/* Shown back: what the step reads. */
-	bad |= spec_line(&b, "visible", req->problem_path);
-	bad |= spec_line(&b, "visible", req->candidate_path);
-	bad |= spec_line(&b, "visible", dir_of(runner, dir, sizeof(dir)));
-	bad |= spec_line(&b, "visible", req->kprof_lib);
-	bad |= spec_line(&b, "visible", lib);
-	if (fb_cache_dir("pch", NULL, dir, sizeof(dir)) == 0)
-		bad |= spec_line(&b, req->mode == FB_SELFTEST ? "writable" : "visible", dir);
-	if (fb_cache_dir("kprof", NULL, dir, sizeof(dir)) == 0)
-		bad |= spec_line(&b, req->mode == FB_SELFTEST ? "writable" : "visible", dir);
-	/* Written: its scratch, and its own build when it makes it. */
-	bad |= spec_line(&b, "writable", req->work_dir);
-	if (req->build_dir != NULL)
-		bad |= spec_line(&b, writes_build ? "writable" : "visible", req->build_dir);
-	/* Triton compiles at a kernel's first launch, in the execute, into the build's
-	 * triton/ (run.c's TRITON_CACHE_DIR): the one part of a build an execute writes. */
-	if (!writes_build && req->build_dir != NULL && cfg != NULL && cfg->eval.backend != NULL &&
-	    strcmp(cfg->eval.backend, "triton") == 0 &&
-	    kb_path_join(dir, sizeof(dir), req->build_dir, "triton") == 0 &&
-	    (kb_mkdir_p(dir, 0755) == 0 || errno == EEXIST))
-		bad |= spec_line(&b, "writable", dir);
-	if (!judge)
-		bad |= kb_buf_append(&b, "scope_signals\n", 14);
-	if (cn.sbx_strict)
-		bad |= kb_buf_append(&b, "strict\n", 7);
-	if (bad != 0) {
-		kb_buf_clear(&b);
-		return NULL;
-	}
-	/* The namespaces for every runner that runs a candidate's code; not the judge's,
-	 * which stops the candidate's runner through its pidfd: a signal through a pidfd
-	 * reaches only a process of the sender's PID namespace or one beneath it. */
-	r = json_pack("{s:s, s:s%, s:b, s:b, s:s}", "lib", lib, "spec", b.p != NULL ? b.p : "",
-		      b.len, "namespaces", !judge && cn.sbx.have[KB_SBX_NAMESPACES], "strict",
-		      cn.sbx_strict, "trailer", FB_NS_TRAILER);
-	kb_buf_clear(&b);
-	return r;
-}
-
-void
-fb_contain_report(void)
-{
-	char	net[384], user[256], sbx[1280];
-
-	if (fb_contain_describe(net, sizeof(net), user, sizeof(user)))
-		log_info("network: %s", net);
-	else
-		log_warnx("network: %s", net);
-	log_info("user: runners run as %s", user);
-	if (fb_contain_describe_sandbox(sbx, sizeof(sbx)))
-		log_info("sandbox: %s", sbx);
-	else
-		log_warnx("sandbox: %s", sbx);
-	fb_stage_report();
+	return cn.sbx.have[KB_SBX_NAMESPACES];
 }
 
 void

@@ -236,7 +236,7 @@ int	fb_adopt_strays(void);
  * Returns how many it killed. */
 int	fb_kill_orphans(bool (*keep)(pid_t pid, void *arg), void *arg);
 
-/* Warm runners (run.c has the whole story): in a process that called fb_warm_enable (a
+/* Warm runners (warm.c has the whole story): in a process that called fb_warm_enable (a
  * worker) and with runner.warm, each fb_run of a precompile, execute, profile, baseline
  * or probe starts the next runner ahead, torch imported, and the next such fb_run hands
  * it its request instead of starting one; every candidate still runs in a process no
@@ -247,11 +247,11 @@ void	fb_warm_enable(void);
 void	fb_warm_start(const struct kb_config *cfg);
 void	fb_warm_drop(void);
 /* req, a precompile, found its build in the cache: the runner waiting for it is replaced
- * by the one its execute would have been handed at the precompile's start (run.c,
+ * by the one its execute would have been handed at the precompile's start (warm.c,
  * warm_cuda_ahead), on a GPU; nothing elsewhere. */
 void	fb_warm_built(const struct kb_config *cfg, const struct fb_request *req);
 pid_t	fb_warm_pid(void);
-/* fb_warm_drop, and the fork servers warm runners are forked from end too (run.c): at a
+/* fb_warm_drop, and the fork servers warm runners are forked from end too (warm.c): at a
  * worker's end, and for the model's call unless fb_warm_keep_servers, which says whether
  * the run's workers may keep theirs through it within the host's memory. */
 void	fb_warm_end(void);
@@ -276,8 +276,9 @@ int	fb_result_parse(const char *text, size_t n, struct fb_outcome *o, char *why,
 /* Containment of the runner (contain.c): a network namespace of its own where the host
  * allows one (runner.isolate_network), and when kforge runs as root, runner.user instead
  * of root. fb_contain_setup decides once per process (-KB_ECONFIG: no such user);
- * call it in the supervisor before forking workers, then fb_contain_report to log what
- * was decided ("network: not isolated (reason)" is a warning). fb_run applies it. */
+ * call it in the supervisor before forking workers, then fb_contain_report (policy.c) to
+ * log what was decided ("network: not isolated (reason)" is a warning). fb_run applies
+ * it. */
 int	fb_contain_setup(const struct kb_config *cfg, char *err, size_t errlen);
 void	fb_contain_report(void);
 /* What fb_contain_setup decided, as fb_contain_report logs it: the network ("isolated (a
@@ -457,9 +458,9 @@ char	*fb_profile_feedback(const struct kb_config *cfg, json_t *profile, json_t *
  * from torch.profiler in the runner (the profile then says so in "note"). */
 
 /* The library's path: $KFORGE_KPROF_LIB (set but empty: none), else the one this build
- * made (KFORGE_KPROF_PATH, which feedback/kprof.cmake defines where CUPTI was found),
- * else feedback/libkforge_kprof.so beside the running binary. -KB_ENOENT when none is
- * there. */
+ * made (KFORGE_KPROF_PATH, which feedback/CMakeLists.txt defines where kprof/ built it,
+ * CUPTI found), else kprof/libkforge_kprof.so beside the running binary. -KB_ENOENT when
+ * none is there. */
 int	fb_kprof_library(char *out, size_t n);
 /* A profile step of req (FB_PROFILE: the candidate, or the reference with
  * req->profile_reference) under the caller's lease. On cuda with the library: a trace

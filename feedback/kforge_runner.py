@@ -2318,7 +2318,7 @@ class Runner:
         t0 = time.monotonic()
         # Under kforge's CUPTI injection (a GPU with the library built), the call is
         # measured in metrics mode, which keeps the device's counter availability image
-        # for the profiles to come (kprof_inject.c, availability_path).
+        # for the profiles to come (kprof/inject.c, availability_path).
         gate = torch.cuda.cudart() if cuda and os.environ.get("KPROF_OUT") else None
         try:
             x = torch.arange(4096, dtype=torch.float32, device=self.device)
@@ -3458,7 +3458,7 @@ def warm_up(build):
 
 
 def cuda_ahead():
-    """A warm runner for an execute (kforge tells it: run.c, warm_cuda_ahead), before its
+    """A warm runner for an execute (kforge tells it: warm.c, warm_cuda_ahead), before its
     request and so before its step holds the GPU: starts the CUDA driver (cuInit and
     torch's CUDA state, 0.1-0.2 s on the H100 hosts), which puts nothing on the GPU. Not
     the context: on an H200, processes making contexts beside an event-timed loop put
@@ -3975,7 +3975,7 @@ def take_request_context(req):
 
 def confine(req):
     """The sandbox kforge asks for (req["sandbox"]: libkforge_sandbox.so and its policy,
-    feedback/contain.c), applied to this process before any candidate or problem code
+    feedback/policy.c), applied to this process before any candidate or problem code
     runs: Landlock and seccomp (sandbox/sandbox.h). Its report ("landlock=7 scope=1
     seccomp=1 threads=1"), None where none was asked for; raises RuntimeError where it
     cannot be applied as asked (strict and a layer missing, more than one thread).

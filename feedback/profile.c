@@ -34,7 +34,7 @@ fb_kprof_library(char *out, size_t n)
 	if (env != NULL)
 		return env[0] != '\0' && access(env, R_OK) == 0 &&
 		       snprintf(out, n, "%s", env) < (int)n ? 0 : -KB_ENOENT;
-	/* Defined by feedback/kprof.cmake (the library's build) when CUPTI was found. */
+	/* Defined by feedback/CMakeLists.txt where kprof/ built the library (CUPTI found). */
 #ifdef KFORGE_KPROF_PATH
 	if (access(KFORGE_KPROF_PATH, R_OK) == 0 &&
 	    snprintf(out, n, "%s", KFORGE_KPROF_PATH) < (int)n)
@@ -46,7 +46,7 @@ fb_kprof_library(char *out, size_t n)
 	if ((slash = strrchr(exe, '/')) == NULL)
 		return -KB_ENOENT;
 	*slash = '\0';
-	if (snprintf(out, n, "%s/feedback/%s", exe, FB_KPROF_NAME) < (int)n &&
+	if (snprintf(out, n, "%s/kprof/%s", exe, FB_KPROF_NAME) < (int)n &&
 	    access(out, R_OK) == 0)
 		return 0;
 	return -KB_ENOENT;

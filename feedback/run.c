@@ -1,190 +1,33 @@
 /*
- * run.c: one runner step (docs/DESIGN.md §5). Builds the JSON request and the allow-listed
- * environment, finds the Python that imports torch, spawns feedback/kforge_runner.py
- * with kb_spawn_run (own group, deadline, rlimits, capped output, result on fd 3), and
- * turns what came back into an fb_outcome. When the runner could not report (a signal,
- * the deadline, no or garbled JSON), the result is synthesized here in the runner's
- * shape, so every consumer reads one format.
+ * run.c: one runner step (docs/DESIGN.md §5), fb_run. Builds the JSON request, gives the
+ * runner its environment and Python (env.c), hands the request to a runner started ahead
+ * (warm.c) or spawns feedback/kforge_runner.py with kb_spawn_run (own group, deadline,
+ * rlimits, capped output, result on fd 3), starts an execute's judge beside it, and turns
+ * what came back into an fb_outcome (result.c reads it, and synthesizes one in the
+ * runner's shape where the runner could not report; judge.c makes an execute's two
+ * results one).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stddef.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
 
-extern char **environ;
+/* ------------------------------------------------------------ request */
 
-#define FB_ENV_MAX		64
-#define FB_OUT_CAP		((size_t)1 << 20)
-#define FB_RESULT_CAP		((size_t)16 << 20)
-#define FB_FSIZE_CAP		(1LL << 30)
-#define FB_NOFILE		1024
-#define FB_PROBE_TIMEOUT_MS	120000
-#define FB_COMPILER_TAIL	8192
-#define FB_LOG_TAIL		4096
-
-static const char *const mode_names[] = {
-	[FB_PRECOMPILE] = "precompile", [FB_EXECUTE] = "execute", [FB_PROFILE] = "profile",
-	[FB_BASELINE] = "baseline", [FB_PROBE] = "probe", [FB_SELFTEST] = "selftest",
-};
-
-#define FB_NAME_(name, str) [FB_ST_##name] = str,
-static const char *const status_names[FB__NSTATUS] = { FB_STATUSES(FB_NAME_) };
-#undef FB_NAME_
-
-const char *
-fb_status_name(enum fb_status st)
-{
-	return (unsigned)st < FB__NSTATUS ? status_names[st] : "unknown";
-}
-
-int
-fb_status_parse(const char *s, enum fb_status *out)
-{
-	for (int i = 0; s != NULL && i < FB__NSTATUS; i++)
-		if (strcmp(s, status_names[i]) == 0) {
-			*out = (enum fb_status)i;
-			return 0;
-		}
-	return -KB_EINVAL;
-}
-
-/* ------------------------------------------------------------ environment */
-
-/* The runner sees these variables of ours and nothing else; in particular never
- * the LLM key, whatever it is called. LC_* are added by prefix. */
-static const char *const env_allowed[] = {
-	"PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "USER", "CUDA_HOME", "CUDA_PATH",
-	"LD_LIBRARY_PATH",
-};
-
-struct fb_env {
-	char	*v[FB_ENV_MAX + 1];
-	int	 n;
-	const char *key_name;	/* cfg->llm.api_key_env: refused even if allow-listed */
-};
-
-static void
-env_set(struct fb_env *e, const char *name, const char *value)
-{
-	size_t	len = strlen(name);
-
-	if (e->key_name != NULL && strcmp(name, e->key_name) == 0)
-		return;
-	for (int i = 0; i < e->n; i++)
-		if (strncmp(e->v[i], name, len) == 0 && e->v[i][len] == '=') {
-			free(e->v[i]);
-			e->v[i] = kb_asprintf("%s=%s", name, value);
-			return;
-		}
-	if (e->n < FB_ENV_MAX)
-		e->v[e->n++] = kb_asprintf("%s=%s", name, value);
-	e->v[e->n] = NULL;
-}
-
-static void
-env_pass(struct fb_env *e, const char *name)
-{
-	const char *v = getenv(name);
-
-	if (v != NULL)
-		env_set(e, name, v);
-}
-
-static void
-env_clear(struct fb_env *e)
-{
-	for (int i = 0; i < e->n; i++)
-		free(e->v[i]);
-	e->n = 0;
-	e->v[0] = NULL;
-}
-
-/* cuda_visible: NULL leaves CUDA_VISIBLE_DEVICES unset; "" hides every GPU. */
-/* On the CPU an execution slot gets its share of the cores left over by the compile
- * slots: torch's intra-op pool would otherwise spin on cores a compile is using, and the
- * timings (reference and candidate alike) would measure the contention. */
-long
-fb_compile_slots(const struct kb_config *cfg)
-{
-	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return cfg->runner.compile_slots > 0 ? cfg->runner.compile_slots :
-	       (cores > 1 ? cores / 2 : 1);
-}
-
-long
-fb_cpu_threads(const struct kb_config *cfg)
-{
-	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
-	long	slots = cfg->runner.cpu_exec_slots > 0 ? cfg->runner.cpu_exec_slots : 1;
-	long	n = (cores - fb_compile_slots(cfg)) / slots;
-
-	return n > 0 ? n : 1;
-}
-
-/* On a GPU host, the cores kept for the steps that run on the GPU, at the end of the
- * list: an eighth of the host, at least FB_CUDA_EXEC_CORES_MIN, on hosts of at least
- * FB_CUDA_PIN_MIN_CORES (fewer, and no core is spared from the builds). */
-#define FB_CUDA_EXEC_CORES_MIN	2
-#define FB_CUDA_PIN_MIN_CORES	8
-
-/* The cores a step runs on ("cpus" in the request), builds (precompile, selftest) on the
- * first ones and every other step on the rest, so that a timing never shares a core with
- * a build of the same run (the reference and the candidate alike). On the CPU the builds
- * get as many as the compile slots. On a GPU the timing is the GPU's, but a small
- * kernel's forward runs only as fast as the host launches it: with eight builds at once
- * on the host's cores, the same reference (three launches of a Linear, ReLU and scale)
- * timed 0.040 ms in one turn and 0.088 ms in the next while the candidate's one launch
- * kept pace, so there the steps on the GPU keep a few cores (FB_CUDA_EXEC_CORES_MIN, or
- * an eighth) and the builds have the rest. An empty list leaves the runner where it is:
- * where one core is all there is, or on a small GPU host. */
-static long
-cpu_split(const struct kb_config *cfg, bool cuda, long cores)
-{
-	if (!cuda)
-		return fb_compile_slots(cfg);
-	if (cores < FB_CUDA_PIN_MIN_CORES)
-		return cores;
-	return cores - (cores / 8 > FB_CUDA_EXEC_CORES_MIN ? cores / 8 : FB_CUDA_EXEC_CORES_MIN);
-}
-
-/* Which of the host's cores a CPU run's builds start at: a turn of the cores decided by
- * the run's directory (the same on every resume, the same for every worker). Several
- * runs on one host then spread their builds over its cores instead of all building on
- * the first ones and timing on the rest: the suite's four runs at once on the 2-core
- * machine kept one core busy with every build while the other waited (tools/bench/
- * README.md, inner). Within a run nothing changes: its timings still never share a core
- * with its builds. */
-long
-fb_cpu_turn(const char *root, long cores)
-{
-	if (root == NULL || cores < 1)
-		return 0;
-	return (long)(kb_fnv1a(KB_FNV1A_START, root, strlen(root)) % (uint64_t)cores);
-}
-
+/* The request's "cpus": a build's are the first fb_build_cores of the host, every other
+ * step's the rest (env.c says why). */
 static json_t *
 step_cpus(const struct kb_config *cfg, const struct fb_request *req, bool cuda)
 {
 	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
-	long	split = cpu_split(cfg, cuda, cores), first, last, turn;
+	long	split = fb_build_cores(cfg, cuda, cores), first, last, turn;
 	json_t	*cpus = json_array();
 
 	/* The selftest is the run's first step, before any timing, and builds its headers
@@ -201,287 +44,6 @@ step_cpus(const struct kb_config *cfg, const struct fb_request *req, bool cuda)
 	return cpus;
 }
 
-static void
-cpu_threads(struct fb_env *e, const struct kb_config *cfg)
-{
-	char	text[24];
-
-	snprintf(text, sizeof(text), "%ld", fb_cpu_threads(cfg));
-	env_set(e, "OMP_NUM_THREADS", text);
-	env_set(e, "MKL_NUM_THREADS", text);
-}
-
-static void
-env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_dir,
-	  const char *cuda_visible, bool precompile)
-{
-	const char	*arch;
-
-	e->n = 0;
-	e->v[0] = NULL;
-	e->key_name = cfg != NULL && cfg->llm.api_key_env != NULL &&
-		      cfg->llm.api_key_env[0] != '\0' ? cfg->llm.api_key_env : NULL;
-	for (size_t i = 0; i < sizeof(env_allowed) / sizeof(env_allowed[0]); i++)
-		env_pass(e, env_allowed[i]);
-	if (getenv("PATH") == NULL)
-		env_set(e, "PATH", "/usr/local/bin:/usr/bin:/bin");
-	for (char **p = environ; p != NULL && *p != NULL; p++) {
-		const char *eq = strchr(*p, '=');
-
-		if (strncmp(*p, "LC_", 3) == 0 && eq != NULL && (size_t)(eq - *p) < 64) {
-			char name[64];
-
-			memcpy(name, *p, (size_t)(eq - *p));
-			name[eq - *p] = '\0';
-			env_set(e, name, eq + 1);
-		}
-	}
-	if (build_dir != NULL)
-		env_set(e, "TORCH_EXTENSIONS_DIR", build_dir);
-	/* Triton compiles a kernel at its first launch, into its cache: the build's own
-	 * directory, not a HOME the runner's user may not write. */
-	if (build_dir != NULL && cfg != NULL && cfg->eval.backend != NULL &&
-	    strcmp(cfg->eval.backend, "triton") == 0) {
-		char cache[PATH_MAX];
-
-		if (kb_path_join(cache, sizeof(cache), build_dir, "triton") == 0)
-			env_set(e, "TRITON_CACHE_DIR", cache);
-	}
-	/* One arch list for precompile and execute, or ninja rebuilds at execute time. */
-	arch = cfg != NULL && cfg->eval.arch_list != NULL && cfg->eval.arch_list[0] != '\0' ?
-	       cfg->eval.arch_list : getenv("TORCH_CUDA_ARCH_LIST");
-	if (arch != NULL && arch[0] != '\0')
-		env_set(e, "TORCH_CUDA_ARCH_LIST", arch);
-	if (cuda_visible != NULL)
-		env_set(e, "CUDA_VISIBLE_DEVICES", cuda_visible);
-	env_set(e, "PYTHONUNBUFFERED", "1");
-	env_set(e, "PYTHONDONTWRITEBYTECODE", "1");
-	/* Two: a CUDA candidate's two translation units (the binding file and the .cu) are
-	 * built side by side; a C++ one has only one. The compile slots default to half the
-	 * cores, so at most every core is busy. */
-	if (precompile)
-		env_set(e, "MAX_JOBS", "2");
-	else if (cfg != NULL && cfg->eval.device != NULL && strcmp(cfg->eval.device, "cpu") == 0)
-		cpu_threads(e, cfg);
-}
-
-/* Whether dir (a TMPDIR; unset is /tmp) is one every user may write in: sticky,
- * writable by all and within the runner's user's reach. */
-static bool
-tmpdir_shared(const char *dir)
-{
-	struct stat	st;
-	char		why[256];
-
-	if (dir == NULL || dir[0] == '\0')
-		return true;
-	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 01777) == 01777 &&
-	       fb_contain_check_reach(dir, false, why, sizeof(why)) == 0;
-}
-
-/* ------------------------------------------------------------ python */
-
-static pthread_mutex_t	py_lock = PTHREAD_MUTEX_INITIALIZER;
-static char		py_cached[PATH_MAX];
-static char		py_cached_key[PATH_MAX];
-
-#define FB_SNIPPET_ARGS	8
-
-int
-fb_python_snippet(const struct kb_config *cfg, const char *python, const char *code,
-		  const char *const *args, bool cuda, int timeout_ms, struct kb_spawn_result *r)
-{
-	const char		*argv[FB_SNIPPET_ARGS + 4] = { python, "-c", code };
-	struct kb_spawn_opts	 o = { 0 };
-	struct fb_env		 env;
-	int			 rc;
-
-	for (int i = 0; args != NULL && args[i] != NULL; i++) {
-		if (i >= FB_SNIPPET_ARGS)
-			return -KB_EINVAL;
-		argv[3 + i] = args[i];
-	}
-	env_build(&env, cfg, NULL, cuda ? NULL : "", false);
-	o.argv = argv;
-	o.envp = (const char *const *)env.v;
-	/* Contained as the runner will be: torch must import as that user, in that netns. */
-	if (fb_contain_setup(cfg, NULL, 0) == 0) {
-		fb_contain_apply(&o);
-		o.cwd = "/";
-	}
-	o.out_cap = 64 << 10;
-	o.want_result = true;
-	o.result_cap = 1 << 20;
-	o.timeout_ms = timeout_ms > 0 ? timeout_ms : FB_PROBE_TIMEOUT_MS;
-	rc = kb_spawn_run(&o, r);
-	env_clear(&env);
-	return rc;
-}
-
-/* A Python found to import torch is remembered in the shared cache under fb_env_key
- * (the Python's identity and the torch under it, among the rest), so that the next
- * kforge process does not pay a torch import (seconds) to find the same answer. */
-static bool
-imports_torch(const struct kb_config *cfg, const char *py)
-{
-	struct kb_spawn_result	 r = { 0 };
-	char			 sha[65], memo[PATH_MAX];
-	bool			 ok, memo_ok;
-
-	if (access(py, X_OK) != 0)
-		return false;
-	memo_ok = fb_env_key(cfg, "cpu", py, sha) == 0 &&
-		  fb_cache_dir("python", sha, memo, sizeof(memo)) == 0;
-	if (memo_ok && kb_file_exists(memo))
-		return true;
-	ok = fb_python_snippet(cfg, py, "import torch", NULL, false, 0, &r) == 0 &&
-	     r.end == KB_END_EXITED && r.exit_code == 0;
-	if (!ok)
-		log_debug("%s cannot import torch: %.200s", py, r.out.p != NULL ? r.out.p : "");
-	else if (memo_ok)
-		(void)kb_write_atomic(memo, py, strlen(py));
-	kb_spawn_result_clear(&r);
-	return ok;
-}
-
-/* A bare name ("python3.12") is looked up on PATH: kb_spawn_run does no search. A
- * relative path is made absolute. */
-static void
-resolve_on_path(const char *name, char *out, size_t outlen)
-{
-	char	abs[PATH_MAX];
-
-	if (strchr(name, '/') != NULL) {
-		snprintf(out, outlen, "%s", name);
-		/* Relative to our cwd, not the runner's (it starts in work_dir). Joined, not
-		 * realpath'd: a venv's python is a link to the system one, and following it
-		 * would leave the venv (and pick up the system's packages). */
-		if (name[0] != '/' && getcwd(abs, sizeof(abs)) != NULL &&
-		    kb_path_join(out, outlen, abs, name) < 0)
-			snprintf(out, outlen, "%s", name);
-		return;
-	}
-	if (kb_which(name, out, outlen) < 0)
-		snprintf(out, outlen, "%s", name);
-}
-
-static void
-tried_add(struct kb_buf *tried, const char *py)
-{
-	kb_buf_printf(tried, "%s%s", tried->len > 0 ? ", " : "", py);
-}
-
-int
-fb_find_python(const struct kb_config *cfg, char *out, size_t outlen, char *err,
-	       size_t errlen)
-{
-	struct kb_buf	 tried = KB_BUF_INIT(8192);
-	const char	*explicit_py = NULL, *source = NULL, *path;
-	char		 cand[PATH_MAX], why[512];
-	int		 rc = -KB_ENOPYTHON;
-
-	if (outlen > 0)
-		out[0] = '\0';
-	if (cfg != NULL && cfg->runner.python != NULL && cfg->runner.python[0] != '\0') {
-		explicit_py = cfg->runner.python;
-		source = "runner.python";
-	} else if ((path = getenv("KFORGE_PYTHON")) != NULL && path[0] != '\0') {
-		explicit_py = path;
-		source = "KFORGE_PYTHON";
-	}
-	pthread_mutex_lock(&py_lock);
-	if (py_cached[0] != '\0' &&
-	    strcmp(py_cached_key, explicit_py != NULL ? explicit_py : "") == 0) {
-		rc = snprintf(out, outlen, "%s", py_cached) < (int)outlen ? 0 : -KB_ETOOBIG;
-		goto out_unlock;
-	}
-	if (explicit_py != NULL) {
-		/* Taken as given: whether it imports torch is the runner's to say (env_error,
-		 * naming this Python), never a reason to fall back on another one. */
-		resolve_on_path(explicit_py, cand, sizeof(cand));
-		/* kforge copies what the runner reads, but not an interpreter and its packages:
-		 * the runner's user must reach this one where it is. */
-		if (access(cand, X_OK) == 0 &&
-		    fb_contain_check_reach(cand, true, why, sizeof(why)) == 0)
-			goto found;
-		if (access(cand, X_OK) == 0)
-			snprintf(err, errlen, "%s=%s: %s, which runs the runner there; use a Python "
-				 "that user can reach, make that directory reachable for it, or set "
-				 "runner.user: '' to run the runner as root", source, explicit_py, why);
-		else
-			snprintf(err, errlen, "%s=%s: no executable Python there; set runner.python "
-				 "or KFORGE_PYTHON to one that imports torch", source, explicit_py);
-		snprintf(out, outlen, "%s", cand);
-		goto out_unlock;
-	}
-	{
-		static const char *const fixed[] = { "/usr/bin/python3", "/usr/local/bin/python3" };
-
-		for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-			snprintf(cand, sizeof(cand), "%s", fixed[i]);
-			tried_add(&tried, cand);
-			if (imports_torch(cfg, cand))
-				goto found;
-		}
-	}
-	path = getenv("PATH");
-	for (const char *p = path != NULL ? path : ""; *p != '\0';) {
-		size_t	n = strcspn(p, ":");
-		char	dir[PATH_MAX];
-
-		if (n > 0 && n < sizeof(dir) && p[0] == '/') {
-			memcpy(dir, p, n);
-			dir[n] = '\0';
-			if (kb_path_join(cand, sizeof(cand), dir, "python3") == 0 &&
-			    strcmp(cand, "/usr/bin/python3") != 0 &&
-			    strcmp(cand, "/usr/local/bin/python3") != 0 &&
-			    access(cand, X_OK) == 0) {
-				tried_add(&tried, cand);
-				if (imports_torch(cfg, cand))
-					goto found;
-			}
-		}
-		p += n + (p[n] == ':');
-	}
-	/* Imported as the runner will: torch installed for root alone (pip --user) is not. */
-	snprintf(err, errlen, "no Python that imports torch%s%s (tried: %s); set runner.python or "
-		 "KFORGE_PYTHON", fb_contain_user() != NULL ? " as runner.user " : "",
-		 fb_contain_user() != NULL ? fb_contain_user() : "",
-		 tried.p != NULL ? tried.p : "nothing");
-	goto out_unlock;
-found:
-	snprintf(py_cached, sizeof(py_cached), "%s", cand);
-	snprintf(py_cached_key, sizeof(py_cached_key), "%s", explicit_py != NULL ? explicit_py : "");
-	rc = snprintf(out, outlen, "%s", cand) < (int)outlen ? 0 : -KB_ETOOBIG;
-	log_debug("runner python: %s", cand);
-out_unlock:
-	pthread_mutex_unlock(&py_lock);
-	kb_buf_clear(&tried);
-	return rc;
-}
-
-/* ------------------------------------------------------------ request */
-
-bool
-fb_on_cuda(const struct kb_config *cfg, const struct fb_request *req)
-{
-	const char	*device = req != NULL && req->device != NULL ? req->device : cfg->eval.device;
-
-	return device != NULL && strcmp(device, "cuda") == 0;
-}
-
-bool
-fb_raw_format(const struct kb_config *cfg)
-{
-	return cfg->eval.format != NULL && strcmp(cfg->eval.format, "raw") == 0;
-}
-
-bool
-fb_selftest_makes_pch(const struct kb_config *cfg)
-{
-	return cfg->runner.fast_build && !fb_raw_format(cfg);
-}
-
 /* The steps that run a candidate's code (an execute, a profile) time it from the moment
  * the runner writes FB_STARTED_FILE in its work directory, just before it loads the
  * models (fbw_time_from): eval.timeout_s is the candidate's. The runner's start before
@@ -489,7 +51,6 @@ fb_selftest_makes_pch(const struct kb_config *cfg)
  * seconds of waiting for a core) has FB_START_ALLOWANCE_S more, which the spawn's own
  * deadline adds; it also bounds a runner that never writes the file. */
 #define FB_STARTED_FILE		".kforge_started"
-#define FB_START_ALLOWANCE_S	300
 
 static bool
 timed_from_start(const struct fb_request *req, char *file, size_t n)
@@ -508,7 +69,7 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 
 	r = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o,"
 		      " s:o, s:b, s:b, s:b}",
-		      "mode", mode_names[req->mode],
+		      "mode", fb_mode_name(req->mode),
 		      "device", cuda ? "cuda" : "cpu",
 		      "precision", precision,
 		      "problem", req->problem_path != NULL ? req->problem_path : "",
@@ -565,322 +126,6 @@ deadline_s(const struct kb_config *cfg, const struct fb_request *req)
 	return s > INT_MAX / 1000 ? INT_MAX / 1000 : (int)s;
 }
 
-/* ------------------------------------------------------------ result */
-
-static const char *
-signal_name(int sig)
-{
-	static const struct { int sig; const char *name; } names[] = {
-		{ SIGSEGV, "SIGSEGV" }, { SIGBUS, "SIGBUS" }, { SIGABRT, "SIGABRT" },
-		{ SIGILL, "SIGILL" }, { SIGFPE, "SIGFPE" }, { SIGKILL, "SIGKILL" },
-		{ SIGTERM, "SIGTERM" }, { SIGXCPU, "SIGXCPU" }, { SIGXFSZ, "SIGXFSZ" },
-		{ SIGPIPE, "SIGPIPE" }, { SIGINT, "SIGINT" }, { SIGHUP, "SIGHUP" },
-		{ SIGTRAP, "SIGTRAP" }, { SIGSYS, "SIGSYS" },
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (names[i].sig == sig)
-			return names[i].name;
-	return "unknown signal";
-}
-
-/* The last cap bytes of s, starting on a line boundary when one is near. */
-static const char *
-tail_of(const char *s, size_t cap)
-{
-	size_t		 n = s != NULL ? strlen(s) : 0;
-	const char	*t, *nl;
-
-	if (s == NULL)
-		return "";
-	if (n <= cap)
-		return s;
-	t = s + n - cap;
-	if ((nl = memchr(t, '\n', cap / 8)) != NULL)
-		t = nl + 1;
-	return t;
-}
-
-/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if invalid. */
-static size_t
-utf8_seq(const unsigned char *p, size_t n)
-{
-	size_t	len, i;
-	unsigned c = p[0];
-
-	if (c < 0x80)
-		return 1;
-	len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 :
-	      c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-	if (len == 0 || len > n)
-		return 0;
-	for (i = 1; i < len; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) ||
-	    (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))
-		return 0;
-	return len;
-}
-
-/* A JSON string of s with every byte that is not valid UTF-8 replaced by '?'
- * (captured output is arbitrary bytes; jansson accepts only UTF-8). */
-static json_t *
-json_text(const char *s)
-{
-	size_t	 n = strlen(s), i = 0, k;
-	char	*c;
-	json_t	*j;
-
-	if ((c = malloc(n + 1)) == NULL)
-		return NULL;
-	memcpy(c, s, n + 1);
-	while (i < n) {
-		if ((k = utf8_seq((const unsigned char *)c + i, n - i)) == 0) {
-			c[i++] = '?';
-			continue;
-		}
-		i += k;
-	}
-	j = json_stringn(c, n);
-	free(c);
-	return j;
-}
-
-/* A result in the runner's shape for a runner that could not write one. */
-static json_t *
-synthesize(enum fb_mode mode, enum fb_status st, const char *message, const char *log)
-{
-	json_t	*res, *details;
-
-	res = json_pack("{s:s, s:s, s:b, s:b, s:[], s:{s:s, s:s, s:s, s:s, s:[], s:s},"
-			 " s:{s:n, s:n, s:n}, s:n, s:{s:n, s:n, s:n, s:n, s:n}, s:b}",
-			 "status", fb_status_name(st), "mode", mode_names[mode],
-			 "compiled", mode == FB_EXECUTE || mode == FB_PROFILE, "correct", 0,
-			 "flags",
-			 "details", "message", message, "exception", "", "traceback", "",
-			 "compiler_output", "", "trials", "log_tail", "",
-			 "timing", "candidate", "reference", "reference_compile",
-			 "speedup",
-			 "env", "device_name", "torch", "cuda", "python", "gpu_count",
-			 "synthesized", 1);
-	if (res == NULL)
-		return NULL;
-	details = json_object_get(res, "details");
-	json_object_set_new(details, "log_tail", json_text(tail_of(log, FB_LOG_TAIL)));
-	if (mode == FB_PRECOMPILE)
-		json_object_set_new(details, "compiler_output",
-				    json_text(tail_of(log, FB_COMPILER_TAIL)));
-	return res;
-}
-
-/* why is a one-line reason that ends up in a synthesized result's message, so bytes the
- * runner sent (quoted in jansson's error text) become '?' unless printable ASCII. */
-static void
-set_why(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-set_why(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list	ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-	for (char *p = why; *p != '\0'; p++)
-		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
-			*p = '?';
-}
-
-/* A well-formed runner result: a JSON object with a known status. */
-static json_t *
-load_result(const char *text, size_t n, char *why, size_t whylen)
-{
-	json_error_t	 jerr;
-	json_t		*res;
-	enum fb_status	 st;
-
-	if (n == 0) {
-		set_why(why, whylen, "no result");
-		return NULL;
-	}
-	if ((res = json_loadb(text, n, 0, &jerr)) == NULL) {
-		set_why(why, whylen, "an unparsable result (%s)", jerr.text);
-		return NULL;
-	}
-	if (!json_is_object(res) ||
-	    fb_status_parse(json_string_value(json_object_get(res, "status")), &st) < 0) {
-		set_why(why, whylen, "a result without a valid status");
-		json_decref(res);
-		return NULL;
-	}
-	return res;
-}
-
-/*
- * The processes a runner in namespaces of its own left running, which its namespace's init
- * killed: the last line its waiter writes on the result pipe after the result, once
- * nothing in the namespace is left to write after it (FB_NS_TRAILER, then the count). Taken
- * off the result; 0 where there is none (no namespaces, or the waiter was killed).
- */
-static int
-ns_trailer_take(struct kb_buf *result)
-{
-	const size_t	 plen = sizeof(FB_NS_TRAILER) - 1;
-	const char	*end, *p;
-	long		 left;
-	char		*stop;
-
-	if (result->p == NULL || result->truncated || result->len < plen + 2 ||
-	    result->p[result->len - 1] != '\n')
-		return 0;
-	end = result->p + result->len - 1;
-	for (p = end; p > result->p && p[-1] >= '0' && p[-1] <= '9'; p--)
-		;
-	if (p == end || (size_t)(p - result->p) < plen ||
-	    memcmp(p - plen, FB_NS_TRAILER, plen) != 0)
-		return 0;
-	left = strtol(p, &stop, 10);
-	if (stop != end || left < 0 || left > INT_MAX)
-		return 0;
-	result->len = (size_t)(p - plen - result->p);
-	result->p[result->len] = '\0';
-	return (int)left;
-}
-
-/* The runner's own result, if it wrote a well-formed one. */
-static json_t *
-parse_result(const struct kb_spawn_result *r, char *why, size_t whylen)
-{
-	if (r->result.truncated) {
-		set_why(why, whylen, "its result exceeded %zu bytes", r->result.cap);
-		return NULL;
-	}
-	return load_result(r->result.p, r->result.len, why, whylen);
-}
-
-/* A measurement is a finite number >= 0; anything else reads as "not measured" (-1),
- * whatever the runner (or code running inside it) wrote. */
-static double
-measured(json_t *v)
-{
-	double	d = json_is_number(v) ? json_number_value(v) : -1;
-
-	return isfinite(d) && d >= 0 ? d : -1;
-}
-
-static double
-mean_ms(json_t *timing, const char *who)
-{
-	return measured(json_object_get(json_object_get(timing, who), "mean_ms"));
-}
-
-static void
-fill_outcome(struct fb_outcome *o, json_t *res)
-{
-	json_t	*timing = json_object_get(res, "timing");
-
-	if (fb_status_parse(json_string_value(json_object_get(res, "status")), &o->status) < 0)
-		o->status = FB_ST_CRASHED;
-	o->compiled = json_is_true(json_object_get(res, "compiled"));
-	o->correct = json_is_true(json_object_get(res, "correct"));
-	o->runtime_ms = mean_ms(timing, "candidate");
-	o->ref_runtime_ms = mean_ms(timing, "reference");
-	o->speedup = measured(json_object_get(res, "speedup"));
-	o->result = res;
-}
-
-int
-fb_result_parse(const char *text, size_t n, struct fb_outcome *o, char *why, size_t whylen)
-{
-	json_t	*res;
-
-	memset(o, 0, sizeof(*o));
-	o->runtime_ms = o->ref_runtime_ms = o->speedup = -1;
-	if ((res = load_result(text, n, why, whylen)) == NULL)
-		return -KB_ECORRUPT;
-	fill_outcome(o, res);
-	return 0;
-}
-
-/* Classifies how the runner ended and returns the result to keep (never NULL unless
- * out of memory). */
-static json_t *
-classify(const struct fb_request *req, const struct kb_spawn_result *r, const char *log,
-	 int deadline, const struct fb_watch *w)
-{
-	json_t	*res, *end;
-	char	 why[256], msg[512];
-
-	res = parse_result(r, why, sizeof(why));
-	if (w->over_cap) {
-		/* Killed by the memory watch, whether or not it had reported. */
-		snprintf(msg, sizeof(msg), "the runner's processes held %lld MB of host memory, "
-			 "over the cap of %lld MB, and were killed", w->peak_kb >> 10,
-			 w->cap_kb >> 10);
-		json_decref(res);
-		if ((res = synthesize(req->mode, FB_ST_CRASHED, msg, log)) != NULL)
-			fb_flag(res, "host_memory_exceeded");
-	} else if (res != NULL) {
-		/* It reported; anything after that is noted, not held against it. */
-		if (w->exec_timed_out || r->end == KB_END_TIMEOUT)
-			fb_flag(res, "runner_hung_after_result");
-		else if (r->end == KB_END_SIGNALED)
-			fb_flag(res, "runner_died_after_result");
-	} else if (w->exec_timed_out) {
-		snprintf(msg, sizeof(msg), "the candidate's code ran past its deadline of %lld s",
-			 (long long)(w->exec_limit_ms / 1000));
-		res = synthesize(req->mode, FB_ST_TIMEOUT, msg, log);
-	} else if (r->end == KB_END_TIMEOUT) {
-		snprintf(msg, sizeof(msg), "the runner exceeded its deadline of %d s", deadline);
-		res = synthesize(req->mode, FB_ST_TIMEOUT, msg, log);
-	} else if (r->end == KB_END_SIGNALED && r->signo == SIGXCPU) {
-		snprintf(msg, sizeof(msg), "the runner exceeded its CPU-time limit (SIGXCPU)");
-		res = synthesize(req->mode, FB_ST_TIMEOUT, msg, log);
-	} else if (r->end == KB_END_SIGNALED) {
-		snprintf(msg, sizeof(msg), "runner killed by signal %d (%s)", r->signo,
-			 signal_name(r->signo));
-		res = synthesize(req->mode, FB_ST_CRASHED, msg, log);
-	} else {
-		snprintf(msg, sizeof(msg), "the runner exited with status %d and %s", r->exit_code,
-			 why);
-		res = synthesize(req->mode, FB_ST_CRASHED, msg, log);
-	}
-	if (res == NULL)
-		return NULL;
-	end = json_pack("{s:s, s:i, s:i, s:i}", "end",
-			r->end == KB_END_EXITED ? "exited" :
-			r->end == KB_END_SIGNALED && !w->exec_timed_out ? "signaled" : "timeout",
-			"exit_code", r->exit_code, "signal", r->signo, "pid", (int)r->pid);
-	json_object_set_new(res, "runner", end);
-	json_object_set_new(res, "wall_ms", json_integer(r->wall_ms));
-	return res;
-}
-
-/* What the runner left besides its result: output past the capture cap, and processes
- * that outlived it. Processes killed with its group count only when the runner ended on
- * its own; after a deadline or the memory kill, they were killed mid-work, not left. */
-static void
-note_leftovers(json_t *res, const struct kb_spawn_result *r, const struct fb_watch *w,
-	       const struct fb_strays *s)
-{
-	json_t	*details = json_object_get(res, "details");
-	int	 n = s->running + (r->end == KB_END_TIMEOUT || w->over_cap || w->exec_timed_out ? 0 :
-				     s->killed);
-
-	if (r->out.truncated) {
-		fb_flag(res, "output_truncated");
-		if (json_is_object(details))
-			json_object_set_new(details, "output_cap_bytes",
-					    json_integer((json_int_t)r->out.cap));
-	}
-	if (n > 0) {
-		fb_flag(res, "stray_processes");
-		if (json_is_object(details))
-			json_object_set_new(details, "stray_processes", json_integer(n));
-	}
-}
-
 /* The request as the runner sees it: the problem, the candidate and the runner script by
  * paths its user can read (copies in the stage where the originals are out of reach). */
 static int
@@ -906,647 +151,6 @@ stage_inputs(const struct fb_request *req, struct fb_request *staged, char *runn
 	return snprintf(runner, runner_len, "%s", path) < (int)runner_len ? 0 : -KB_ETOOBIG;
 }
 
-/* The limits and capture every runner gets; deadline in seconds. */
-static void
-runner_limits(const struct kb_config *cfg, struct kb_spawn_opts *o, int deadline)
-{
-	long	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-	o->out_cap = FB_OUT_CAP;
-	o->want_result = true;
-	o->result_cap = FB_RESULT_CAP;
-	o->timeout_ms = deadline * 1000;
-	o->rlimit_cpu_s = cfg->runner.rlimit_cpu_s > 0 ? cfg->runner.rlimit_cpu_s :
-			  (long)deadline * (ncpu > 4 ? ncpu : 4);
-	o->rlimit_fsize = cfg->runner.rlimit_fsize_mb > 0 ?
-			  (long long)cfg->runner.rlimit_fsize_mb << 20 : FB_FSIZE_CAP;
-	o->rlimit_nofile = cfg->runner.rlimit_nofile > 0 ? cfg->runner.rlimit_nofile : FB_NOFILE;
-	o->core_dumps = false;
-	fb_contain_apply(o);
-}
-
-/* Whom HOME, USER and TMPDIR name when the runner runs as runner.user: its scratch. A
- * sandboxed runner writes nowhere else: its TMPDIR is its scratch, whoever it runs as. */
-static void
-env_contained(struct fb_env *env, const char *work_dir)
-{
-	if (fb_contain_sandboxed() && work_dir != NULL)
-		env_set(env, "TMPDIR", work_dir);
-	if (fb_contain_user() == NULL)
-		return;
-	/* Ours (root's) would be unwritable; caches that want a HOME get the scratch. */
-	env_set(env, "HOME", work_dir != NULL ? work_dir : "/");
-	env_set(env, "USER", fb_contain_user());
-	/* The compilers' temporary files too, unless our TMPDIR is a shared one. */
-	if (!fb_contain_sandboxed() && !tmpdir_shared(getenv("TMPDIR")))
-		env_set(env, "TMPDIR", work_dir != NULL ? work_dir : "/tmp");
-}
-
-/* ------------------------------------------------------------ warm runners */
-
-/*
- * Importing torch takes seconds (3.8 s with CUDA's start on a GPU host, 1.5 s here), so a
- * worker keeps its next runner started ahead: the runner imports torch and waits for its
- * request (kforge_runner.py --warm), and is handed the next step's request. It is a
- * fresh process that no candidate has run in; it is started with the widest deadline's
- * CPU limit and the GPUs the next step will likely see (CUDA_VISIBLE_DEVICES: none for a
- * precompile, else the GPU this worker last ran on), and the request carries the
- * environment, working directory and CPU limit a cold runner would have been started
- * with. CUDA_VISIBLE_DEVICES cannot change once torch is imported (it may read the
- * device count then), so a step whose GPU is another than the waiting runner's has the
- * waiting runner killed and gets a fresh fork told its GPUs where a fork server is kept,
- * else a cold start. While it waits it is not dumpable, so an earlier
- * candidate of the same user cannot trace it or write its memory; one that killed or
- * stopped it is noticed at the hand-over (a dead one is replaced as a mismatched one is,
- * a stopped one resumed). At most one per process, and only where fb_warm_enable was
- * called (a worker): fb_run starts the next when it hands its own runner the request, or
- * just after a CPU timing step (the import would take a core from the timings), and only
- * when another runner step is to follow before the next turn's GENERATE, which would kill
- * it unused (warm_next_visible).
- */
-static struct {
-	bool		 enabled;
-	struct kb_spawn	*child;
-	char		 python[PATH_MAX], runner[PATH_MAX];
-	char		 visible[16];	/* the child's CUDA_VISIBLE_DEVICES */
-	bool		 idle;		/* started under SCHED_IDLE (warm_idle) */
-	char		 last_gpu[16];	/* the last GPU a step of this process saw */
-} warm = { .last_gpu = "0" };
-
-static bool
-warm_mode(enum fb_mode mode)
-{
-	return mode == FB_PRECOMPILE || mode == FB_EXECUTE || mode == FB_PROFILE ||
-	       mode == FB_BASELINE || mode == FB_PROBE;
-}
-
-void
-fb_warm_enable(void)
-{
-	warm.enabled = true;
-}
-
-pid_t
-fb_warm_pid(void)
-{
-	return warm.child != NULL ? kb_spawn_pid(warm.child) : 0;
-}
-
-void
-fb_warm_drop(void)
-{
-	kb_spawn_discard(warm.child);
-	warm.child = NULL;
-}
-
-/*
- * Fork servers (kforge_runner.py --zygote): where this process is a subreaper (a worker:
- * fb_adopt_strays), a warm runner is forked from a server that imported torch once,
- * instead of started afresh to import it again, so a step costs a fork and not an
- * import (0.7 s of CPU a step on the 2-core machine, where the tests' runs are bound by
- * CPU; 4.4 s of `import torch` on the GPU hosts). The server runs no request and no
- * candidate: each child is still a process no candidate has touched, in a group of its
- * own, and kb_spawn_fork hands it to this process to finish, wait for and kill as one it
- * started. A process keeps one server, for one Python and runner (a step that needs
- * others replaces it); one that fails to answer is ended and the step's runner started
- * the plain way. The server never touches CUDA, so its children are free to: each is
- * told the CUDA_VISIBLE_DEVICES it is for (a precompile's none, an execute's GPU), which
- * the driver reads at the child's first CUDA call, and the CUPTI injection of a profile
- * likewise (kprof_step). It lives until fb_warm_end: the worker's end, or the next
- * turn's GENERATE where the run's workers would hold too much of the host's memory
- * through the model's calls (fb_warm_keep_servers: hundreds of workers may wait on the
- * model at once); a cached CPU demo run took 18.9 s of CPU with servers kept through
- * the model's calls, 32.3 s with one a turn and 38.0 s with neither (tools/bench/README.md,
- * inner).
- */
-static struct {
-	struct kb_spawn	*server;
-	int		 ctl;		/* our end of its socket */
-	char		 python[PATH_MAX], runner[PATH_MAX];
-	int		 share_idle_s;	/* > 0: a shared server's (fb_warm_share) */
-	struct kb_spawn	*shared;	/* a shared server this process started */
-} zygote;
-
-/* Whether this process's server, live or not, is the one for python and runner. */
-static bool
-zygote_is_for(const char *python, const char *runner)
-{
-	return zygote.server != NULL && strcmp(zygote.python, python) == 0 &&
-	       strcmp(zygote.runner, runner) == 0;
-}
-
-static void
-zygote_end(void)
-{
-	if (zygote.server == NULL)
-		return;
-	(void)close(zygote.ctl);
-	kb_spawn_discard(zygote.server);
-	memset(&zygote, 0, sizeof(zygote));
-}
-
-/* A fork server's share of the host's memory it may keep through the model's call: a
- * server that imported torch holds about 300 MB; with every worker keeping one, the
- * servers may take a quarter of the memory at most. */
-#define FB_ZYGOTE_MB		512
-#define FB_ZYGOTE_SHARE		4
-
-bool
-fb_warm_keep_servers(const struct kb_config *cfg)
-{
-	long	pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-
-	if (pages <= 0 || page <= 0 || cfg->workers <= 0)
-		return false;
-	return (double)cfg->workers * FB_ZYGOTE_MB * FB_ZYGOTE_SHARE <=
-	       (double)pages * (double)page / (1 << 20);
-}
-
-void
-fb_warm_end(void)
-{
-	fb_warm_drop();
-	zygote_end();
-	kb_spawn_release(zygote.shared);	/* it outlives us, for the next process */
-	zygote.shared = NULL;
-}
-
-/* The pids a runner step's reaping of strays spares: the warm runner and the servers.
- * Returns how many, at most WARM_PIDS. */
-#define WARM_PIDS	3
-
-static size_t
-warm_pids(pid_t out[WARM_PIDS])
-{
-	size_t	n = 0;
-
-	if (warm.child != NULL)
-		out[n++] = kb_spawn_pid(warm.child);
-	if (zygote.server != NULL)
-		out[n++] = kb_spawn_pid(zygote.server);
-	if (zygote.shared != NULL)
-		out[n++] = kb_spawn_pid(zygote.shared);
-	return n;
-}
-
-/* A fork server's start, from a warm runner's (warm_o, whose deadline is none): its argv,
- * its socket as fd 4, no stdin (it reads its socket only), and never under SCHED_IDLE
- * (zygote_for says why). */
-static struct kb_spawn_opts
-server_opts(const struct kb_spawn_opts *warm_o, const char *const *argv, int sock)
-{
-	struct kb_spawn_opts	o = *warm_o;
-
-	o.argv = argv;
-	o.pass_fd = sock;
-	o.stdin_data = NULL;
-	o.sched_idle = false;
-	return o;
-}
-
-/*
- * Shared fork servers (fb_warm_share: kforge eval and baseline, runner.server_idle_s): a
- * process that lives for one evaluation would import torch for each (4-6 s on the GPU
- * hosts, against about a second of work), so its server outlives it. The server is started detached,
- * listening on a Unix socket in the cache (servers/<key>.sock, mode 0600), and found there
- * by the next process whose runners it would start the same way: the key is the
- * environment's (fb_env_key: the Python, torch, the runner's code, the tools) and the
- * server's start (its environment, limits, containment and cores). Each runner it makes
- * is watched by a fork of the server that waits for it, reports its end and kills its
- * orphans (kb_spawn_fork_watched), because the runner is no child of this process; it is
- * still a fork no candidate ran in, in a group of its own, and it dies with its watcher.
- * The server ends once no runner of its own runs and nobody connected for the idle time,
- * or its socket file is gone or replaced (`rm` of the cache's servers/ ends every one),
- * never while a runner it made runs: that runner's watcher, orphaned, would come to the
- * process that started the server, a subreaper, which kills strays. A step whose shared
- * server cannot be had takes this process's own, as without sharing.
- */
-void
-fb_warm_share(const struct kb_config *cfg)
-{
-	(void)fb_adopt_strays();
-	fb_warm_enable();
-	zygote.share_idle_s = cfg->runner.warm && cfg->runner.server_idle_s > 0 ?
-			      (int)cfg->runner.server_idle_s : 0;
-}
-
-/* The shared server's key for runners started as o from python: 32 hex digits. */
-static int
-shared_key(const struct kb_config *cfg, const struct kb_spawn_opts *o, const char *python,
-	   char out[33])
-{
-	struct kb_buf	 key = KB_BUF_INIT(1u << 16);
-	char		 env[65], sha[65], host[256] = "";
-	int		 rc;
-
-	if ((rc = fb_env_key(cfg, cfg->eval.device != NULL ? cfg->eval.device : "cpu", python,
-			     env)) < 0)
-		return rc;
-	/* The host: a socket in a cache on a shared filesystem is reached only from the host
-	 * that bound it, so each host keeps its own server. */
-	(void)gethostname(host, sizeof(host) - 1);
-	rc = kb_buf_printf(&key, "protocol=1\nenv=%s\npython=%s\ncwd=%s\nhost=%s\n", env,
-			   python, o->cwd != NULL ? o->cwd : "", host);
-	/* Not the GPUs: each fork is told its own, and the server never starts CUDA. */
-	for (const char *const *e = o->envp; rc == 0 && e != NULL && *e != NULL; e++)
-		if (strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0)
-			rc = kb_buf_printf(&key, "E %s\n", *e);
-	if (rc == 0)
-		rc = kb_buf_printf(&key, "limits=%ld %ld %ld %lld %d\ncontain=%d %d %u %u\n"
-				   "cpus=%d %d\n", o->rlimit_cpu_s, o->rlimit_nofile,
-				   o->rlimit_nproc, o->rlimit_fsize, o->core_dumps, (int)o->netns,
-				   o->drop_user, (unsigned)o->uid, (unsigned)o->gid, o->cpu_first,
-				   o->cpu_last);
-	if (rc == 0)
-		kb_sha256_hex(key.p, key.len, sha);
-	kb_buf_clear(&key);
-	if (rc == 0) {
-		memcpy(out, sha, 32);
-		out[32] = '\0';
-	}
-	return rc;
-}
-
-/* path as a socket address. sun_path holds 108 bytes, fewer than a cache under a deep
- * checkout needs (CI's was 109): a longer path is reached through its directory, opened
- * here as *dirfd (-1 where not needed; the caller closes it after bind or connect). */
-static bool
-shared_addr(const char *path, struct sockaddr_un *a, int *dirfd)
-{
-	char		 dir[PATH_MAX];
-	const char	*slash = strrchr(path, '/');
-
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	*dirfd = -1;
-	if (strlen(path) < sizeof(a->sun_path))
-		return snprintf(a->sun_path, sizeof(a->sun_path), "%s", path) >= 0;
-	if (slash == NULL || slash - path >= (ptrdiff_t)sizeof(dir))
-		return false;
-	memcpy(dir, path, (size_t)(slash - path));
-	dir[slash - path] = '\0';
-	if ((*dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return false;
-	return snprintf(a->sun_path, sizeof(a->sun_path), "/proc/self/fd/%d%s", *dirfd, slash) <
-	       (int)sizeof(a->sun_path);
-}
-
-/* A connection to the server listening at path; -1 where none is. */
-static int
-shared_connect(const char *path)
-{
-	struct sockaddr_un	a;
-	int			fd = -1, dirfd, rc = -1;
-
-	if (shared_addr(path, &a, &dirfd) &&
-	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0)
-		do
-			rc = connect(fd, (struct sockaddr *)&a, sizeof(a));
-		while (rc == -1 && errno == EINTR);
-	if (dirfd >= 0)
-		(void)close(dirfd);
-	if (rc == -1 && fd >= 0) {
-		(void)close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
-/* A connection to a server at path, started here (o as a warm runner's, its argv
- * replaced) unless another process started one first; -1 where none can be. */
-static int
-shared_start(const struct kb_spawn_opts *warm_o, const char *python, const char *runner,
-	     const char *path, const char *lock_path)
-{
-	struct sockaddr_un	 a;
-	struct kb_spawn_opts	 o;
-	struct kb_spawn		*srv;
-	char			 idle[24];
-	const char		*argv[] = { python, runner, "--zygote", "--listen", path, "--idle",
-					    idle, NULL };
-	int			 lock, lfd = -1, conn = -1, dirfd = -1;
-
-	if ((lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1)
-		return -1;
-	while (flock(lock, LOCK_EX) == -1 && errno == EINTR)
-		;
-	if ((conn = shared_connect(path)) >= 0)		/* another process was first */
-		goto out;
-	(void)unlink(path);
-	if (!shared_addr(path, &a, &dirfd) ||
-	    (lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
-	    bind(lfd, (struct sockaddr *)&a, sizeof(a)) == -1 || chmod(path, 0600) == -1 ||
-	    listen(lfd, 64) == -1) {
-		log_warn("cannot listen at %s", path);
-		goto out;
-	}
-	snprintf(idle, sizeof(idle), "%d", zygote.share_idle_s);
-	o = server_opts(warm_o, argv, lfd);
-	o.detach = true;	/* no result pipe either: nothing of it is read */
-	if (kb_spawn_start(&o, &srv) < 0)
-		goto out;
-	kb_spawn_release(zygote.shared);
-	zygote.shared = srv;
-	conn = shared_connect(path);
-out:
-	if (lfd >= 0)
-		(void)close(lfd);
-	if (dirfd >= 0)
-		(void)close(dirfd);
-	(void)close(lock);
-	return conn;
-}
-
-/* A warm runner forked by the shared server for o's start from python and runner, for a
- * step that sees the GPUs visible, told ahead (warm_cuda_ahead); 0 on success. */
-static int
-shared_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const char *python,
-	    const char *runner, const char *visible, bool ahead, struct kb_spawn **child)
-{
-	char	 dir[PATH_MAX], path[PATH_MAX], lock[PATH_MAX], key[33], *msg;
-	json_t	*m;
-	int	 conn, rc = -KB_EEXEC;
-
-	if (shared_key(cfg, o, python, key) < 0 ||
-	    fb_cache_dir("servers", NULL, dir, sizeof(dir)) < 0 ||
-	    snprintf(path, sizeof(path), "%s/%s.sock", dir, key) >= (int)sizeof(path) ||
-	    snprintf(lock, sizeof(lock), "%s/%s.lock", dir, key) >= (int)sizeof(lock))
-		return -KB_EEXEC;
-	m = json_pack("{s:b, s:s, s:b}", "idle", o->sched_idle, "visible", visible, "cuda_ahead",
-		      ahead);
-	msg = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
-	json_decref(m);
-	if (msg == NULL)
-		return -KB_ENOMEM;
-	/* The server found may be ending (its idle time just ran out): then one of ours. */
-	for (int attempt = 0; attempt < 2 && rc < 0; attempt++) {
-		if ((attempt > 0 || (conn = shared_connect(path)) < 0) &&
-		    (conn = shared_start(o, python, runner, path, lock)) < 0)
-			break;
-		/* A new server answers once it has imported torch: a runner's start. */
-		rc = kb_spawn_fork_watched(conn, o, msg, FB_START_ALLOWANCE_S * 1000, child);
-	}
-	if (rc < 0)
-		log_info("the shared fork server at %s made no runner; using this process's own",
-			 path);
-	free(msg);
-	return rc;
-}
-
-/* The server for python and runner, started (o as a warm runner's, its argv replaced,
- * its cores its children's) where there is none; 0, or -1 where none can be.
- * Never under SCHED_IDLE, as a warm runner waiting ahead is: the worker waits for the
- * server's answer at once (its import, then each fork), so an idle server stalled the
- * worker for as long as other work kept the cores busy: with two normal-priority loops
- * on the 2-core machine, 13 steps of a cached CPU demo each waited out the 300 s
- * allowance, and in the test suite a run's GENERATE took 2-32 s a task with the replay
- * provider. Its import is once per worker where servers are kept (fb_warm_keep_servers);
- * a child it forks waits under SCHED_IDLE where o asks (the message says so). */
-static int
-zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *runner)
-{
-	const char		*argv[] = { python, runner, "--zygote", NULL };
-	struct kb_spawn_opts	 o;
-	int			 sv[2], arg;
-
-	if (zygote_is_for(python, runner)) {
-		if (!kb_spawn_exited(zygote.server))
-			return 0;
-		log_info("the fork server %d is gone; starting another",
-			 (int)kb_spawn_pid(zygote.server));
-	}
-	zygote_end();
-	if (prctl(PR_GET_CHILD_SUBREAPER, (unsigned long)&arg) == -1 || arg == 0)
-		return -1;	/* its children would not come back to this process */
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
-		return -1;
-	o = server_opts(warm_o, argv, sv[1]);
-	if (kb_spawn_start(&o, &zygote.server) < 0) {
-		zygote.server = NULL;
-		(void)close(sv[0]);
-		(void)close(sv[1]);
-		return -1;
-	}
-	(void)close(sv[1]);
-	zygote.ctl = sv[0];
-	snprintf(zygote.python, sizeof(zygote.python), "%s", python);
-	snprintf(zygote.runner, sizeof(zygote.runner), "%s", runner);
-	return 0;
-}
-
-/* Whether this process has a live server for python and runner, or shares one. */
-static bool
-zygote_serves(const char *python, const char *runner)
-{
-	return zygote.share_idle_s > 0 ||
-	       (zygote_is_for(python, runner) && !kb_spawn_exited(zygote.server));
-}
-
-/* A warm runner forked by the server for python and runner, for a step that sees the GPUs
- * visible, told ahead (warm_cuda_ahead); 0 on success. */
-static int
-zygote_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const char *python,
-	    const char *runner, const char *visible, bool ahead, struct kb_spawn **child)
-{
-	json_t	*m;
-	char	*msg;
-	int	 rc;
-
-	if (zygote.share_idle_s > 0 &&
-	    shared_fork(cfg, o, python, runner, visible, ahead, child) == 0)
-		return 0;
-	if (zygote_for(o, python, runner) < 0)
-		return -KB_EEXEC;
-	m = json_pack("{s:i, s:b, s:s, s:b}", "parent", (int)getpid(), "idle", o->sched_idle,
-		      "visible", visible, "cuda_ahead", ahead);
-	msg = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
-	json_decref(m);
-	if (msg == NULL)
-		return -KB_ENOMEM;
-	/* A new server answers once it has imported torch: a runner's start, with the
-	 * allowance a runner's start has (tens of seconds on a loaded machine). */
-	if ((rc = kb_spawn_fork(zygote.ctl, o, msg, FB_START_ALLOWANCE_S * 1000, child)) < 0) {
-		log_info("the fork server %d made no runner; starting one the plain way",
-			 (int)kb_spawn_pid(zygote.server));
-		zygote_end();
-	}
-	free(msg);
-	return rc;
-}
-
-/*
- * Whether a warm runner imports torch under SCHED_IDLE: on the CPU, where the steps that
- * time share the host's cores with it. A waiting runner's import (a second of CPU, one
- * per worker) on the timing core made whole turns of a run time at two or three times
- * their level: the same L2_1 reference timed 7.4 ms, and 15.5 ms with one `import torch`
- * looping on its core, while the candidate beside it held 1.3 ms (tools/bench/README.md,
- * repeat). Under SCHED_IDLE it runs only where a core has nothing else to do, and
- * warm_take puts it back to SCHED_OTHER at the hand-over; that takes CAP_SYS_NICE or an
- * RLIMIT_NICE of 20 (an unprivileged process may not leave SCHED_IDLE otherwise), so
- * without either it is not used. On a GPU host the warm runners start on the builds'
- * cores instead (fb_warm_cpu_range), where idling them would only delay them.
- */
-static bool
-warm_idle(const struct kb_config *cfg)
-{
-	struct rlimit	rl;
-
-	if (fb_on_cuda(cfg, NULL))
-		return false;
-	return geteuid() == 0 ||
-	       (getrlimit(RLIMIT_NICE, &rl) == 0 &&
-		(rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 20));
-}
-
-/* Where a warm runner imports torch before its request says which step it is for: on a
- * GPU host that keeps cores for the steps on the GPU, on the builds' cores, so that the
- * imports of the workers' next runners (seconds of CPU each, eight workers) never land on
- * the cores of a timing; the runner moves to its step's cores when it reads the request
- * (pin_cpus in the runner): [*first, *last) of a host of cores, true where there is
- * such a set. On the CPU it is left where it is (with the builds on one core of two, the
- * imports there made every demo run 45% slower: tools/bench/README.md, repeat) and waits
- * under SCHED_IDLE instead (warm_idle). */
-bool
-fb_warm_cpu_range(const struct kb_config *cfg, long cores, int *first, int *last)
-{
-	long	split = cpu_split(cfg, true, cores);
-
-	if (!fb_on_cuda(cfg, NULL) || cores < 2 || split >= cores || split > INT_MAX)
-		return false;
-	*first = 0;
-	*last = (int)split;
-	return true;
-}
-
-/* A warm runner's start: its environment (env, the caller's to clear) and options, with
- * the widest deadline's limits (its step is not known yet) and no deadline of its own;
- * what the fork servers' key is made of (shared_key), so every runner forked the same
- * way comes from the same server. */
-static void
-warm_opts(const struct kb_config *cfg, const char *const *argv, const char *visible,
-	  struct kb_spawn_opts *o, struct fb_env *env)
-{
-	long	deadline = cfg->eval.compile_timeout_s > cfg->eval.timeout_s ?
-			   cfg->eval.compile_timeout_s : cfg->eval.timeout_s;
-
-	memset(o, 0, sizeof(*o));
-	env_build(env, cfg, NULL, visible, false);
-	env_contained(env, NULL);
-	o->argv = argv;
-	o->envp = (const char *const *)env->v;
-	o->cwd = "/";
-	o->stdin_data = "";	/* a pipe, written at the hand-over */
-	runner_limits(cfg, o, deadline > 0 && deadline < INT_MAX / 1000 ? (int)deadline : 300);
-	(void)fb_warm_cpu_range(cfg, sysconf(_SC_NPROCESSORS_ONLN), &o->cpu_first, &o->cpu_last);
-	o->sched_idle = warm_idle(cfg);
-	o->timeout_ms = 0;
-}
-
-/* visible NULL: no runner step follows (warm_next_visible), none is started. build: the
- * step it is for may build (a precompile), so torch's extension machinery is imported
- * too; an execute or profile loads its precompile's build without it (LOAD_MEMO in the
- * runner). ahead: it starts CUDA's driver before its request (warm_cuda_ahead). */
-static void
-warm_start_with(const struct kb_config *cfg, const char *python, const char *runner,
-		const char *visible, bool build, bool ahead)
-{
-	struct kb_spawn_opts	 o;
-	struct fb_env		 env = { .n = 0 };
-	const char		*argv[] = { python, runner, build ? "--warm" : "--warm-load",
-					    ahead ? "--cuda-ahead" : NULL, NULL };
-
-	if (!warm.enabled || !cfg->runner.warm || warm.child != NULL || visible == NULL)
-		return;
-	warm_opts(cfg, argv, visible, &o, &env);
-	warm.idle = o.sched_idle;
-	if (zygote_fork(cfg, &o, python, runner, visible, ahead, &warm.child) == 0 ||
-	    kb_spawn_start(&o, &warm.child) == 0) {
-		snprintf(warm.python, sizeof(warm.python), "%s", python);
-		snprintf(warm.runner, sizeof(warm.runner), "%s", runner);
-		snprintf(warm.visible, sizeof(warm.visible), "%s", visible);
-	}
-	env_clear(&env);
-}
-
-/* The Python and the (staged) runner a step of cfg's runs, as fb_run finds them; 0. */
-static int
-warm_paths(const struct kb_config *cfg, char python[PATH_MAX], char staged[PATH_MAX])
-{
-	char	runner[PATH_MAX], err[512];
-
-	if (fb_find_python(cfg, python, PATH_MAX, err, sizeof(err)) < 0 ||
-	    kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py") < 0 ||
-	    fb_stage_input(runner, staged, PATH_MAX) < 0)
-		return -1;
-	return 0;
-}
-
-void
-fb_warm_start(const struct kb_config *cfg)
-{
-	char	python[PATH_MAX], staged[PATH_MAX];
-
-	if (!warm.enabled || !cfg->runner.warm || warm.child != NULL ||
-	    warm_paths(cfg, python, staged) < 0)
-		return;
-	warm_start_with(cfg, python, staged, "", true, false);	/* a precompile comes next */
-}
-
-/* The GPUs the runner step after this one will see, or NULL when no runner step is to
- * follow, so that none is started to be killed unused: a precompile is followed by an
- * execute, a baseline or probe by an execute, all on the same GPU; an execute by a
- * profile only with P feedback, and when it was correct (done: NULL unless it was;
- * under way: not known yet); on a GPU a profile by the next of its runs (the
- * reference's, the candidate's trace, its metrics: the last one's warm runner goes
- * unused), on the CPU by nothing (one run). After a profile, or an execute with no
- * profile to follow, comes the next turn's GENERATE, which kills a waiting runner for
- * the length of the model's call (fb_warm_drop). */
-static const char *
-warm_next_visible(const struct kb_config *cfg, const struct fb_request *req, bool cuda,
-		  const struct fb_outcome *done)
-{
-	if (req->mode == FB_EXECUTE &&
-	    (!cfg->refinement.feedback_p || (done != NULL && !done->correct)))
-		return NULL;
-	if (req->mode == FB_PROFILE && !(cuda && cfg->refinement.feedback_p))
-		return NULL;
-	return cuda ? warm.last_gpu : "";
-}
-
-/*
- * Whether the warm runner that follows req starts CUDA's driver before its request
- * (kforge_runner.py, cuda_ahead): only the execute after a precompile, whose runner is
- * forked while the precompile builds and then waits for the GPU; its step then holds the
- * GPU 0.1-0.2 s less (the driver's start; 0.24 s with the context, H100). The context
- * waits for the step's lease: made beside another step's timing on the same GPU, it
- * stalls that step's synchronize (the runner's docstring has the figures). None for a
- * profile, whose CUPTI injection the driver loads at its start, with the request's
- * settings.
- */
-static bool
-warm_cuda_ahead(const struct kb_config *cfg, const struct fb_request *req, const char *visible)
-{
-	/* Not where runners apply Landlock, which binds only the thread that applies it:
-	 * the driver's threads would be free of it. */
-	return req->mode == FB_PRECOMPILE && fb_on_cuda(cfg, req) && visible != NULL &&
-	       visible[0] != '\0' && !fb_contain_sandboxed();
-}
-
-void
-fb_warm_built(const struct kb_config *cfg, const struct fb_request *req)
-{
-	char		 python[PATH_MAX], staged[PATH_MAX];
-	const char	*next;
-
-	if (!warm.enabled || !cfg->runner.warm || req->mode != FB_PRECOMPILE ||
-	    !fb_on_cuda(cfg, req) || (warm.child != NULL && warm.visible[0] != '\0') ||
-	    warm_paths(cfg, python, staged) < 0)
-		return;
-	next = warm_next_visible(cfg, req, true, NULL);
-	fb_warm_drop();
-	warm_start_with(cfg, python, staged, next, false, warm_cuda_ahead(cfg, req, next));
-}
-
 /*
  * A profile under the CUPTI injection takes a warm runner as other steps do: the driver
  * reads CUDA_INJECTION64_PATH in cuInit, and a warm runner has imported torch without
@@ -1563,7 +167,7 @@ kprof_step(const struct kb_config *cfg, const struct fb_request *req)
 	       fb_on_cuda(cfg, req);
 }
 
-/* The counter availability images of metrics runs (kprof_inject.c, availability_path):
+/* The counter availability images of metrics runs (kprof/inject.c, availability_path):
  * read from the shared cache's kprof directory by every step, written there only by a
  * selftest, which runs no candidate's code and has the directory to itself while it runs
  * (fb_run hands it over and seals it again, as the precompiled headers'). */
@@ -1574,71 +178,18 @@ kprof_env(struct fb_env *env, const struct kb_config *cfg, const struct fb_reque
 
 	if (!kprof_step(cfg, req) || req->kprof_lib == NULL)
 		return;
-	env_set(env, "CUDA_INJECTION64_PATH", req->kprof_lib);
-	env_set(env, "KPROF_OUT", req->kprof_out);
-	env_set(env, "KPROF_MODE", req->kprof_mode != NULL ? req->kprof_mode : "trace");
-	env_set(env, "KPROF_GATE", "profiler_api");
-	env_set(env, "KPROF_TOP", FB_KPROF_TOP_TEXT);
+	fb_env_set(env, "CUDA_INJECTION64_PATH", req->kprof_lib);
+	fb_env_set(env, "KPROF_OUT", req->kprof_out);
+	fb_env_set(env, "KPROF_MODE", req->kprof_mode != NULL ? req->kprof_mode : "trace");
+	fb_env_set(env, "KPROF_GATE", "profiler_api");
+	fb_env_set(env, "KPROF_TOP", FB_KPROF_TOP_TEXT);
 	if (req->kprof_targets != NULL && req->kprof_targets[0] != '\0')
-		env_set(env, "KPROF_TARGETS", req->kprof_targets);
+		fb_env_set(env, "KPROF_TARGETS", req->kprof_targets);
 	if (fb_cache_dir("kprof", NULL, dir, sizeof(dir)) == 0) {
-		env_set(env, "KPROF_AVAILABILITY_DIR", dir);
+		fb_env_set(env, "KPROF_AVAILABILITY_DIR", dir);
 		if (req->mode == FB_SELFTEST)
-			env_set(env, "KPROF_AVAILABILITY_WRITE", "1");
+			fb_env_set(env, "KPROF_AVAILABILITY_WRITE", "1");
 	}
-}
-
-/* The warm runner for a step run by python and runner that sees visible (NULL: the
- * variable unset), if there is a live one started for exactly that. */
-static struct kb_spawn *
-warm_take(const char *python, const char *runner, const char *visible)
-{
-	struct kb_spawn	*child = warm.child;
-
-	warm.child = NULL;
-	if (child == NULL)
-		return NULL;
-	if (strcmp(warm.python, python) != 0 || strcmp(warm.runner, runner) != 0 ||
-	    visible == NULL || strcmp(warm.visible, visible) != 0) {
-		kb_spawn_discard(child);
-		return NULL;
-	}
-	if (kb_spawn_exited(child)) {
-		log_info("the warm runner %d died while it waited; starting one afresh",
-			 (int)kb_spawn_pid(child));
-		kb_spawn_discard(child);
-		return NULL;
-	}
-	if (warm.idle && kb_sched_normal(kb_spawn_pid(child)) < 0) {
-		log_info("the warm runner %d cannot leave SCHED_IDLE; starting one afresh",
-			 (int)kb_spawn_pid(child));
-		kb_spawn_discard(child);
-		return NULL;
-	}
-	return child;
-}
-
-/* The request's share of what a cold runner gets at its start (see above). */
-static int
-warm_request(json_t *jreq, const struct fb_env *env, const struct kb_spawn_opts *o)
-{
-	json_t	*e = json_object();
-
-	if (e == NULL)
-		return -KB_ENOMEM;
-	for (int i = 0; i < env->n; i++) {
-		const char *eq = strchr(env->v[i], '=');
-		char name[256];
-
-		if (eq == NULL || (size_t)(eq - env->v[i]) >= sizeof(name))
-			continue;
-		memcpy(name, env->v[i], (size_t)(eq - env->v[i]));
-		name[eq - env->v[i]] = '\0';
-		json_object_set_new(e, name, json_string(eq + 1));
-	}
-	json_object_set_new(jreq, "env", e);
-	json_object_set_new(jreq, "rlimit_cpu_s", json_integer(o->rlimit_cpu_s));
-	return 0;
 }
 
 /* A shared cache directory that only a selftest writes (kind "pch", "kprof"), handed to
@@ -1747,24 +298,6 @@ judge_wait(void *arg)
 	return NULL;
 }
 
-/* The judge forked as a warm runner would be, by the same server (warm_opts); its own
- * deadline and the rest come with judge_wait and its request. */
-static int
-judge_fork(const struct kb_config *cfg, const char *python, const char *runner,
-	   const char *visible, struct judge *j)
-{
-	struct kb_spawn_opts	 o;
-	struct fb_env		 env = { .n = 0 };
-	const char		*argv[] = { python, runner, "--warm-load", NULL };
-	int			 rc;
-
-	warm_opts(cfg, argv, visible, &o, &env);
-	o.sched_idle = false;	/* its request comes at once */
-	rc = zygote_fork(cfg, &o, python, runner, visible, false, &j->child);
-	env_clear(&env);
-	return rc;
-}
-
 /* Starts the judge of req (an execute whose candidate's request is cjreq, which gets
  * the judge's socket and token too); 0, or < 0 with nothing left running. */
 static int
@@ -1808,8 +341,8 @@ judge_start(const struct kb_config *cfg, const struct fb_request *staged, json_t
 	json_object_set(cjreq, "judge", spec);
 	json_object_set_new(j->jreq, "judge", spec);
 
-	env_build(&j->env, cfg, NULL, cuda_visible, false);
-	env_contained(&j->env, j->dir);
+	fb_env_build(&j->env, cfg, NULL, cuda_visible, false);
+	fb_env_contained(&j->env, j->dir);
 	j->argv[0] = python;
 	j->argv[1] = runner;
 	j->argv[2] = NULL;
@@ -1818,12 +351,12 @@ judge_start(const struct kb_config *cfg, const struct fb_request *staged, json_t
 	j->o.cwd = j->dir;
 	j->o.on_start = staged->on_judge_start;
 	j->o.on_start_arg = staged->on_start_arg;
-	runner_limits(cfg, &j->o, deadline > INT_MAX / 1000 - FB_START_ALLOWANCE_S - FB_JUDGE_GRACE_S ?
+	fb_runner_limits(cfg, &j->o, deadline > INT_MAX / 1000 - FB_START_ALLOWANCE_S - FB_JUDGE_GRACE_S ?
 		      INT_MAX / 1000 : deadline + FB_START_ALLOWANCE_S + FB_JUDGE_GRACE_S);
 	j->o.stdin_data = "";	/* a pipe, written by judge_wait */
-	if (cuda_visible == NULL || !zygote_serves(python, runner) ||
-	    judge_fork(cfg, python, runner, cuda_visible, j) < 0 ||
-	    (rc = warm_request(j->jreq, &j->env, &j->o)) < 0) {
+	if (cuda_visible == NULL ||
+	    fb_warm_fork_judge(cfg, python, runner, cuda_visible, &j->child) < 0 ||
+	    (rc = fb_warm_request(j->jreq, &j->env, &j->o)) < 0) {
 		kb_spawn_discard(j->child);
 		j->child = NULL;
 		if ((rc = kb_spawn_start(&j->o, &j->child)) < 0) {
@@ -1852,7 +385,7 @@ fail:
 	j->jreq = NULL;
 	free(j->request);
 	j->request = NULL;
-	env_clear(&j->env);
+	fb_env_clear(&j->env);
 	return rc;
 }
 
@@ -1861,7 +394,7 @@ fail:
 static json_t *
 judge_end(struct judge *j, bool kill, char *why, size_t whylen)
 {
-	json_t	*res = NULL;
+	json_t	*res;
 
 	if (!j->running) {
 		snprintf(why, whylen, "it did not start");
@@ -1882,29 +415,11 @@ judge_end(struct judge *j, bool kill, char *why, size_t whylen)
 	pthread_join(j->thread, NULL);
 joined:
 	j->running = false;
-	if (j->rc == -KB_ESTOPPED)
-		snprintf(why, whylen, "it was stopped: the candidate's runner never ran");
-	else if (j->rc < 0)
-		snprintf(why, whylen, "it could not be run (%s)", kb_strerror(j->rc));
-	else if ((res = parse_result(&j->r, why, whylen)) == NULL && j->r.end == KB_END_SIGNALED)
-		snprintf(why, whylen, "it was killed by signal %d (%s)", j->r.signo,
-			 signal_name(j->r.signo));
-	else if (res == NULL && j->r.end == KB_END_TIMEOUT)
-		snprintf(why, whylen, "it ran past its deadline");
-	if (res == NULL && j->r.out.len > 0)
-		log_info("the judge's output:\n%s", tail_of(j->r.out.p, FB_LOG_TAIL));
-	if (res != NULL) {
-		json_object_set_new(res, "runner", json_pack("{s:s, s:i, s:i, s:i}", "end",
-				    j->r.end == KB_END_EXITED ? "exited" :
-				    j->r.end == KB_END_SIGNALED ? "signaled" : "timeout",
-				    "exit_code", j->r.exit_code, "signal", j->r.signo,
-				    "pid", (int)j->r.pid));
-		json_object_set_new(res, "judge_wall_ms", json_integer(j->r.wall_ms));
-	}
+	res = fb_result_of_judge(j->rc, &j->r, why, whylen);
 	kb_spawn_result_clear(&j->r);
 	json_decref(j->jreq);
 	free(j->request);
-	env_clear(&j->env);
+	fb_env_clear(&j->env);
 	return res;
 }
 
@@ -1927,7 +442,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	int			 kprof_lock = -1;
 	char			 pch[PATH_MAX] = "", kprof[PATH_MAX] = "", started[PATH_MAX];
 	bool			 rebuild = false, writes_build, next_after;
-	pid_t			 keep[WARM_PIDS];
+	pid_t			 keep[FB_WARM_PIDS];
 	struct judge		 judge = { .running = false };
 	json_t			*jres = NULL;
 	char			 jwhy[256] = "";
@@ -1969,9 +484,9 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		cuda_visible = visible;
 	}
 	/* A selftest builds as a precompile does (it stands for one). */
-	env_build(&env, cfg, req->build_dir, cuda_visible,
+	fb_env_build(&env, cfg, req->build_dir, cuda_visible,
 		  req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST);
-	env_contained(&env, req->work_dir);
+	fb_env_contained(&env, req->work_dir);
 	kprof_env(&env, cfg, req);
 
 	deadline = deadline_s(cfg, req);
@@ -1986,22 +501,10 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	o.argv = argv;
 	o.envp = (const char *const *)env.v;
 	o.cwd = req->work_dir;
-	runner_limits(cfg, &o, deadline);
-	if (cuda_visible != NULL && cuda_visible[0] != '\0')
-		snprintf(warm.last_gpu, sizeof(warm.last_gpu), "%s", cuda_visible);
-	if (warm_mode(req->mode) && !req->cold) {
-		ahead = warm_take(python, runner, cuda_visible);
-		/* None waiting for these GPUs (a build found in the cache left a precompile's
-		 * runner waiting, a lease moved the worker to another GPU), but a server that
-		 * can fork one told them: a fork, not a cold start's import. */
-		if (ahead == NULL && cuda_visible != NULL && zygote_serves(python, runner)) {
-			warm_start_with(cfg, python, runner, cuda_visible,
-					req->mode == FB_PRECOMPILE, false);
-			ahead = warm_take(python, runner, cuda_visible);
-		}
-		if (ahead != NULL && (rc = warm_request(jreq, &env, &o)) < 0)
-			goto out;
-	}
+	fb_runner_limits(cfg, &o, deadline);
+	ahead = fb_warm_take_for(cfg, req, python, runner, cuda_visible);
+	if (ahead != NULL && (rc = fb_warm_request(jreq, &env, &o)) < 0)
+		goto out;
 	if (req->mode == FB_EXECUTE &&
 	    (rc = judge_start(cfg, &staged, jreq, python, runner, cuda_visible, deadline,
 			      &judge)) < 0) {
@@ -2053,14 +556,12 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	o.should_stop = fbw_should_stop;
 	o.should_stop_arg = &watch;
 
-	/* The next step's runner imports torch while this one works (the comment above). */
+	/* The next step's runner imports torch while this one works (warm.c), or on the CPU
+	 * after a step that times, whose cores its import would take. */
 	next_after = !fb_on_cuda(cfg, req) && (req->mode == FB_EXECUTE || req->mode == FB_PROFILE ||
 					       req->mode == FB_BASELINE);
-	if (warm_mode(req->mode) && !next_after) {
-		const char *next = warm_next_visible(cfg, req, fb_on_cuda(cfg, req), NULL);
-
-		warm_start_with(cfg, python, runner, next, false, warm_cuda_ahead(cfg, req, next));
-	}
+	if (!next_after)
+		fb_warm_start_next(cfg, req, python, runner, NULL);
 	if (ahead != NULL) {
 		rc = kb_spawn_finish(ahead, &o, &r);
 		ahead = NULL;
@@ -2069,10 +570,10 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	}
 	if (judge.running)
 		jres = judge_end(&judge, rc < 0, jwhy, sizeof(jwhy));
-	fbw_reap_strays(&strays, keep, warm_pids(keep));
+	fbw_reap_strays(&strays, keep, fb_warm_pids(keep));
 	strays.running += r.strays_running;	/* a watched runner's, its watcher's count */
 	strays.killed += r.strays_killed;
-	strays.running += ns_trailer_take(&r.result);	/* its namespace's init's count */
+	strays.running += fb_ns_trailer_take(&r.result);	/* its namespace's init's count */
 	if (pch[0] != '\0')
 		fb_contain_seal_closed(pch, pch_lock);
 	if (kprof[0] != '\0')
@@ -2087,42 +588,29 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	out->log = r.out.truncated ?
 		   kb_asprintf("%s\n[kforge: runner output truncated at %zu bytes]\n", r.out.p,
 			       r.out.cap) : kb_buf_steal(&r.out);
-	if ((res = classify(req, &r, out->log, deadline, &watch)) == NULL) {
+	if ((res = fb_result_classify(req, &r, out->log, deadline, &watch)) == NULL) {
 		rc = -KB_ENOMEM;
 		goto out;
 	}
-	note_leftovers(res, &r, &watch, &strays);
+	fb_result_note_leftovers(res, &r, &watch, &strays);
 	if (req->mode == FB_EXECUTE) {
 		res = fbj_merge(res, jres, jwhy);
 		jres = NULL;
 	}
-	fill_outcome(out, res);
-	if (warm_mode(req->mode) && next_after)
-		warm_start_with(cfg, python, runner, warm_next_visible(cfg, req, false, out),
-				false, false);
-	log_debug("runner %s: %s in %lld ms", mode_names[req->mode], fb_status_name(out->status),
+	fb_outcome_fill(out, res);
+	if (next_after)
+		fb_warm_start_next(cfg, req, python, runner, out);
+	log_debug("runner %s: %s in %lld ms", fb_mode_name(req->mode), fb_status_name(out->status),
 		  (long long)r.wall_ms);
 out:
 	if (judge.running)
 		json_decref(judge_end(&judge, true, jwhy, sizeof(jwhy)));
 	json_decref(jres);
 	/* Not handed its request (an error before): it is fresh still, keep it. */
-	if (ahead != NULL && warm.child == NULL)
-		warm.child = ahead;
-	else
-		kb_spawn_discard(ahead);
+	fb_warm_put_back(ahead);
 	json_decref(jreq);
 	kb_spawn_result_clear(&r);
-	env_clear(&env);
+	fb_env_clear(&env);
 	free(request);
 	return rc;
-}
-
-void
-fb_outcome_clear(struct fb_outcome *o)
-{
-	json_decref(o->result);
-	free(o->log);
-	memset(o, 0, sizeof(*o));
-	o->runtime_ms = o->ref_runtime_ms = o->speedup = -1;
 }

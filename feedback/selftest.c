@@ -8,15 +8,14 @@
  * pass per environment so that the next run (or resume) pays nothing for it.
  *
  * The pass record is keyed by what the outcome depends on and can be checked without
- * starting anything: the Python (as given, so a venv is not its base interpreter), the
- * compiler and ninja found on PATH, the device and arch list, the runner's user, and the
- * runner's source. Torch itself is checked when a record is read: its __init__.py and
- * torch/extension.h must still be the files the pass saw.
+ * starting anything (fb_env_key, env.c's): the Python (as given, so a venv is not its
+ * base interpreter), the compiler and ninja found on PATH, the device and arch list, the
+ * runner's user, and the runner's source. Torch itself is checked when a record is read:
+ * its __init__.py and torch/extension.h must still be the files the pass saw.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,34 +73,6 @@ fail(struct fb_selftest *out, const char *stage, const char *message, const char
 
 /* ------------------------------------------------------------ the key */
 
-/* An executable found on PATH as the runner will find it, by what it is: its real path,
- * size and modification time ("" when absent). */
-static void
-identify_tool(struct kb_buf *key, const char *name)
-{
-	const char	*path = getenv("PATH");
-	char		 dir[PATH_MAX], cand[PATH_MAX], real[PATH_MAX];
-	struct stat	 st;
-
-	for (const char *p = path != NULL ? path : "/usr/bin:/bin"; *p != '\0';) {
-		size_t n = strcspn(p, ":");
-
-		if (n > 0 && n < sizeof(dir)) {
-			memcpy(dir, p, n);
-			dir[n] = '\0';
-			if (kb_path_join(cand, sizeof(cand), dir, name) == 0 &&
-			    access(cand, X_OK) == 0 && realpath(cand, real) != NULL &&
-			    stat(real, &st) == 0) {
-				kb_buf_printf(key, "%s=%s %lld %lld\n", name, real,
-					      (long long)st.st_size, (long long)st.st_mtime);
-				return;
-			}
-		}
-		p += n + (p[n] == ':');
-	}
-	kb_buf_printf(key, "%s=\n", name);
-}
-
 /* Whether the shared cache's directory kind holds a file named prefix...suffix: what a
  * selftest leaves there. */
 static bool
@@ -133,7 +104,7 @@ pch_ready(void)
 	return cache_holds("pch", "kforge-", "-g++");
 }
 
-/* Whether the shared cache holds a counter availability image (kprof_inject.c), which a
+/* Whether the shared cache holds a counter availability image (kprof/inject.c), which a
  * selftest on a GPU writes where counters may be read. */
 static bool
 kprof_ready(void)
@@ -157,83 +128,6 @@ pass_key(const struct kb_config *cfg, const char *device, const char *env_sha, c
 	else
 		snprintf(key, sizeof(key), "%s pch=%d kprof=%d", env_sha, pch_ready(), kprof);
 	kb_sha256_hex(key, strlen(key), sha);
-}
-
-static const char *
-arch_list(const struct kb_config *cfg)
-{
-	const char *a = cfg->eval.arch_list != NULL && cfg->eval.arch_list[0] != '\0' ?
-			cfg->eval.arch_list : getenv("TORCH_CUDA_ARCH_LIST");
-
-	return a != NULL ? a : "";
-}
-
-/* Where the runner's Python keeps torch, by the usual layouts (a venv or prefix's
- * lib/python3.X/{site,dist}-packages, Debian's /usr/lib/python3/dist-packages): the
- * identity (path, size, mtime) of torch/version.py, so that a torch upgraded under the
- * same Python changes the key. Nothing is added where none is found. */
-static void
-identify_torch(struct kb_buf *key, const char *python)
-{
-	char		 prefix[PATH_MAX], pattern[PATH_MAX + 64], *slash;
-	glob_t		 g;
-	struct stat	 st;
-
-	if (snprintf(prefix, sizeof(prefix), "%s", python) >= (int)sizeof(prefix) ||
-	    (slash = strrchr(prefix, '/')) == NULL)
-		return;
-	*slash = '\0';				/* .../bin */
-	if ((slash = strrchr(prefix, '/')) == NULL)
-		return;
-	*slash = '\0';				/* the prefix */
-	snprintf(pattern, sizeof(pattern), "%s/lib/python3*/*-packages/torch/version.py", prefix);
-	if (glob(pattern, 0, NULL, &g) != 0) {
-		snprintf(pattern, sizeof(pattern), "%s/lib/python3/dist-packages/torch/version.py",
-			 prefix);
-		if (glob(pattern, 0, NULL, &g) != 0)
-			return;
-	}
-	for (size_t i = 0; i < g.gl_pathc; i++)
-		if (stat(g.gl_pathv[i], &st) == 0)
-			kb_buf_printf(key, "torch=%s %lld %lld\n", g.gl_pathv[i],
-				      (long long)st.st_size, (long long)st.st_mtime);
-	globfree(&g);
-}
-
-int
-fb_env_key(const struct kb_config *cfg, const char *device, const char *python, char sha[65])
-{
-	static const struct kb_config no_config;
-	struct kb_buf	 key = KB_BUF_INIT(1u << 20);
-	char		 runner[PATH_MAX], *src = NULL;
-	size_t		 len = 0;
-	struct stat	 st;
-	int		 rc;
-
-	if (cfg == NULL)
-		cfg = &no_config;
-
-	if ((rc = kb_path_join(runner, sizeof(runner), kb_home(), "feedback/kforge_runner.py")) < 0 ||
-	    (rc = kb_read_file(runner, 4u << 20, &src, &len)) < 0)
-		return rc;
-	kb_buf_printf(&key, "python=%s", python);
-	if (stat(python, &st) == 0)
-		kb_buf_printf(&key, " %lld %lld", (long long)st.st_size, (long long)st.st_mtime);
-	kb_buf_printf(&key, "\n");
-	identify_torch(&key, python);
-	kb_buf_printf(&key, "device=%s\narch=%s\nuser=%s\n", device, arch_list(cfg),
-		      fb_contain_user() != NULL ? fb_contain_user() : "");
-	kb_buf_printf(&key, "fast_build=%d\n", cfg->runner.fast_build);
-	identify_tool(&key, "c++");
-	identify_tool(&key, "clang++");
-	identify_tool(&key, "ninja");
-	if (strcmp(device, "cuda") == 0)
-		identify_tool(&key, "nvcc");
-	kb_buf_append(&key, src, len);
-	kb_sha256_hex(key.p, key.len, sha);
-	kb_buf_clear(&key);
-	free(src);
-	return 0;
 }
 
 /* ------------------------------------------------------------ the records */

@@ -283,25 +283,6 @@ positive_at(const json_t *v, const char *const *path)
 	return isfinite(d) && d > 0 ? d : -1;
 }
 
-json_t *
-fb_flags_of(json_t *result)
-{
-	json_t	*flags = json_object_get(result, "flags");
-
-	if (!json_is_array(flags))
-		json_object_set_new(result, "flags", flags = json_array());
-	return flags;
-}
-
-void
-fb_flag(json_t *result, const char *flag)
-{
-	json_t	*flags = fb_flags_of(result);
-
-	if (!kb_json_has_string(flags, flag))
-		json_array_append_new(flags, json_string(flag));
-}
-
 /*
  * The speedup of a correct result, settled in one place for runs and `kforge eval`: the
  * runner's, from the reference timed beside the candidate in one process, the ratio of

@@ -108,7 +108,7 @@ orch_cmd_baseline(const char *config, const char *const *sets, int nsets)
 	}
 	fb_stage_work_dir(tmpl, "baseline", work, sizeof(work));
 	/* Each problem's runner started ahead, the next one while this one's results are
-	 * written: a fork of one server that imported torch once (feedback/run.c, warm
+	 * written: a fork of one server that imported torch once (feedback/warm.c, warm
 	 * runners), the one an eval left where there is one, and left for the next. */
 	fb_warm_share(&cfg);
 	printf("%-32s %-24s %13s %13s\n", "problem", "device", "eager", "compile");

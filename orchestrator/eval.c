@@ -367,7 +367,7 @@ orch_cmd_eval(const char *problem, const char *kernel, const char *device,
 	req.device_index = strcmp(cfg.eval.device, "cuda") == 0 ?
 			   (int)json_integer_value(json_object_get(dev, "index")) : -1;
 	/* The steps' runners as a worker's: each forked from one server that imports torch
-	 * once (feedback/run.c, fork servers), and that server outlives this eval for the
+	 * once (feedback/warm.c, fork servers), and that server outlives this eval for the
 	 * next (runner.server_idle_s): an eval of a built candidate then costs a fork, not
 	 * torch's import. */
 	fb_warm_share(&cfg);

@@ -1,10 +1,10 @@
 /*
- * feedback_cache.c: the keys of the shared cache (feedback/cache.c, fb_env_key). A build's
- * directory changes with the code, the precision, the fast build, the device, the arch
- * list and the torch under the Python; a baseline's path with the problem's content, the
- * device model, the precision, the timing settings and torch.compile; the same inputs
- * give the same answer. The cache's root must be kforge's own; its trim removes the
- * builds used least recently and spares those in use. No runner is started:
+ * feedback_cache.c: the keys of the shared cache (feedback/entries.c, fb_env_key). A
+ * build's directory changes with the code, the precision, the fast build, the device, the
+ * arch list and the torch under the Python; a baseline's path with the problem's
+ * content, the device model, the precision, the timing settings and torch.compile; the
+ * same inputs give the same answer. The cache's root must be kforge's own; its trim
+ * removes the builds used least recently and spares those in use. No runner is started:
  * the Python is named (runner.python), and a fake one stands in where only its files
  * matter.
  */

@@ -151,7 +151,7 @@ main(void)
 	CHECK(o.status == FB_ST_OK && o.ref_runtime_ms > 0);
 	fb_outcome_clear(&o);
 
-	/* Runners forked from a fork server, as a worker's are (run.c): one server, which
+	/* Runners forked from a fork server, as a worker's are (warm.c): one server, which
 	 * never touches CUDA, makes the precompile's runner, which sees no GPU, and the
 	 * execute's and the profile's, which see the GPU; each a fresh fork. */
 	CHECK(fb_adopt_strays() == 0);

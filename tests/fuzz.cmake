@@ -1,5 +1,5 @@
 # The fuzz targets of the trajectory log (base/tlog.c and its reader fsm/summary.c), code
-# extraction (llm/extract.c) and the runner's result (feedback/run.c, text.c). Each
+# extraction (llm/extract.c) and the runner's result (feedback/result.c, text.c). Each
 # target's properties run over its seed corpus in every build through the corpus driver
 # (tests/orchestrator_config_corpus.c, shared with the config target); fast, label unit,
 # so the ASan pass of tools/test.sh runs them too. The summary's two files are compiled
@@ -38,6 +38,6 @@ if(KB_FUZZ)
                 ${CMAKE_SOURCE_DIR}/fsm/summary.c ${CMAKE_SOURCE_DIR}/fsm/table.c
                 LIBS kb_rundir kb_base)
   kb_add_fuzzer(fuzz_extract SOURCES ${CMAKE_SOURCE_DIR}/llm/extract.c LIBS kb_base)
-  kb_add_fuzzer(fuzz_result SOURCES ${CMAKE_SOURCE_DIR}/feedback/run.c
+  kb_add_fuzzer(fuzz_result SOURCES ${CMAKE_SOURCE_DIR}/feedback/result.c
                 ${CMAKE_SOURCE_DIR}/feedback/text.c LIBS kb_fb)
 endif()

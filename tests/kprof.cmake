@@ -1,4 +1,4 @@
-# kprof: the CUPTI injection library (feedback/kprof*.c, feedback/kprof.cmake). Only where it
+# kprof: the CUPTI injection library (kprof/, kprof/CMakeLists.txt). Only where it
 # builds. unit_kprof_* need no GPU: the pure parts with synthetic records (core), the CUPTI
 # host API on GH100 (host), the built library's exports and dependencies (so), its
 # refusals under fake CUPTI libraries (fake).
@@ -11,9 +11,9 @@ endif()
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 kb_add_test(unit_kprof_core SOURCES ${CMAKE_CURRENT_LIST_DIR}/kprof_core.c
             LIBS kb_kprof_core PkgConfig::JANSSON LABELS unit TIMEOUT 60)
-# the host API with its own unsanitized copy of the sources (feedback/kprof.cmake says why)
+# the host API with its own unsanitized copy of the sources (kprof/CMakeLists.txt says why)
 kb_add_test(unit_kprof_host SOURCES ${CMAKE_CURRENT_LIST_DIR}/kprof_host.c
-            ${CMAKE_SOURCE_DIR}/feedback/kprof_host.c ${CMAKE_SOURCE_DIR}/feedback/kprof_core.c
+            ${CMAKE_SOURCE_DIR}/kprof/host.c ${CMAKE_SOURCE_DIR}/kprof/core.c
             LIBS ${KPROF_CUPTI_LIB} ${CMAKE_DL_LIBS} m LABELS unit TIMEOUT 60)
 target_include_directories(unit_kprof_host PRIVATE ${KPROF_INCLUDES})
 kb_unsanitized(unit_kprof_host)

@@ -1,4 +1,4 @@
-/* kprof_core.c: the pure parts of the CUPTI injection library (feedback/kprof_core.c), fed
+/* kprof_core.c: the pure parts of the CUPTI injection library (kprof/core.c), fed
  * with synthetic records: the per-kernel table (separate entries per grid, min/max/mean,
  * streams, skipped records, the caps and the "other" bucket), theoretical occupancy against
  * hand-computed H100 values, the JSON document parsed back with jansson (odd and truncated
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "feedback/kprof.h"
+#include "kprof/kprof.h"
 
 #include "kb_check.h"
 

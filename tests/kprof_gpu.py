@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU tests of the CUPTI injection library (feedback/kprof*.c): a real CUDA program (or
+"""GPU tests of the CUPTI injection library (kprof/): a real CUDA program (or
 torch) runs with CUDA_INJECTION64_PATH set, and the JSON it leaves is checked. Exits 77
 (skip) without a GPU, without nvcc (probe cases) or without torch (the torch case).
 

@@ -1,11 +1,11 @@
 /* kprof_host.c: the CUPTI Profiler Host API part of the injection library
- * (feedback/kprof_host.c), run without a GPU: every metric of the default set is valid on
+ * (kprof/host.c), run without a GPU: every metric of the default set is valid on
  * GH100 (H100) and the set needs at most two passes there; an unknown metric is dropped
  * and named; an unknown chip is refused; libnvperf_host.so is found beside libcupti. */
 #include <stdio.h>
 #include <string.h>
 
-#include "feedback/kprof.h"
+#include "kprof/kprof.h"
 
 #include "kb_check.h"
 

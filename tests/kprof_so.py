@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CUPTI injection library as built (feedback/kprof.cmake): it exists, exports
+"""The CUPTI injection library as built (kprof/CMakeLists.txt): it exists, exports
 InitializeInjection and nothing else, and needs nothing a Python process may lack (no
 jansson, no sanitizer runtime: only libcupti, libcuda and the C library).
 

@@ -5,8 +5,9 @@ Each folder is a module with one public header; a module may use only the module
 graph gives it, and of those only their public headers (internals stay inside their own
 folder). The graph is the table below, its one home: base is a leaf, rundir (the run
 directory's layout) uses only base, the pool hands out slots and steers nothing, llm knows
-nothing of evaluation, fsm uses feedback, llm and gpu_pool, the orchestrator may use every
-module; whoever writes or reads a run directory (llm's replay reads an earlier run's) asks
+nothing of evaluation, kprof (the CUPTI library the runner loads) uses nothing and nothing
+uses it, fsm uses feedback, llm and gpu_pool, the orchestrator may use every other module;
+whoever writes or reads a run directory (llm's replay reads an earlier run's) asks
 rundir for its paths. A folder of C sources that the table
 does not name is an error too, so that a new module is placed in the graph.
 
@@ -23,6 +24,7 @@ GRAPH = {
     "rundir": ("rundir/rundir.h", {"base"}),
     "gpu_pool": ("gpu_pool/gpu_pool.h", {"base"}),
     "llm": ("llm/llm.h", {"base", "rundir"}),
+    "kprof": ("kprof/kprof.h", set()),
     "feedback": ("feedback/feedback.h", {"base", "rundir", "sandbox"}),
     "fsm": ("fsm/fsm.h", {"base", "rundir", "feedback", "llm", "gpu_pool"}),
     "orchestrator": ("orchestrator/orchestrator.h",

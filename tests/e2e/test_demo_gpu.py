@@ -30,11 +30,11 @@ check(rep["overall"]["fast_0"] > 0, "no correct CUDA kernel in the demo")
 verdict = demo_check(run_dir, "cuda")
 check(verdict.returncode == 0, "the CUDA demo differs from expected.json:\n" + verdict.stderr)
 # P on a GPU comes from CUPTI where the injection library was built beside this kforge
-# (feedback/libkforge_kprof.so): ReLU's first turn is correct, so its profile names its
+# (kprof/libkforge_kprof.so): ReLU's first turn is correct, so its profile names its
 # own kernel with its launch configuration, the next prompt shows the CUPTI table (with
 # the reference's kernels for comparison), and no honest demo turn is judged otherwise
 # for its profile.
-kprof = os.path.join(os.path.dirname(BIN), "feedback", "libkforge_kprof.so")
+kprof = os.path.join(os.path.dirname(BIN), "kprof", "libkforge_kprof.so")
 relu = os.path.join(run_dir, "tasks", "L1_1_ReLU_s0")
 prof = json.load(open(os.path.join(relu, "turns", "1", "profile.json")))["profile"]
 if os.path.exists(kprof):
@@ -68,7 +68,7 @@ else:
     check(prof.get("source") == "torch.profiler" and "not built" in prof.get("note", ""),
           "without the library the profile is not torch.profiler's with a note: %s" % prof)
 # An execute's runner, forked while its precompile built, started CUDA's driver before its
-# step held the GPU (feedback/run.c, warm_cuda_ahead; kforge_runner.py, cuda_ahead). A
+# step held the GPU (feedback/warm.c, warm_cuda_ahead; kforge_runner.py, cuda_ahead). A
 # turn's first execute comes after the reference's baseline, which takes that runner.
 want = "driver"
 aheads = []

@@ -81,7 +81,7 @@ check(d["correct"] and d["steps"]["precompile"]["cache_hit"] is False,
 check(d["steps"]["baseline"]["cache_hit"] is True,
       "the same problem's baseline was measured again: %s" % d["steps"]["baseline"])
 # A build and an execute: their runners are forked from one fork server that imported
-# torch once, as a worker's are (feedback/run.c), and a cache hit's lone execute too: the
+# torch once, as a worker's are (feedback/warm.c), and a cache hit's lone execute too: the
 # server outlives each eval for the next (test_eval_server has the rest of that story).
 starts = (d["result"]["details"].get("start"), c["result"]["details"].get("start"))
 check(starts == ("forked", "forked"),

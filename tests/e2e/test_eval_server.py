@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test_eval_server: the fork server `kforge eval` leaves for the next eval
-(runner.server_idle_s; shared fork servers in feedback/run.c, the watcher in
+(runner.server_idle_s; shared fork servers in feedback/warm.c, the watcher in
 feedback/kforge_runner.py, kb_spawn_fork_watched in base/spawn.c).
 
 - evals of a built candidate fork their runners from one server that outlives each eval:

@@ -1,6 +1,6 @@
 /*
  * fuzz_result.c: libFuzzer target for how the driver reads the runner's fd-3 result
- * (feedback/run.c: fb_result_parse) and turns it into the next prompt's feedback
+ * (feedback/result.c: fb_result_parse) and turns it into the next prompt's feedback
  * (feedback/text.c). The input is what a runner, or code running inside it, wrote to
  * fd 3. Properties checked, abort() on failure:
  *  - a refusal is -KB_ECORRUPT with a non-empty one-line reason of printable ASCII, and

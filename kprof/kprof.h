@@ -1,21 +1,27 @@
-/* feedback/kprof.h: internals of libkforge_kprof.so, the CUPTI injection library that the
- * runner's PROFILE step loads through CUDA_INJECTION64_PATH (docs/DESIGN.md §6; its output
- * is the contract in the feedback module's users' hands, notes/kprof_contract.md).
+/* kprof/kprof.h: libkforge_kprof.so, the CUPTI injection library that a runner's PROFILE
+ * step (and a selftest on a GPU) loads through CUDA_INJECTION64_PATH (docs/DESIGN.md §6).
+ * Its interface to kforge is no C call: the runner is started with the library and the
+ * KPROF_* variables (feedback/run.c, kprof_env), the driver calls InitializeInjection
+ * during cuInit, and the library writes a JSON profile that feedback/profile.c reads back
+ * (the contract in the feedback module's users' hands, notes/kprof_contract.md). No
+ * module of kforge links this code or includes this header (tools/check_modules.py):
+ * feedback/ only passes the library's path (KFORGE_KPROF_PATH) to the runner.
  *
- * Three files share this header:
- *   kprof_core.c   the pure parts: the per-kernel table fed with neutral records, the
- *                  occupancy arithmetic (cuda_occupancy.h), names (demangle, short name),
- *                  metric-set selection, the environment, the bounded JSON writer and the
- *                  atomic file write. Needs CUDA/CUPTI *headers* only (enums, the header-only
- *                  occupancy calculator), never libcupti or libcuda: CI unit tests feed it.
- *   kprof_host.c   the CUPTI Profiler Host API (metric names, config image, pass count): needs
- *                  libcupti but no GPU, so a CI test checks the default set on GH100.
- *   kprof_inject.c InitializeInjection, the callbacks, the Activity API and the Range
- *                  Profiler: needs a GPU to do anything.
- * Nothing here is part of feedback.h: kforge itself never links this code; it only passes
- * the library's path (KFORGE_KPROF_PATH) to the runner and reads the JSON back.
+ * What is declared here are the library's own parts, shared by its three files and by
+ * their unit tests (tests/kprof_core.c, tests/kprof_host.c):
+ *   core.c    the pure parts: the per-kernel table fed with neutral records, the
+ *             occupancy arithmetic (cuda_occupancy.h), names (demangle, short name),
+ *             metric-set selection, the environment, the bounded JSON writer and the
+ *             atomic file write. Needs CUDA/CUPTI *headers* only (enums, the header-only
+ *             occupancy calculator), never libcupti or libcuda: CI unit tests feed it.
+ *   host.c    the CUPTI Profiler Host API (metric names, config image, pass count): needs
+ *             libcupti but no GPU, so a CI test checks the default set on GH100.
+ *   inject.c  InitializeInjection, the callbacks, the Activity API and the Range
+ *             Profiler: needs a GPU to do anything.
+ * Processes: the traced one (a runner, or a CUDA program under test) runs it, and the
+ * unit tests call core.c's and host.c's functions directly.
  *
- * Threads: the core is not thread-safe; kprof_inject.c holds one mutex around every use. */
+ * Threads: the core is not thread-safe; inject.c holds one mutex around every use. */
 #ifndef KFORGE_KPROF_H
 #define KFORGE_KPROF_H
 
@@ -178,7 +184,7 @@ const char *kprof_cupti_status(int cupti_result);
 
 /* The environment (contract: KPROF_OUT, KPROF_MODE, KPROF_GATE, KPROF_TOP, KPROF_TARGETS,
  * KPROF_METRICS; KPROF_BUFFER_KB sizes activity buffers, for tests; KPROF_DEBUG=1 traces
- * the library's steps on stderr, read by kprof_inject.c). */
+ * the library's steps on stderr, read by inject.c). */
 struct kprof_config {
 	char out[4096];                 /* expanded: %p -> pid; empty: no output, stay idle */
 	enum kprof_mode mode;
@@ -240,7 +246,7 @@ int kprof_render(const struct kprof_agg *agg, const struct kprof_meta *meta,
 /* data to path + ".tmp", then rename over path; fsync first when durable. 0 or -errno. */
 int kprof_write_atomic(const char *path, const char *data, size_t len, int durable);
 
-/* The CUPTI Profiler Host API (kprof_host.c; libcupti, no GPU): a host object for one chip,
+/* The CUPTI Profiler Host API (host.c; libcupti, no GPU): a host object for one chip,
  * the metrics it knows, the config image and pass count of a metric set, and the values
  * decoded from a counter data image. Errors come back as a CUptiResult in *err. */
 struct kprof_host;

@@ -1,4 +1,4 @@
-/* feedback/kprof_core.c: the pure parts of libkforge_kprof.so (kprof.h): the per-kernel
+/* kprof/core.c: the pure parts of libkforge_kprof.so (kprof.h): the per-kernel
  * table, occupancy, names, metric sets, the environment and the JSON document. It uses the
  * CUDA headers (cuda_occupancy.h is header-only; cupti_result.h for the error enum) and
  * never calls libcupti or libcuda, so CI tests without a GPU drive it with synthetic records.
@@ -6,7 +6,7 @@
  * The JSON is written by a small bounded emitter rather than jansson: the library is
  * injected into a Python process that has no jansson, and the GPU host finds its jansson
  * only through kforge's LD_LIBRARY_PATH, so a dynamic dependency would not resolve there. */
-#include "feedback/kprof.h"
+#include "kprof/kprof.h"
 
 #include <cuda_occupancy.h>
 #include <cupti_result.h>

@@ -1,9 +1,9 @@
-/* feedback/kprof_inject.c: the CUPTI side of libkforge_kprof.so (kprof.h). The driver loads
+/* kprof/inject.c: the CUPTI side of libkforge_kprof.so (kprof.h). The driver loads
  * the library through CUDA_INJECTION64_PATH and calls InitializeInjection during cuInit.
  *
  * trace mode: the Activity API (CONCURRENT_KERNEL, MEMCPY, MEMSET, OVERHEAD) enabled between
  * cuProfilerStart and cuProfilerStop (KPROF_GATE=profiler_api) or throughout (all); every
- * completed buffer is folded into the kernel table (kprof_core.c) and the JSON rewritten,
+ * completed buffer is folded into the kernel table (core.c) and the JSON rewritten,
  * so a killed runner still leaves a profile; at Stop and at exit the device is synchronised
  * and the buffers force-flushed, and the JSON says complete.
  * metrics mode: the Range Profiler, auto range and kernel replay, started on the ENTER and
@@ -19,7 +19,7 @@
  * driver call or an activity flush, because CUPTI may deliver a buffer on this thread from
  * inside those. metrics.lock serialises the range profiler from a launch's ENTER to its EXIT
  * and is only ever taken with trylock, so a launch on another thread never waits on it. */
-#include "feedback/kprof.h"
+#include "kprof/kprof.h"
 
 #include <cuda.h>
 #include <cupti.h>

@@ -1,11 +1,11 @@
-/* feedback/kprof_host.c: the CUPTI Profiler Host API for metrics mode (kprof.h). It needs
+/* kprof/host.c: the CUPTI Profiler Host API for metrics mode (kprof.h). It needs
  * libcupti (and the libnvperf_host.so beside it) but no GPU: metric names, config images and
  * pass counts are computed for a chip name, so unit_kprof_host checks the default metric set
  * on GH100 in CI.
  *
  * cupti_profiler_host.h includes the C++ header <string> without using it; the build puts
- * an empty file of that name on this file's include path (feedback/CMakeLists.txt). */
-#include "feedback/kprof.h"
+ * an empty file of that name on this file's include path (kprof/CMakeLists.txt). */
+#include "kprof/kprof.h"
 
 #include <cupti.h>
 #include <cupti_profiler_host.h>
