@@ -18,37 +18,14 @@
 #include "base/base.h"
 #include "gpu_pool/gpu_pool.h"
 #include "llm/llm.h"
+#include "rundir/rundir.h"
 
-#define FSM_STATES(X)   \
-	X(INVALID)      \
-	X(GENERATE)     \
-	X(PRECOMPILE)   \
-	X(EXECUTE)      \
-	X(PROFILE)      \
-	X(FEEDBACK)     \
-	X(DONE)         \
-	X(FAILED)
-
-#define FSM_EVENTS(X)   \
-	X(start)        \
-	X(ok)           \
-	X(no_code)      \
-	X(transient)    \
-	X(fatal)        \
-	X(compile_error)\
-	X(rejected)     \
-	X(correct)      \
-	X(incorrect)    \
-	X(timeout)      \
-	X(profiled)     \
-	X(next_turn)    \
-	X(budget_spent) \
-	X(env_error)
-
+/* The states and events are the trajectory's words, listed in rundir.h; the table below
+ * moves between them. */
 #define FSM_ENUM_ST_(n) FSM_ST_##n,
 #define FSM_ENUM_EV_(n) FSM_EV_##n,
-enum fsm_state { FSM_STATES(FSM_ENUM_ST_) FSM_ST__N };
-enum fsm_event { FSM_EVENTS(FSM_ENUM_EV_) FSM_EV__N };
+enum fsm_state { RD_TASK_STATES(FSM_ENUM_ST_) FSM_ST__N };
+enum fsm_event { RD_TASK_EVENTS(FSM_ENUM_EV_) FSM_EV__N };
 #undef FSM_ENUM_ST_
 #undef FSM_ENUM_EV_
 

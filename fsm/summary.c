@@ -46,14 +46,14 @@ turn_counts(struct summarizing *z, int turn, json_t *d)
 	struct fsm_flagged	*f;
 	size_t			 i, len;
 
-	if (verdict == NULL || strcmp(verdict, "correct") == 0)
+	if (verdict == NULL || strcmp(verdict, RD_VERDICT_CORRECT) == 0)
 		return json_is_true(json_object_get(d, "correct"));
-	if (strcmp(verdict, "rejected") != 0 && strcmp(verdict, "suspect") != 0)
+	if (strcmp(verdict, RD_VERDICT_REJECTED) != 0 && strcmp(verdict, RD_VERDICT_SUSPECT) != 0)
 		return false;
 	json_array_foreach(reasons, i, r)
 		all_accepted = all_accepted && json_is_string(r) &&
 			       accepted(z->accept, json_string_value(r));
-	if (verdict[0] == 'r')
+	if (strcmp(verdict, RD_VERDICT_REJECTED) == 0)
 		s->rejected++;
 	else
 		s->suspect++;
@@ -69,7 +69,7 @@ turn_counts(struct summarizing *z, int turn, json_t *d)
 					 len > 0 ? "," : "", json_string_value(r));
 		}
 	}
-	if (verdict[0] == 's' && all_accepted && json_is_true(json_object_get(d, "correct"))) {
+	if (strcmp(verdict, RD_VERDICT_SUSPECT) == 0 && all_accepted && json_is_true(json_object_get(d, "correct"))) {
 		s->accepted++;
 		return true;
 	}

@@ -82,12 +82,6 @@ int	orch_run_unfinished(const struct orch_run *run, bool any);
 /* pid of the live supervisor of dir, or 0. */
 pid_t	orch_run_supervisor_pid(const char *dir);
 
-/* supervisor.c */
-/* Lines of supervisor.log that `kforge tail` shows beside the transitions: views.c
- * recognises what supervisor.c writes with these formats. */
-#define ORCH_LOG_SUP_START	"run %s in %s (python %s)"
-#define ORCH_LOG_WORKER_RESTART	"%s: worker %s; restarting it (death %d of %d)"
-
 /* claims.c: which shard works on which task (claims/<task id>), for a run spread over
  * Slurm shards; see the file's comment. */
 #define ORCH_SHARD_ID_MAX	64

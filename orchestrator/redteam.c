@@ -50,7 +50,7 @@ take_feedback(const struct kb_tlog_rec *rec, void *arg)
 }
 
 /* The verdicts a harvest keeps, in the order index.json and the summary list them. */
-static const char *const kept_verdicts[] = { "correct", "suspect" };
+static const char *const kept_verdicts[] = { RD_VERDICT_CORRECT, RD_VERDICT_SUSPECT };
 #define RT_NVERDICTS (sizeof(kept_verdicts) / sizeof(kept_verdicts[0]))
 
 static int

@@ -372,7 +372,7 @@ worker_exited(struct sup *s, int i, int status)
 		return;
 	}
 	ts->not_before_ms = kb_mono_ms() + (1000LL << ts->deaths);
-	log_warnx(ORCH_LOG_WORKER_RESTART, id, ts->last_death, ts->deaths, ORCH_MAX_DEATHS);
+	log_warnx(RD_LOG_WORKER_RESTART, id, ts->last_death, ts->deaths, ORCH_MAX_DEATHS);
 }
 
 static int
@@ -1074,7 +1074,7 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		orch_run_update(run, fields);
 	json_decref(fields);
 	s.clocks = lock_clocks(&s);
-	log_info(ORCH_LOG_SUP_START, run->cfg.name, run->dir, python);
+	log_info(RD_LOG_SUP_START, run->cfg.name, run->dir, python);
 	fb_contain_report();
 	s.progress = orch_progress_start(run, orch_progress_mode_for(opts->quiet, opts->detach),
 					 opts->progress_interval_s);

@@ -788,11 +788,11 @@ sup_log_line(struct sup_log *sl, char *line, struct tail_lines *out)
 	msg = sp + sizeof(sup_tag) - 1;
 	if (strncmp(msg, warn_tag, sizeof(warn_tag) - 1) == 0)
 		msg += sizeof(warn_tag) - 1;
-	if (log_line_is(msg, ORCH_LOG_SUP_START, NULL, 0)) {
+	if (log_line_is(msg, RD_LOG_SUP_START, NULL, 0)) {
 		if (++sl->starts > 1)
 			lines_add(out, ts, kb_asprintf("%.12s %-24s resumed: supervisor start %d of "
 				"this run\n", clock_of(ts), "(run)", sl->starts));
-	} else if (log_line_is(msg, ORCH_LOG_WORKER_RESTART, task, sizeof(task)) &&
+	} else if (log_line_is(msg, RD_LOG_WORKER_RESTART, task, sizeof(task)) &&
 		   sup_log_follows(sl, task)) {
 		lines_add(out, ts, kb_asprintf("%.12s %-24s restart: %s\n", clock_of(ts), task,
 					       msg + strlen(task) + 2));
