@@ -277,7 +277,7 @@ orch_cmd_compare(const char *const *dirs, int ndirs, bool as_json, const char *c
 	reports = json_array();
 	runs = json_array();
 	for (int i = 0; i < ndirs; i++) {
-		json_t *rep = orch_report_json_of(&r[i].run, accept, common);
+		json_t *rep = orch_report_json_of(&r[i].run, r[i].sum, accept, common);
 
 		json_array_append_new(reports, rep);
 		json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:i, s:O}", "dir",

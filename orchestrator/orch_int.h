@@ -245,11 +245,13 @@ int	orch_cmd_report(const char *dir, bool json, const char *const *accept);
 int	orch_cmd_stop(const char *dir, int timeout_s);
 /* The report's tally of an open run, as `report --json` prints it (fast_0, fast_p per
  * level and overall, fast_1 by turn, ...): the one count that --csv, the plots and the
- * HTML page show. NULL on OOM. */
-json_t	*orch_report_json(const struct orch_run *run, const char *const *accept);
+ * HTML page show, made of sums, every task's summary in task order (read with accept,
+ * which the report names). NULL on OOM. */
+json_t	*orch_report_json(const struct orch_run *run, const struct fsm_summary *sums,
+			  const char *const *accept);
 /* The same over the problems whose keys keep (a JSON object) has; NULL: all. */
-json_t	*orch_report_json_of(const struct orch_run *run, const char *const *accept,
-			     const json_t *keep);
+json_t	*orch_report_json_of(const struct orch_run *run, const struct fsm_summary *sums,
+			     const char *const *accept, const json_t *keep);
 /* The report's one definition of a task's outcome: correct with a best speedup above p
  * (p <= 0: correct at all, fast_0), over the whole task or by turn (1-based; a task that
  * ended earlier keeps its last best). */

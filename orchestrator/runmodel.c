@@ -238,32 +238,38 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 	return 0;
 }
 
+/* Each trajectory is read once: its summary (the report's tally is made of them) and
+ * its rows, records and leases come from the same pass. */
 json_t *
 orch_run_model(const struct orch_run *run, const char *const *accept)
 {
-	json_t	*tasks = json_array(), *leases = json_array(), *model;
-	char	 path[PATH_MAX];
+	json_t			*tasks = json_array(), *leases = json_array(), *model;
+	struct fsm_summary	*sums = calloc((size_t)run->ntasks + 1, sizeof(*sums));
 
+	if (sums == NULL) {
+		json_decref(tasks);
+		json_decref(leases);
+		return NULL;
+	}
 	for (int i = 0; i < run->ntasks; i++) {
-		struct fsm_summary	s;
-		struct reading		rd = { run, &run->tasks[i], json_array(), json_array(),
-					       leases };
+		struct fsm_summary	*s = &sums[i];
+		struct reading		 rd = { run, &run->tasks[i], json_array(), json_array(),
+						leases };
 
-		fsm_summarize_accepting(run->dir, run->tasks[i].id, accept, &s);
-		if (rd_task_file(path, sizeof(path), run->dir, run->tasks[i].id, RD_TRAJECTORY) == 0)
-			kb_tlog_read(path, read_record, &rd);
+		fsm_summarize_with(run->dir, run->tasks[i].id, accept, s, read_record, &rd);
 		json_array_append_new(tasks, json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:o, "
 			"s:s, s:s, s:o, s:o}", "id", run->tasks[i].id, "level", run->tasks[i].level,
-			"problem", run->tasks[i].problem_key, "state", fsm_state_name(s.state),
-			"turn", s.turn, "turns_done", s.turns_done, "best_speedup",
-			s.best_speedup >= 0 ? json_real(s.best_speedup) : json_null(),
-			"last_status", s.last_status, "fail_reason", s.fail_reason,
+			"problem", run->tasks[i].problem_key, "state", fsm_state_name(s->state),
+			"turn", s->turn, "turns_done", s->turns_done, "best_speedup",
+			s->best_speedup >= 0 ? json_real(s->best_speedup) : json_null(),
+			"last_status", s->last_status, "fail_reason", s->fail_reason,
 			"rows", rd.rows, "records", rd.records));
 	}
 	model = json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:o}", "dir", run->dir, "name",
 			  run->cfg.name, "device", run->cfg.eval.device, "turns",
-			  (int)run->cfg.refinement.turns, "report", orch_report_json(run, accept),
-			  "tasks", tasks, "leases", leases);
+			  (int)run->cfg.refinement.turns, "report",
+			  orch_report_json(run, sums, accept), "tasks", tasks, "leases", leases);
+	free(sums);
 	return model;
 }
 

@@ -271,14 +271,17 @@ print_shards(json_t *shards)
 	}
 }
 
-/* Every task's summary and the stage times, each log read once, the logs shared out
- * among up to SUMMARY_THREADS threads (a 10,000-task run is 160,000 records to parse). */
+/* Every task's summary and, for status, the stage times, each log read once, the logs
+ * shared out among up to SUMMARY_THREADS threads (a 10,000-task run is 160,000 records
+ * to parse). */
 #define SUMMARY_THREADS	8
 
 struct summary_share {
 	const struct orch_run	*run;
+	const char *const	*accept;
 	struct fsm_summary	*sums;
 	int			 first, step;
+	bool			 timed;		/* stage times wanted */
 	struct stage_times	 st[FSM_ST__N];
 	int			 rc;
 };
@@ -289,14 +292,17 @@ summarize_share(void *arg)
 	struct summary_share *sh = arg;
 
 	for (int i = sh->first; i < sh->run->ntasks; i += sh->step)
-		if (fsm_summarize_with(sh->run->dir, sh->run->tasks[i].id, NULL, &sh->sums[i],
-				       stage_times_add, sh->st) == -KB_ENOMEM)
+		if (fsm_summarize_with(sh->run->dir, sh->run->tasks[i].id, sh->accept,
+				       &sh->sums[i], sh->timed ? stage_times_add : NULL,
+				       sh->st) == -KB_ENOMEM)
 			sh->rc = -KB_ENOMEM;
 	return NULL;
 }
 
+/* accept: as fsm_summarize_accepting's; st: the stage times gathered too, or NULL. */
 static struct fsm_summary *
-summarize_all(const struct orch_run *run, struct stage_times st[FSM_ST__N])
+summarize_all(const struct orch_run *run, const char *const *accept,
+	      struct stage_times st[FSM_ST__N])
 {
 	struct summary_share	 sh[SUMMARY_THREADS];
 	pthread_t		 th[SUMMARY_THREADS];
@@ -310,7 +316,8 @@ summarize_all(const struct orch_run *run, struct stage_times st[FSM_ST__N])
 		n = 1;
 	json_object_seed(0);	/* before threads make objects: jansson's one shared seed */
 	for (int t = 0; t < n && !failed; t++) {
-		sh[t] = (struct summary_share){ .run = run, .sums = sums, .first = t, .step = n };
+		sh[t] = (struct summary_share){ .run = run, .accept = accept, .sums = sums,
+						.first = t, .step = n, .timed = st != NULL };
 		started[t] = t > 0 && pthread_create(&th[t], NULL, summarize_share, &sh[t]) == 0;
 	}
 	/* Shares no thread took (and the first) are this thread's. */
@@ -322,7 +329,7 @@ summarize_all(const struct orch_run *run, struct stage_times st[FSM_ST__N])
 			pthread_join(th[t], NULL);
 	/* The shares' stage times, put together. */
 	for (int t = 0; t < n && !failed; t++) {
-		for (int k = 0; k < FSM_ST__N; k++) {
+		for (int k = 0; st != NULL && k < FSM_ST__N; k++) {
 			struct stage_times *from = &sh[t].st[k], *to = &st[k];
 
 			to->steps += from->steps;
@@ -431,7 +438,7 @@ orch_cmd_status(const char *dir, bool as_json)
 		 json_string_value(json_object_get(json_object_get(pool, "paused"), "reason"));
 	priced = run_priced(&run.cfg);
 	memset(st, 0, sizeof(st));
-	if ((sums = summarize_all(&run, st)) == NULL) {
+	if ((sums = summarize_all(&run, NULL, st)) == NULL) {
 		fprintf(stderr, "kforge: out of memory\n");
 		return 1;
 	}
@@ -1053,9 +1060,10 @@ struct report {
 	json_t		*llm_tasks;
 };
 
-/* keep: a JSON object whose keys are the problem keys to count; NULL: every task. */
+/* sums: every task's summary, in task order; keep: a JSON object whose keys are the
+ * problem keys to count, NULL: every task. */
 static void
-report_build(const struct orch_run *run, const char *const *accept, const json_t *keep,
+report_build(const struct orch_run *run, const struct fsm_summary *sums, const json_t *keep,
 	     struct report *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -1070,53 +1078,52 @@ report_build(const struct orch_run *run, const char *const *accept, const json_t
 	for (int l = 0; l <= KB_MAX_LEVELS; l++)
 		tally_init(&r->lv[l], r->nturns);
 	for (int i = 0; i < run->ntasks; i++) {
-		struct fsm_summary	s;
-		int			l = run->tasks[i].level;
+		const struct fsm_summary	*s = &sums[i];
+		int				 l = run->tasks[i].level;
 
 		if (l < 0 || l > KB_MAX_LEVELS)
 			l = 0;
 		if (keep != NULL && json_object_get(keep, run->tasks[i].problem_key) == NULL)
 			continue;
-		fsm_summarize_accepting(run->dir, run->tasks[i].id, accept, &s);
 		if (r->tf != NULL) {
 			struct task_fast *f = &r->tf[r->ntf++];
 
 			f->key = run->tasks[i].problem_key;
-			f->fast[0] = orch_summary_fast(&s, 0);
+			f->fast[0] = orch_summary_fast(s, 0);
 			for (size_t p = 0; p < ORCH_N_FAST_P; p++)
-				f->fast[1 + p] = orch_summary_fast(&s, orch_fast_p_levels[p]);
+				f->fast[1 + p] = orch_summary_fast(s, orch_fast_p_levels[p]);
 			f->fast1_by = calloc((size_t)r->nturns + 1, sizeof(bool));
 			for (int k = 0; f->fast1_by != NULL && k < r->nturns; k++)
-				f->fast1_by[k] = orch_summary_fast_by(&s, k + 1, 1.0);
+				f->fast1_by[k] = orch_summary_fast_by(s, k + 1, 1.0);
 		}
-		r->env_errors += s.env_errors;
-		r->rejected += s.rejected;
-		r->suspect += s.suspect;
-		r->accepted += s.accepted;
-		add_flagged(r->flagged, run->tasks[i].id, &s);
-		if (s.degenerate_reference && !kb_json_has_string(r->degenerate,
+		r->env_errors += s->env_errors;
+		r->rejected += s->rejected;
+		r->suspect += s->suspect;
+		r->accepted += s->accepted;
+		add_flagged(r->flagged, run->tasks[i].id, s);
+		if (s->degenerate_reference && !kb_json_has_string(r->degenerate,
 								      run->tasks[i].problem_key))
 			json_array_append_new(r->degenerate, json_string(run->tasks[i].problem_key));
-		tally_add(&r->all, &s);
-		tally_add(&r->lv[l], &s);
+		tally_add(&r->all, s);
+		tally_add(&r->lv[l], s);
 		r->seen[l] = true;
-		r->llm_requests += s.llm_requests;
-		r->prompt_tokens += s.prompt_tokens;
-		r->completion_tokens += s.completion_tokens;
-		r->reasoning_tokens += s.reasoning_tokens;
-		r->cost_usd += s.cost_usd;
+		r->llm_requests += s->llm_requests;
+		r->prompt_tokens += s->prompt_tokens;
+		r->completion_tokens += s->completion_tokens;
+		r->reasoning_tokens += s->reasoning_tokens;
+		r->cost_usd += s->cost_usd;
 		{
-			json_t *use = llm_use_json(s.llm_requests, s.prompt_tokens,
-						   s.completion_tokens, s.reasoning_tokens,
-						   s.cost_usd, r->priced);
+			json_t *use = llm_use_json(s->llm_requests, s->prompt_tokens,
+						   s->completion_tokens, s->reasoning_tokens,
+						   s->cost_usd, r->priced);
 
 			json_object_set_new(use, "id", json_string(run->tasks[i].id));
 			json_array_append_new(r->llm_tasks, use);
 		}
-		if (s.state == FSM_ST_FAILED)
+		if (s->state == FSM_ST_FAILED)
 			json_array_append_new(r->failed, json_pack("{s:s, s:s}", "id",
 				run->tasks[i].id, "reason",
-				s.fail_reason[0] ? s.fail_reason : "no reason recorded"));
+				s->fail_reason[0] ? s->fail_reason : "no reason recorded"));
 	}
 }
 
@@ -1346,18 +1353,20 @@ report_llm_print(const struct report *r)
 }
 
 json_t *
-orch_report_json(const struct orch_run *run, const char *const *accept)
+orch_report_json(const struct orch_run *run, const struct fsm_summary *sums,
+		 const char *const *accept)
 {
-	return orch_report_json_of(run, accept, NULL);
+	return orch_report_json_of(run, sums, accept, NULL);
 }
 
 json_t *
-orch_report_json_of(const struct orch_run *run, const char *const *accept, const json_t *keep)
+orch_report_json_of(const struct orch_run *run, const struct fsm_summary *sums,
+		    const char *const *accept, const json_t *keep)
 {
 	struct report	 r;
 	json_t		*out;
 
-	report_build(run, accept, keep, &r);
+	report_build(run, sums, keep, &r);
 	out = report_json(run, &r, accept);
 	report_clear(&r);
 	return out;
@@ -1390,14 +1399,20 @@ redteam_mark(const struct orch_run *run)
 int
 orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 {
-	struct orch_run	 run;
-	struct report	 r;
-	struct tally	*all = &r.all;
-	int		 nturns;
+	struct orch_run		 run;
+	struct report		 r;
+	struct tally		*all = &r.all;
+	struct fsm_summary	*sums;
+	int			 nturns;
 
 	if (open_or_complain(&run, dir) < 0)
 		return 1;
-	report_build(&run, accept, NULL, &r);
+	if ((sums = summarize_all(&run, accept, NULL)) == NULL) {
+		fprintf(stderr, "kforge: out of memory\n");
+		orch_run_clear(&run);
+		return 1;
+	}
+	report_build(&run, sums, NULL, &r);
 	nturns = r.nturns;
 	if (as_json) {
 		json_t *out = report_json(&run, &r, accept);
@@ -1485,6 +1500,7 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 		}
 	}
 	report_clear(&r);
+	free(sums);
 	orch_run_clear(&run);
 	return 0;
 }
