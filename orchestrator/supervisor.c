@@ -186,9 +186,9 @@ mark_failed(struct sup *s, int i, const char *reason)
 		return;
 	}
 	{
-		struct fsm_summary sum;
+		struct rpt_summary sum;
 
-		if (fsm_summarize(s->run->dir, t->id, &sum) == 0 && sum.turn > 0)
+		if (rpt_summarize(s->run->dir, t->id, &sum) == 0 && sum.turn > 0)
 			turn = sum.turn;
 	}
 	data = json_pack("{s:s}", "reason", reason);
@@ -234,7 +234,7 @@ shard_claim(struct sup *s, int i)
 {
 	struct task_slot	*ts = &s->slots[i];
 	const char		*id = s->run->tasks[i].id;
-	struct fsm_summary	 sum;
+	struct rpt_summary	 sum;
 	int			 rc;
 
 	if (ts->mine)
@@ -250,7 +250,7 @@ shard_claim(struct sup *s, int i)
 	}
 	ts->mine = true;
 	/* Another shard may have finished it before letting it go. */
-	if (fsm_summarize(s->run->dir, id, &sum) == 0 && fsm_state_terminal(sum.state)) {
+	if (rpt_summarize(s->run->dir, id, &sum) == 0 && rpt_state_finished(sum.state)) {
 		ts->state = TASK_FINISHED;
 		return false;
 	}
@@ -276,9 +276,9 @@ launch_ready(struct sup *s)
 			return;
 		}
 		{
-			struct fsm_summary sum;
+			struct rpt_summary sum;
 
-			ts->seq_at_launch = fsm_summarize(s->run->dir, s->run->tasks[i].id, &sum) == 0 ?
+			ts->seq_at_launch = rpt_summarize(s->run->dir, s->run->tasks[i].id, &sum) == 0 ?
 					    sum.last_seq : 0;
 		}
 		ts->state = TASK_RUNNING;
@@ -356,9 +356,9 @@ worker_exited(struct sup *s, int i, int status)
 	{
 		/* Deaths count only while the task makes no progress: a worker that logged
 		 * something before dying is not caught in a loop. */
-		struct fsm_summary sum;
+		struct rpt_summary sum;
 
-		if (fsm_summarize(s->run->dir, id, &sum) == 0 && sum.last_seq > ts->seq_at_launch)
+		if (rpt_summarize(s->run->dir, id, &sum) == 0 && sum.last_seq > ts->seq_at_launch)
 			ts->deaths = 0;
 	}
 	if (++ts->deaths >= ORCH_MAX_DEATHS) {
@@ -728,12 +728,12 @@ shard_beat(struct sup *s)
 		const char		*id = s->run->tasks[i].id;
 		int			 rc;
 
-		struct fsm_summary	 sum;
+		struct rpt_summary	 sum;
 
 		if (!t->elsewhere)
 			continue;
 		/* Finished where it was: nothing to take (its claim stays its finisher's). */
-		if (fsm_summarize(s->run->dir, id, &sum) == 0 && fsm_state_terminal(sum.state)) {
+		if (rpt_summarize(s->run->dir, id, &sum) == 0 && rpt_state_finished(sum.state)) {
 			t->elsewhere = false;
 			t->state = TASK_FINISHED;
 			continue;
@@ -1033,12 +1033,12 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	}
 	s.slots = calloc((size_t)run->ntasks + 1, sizeof(*s.slots));
 	for (int i = 0; i < run->ntasks; i++) {
-		struct fsm_summary sum;
+		struct rpt_summary sum;
 
 		char owner[ORCH_SHARD_ID_MAX];
 
-		if (fsm_summarize(run->dir, run->tasks[i].id, &sum) == 0 &&
-		    fsm_state_terminal(sum.state))
+		if (rpt_summarize(run->dir, run->tasks[i].id, &sum) == 0 &&
+		    rpt_state_finished(sum.state))
 			s.slots[i].state = TASK_FINISHED;
 		/* A requeued shard goes back to its own tasks first. */
 		else if (s.shard != NULL &&
