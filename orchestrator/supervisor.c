@@ -321,54 +321,57 @@ halt_disk_full(struct sup *s, const char *id)
 	signal_workers(s, SIGTERM);
 }
 
+/*
+ * What the supervisor does when a worker exits: one kind of exit, read from how it ended
+ * and what the run is doing (worker_exit_kind), and one rule per kind, as the stop rules
+ * above. The task's slot goes to next; fails closes its log with FAILED and that reason;
+ * then does the rest. Only a death counts towards ORCH_MAX_DEATHS.
+ */
+enum worker_exit {
+	WORKER_LOST,		/* another shard holds its task now (it took this one for dead) */
+	WORKER_DONE,		/* KB_EXIT_DONE: the task is finished */
+	WORKER_NO_CONFIG,	/* KB_EXIT_CONFIG: it could not start; it never will */
+	WORKER_NO_SPACE,	/* KB_EXIT_NOSPC: it could not write for want of disk space */
+	WORKER_STOPPED,		/* anything else while the run stops, halts or is paused */
+	WORKER_DIED,		/* anything else: a death */
+};
+
 static void
-worker_exited(struct sup *s, int i, int status)
+give_away(struct sup *s, int i, int status)
+{
+	struct task_slot *ts = &s->slots[i];
+
+	(void)status;
+	ts->lost = ts->mine = false;
+	ts->elsewhere = true;
+}
+
+static void
+halt_no_space(struct sup *s, int i, int status)
+{
+	(void)status;
+	halt_disk_full(s, s->run->tasks[i].id);
+}
+
+/* A death, said with how it died: the worker is restarted after a backoff that doubles
+ * with each death in a row, and the task closed FAILED at ORCH_MAX_DEATHS. */
+static void
+count_death(struct sup *s, int i, int status)
 {
 	struct task_slot	*ts = &s->slots[i];
 	const char		*id = s->run->tasks[i].id;
+	struct rpt_summary	 sum;
 
-	ts->pid = 0;
-	s->running--;
-	orch_progress_worker(s->progress, i, false);
-	if (ts->lost) {		/* another shard has it now: not a death */
-		ts->lost = ts->mine = false;
-		ts->elsewhere = true;
-		ts->state = TASK_PENDING;
-		return;
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == KB_EXIT_DONE) {
-		ts->state = TASK_FINISHED;
-		return;
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == KB_EXIT_CONFIG) {
-		mark_failed(s, i, "the worker could not start (configuration)");
-		ts->state = TASK_GAVE_UP;
-		return;
-	}
-	ts->state = TASK_PENDING;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == KB_EXIT_NOSPC) {
-		halt_disk_full(s, id);
-		return;
-	}
-	/* Stopped on request, for want of a GPU, or at a GENERATE while LLM generation is
-	 * paused (which watch_llm_pause may not have seen yet): resume continues it. */
-	if (s->stop_signals > 0 || s->halt[0] != '\0' ||
-	    gpool_paused(s->pool, NULL, 0) != GPOOL_PAUSE_NONE)
-		return;
 	if (WIFSIGNALED(status))
 		snprintf(ts->last_death, sizeof(ts->last_death), "killed by signal %d (%s)",
 			 WTERMSIG(status), strsignal(WTERMSIG(status)));
 	else
 		snprintf(ts->last_death, sizeof(ts->last_death), "exited with status %d",
 			 WEXITSTATUS(status));
-	{
-		/* Deaths count only while the task makes no progress: a worker that logged
-		 * something before dying is not caught in a loop. */
-		struct rpt_summary sum;
-
-		if (rpt_summarize(s->run->dir, id, &sum) == 0 && sum.last_seq > ts->seq_at_launch)
-			ts->deaths = 0;
-	}
+	/* Deaths count only while the task makes no progress: a worker that logged
+	 * something before dying is not caught in a loop. */
+	if (rpt_summarize(s->run->dir, id, &sum) == 0 && sum.last_seq > ts->seq_at_launch)
+		ts->deaths = 0;
 	if (++ts->deaths >= ORCH_MAX_DEATHS) {
 		char reason[256];
 
@@ -381,6 +384,60 @@ worker_exited(struct sup *s, int i, int status)
 	}
 	ts->not_before_ms = kb_mono_ms() + (1000LL << ts->deaths);
 	log_warnx(RD_LOG_WORKER_RESTART, id, ts->last_death, ts->deaths, ORCH_MAX_DEATHS);
+}
+
+static const struct {
+	enum slot_state	 next;
+	const char	*fails;		/* the reason its log is closed FAILED with, or NULL */
+	void		(*then)(struct sup *s, int i, int status);	/* NULL: nothing */
+} worker_exit_rules[] = {
+	/* not a death: another shard works on the task, this one leaves it alone */
+	[WORKER_LOST] = { TASK_PENDING, NULL, give_away },
+	[WORKER_DONE] = { TASK_FINISHED, NULL, NULL },
+	[WORKER_NO_CONFIG] = { TASK_GAVE_UP, "the worker could not start (configuration)",
+			       NULL },
+	/* restarting it would fail again, as would every other worker: the run stops */
+	[WORKER_NO_SPACE] = { TASK_PENDING, NULL, halt_no_space },
+	/* stopped on request, for want of a GPU, or at a GENERATE while LLM generation is
+	 * paused (which watch_pause may not have seen yet): resume continues it */
+	[WORKER_STOPPED] = { TASK_PENDING, NULL, NULL },
+	/* restarted with backoff, or the task FAILED after ORCH_MAX_DEATHS */
+	[WORKER_DIED] = { TASK_PENDING, NULL, count_death },
+};
+
+static enum worker_exit
+worker_exit_kind(const struct sup *s, const struct task_slot *ts, int status)
+{
+	int	code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+
+	if (ts->lost)
+		return WORKER_LOST;
+	if (code == KB_EXIT_DONE)
+		return WORKER_DONE;
+	if (code == KB_EXIT_CONFIG)
+		return WORKER_NO_CONFIG;
+	if (code == KB_EXIT_NOSPC)
+		return WORKER_NO_SPACE;
+	if (s->stop_signals > 0 || s->halt[0] != '\0' ||
+	    gpool_paused(s->pool, NULL, 0) != GPOOL_PAUSE_NONE)
+		return WORKER_STOPPED;
+	return WORKER_DIED;
+}
+
+static void
+worker_exited(struct sup *s, int i, int status)
+{
+	struct task_slot	*ts = &s->slots[i];
+	enum worker_exit	 kind = worker_exit_kind(s, ts, status);
+
+	ts->pid = 0;
+	s->running--;
+	orch_progress_worker(s->progress, i, false);
+	ts->state = worker_exit_rules[kind].next;
+	if (worker_exit_rules[kind].fails != NULL)
+		mark_failed(s, i, worker_exit_rules[kind].fails);
+	if (worker_exit_rules[kind].then != NULL)
+		worker_exit_rules[kind].then(s, i, status);
 }
 
 static int
