@@ -11,15 +11,16 @@
 #include <string.h>
 
 #include "feedback/feedback_int.h"
+#include "rundir/rundir.h"
 
 #define FB_CHECK_TIMEOUT_MS	30000		/* the checker parses; it never runs code */
 #define FB_CHECK_OUT_CAP	(256 << 10)	/* at most 50 findings of a line each */
 
 static const char *const verdict_names[] = {
-	[FB_VERDICT_CORRECT] = "correct",
-	[FB_VERDICT_INCORRECT] = "incorrect",
-	[FB_VERDICT_REJECTED] = "rejected",
-	[FB_VERDICT_SUSPECT] = "suspect",
+	[FB_VERDICT_CORRECT] = RD_VERDICT_CORRECT,
+	[FB_VERDICT_INCORRECT] = RD_VERDICT_INCORRECT,
+	[FB_VERDICT_REJECTED] = RD_VERDICT_REJECTED,
+	[FB_VERDICT_SUSPECT] = RD_VERDICT_SUSPECT,
 };
 
 const char *

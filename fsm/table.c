@@ -6,8 +6,8 @@
 #include "fsm/fsm_int.h"
 
 #define NAME_(n) #n,
-static const char *const state_names[FSM_ST__N] = { FSM_STATES(NAME_) };
-static const char *const event_names[FSM_EV__N] = { FSM_EVENTS(NAME_) };
+static const char *const state_names[FSM_ST__N] = { RD_TASK_STATES(NAME_) };
+static const char *const event_names[FSM_EV__N] = { RD_TASK_EVENTS(NAME_) };
 #undef NAME_
 
 /* next: the state after (state, event). without_p: where a correct EXECUTE goes when the

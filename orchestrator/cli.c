@@ -164,7 +164,7 @@ static const struct command commands[] = {
 	{ .name = "view", .run = cmd_viewer,
 	  .usage = "view DIR [--port N] [--bind ADDR]",
 	  .help = "Serve the report page of a run (as report --html writes it) on http://ADDR:N/,\n"
-	  "default 127.0.0.1:" STR(ORCH_VIEW_PORT) "; --port 0 takes a free port. The page follows the run as it\n"
+	  "default 127.0.0.1:" STR(RPT_VIEW_PORT) "; --port 0 takes a free port. The page follows the run as it\n"
 	  "moves on (it polls for a change in the trajectories and redraws). Read-only: only\n"
 	  "GET; files are served as text from inside the run directory only. It listens on\n"
 	  "loopback unless --bind names another address (the page shows model output and\n"
@@ -323,9 +323,9 @@ on_opt(int c, const char *arg, void *st)
 		o->port = (int)v;
 		break;
 	case 'N':
-		if (kb_parse_int(arg, 1, ORCH_KMEDOIDS_MAX, &v) < 0)
+		if (kb_parse_int(arg, 1, RPT_KMEDOIDS_MAX, &v) < 0)
 			return usage_error("--size wants a number of problems (1 to "
-					   STR(ORCH_KMEDOIDS_MAX) "), got '%s'", arg);
+					   STR(RPT_KMEDOIDS_MAX) "), got '%s'", arg);
 		o->size = (int)v;
 		break;
 	case 'O': o->out = arg; break;
@@ -538,14 +538,14 @@ cmd_report(int argc, char **argv)
 	PARSE_OR_RETURN("jacHS");
 	o.accept[o.naccept] = NULL;
 	if (o.csv || o.html != NULL || o.svg != NULL) {
-		struct orch_report_out out = { o.csv, o.html, o.svg };
+		struct rpt_files out = { o.csv, o.html, o.svg };
 
 		if (o.json)
 			return usage_error("--json prints the report alone; leave it out with "
 					   "--csv, --html or --svg%s", "");
 		if (nrest < 1)
 			return usage_error("wants at least one run directory%s", "");
-		return orch_cmd_report_out((const char *const *)rest, nrest, o.accept, &out);
+		return orch_cmd_report_files((const char *const *)rest, nrest, o.accept, &out);
 	}
 	if (nrest < 1)
 		return usage_error("wants at least one run directory%s", "");
@@ -579,7 +579,7 @@ cmd_viewer(int argc, char **argv)
 	char		**rest;
 	int		nrest;
 
-	o.port = ORCH_VIEW_PORT;
+	o.port = RPT_VIEW_PORT;
 	o.bind = "127.0.0.1";
 	PARSE_OR_RETURN("PB");
 	if (nrest != 1)

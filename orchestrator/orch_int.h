@@ -1,5 +1,5 @@
-/* orch_int.h: what the orchestrator's files share — the run directory, the supervisor
- * and the read-only views (status, tail, report, eval). */
+/* orch_int.h: what the orchestrator's files share — the run directory, the supervisor,
+ * its progress display, Slurm, the red-team harvest, eval, and opening runs for report/. */
 #ifndef KFORGE_ORCH_INT_H
 #define KFORGE_ORCH_INT_H
 
@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 #include "base/base.h"
-#include "fsm/fsm.h"
 #include "orchestrator/orchestrator.h"
+#include "report/report.h"
 #include "rundir/rundir.h"
 
 #define ORCH_MAX_RUN_DIR 1024	/* keeps every path under the run directory in PATH_MAX */
@@ -81,12 +81,6 @@ int	orch_run_update(const struct orch_run *run, json_t *fields);
 int	orch_run_unfinished(const struct orch_run *run, bool any);
 /* pid of the live supervisor of dir, or 0. */
 pid_t	orch_run_supervisor_pid(const char *dir);
-
-/* supervisor.c */
-/* Lines of supervisor.log that `kforge tail` shows beside the transitions: views.c
- * recognises what supervisor.c writes with these formats. */
-#define ORCH_LOG_SUP_START	"run %s in %s (python %s)"
-#define ORCH_LOG_WORKER_RESTART	"%s: worker %s; restarting it (death %d of %d)"
 
 /* claims.c: which shard works on which task (claims/<task id>), for a run spread over
  * Slurm shards; see the file's comment. */
@@ -167,7 +161,7 @@ int	orch_shard_main(const char *dir, const char *id, const struct orch_sup_opts 
  * (stderr) printed above it: the supervisor's own through the logger's writer hook,
  * the workers' through a pipe the supervisor reads. Else a one-line summary every
  * interval, the first at once. Either way a final summary at the end. Task states come
- * from fsm_summarize, as status has them, redone only for the logs whose size or mtime
+ * from rpt_summarize, as status has them, redone only for the logs whose size or mtime
  * changed since the last look; the slots from the pool snapshot the supervisor
  * publishes. Every function accepts NULL (the display is off) and does nothing. */
 #define ORCH_PROGRESS_INTERVAL_S	30	/* default of --progress-interval */
@@ -183,7 +177,7 @@ enum orch_progress_mode {
 struct orch_progress_stats {
 	const char	*run_name;
 	int		 ntasks;
-	int		 in_state[FSM_ST__N];	/* DONE and FAILED: all such; others: with a worker */
+	int		 in_state[RPT_ST__N];	/* DONE and FAILED: all such; others: with a worker */
 	int		 pending;		/* neither finished nor with a worker */
 	long		 turns_done, turns_total;
 	int		 build_busy, build_total, build_waiting;	/* the pool's compile class */
@@ -243,106 +237,26 @@ struct orch_eta {
 int64_t	orch_eta_next(struct orch_eta *e, long turns_done, long turns_left, int tasks_finished,
 		      int64_t elapsed_ms);
 
-/* views.c */
+/* readers.c: the commands that read a run directory are report/'s (report.h); these
+ * open each run for them — its frozen config and task list (config.c, run.c) and how its
+ * speeds are timed (feedback/) — and tell them what only the orchestrator knows: whether
+ * a supervisor holds the run, and a Slurm run's shards. A run that cannot be opened is a
+ * line on stderr and 1; else report/'s exit status. */
 int	orch_cmd_status(const char *dir, bool json);
 int	orch_cmd_tail(const char *dir, const char *task, bool follow);
 /* accept: NULL-ended rules whose suspect turns count as correct (report --accept). */
 int	orch_cmd_report(const char *dir, bool json, const char *const *accept);
-int	orch_cmd_stop(const char *dir, int timeout_s);
-/* The report's tally of an open run, as `report --json` prints it (fast_0, fast_p per
- * level and overall, fast_1 by turn, ...): the one count that --csv, the plots and the
- * HTML page show. NULL on OOM. */
-json_t	*orch_report_json(const struct orch_run *run, const char *const *accept);
-/* The same over the problems whose keys keep (a JSON object) has; NULL: all. */
-json_t	*orch_report_json_of(const struct orch_run *run, const char *const *accept,
-			     const json_t *keep);
-/* The report's one definition of a task's outcome: correct with a best speedup above p
- * (p <= 0: correct at all, fast_0), over the whole task or by turn (1-based; a task that
- * ended earlier keeps its last best). */
-bool	orch_summary_fast(const struct fsm_summary *s, double p);
-bool	orch_summary_fast_by(const struct fsm_summary *s, int turn, double p);
-/* The fast_p levels the report shows (0.5, 1, 1.5, 2). */
-extern const double orch_fast_p_levels[];
-#define ORCH_N_FAST_P 4
-
-/* runmodel.c: a run read back for the CSV, the plots and the page: {dir, name, device,
- * turns, report (orch_report_json), tasks: [{id, level, problem, state, turn,
- * turns_done, best_speedup, last_status, fail_reason, rows: [one per turn, keyed by
- * orch_turn_columns, plus artifacts {key: path in the task dir}], records: [{seq, ts,
- * turn, from, event, to, lease?, reason?}]}], leases: [{class, slot, task, turn,
- * acquired_ms, released_ms}]}. Bounded: at most 256 turns and 20000 records a task. */
-struct orch_column {
-	const char	*name, *help;
-};
-extern const struct orch_column orch_turn_columns[];	/* ends with a NULL name */
-json_t	*orch_run_model(const struct orch_run *run, const char *const *accept);
-/* The rows of every model (a JSON array of run models) as CSV, a header first. */
-int	orch_csv_write(json_t *models, struct kb_buf *out);
-
-/* plot.c: SVG charts of run models, kforge's own SVG (no plotting library). Each draws
- * every model of the array overlaid, its numbers in data-* attributes. */
-struct orch_plot {
-	const char	*name;	/* file name (NAME.svg) and element id (plot-NAME) */
-	const char	*title;
-	void		(*draw)(json_t *models, struct kb_buf *out);
-};
-extern const struct orch_plot orch_plots[];	/* ends with a NULL name */
-/* &, <, >, quotes escaped; control characters other than whitespace replaced. */
-void	orch_xml_escape(struct kb_buf *out, const char *s);
-/* A turn row's outcome as the status plot and the page name it. */
-const char *orch_turn_category(json_t *row);
-
-/* html.c: the report page of run models: summary, plots, a sortable task table, each
- * task's timeline and turns (prompt, reply, kernel with its diff against the previous
- * turn's, build output, result, verdict, profile, feedback), every text escaped. With a
- * live_stamp (orch_run_stamp when rendered) the page polls the viewer's "stamp" for a
- * change and redraws itself (kforge view); NULL: a self-contained file. -KB_ETOOBIG
- * past the buffer's cap. */
-int	orch_html_page(json_t *models, const char *live_stamp, struct kb_buf *out);
-/* A line diff of old against new (LCS), as HTML lines classed add, del or same. */
-void	orch_html_diff(const char *old, const char *new, struct kb_buf *out);
-
-/* report.c: `kforge report DIR... --csv | --html FILE | --svg DIR` over one run or several. */
-struct orch_report_out {
-	bool		 csv;
-	const char	*html, *svg_dir;
-};
-int	orch_cmd_report_out(const char *const *dirs, int ndirs, const char *const *accept,
-			    const struct orch_report_out *o);
-
-/* stats.c: the numbers behind the comparisons and `kforge subset` (pure functions). */
-/* The unbiased estimator of fast_p@k (pass@k's): of n samples of a problem, c are fast_p;
- * the chance that k drawn without replacement hold one: 1 - C(n-c, k)/C(n, k). NAN
- * unless 0 <= c <= n and 1 <= k <= n. */
-double	orch_fast_at_k(int n, int c, int k);
-/* A seeded generator (splitmix64): the same numbers for a seed on every machine. */
-uint64_t orch_rand_next(uint64_t *state);
-int	orch_rand_below(uint64_t *state, int n);	/* uniform in 0..n-1, n > 0 */
-/* The paired bootstrap over problems of mean(b - a): diff, and the 95% interval of the
- * resampled means (percentiles); beyond_noise when it leaves out 0. */
-struct orch_bootstrap {
-	double	diff, lo, hi;
-	bool	beyond_noise;
-};
-int	orch_paired_bootstrap(const double *a, const double *b, int n, int resamples,
-			      uint64_t seed, struct orch_bootstrap *out);
-/* Each of dim columns of the n x dim row-major x to mean 0, deviation 1 (a constant
- * column to 0). */
-void	orch_standardize(double *x, int n, int dim);
-/* k-medoids (PAM: greedy build, then best swaps until none lowers the cost) of the n rows
- * of x under the Euclidean distance: medoids gets k row indices, ascending; deterministic.
- * -KB_EINVAL unless 1 <= k <= n <= ORCH_KMEDOIDS_MAX. */
-#define ORCH_KMEDOIDS_MAX 1000
-int	orch_kmedoids(const double *x, int n, int dim, int k, int *medoids, double *cost);
-
-/* compare.c: `kforge report RUN_A RUN_B ...` (text or JSON): the runs side by side on
- * their common problems, with the differences from the first and whether each is beyond
- * the runs' noise; `kforge subset RUN_DIR... --size N --out FILE`: the medoids of the
- * problems' results, with how well they reproduce the full set against random subsets.
- * Both warn, a line per key, where a problem's content differs between runs. 0 or 1. */
-int	orch_cmd_compare(const char *const *dirs, int ndirs, bool json, const char *const *accept);
+int	orch_cmd_report_files(const char *const *dirs, int ndirs, const char *const *accept,
+			      const struct rpt_files *o);
+int	orch_cmd_compare(const char *const *dirs, int ndirs, bool json,
+			 const char *const *accept);
 int	orch_cmd_subset(const char *const *dirs, int ndirs, int size, const char *out,
 			uint64_t seed);
+int	orch_cmd_viewer(const char *dir, const char *addr, int port);
+
+/* stop.c: `kforge stop DIR`: SIGTERM to the run's supervisor (a graceful stop), then
+ * waits up to timeout_s for it to be gone. 0, or 1 with a line on stderr. */
+int	orch_cmd_stop(const char *dir, int timeout_s);
 
 /* redteam.c: a red-team run's findings (redteam.enabled). A harvest keeps every
  * candidate of the run judged correct, and apart from those every one judged suspect,
@@ -358,20 +272,9 @@ struct orch_redteam_kept {
 };
 int	orch_redteam_harvest(const struct orch_run *run, FILE *out,
 			     struct orch_redteam_kept *kept, char *err, size_t errlen);
-/* What the report says of a red-team run: {min_speedup, index (relative path, or null
- * before a harvest), correct, suspect (counts, or null)}; NULL for any other run. */
-json_t	*orch_redteam_report(const struct orch_run *run);
 /* `kforge redteam --harvest DIR [--quiet]`: 0 harvested; 1 not a red-team run, a
  * supervisor on it, or a write that failed; 2 not a run directory. */
 int	orch_cmd_redteam_harvest(const char *dir, bool quiet);
-
-#define ORCH_VIEW_PORT	8737	/* kforge view's default port */
-/* viewer.c: `kforge view DIR`: serves the page on addr:port (port 0: any free one; the
- * URL is printed) with libmicrohttpd until SIGINT or SIGTERM. 0, or 1 (2 for a bad
- * address) with a line on stderr. */
-int	orch_cmd_viewer(const char *dir, const char *addr, int port);
-/* What changes whenever the run moves on: the sizes and times of its logs and run.json. */
-void	orch_run_stamp(const struct orch_run *run, char *out, size_t len);
 
 /* eval.c. orch_cmd_eval's return value is the verdict as an exit status (the table in
  * eval.c); orch_eval_help prints that table and the evaluation's defaults, for

@@ -25,7 +25,7 @@ struct task_view {
 	off_t		 size;
 	struct timespec	 mtime;
 	bool		 looked, has_worker;
-	enum fsm_state	 state;
+	enum rpt_state	 state;
 	int		 turns_done;
 	bool		 any_correct;
 	double		 best_speedup;
@@ -152,9 +152,9 @@ live_parts(const struct orch_progress_stats *st, struct part *parts)
 
 	parts[n].label = "tasks";
 	m = (size_t)snprintf(parts[n].text, sizeof(parts[n].text), "%d:", st->ntasks);
-	for (int s = FSM_ST_GENERATE; s < FSM_ST__N && m < sizeof(parts[n].text); s++)
+	for (int s = RPT_ST_GENERATE; s < RPT_ST__N && m < sizeof(parts[n].text); s++)
 		m += (size_t)snprintf(parts[n].text + m, sizeof(parts[n].text) - m, " %s %d,",
-				      fsm_state_name((enum fsm_state)s), st->in_state[s]);
+				      rpt_state_name((enum rpt_state)s), st->in_state[s]);
 	if (m < sizeof(parts[n].text))
 		snprintf(parts[n].text + m, sizeof(parts[n].text) - m, " pending %d", st->pending);
 	n++;
@@ -227,7 +227,7 @@ orch_progress_render_final(const struct orch_progress_stats *st, const char *out
 			   struct kb_buf *out)
 {
 	char	elapsed[32], best[640];
-	int	done = st->in_state[FSM_ST_DONE], failed = st->in_state[FSM_ST_FAILED];
+	int	done = st->in_state[RPT_ST_DONE], failed = st->in_state[RPT_ST_FAILED];
 
 	orch_fmt_duration(st->elapsed_ms, elapsed, sizeof(elapsed));
 	best_text(st, best, sizeof(best));
@@ -252,7 +252,7 @@ look_at_logs(struct orch_progress *p)
 {
 	for (int i = 0; i < p->run->ntasks; i++) {
 		struct task_view	*v = &p->tasks[i];
-		struct fsm_summary	 sum;
+		struct rpt_summary	 sum;
 		struct stat		 st;
 		char			 path[PATH_MAX];
 
@@ -264,7 +264,7 @@ look_at_logs(struct orch_progress *p)
 		if (v->looked && st.st_size == v->size && st.st_mtim.tv_sec == v->mtime.tv_sec &&
 		    st.st_mtim.tv_nsec == v->mtime.tv_nsec)
 			continue;
-		if (fsm_summarize(p->run->dir, p->run->tasks[i].id, &sum) < 0)
+		if (rpt_summarize(p->run->dir, p->run->tasks[i].id, &sum) < 0)
 			continue;	/* looked at again next time */
 		v->looked = true;
 		v->size = st.st_size;
@@ -308,11 +308,11 @@ gather(struct orch_progress *p, struct orch_progress_stats *st)
 	for (int i = 0; i < p->run->ntasks; i++) {
 		const struct task_view *v = &p->tasks[i];
 
-		if (fsm_state_terminal(v->state) || v->has_worker)
+		if (rpt_state_finished(v->state) || v->has_worker)
 			st->in_state[v->state]++;
 		else
 			st->pending++;
-		if (!fsm_state_terminal(v->state) && turns > v->turns_done)
+		if (!rpt_state_finished(v->state) && turns > v->turns_done)
 			left += turns - v->turns_done;
 		st->turns_done += v->turns_done;
 		st->llm_done += v->requests;
@@ -322,7 +322,7 @@ gather(struct orch_progress *p, struct orch_progress_stats *st)
 		if (v->any_correct && v->best_speedup > 0)
 			add_best(st, p->run->tasks[i].id, v->best_speedup);
 	}
-	finished = st->in_state[FSM_ST_DONE] + st->in_state[FSM_ST_FAILED];
+	finished = st->in_state[RPT_ST_DONE] + st->in_state[RPT_ST_FAILED];
 	if (p->turns_done_at_start < 0) {
 		p->turns_done_at_start = st->turns_done;
 		p->finished_at_start = finished;
@@ -471,7 +471,7 @@ orch_progress_start(const struct orch_run *run, enum orch_progress_mode mode, in
 		return NULL;
 	}
 	for (int i = 0; i < run->ntasks; i++)
-		p->tasks[i].state = FSM_ST_GENERATE;	/* as a task without a log */
+		p->tasks[i].state = RPT_ST_GENERATE;	/* as a task without a log */
 	p->run = run;
 	p->mode = mode;
 	p->interval_ms = (int64_t)(interval_s > 0 ? interval_s : ORCH_PROGRESS_INTERVAL_S) * 1000;

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsm/fsm.h"
 #include "orchestrator/orch_int.h"
 
 #define RT_MAX_TURN	256		/* as the report's turn rows */
@@ -50,7 +51,7 @@ take_feedback(const struct kb_tlog_rec *rec, void *arg)
 }
 
 /* The verdicts a harvest keeps, in the order index.json and the summary list them. */
-static const char *const kept_verdicts[] = { "correct", "suspect" };
+static const char *const kept_verdicts[] = { RD_VERDICT_CORRECT, RD_VERDICT_SUSPECT };
 #define RT_NVERDICTS (sizeof(kept_verdicts) / sizeof(kept_verdicts[0]))
 
 static int
@@ -327,9 +328,9 @@ orch_redteam_harvest(const struct orch_run *run, FILE *out, struct orch_redteam_
 	for (int ti = 0; ti < run->ntasks && rc == 0; ti++) {
 		const struct kb_task	*t = &run->tasks[ti];
 		struct rt_scan		 sc = { json_array() };
-		struct fsm_summary	 sum;
+		struct rpt_summary	 sum;
 
-		if (fsm_summarize(run->dir, t->id, &sum) < 0 || !fsm_state_terminal(sum.state))
+		if (rpt_summarize(run->dir, t->id, &sum) < 0 || !rpt_state_finished(sum.state))
 			unfinished++;
 		if (rd_task_file(path, sizeof(path), run->dir, t->id, RD_TRAJECTORY) == 0 &&
 		    kb_file_exists(path))
@@ -427,29 +428,6 @@ out:
 	json_decref(listed);
 	json_decref(shas);
 	return rc;
-}
-
-json_t *
-orch_redteam_report(const struct orch_run *run)
-{
-	char	 path[PATH_MAX];
-	json_t	*index = NULL, *out;
-
-	if (!run->cfg.redteam.enabled)
-		return NULL;
-	if (rd_redteam_file(path, sizeof(path), run->dir, RD_REDTEAM_INDEX_JSON) == 0)
-		index = json_load_file(path, 0, NULL);
-	out = json_pack("{s:f, s:o, s:o, s:o}", "min_speedup", run->cfg.redteam.min_speedup,
-			"index", index != NULL && rd_redteam_file(path, sizeof(path), NULL,
-				RD_REDTEAM_INDEX_JSON) == 0 ? json_string(path) : json_null(),
-			"correct", json_is_array(json_object_get(index, "correct")) ?
-				json_integer((json_int_t)json_array_size(
-					json_object_get(index, "correct"))) : json_null(),
-			"suspect", json_is_array(json_object_get(index, "suspect")) ?
-				json_integer((json_int_t)json_array_size(
-					json_object_get(index, "suspect"))) : json_null());
-	json_decref(index);
-	return out;
 }
 
 int

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "feedback/feedback.h"
+#include "fsm/fsm.h"
 #include "llm/llm.h"
 #include "orchestrator/orch_int.h"
 
@@ -632,10 +633,10 @@ orch_run_unfinished(const struct orch_run *run, bool any)
 	int n = 0;
 
 	for (int i = 0; i < run->ntasks && (n == 0 || !any); i++) {
-		struct fsm_summary sum;
+		struct rpt_summary sum;
 
-		if (fsm_summarize(run->dir, run->tasks[i].id, &sum) < 0 ||
-		    !fsm_state_terminal(sum.state))
+		if (rpt_summarize(run->dir, run->tasks[i].id, &sum) < 0 ||
+		    !rpt_state_finished(sum.state))
 			n++;
 	}
 	return n;

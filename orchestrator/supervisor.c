@@ -42,18 +42,26 @@ struct task_slot {
 	bool		 mine, elsewhere, lost;
 };
 
+/* The supervisor of a run, from sup_start to sup_close. What it holds — descriptors,
+ * the files it made in the run directory, the pool, the slots — is given back by
+ * sup_close alone, however far sup_start got: a descriptor is -1 and a pointer NULL until
+ * it is taken. */
 struct sup {
 	struct orch_run		*run;
+	const struct orch_sup_opts *opts;
 	struct gpool		*pool;
 	struct task_slot	*slots;
 	int			 running;
 	int			 stop_signals;	/* SIGTERM/SIGINT/SIGHUP received */
-	int			 sfd;
+	int			 sfd;		/* the signalfd */
 	sigset_t		 orig_mask;
 	pid_t			 self;
 	int64_t			 started_ms;
-	int			 log_fd;
+	int			 log_fd;	/* its log lines: stderr, or log_file detached */
+	int			 log_file;	/* supervisor.log */
 	int			 lock_fd;	/* supervisor.lock: held only by the supervisor */
+	bool			 made_reserve;	/* supervisor.reserve is this supervisor's */
+	bool			 owns_pid_file;	/* supervisor.pid is this supervisor's */
 	json_t			*quarantined;	/* as last written to run.json */
 	json_t			*clocks;	/* run.json's "clocks" (orch_clocks_lock) */
 	enum gpool_pause_kind	 paused;	/* announced; the run stops when the workers have */
@@ -186,9 +194,9 @@ mark_failed(struct sup *s, int i, const char *reason)
 		return;
 	}
 	{
-		struct fsm_summary sum;
+		struct rpt_summary sum;
 
-		if (fsm_summarize(s->run->dir, t->id, &sum) == 0 && sum.turn > 0)
+		if (rpt_summarize(s->run->dir, t->id, &sum) == 0 && sum.turn > 0)
 			turn = sum.turn;
 	}
 	data = json_pack("{s:s}", "reason", reason);
@@ -234,7 +242,7 @@ shard_claim(struct sup *s, int i)
 {
 	struct task_slot	*ts = &s->slots[i];
 	const char		*id = s->run->tasks[i].id;
-	struct fsm_summary	 sum;
+	struct rpt_summary	 sum;
 	int			 rc;
 
 	if (ts->mine)
@@ -250,7 +258,7 @@ shard_claim(struct sup *s, int i)
 	}
 	ts->mine = true;
 	/* Another shard may have finished it before letting it go. */
-	if (fsm_summarize(s->run->dir, id, &sum) == 0 && fsm_state_terminal(sum.state)) {
+	if (rpt_summarize(s->run->dir, id, &sum) == 0 && rpt_state_finished(sum.state)) {
 		ts->state = TASK_FINISHED;
 		return false;
 	}
@@ -276,9 +284,9 @@ launch_ready(struct sup *s)
 			return;
 		}
 		{
-			struct fsm_summary sum;
+			struct rpt_summary sum;
 
-			ts->seq_at_launch = fsm_summarize(s->run->dir, s->run->tasks[i].id, &sum) == 0 ?
+			ts->seq_at_launch = rpt_summarize(s->run->dir, s->run->tasks[i].id, &sum) == 0 ?
 					    sum.last_seq : 0;
 		}
 		ts->state = TASK_RUNNING;
@@ -313,54 +321,57 @@ halt_disk_full(struct sup *s, const char *id)
 	signal_workers(s, SIGTERM);
 }
 
+/*
+ * What the supervisor does when a worker exits: one kind of exit, read from how it ended
+ * and what the run is doing (worker_exit_kind), and one rule per kind, as the stop rules
+ * above. The task's slot goes to next; fails closes its log with FAILED and that reason;
+ * then does the rest. Only a death counts towards ORCH_MAX_DEATHS.
+ */
+enum worker_exit {
+	WORKER_LOST,		/* another shard holds its task now (it took this one for dead) */
+	WORKER_DONE,		/* KB_EXIT_DONE: the task is finished */
+	WORKER_NO_CONFIG,	/* KB_EXIT_CONFIG: it could not start; it never will */
+	WORKER_NO_SPACE,	/* KB_EXIT_NOSPC: it could not write for want of disk space */
+	WORKER_STOPPED,		/* anything else while the run stops, halts or is paused */
+	WORKER_DIED,		/* anything else: a death */
+};
+
 static void
-worker_exited(struct sup *s, int i, int status)
+give_away(struct sup *s, int i, int status)
+{
+	struct task_slot *ts = &s->slots[i];
+
+	(void)status;
+	ts->lost = ts->mine = false;
+	ts->elsewhere = true;
+}
+
+static void
+halt_no_space(struct sup *s, int i, int status)
+{
+	(void)status;
+	halt_disk_full(s, s->run->tasks[i].id);
+}
+
+/* A death, said with how it died: the worker is restarted after a backoff that doubles
+ * with each death in a row, and the task closed FAILED at ORCH_MAX_DEATHS. */
+static void
+count_death(struct sup *s, int i, int status)
 {
 	struct task_slot	*ts = &s->slots[i];
 	const char		*id = s->run->tasks[i].id;
+	struct rpt_summary	 sum;
 
-	ts->pid = 0;
-	s->running--;
-	orch_progress_worker(s->progress, i, false);
-	if (ts->lost) {		/* another shard has it now: not a death */
-		ts->lost = ts->mine = false;
-		ts->elsewhere = true;
-		ts->state = TASK_PENDING;
-		return;
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == KB_EXIT_DONE) {
-		ts->state = TASK_FINISHED;
-		return;
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == KB_EXIT_CONFIG) {
-		mark_failed(s, i, "the worker could not start (configuration)");
-		ts->state = TASK_GAVE_UP;
-		return;
-	}
-	ts->state = TASK_PENDING;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == KB_EXIT_NOSPC) {
-		halt_disk_full(s, id);
-		return;
-	}
-	/* Stopped on request, for want of a GPU, or at a GENERATE while LLM generation is
-	 * paused (which watch_llm_pause may not have seen yet): resume continues it. */
-	if (s->stop_signals > 0 || s->halt[0] != '\0' ||
-	    gpool_paused(s->pool, NULL, 0) != GPOOL_PAUSE_NONE)
-		return;
 	if (WIFSIGNALED(status))
 		snprintf(ts->last_death, sizeof(ts->last_death), "killed by signal %d (%s)",
 			 WTERMSIG(status), strsignal(WTERMSIG(status)));
 	else
 		snprintf(ts->last_death, sizeof(ts->last_death), "exited with status %d",
 			 WEXITSTATUS(status));
-	{
-		/* Deaths count only while the task makes no progress: a worker that logged
-		 * something before dying is not caught in a loop. */
-		struct fsm_summary sum;
-
-		if (fsm_summarize(s->run->dir, id, &sum) == 0 && sum.last_seq > ts->seq_at_launch)
-			ts->deaths = 0;
-	}
+	/* Deaths count only while the task makes no progress: a worker that logged
+	 * something before dying is not caught in a loop. */
+	if (rpt_summarize(s->run->dir, id, &sum) == 0 && sum.last_seq > ts->seq_at_launch)
+		ts->deaths = 0;
 	if (++ts->deaths >= ORCH_MAX_DEATHS) {
 		char reason[256];
 
@@ -372,7 +383,61 @@ worker_exited(struct sup *s, int i, int status)
 		return;
 	}
 	ts->not_before_ms = kb_mono_ms() + (1000LL << ts->deaths);
-	log_warnx(ORCH_LOG_WORKER_RESTART, id, ts->last_death, ts->deaths, ORCH_MAX_DEATHS);
+	log_warnx(RD_LOG_WORKER_RESTART, id, ts->last_death, ts->deaths, ORCH_MAX_DEATHS);
+}
+
+static const struct {
+	enum slot_state	 next;
+	const char	*fails;		/* the reason its log is closed FAILED with, or NULL */
+	void		(*then)(struct sup *s, int i, int status);	/* NULL: nothing */
+} worker_exit_rules[] = {
+	/* not a death: another shard works on the task, this one leaves it alone */
+	[WORKER_LOST] = { TASK_PENDING, NULL, give_away },
+	[WORKER_DONE] = { TASK_FINISHED, NULL, NULL },
+	[WORKER_NO_CONFIG] = { TASK_GAVE_UP, "the worker could not start (configuration)",
+			       NULL },
+	/* restarting it would fail again, as would every other worker: the run stops */
+	[WORKER_NO_SPACE] = { TASK_PENDING, NULL, halt_no_space },
+	/* stopped on request, for want of a GPU, or at a GENERATE while LLM generation is
+	 * paused (which watch_pause may not have seen yet): resume continues it */
+	[WORKER_STOPPED] = { TASK_PENDING, NULL, NULL },
+	/* restarted with backoff, or the task FAILED after ORCH_MAX_DEATHS */
+	[WORKER_DIED] = { TASK_PENDING, NULL, count_death },
+};
+
+static enum worker_exit
+worker_exit_kind(const struct sup *s, const struct task_slot *ts, int status)
+{
+	int	code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+
+	if (ts->lost)
+		return WORKER_LOST;
+	if (code == KB_EXIT_DONE)
+		return WORKER_DONE;
+	if (code == KB_EXIT_CONFIG)
+		return WORKER_NO_CONFIG;
+	if (code == KB_EXIT_NOSPC)
+		return WORKER_NO_SPACE;
+	if (s->stop_signals > 0 || s->halt[0] != '\0' ||
+	    gpool_paused(s->pool, NULL, 0) != GPOOL_PAUSE_NONE)
+		return WORKER_STOPPED;
+	return WORKER_DIED;
+}
+
+static void
+worker_exited(struct sup *s, int i, int status)
+{
+	struct task_slot	*ts = &s->slots[i];
+	enum worker_exit	 kind = worker_exit_kind(s, ts, status);
+
+	ts->pid = 0;
+	s->running--;
+	orch_progress_worker(s->progress, i, false);
+	ts->state = worker_exit_rules[kind].next;
+	if (worker_exit_rules[kind].fails != NULL)
+		mark_failed(s, i, worker_exit_rules[kind].fails);
+	if (worker_exit_rules[kind].then != NULL)
+		worker_exit_rules[kind].then(s, i, status);
 }
 
 static int
@@ -728,12 +793,12 @@ shard_beat(struct sup *s)
 		const char		*id = s->run->tasks[i].id;
 		int			 rc;
 
-		struct fsm_summary	 sum;
+		struct rpt_summary	 sum;
 
 		if (!t->elsewhere)
 			continue;
 		/* Finished where it was: nothing to take (its claim stays its finisher's). */
-		if (fsm_summarize(s->run->dir, id, &sum) == 0 && fsm_state_terminal(sum.state)) {
+		if (rpt_summarize(s->run->dir, id, &sum) == 0 && rpt_state_finished(sum.state)) {
 			t->elsewhere = false;
 			t->state = TASK_FINISHED;
 			continue;
@@ -859,8 +924,11 @@ daemonize(struct orch_run *run)
 	(void)rd_run_file(log, sizeof(log), HOME(run), RD_SUPERVISOR_LOG);	/* opened already */
 	if (pipe2(ready, O_CLOEXEC) == -1)
 		return -KB_ESYS;
-	if ((pid = fork()) == -1)
+	if ((pid = fork()) == -1) {
+		close(ready[0]);
+		close(ready[1]);
 		return -KB_ESYS;
+	}
 	if (pid > 0) {
 		close(ready[1]);
 		if (read(ready[0], &c, 1) != 1) {
@@ -906,42 +974,42 @@ open_stage(const struct orch_run *run, char *err, size_t errlen)
 	return rc;
 }
 
-int
-orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
+/* Everything before the first worker: the run directory locked, with space held back;
+ * the containment, the LLM's config and the staging directory checked; the log opened
+ * and the environment checked; detached if asked; the pid file, the signals, the pool and
+ * the slots; the start recorded in run.json; the clocks locked; the progress display.
+ * 0 to go on, else the exit status, the reason said on stderr or in the log. */
+static int
+sup_start(struct sup *s)
 {
-	struct sup	 s;
-	struct fb_selftest selftest;
-	sigset_t	 mask;
-	char		 path[PATH_MAX], err[512], pidtext[32], ts[32], python[PATH_MAX];
-	int		 lock_fd, ready_fd = -1, rc = 0, log_file;
-	json_t		*fields;
-	int64_t		 last_publish = 0;
-	bool		 all_done;
-	const char	*outcome;
+	struct orch_run			*run = s->run;
+	const struct orch_sup_opts	*opts = s->opts;
+	struct fb_selftest		 selftest;
+	struct fb_cache_usage		 usage;
+	sigset_t			 mask, pipe_mask;
+	char				 path[PATH_MAX], err[512], pidtext[32], ts[32];
+	int				 ready_fd = -1, rc;
+	json_t				*fields;
 
-	memset(&s, 0, sizeof(s));
-	s.run = run;
-	s.shard = opts->shard;
 	/* The directory first: an unwritable or full one fails at once, before any probe. */
 	if (rd_run_file(path, sizeof(path), HOME(run), RD_SUPERVISOR_LOCK) < 0) {
 		fprintf(stderr, "kforge: run directory %s: path too long\n", run->dir);
 		return 1;
 	}
-	if ((lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1) {
+	if ((s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1) {
 		fprintf(stderr, "kforge: cannot write in the run directory %s: %s\n", run->dir,
 			strerror(errno));
 		return 1;
 	}
-	if (flock(lock_fd, LOCK_EX | LOCK_NB) == -1) {
+	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) == -1) {
 		fprintf(stderr, "kforge: a supervisor is already running on %s\n", run->dir);
-		close(lock_fd);
 		return 1;
 	}
 	if (make_reserve(HOME(run), err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
-		close(lock_fd);
 		return 1;
 	}
+	s->made_reserve = true;
 	/* A supervisor killed inside an atomic write left its temporary file; the run
 	 * directory's top level is written by the supervisor alone (tasks sweep their own). */
 	(void)kb_sweep_atomic_tmp(HOME(run));
@@ -964,41 +1032,34 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}
-	{
-		struct fb_cache_usage	u;
-
-		/* Builds no run has used for a while go before this run adds its own. */
-		(void)fb_cache_trim((long long)run->cfg.runner.cache_max_gb << 30, &u);
-	}
-	s.lock_fd = lock_fd;
+	/* Builds no run has used for a while go before this run adds its own. */
+	(void)fb_cache_trim((long long)run->cfg.runner.cache_max_gb << 30, &usage);
 	if (rd_run_file(path, sizeof(path), HOME(run), RD_SUPERVISOR_LOG) < 0 ||
-	    (log_file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) == -1) {
+	    (s->log_file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) == -1) {
 		fprintf(stderr, "kforge: cannot open %s: %s\n", path, strerror(errno));
 		return 1;
 	}
 	/* Before any model request, and before detaching so that the caller hears it. */
 	kb_log_init("sup", 2);
-	kb_log_tee(log_file);
-	if ((rc = check_environment(run, &selftest)) != 0) {
-		kb_log_tee(-1);
-		close(log_file);
-		close(lock_fd);
-		return rc;
-	}
+	kb_log_tee(s->log_file);
+	rc = check_environment(run, &selftest);
 	kb_log_tee(-1);
-	snprintf(python, sizeof(python), "%s", selftest.python);
+	if (rc != 0)
+		return rc;
 	if (opts->detach && (ready_fd = daemonize(run)) < 0) {
 		fprintf(stderr, "kforge: cannot detach: %s\n", strerror(errno));
 		return 1;
 	}
-	s.log_fd = opts->detach ? log_file : 2;
-	kb_log_init("sup", s.log_fd);
-	kb_log_tee(opts->detach ? -1 : log_file);
-	s.self = getpid();
-	s.started_ms = kb_mono_ms();
-	snprintf(pidtext, sizeof(pidtext), "%ld\n", (long)s.self);
-	if (rd_run_file(path, sizeof(path), HOME(run), RD_SUPERVISOR_PID) == 0)
+	s->log_fd = opts->detach ? s->log_file : 2;
+	kb_log_init("sup", s->log_fd);
+	kb_log_tee(opts->detach ? -1 : s->log_file);
+	s->self = getpid();
+	s->started_ms = kb_mono_ms();
+	snprintf(pidtext, sizeof(pidtext), "%ld\n", (long)s->self);
+	if (rd_run_file(path, sizeof(path), HOME(run), RD_SUPERVISOR_PID) == 0) {
 		kb_write_atomic(path, pidtext, strlen(pidtext));
+		s->owns_pid_file = true;
+	}
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "1", 1) != 1)
 			log_warn("cannot tell the launcher we started");
@@ -1010,115 +1071,142 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, &s.orig_mask);
-	if ((s.sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) == -1) {
+	sigprocmask(SIG_BLOCK, &mask, &s->orig_mask);
+	if ((s->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) == -1) {
 		log_warn("signalfd");
 		return 1;
 	}
-	{
-		/* Output that goes away (kforge run ... | head) must not end the run: a write
-		 * then fails with EPIPE, and the progress display stops. Blocked apart from
-		 * the signalfd's set, which the workers get back unblocked. */
-		sigset_t pipe_mask;
-
-		sigemptyset(&pipe_mask);
-		sigaddset(&pipe_mask, SIGPIPE);
-		sigprocmask(SIG_BLOCK, &pipe_mask, NULL);
-	}
+	/* Output that goes away (kforge run ... | head) must not end the run: a write then
+	 * fails with EPIPE, and the progress display stops. Blocked apart from the
+	 * signalfd's set, which the workers get back unblocked. */
+	sigemptyset(&pipe_mask);
+	sigaddset(&pipe_mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &pipe_mask, NULL);
 	/* Runners orphaned by a dying worker come back to us to be reaped and reclaimed. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	if (create_pool(&s, err, sizeof(err)) < 0) {
+	if (create_pool(s, err, sizeof(err)) < 0) {
 		log_warnx("%s", err);
 		return 1;
 	}
-	s.slots = calloc((size_t)run->ntasks + 1, sizeof(*s.slots));
-	for (int i = 0; i < run->ntasks; i++) {
-		struct fsm_summary sum;
-
-		char owner[ORCH_SHARD_ID_MAX];
-
-		if (fsm_summarize(run->dir, run->tasks[i].id, &sum) == 0 &&
-		    fsm_state_terminal(sum.state))
-			s.slots[i].state = TASK_FINISHED;
-		/* A requeued shard goes back to its own tasks first. */
-		else if (s.shard != NULL &&
-			 orch_claim_owner(run->dir, run->tasks[i].id, owner, sizeof(owner)) == 0 &&
-			 strcmp(owner, s.shard->id) == 0)
-			s.slots[i].mine = true;
+	if ((s->slots = calloc((size_t)run->ntasks + 1, sizeof(*s->slots))) == NULL) {
+		log_warnx("out of memory");
+		return 1;
 	}
-	if (s.shard != NULL &&
-	    (s.watch = orch_shard_watch_new(run->dir, s.shard->id,
-					    run->cfg.cluster.claim_timeout_s)) == NULL) {
+	for (int i = 0; i < run->ntasks; i++) {
+		struct rpt_summary	sum;
+		char			owner[ORCH_SHARD_ID_MAX];
+
+		if (rpt_summarize(run->dir, run->tasks[i].id, &sum) == 0 &&
+		    rpt_state_finished(sum.state))
+			s->slots[i].state = TASK_FINISHED;
+		/* A requeued shard goes back to its own tasks first. */
+		else if (s->shard != NULL &&
+			 orch_claim_owner(run->dir, run->tasks[i].id, owner, sizeof(owner)) == 0 &&
+			 strcmp(owner, s->shard->id) == 0)
+			s->slots[i].mine = true;
+	}
+	if (s->shard != NULL &&
+	    (s->watch = orch_shard_watch_new(run->dir, s->shard->id,
+					     run->cfg.cluster.claim_timeout_s)) == NULL) {
 		log_warnx("out of memory");
 		return 1;
 	}
 	kb_iso8601(kb_now_ms(), ts);
 	/* A new pool has every GPU back: what an earlier supervisor quarantined is history. */
-	s.quarantined = json_array();
+	s->quarantined = json_array();
 	fields = json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:n, s:n, s:n, s:{s:s, s:b, s:f}, "
-			   "s:s?}", "status", "running", "pid", (int)s.self, "started", ts,
-			   "python", python, "device", run->cfg.eval.device, "quarantined",
+			   "s:s?}", "status", "running", "pid", (int)s->self, "started", ts,
+			   "python", selftest.python, "device", run->cfg.eval.device, "quarantined",
 			   "stop_reason", "llm_paused", "env_error", "selftest", "torch",
 			   selftest.torch, "cached", selftest.cached, "build_s", selftest.build_s,
 			   "stage_dir", fb_stage_dir());
 	orch_run_update(run, fields);
 	json_decref(fields);
-	if (s.shard != NULL &&
-	    (fields = json_pack("{s:s, s:s, s:s, s:i}", "shard", s.shard->id, "host",
-				s.shard->host, "job", s.shard->job, "restarts",
-				s.shard->restarts)) != NULL)
+	if (s->shard != NULL &&
+	    (fields = json_pack("{s:s, s:s, s:s, s:i}", "shard", s->shard->id, "host",
+				s->shard->host, "job", s->shard->job, "restarts",
+				s->shard->restarts)) != NULL) {
 		orch_run_update(run, fields);
-	json_decref(fields);
+		json_decref(fields);
+	}
 	/* The runners' sandbox: what the report and a reader of the run learn of it. */
 	if ((fields = json_pack("{s:o}", "sandbox", fb_contain_sandbox_json())) != NULL)
 		orch_run_update(run, fields);
 	json_decref(fields);
-	s.clocks = lock_clocks(&s);
-	log_info(ORCH_LOG_SUP_START, run->cfg.name, run->dir, python);
+	s->clocks = lock_clocks(s);
+	log_info(RD_LOG_SUP_START, run->cfg.name, run->dir, selftest.python);
 	fb_contain_report();
-	s.progress = orch_progress_start(run, orch_progress_mode_for(opts->quiet, opts->detach),
-					 opts->progress_interval_s);
+	s->progress = orch_progress_start(run, orch_progress_mode_for(opts->quiet, opts->detach),
+					  opts->progress_interval_s);
+	return 0;
+}
+
+/* Until every task is finished (a shard's: every task not held by another shard alive),
+ * or the run stops — asked to, halted, paused — and its workers are gone: workers
+ * launched and reaped, the signals, pauses and quarantines acted on, the pool published
+ * about once a second. Whether every task is finished. */
+static bool
+sup_loop(struct sup *s)
+{
+	int64_t	last_publish = 0;
+	bool	all_done;
 
 	for (;;) {
-		struct pollfd	pfd[2] = { { s.sfd, POLLIN, 0 },
-					   { orch_progress_log_poll_fd(s.progress), POLLIN, 0 } };
+		struct pollfd	pfd[2] = { { s->sfd, POLLIN, 0 },
+					   { orch_progress_log_poll_fd(s->progress), POLLIN, 0 } };
 
-		if (s.stop_signals == 0 && s.halt[0] == '\0')
-			launch_ready(&s);
-		shard_beat(&s);
+		if (s->stop_signals == 0 && s->halt[0] == '\0')
+			launch_ready(s);
+		shard_beat(s);
 		/* A shard is done when what is left is held by other shards alive. */
 		all_done = true;
-		for (int i = 0; i < run->ntasks; i++)
-			if ((s.slots[i].state == TASK_PENDING && !s.slots[i].elsewhere) ||
-			    s.slots[i].state == TASK_RUNNING)
+		for (int i = 0; i < s->run->ntasks; i++)
+			if ((s->slots[i].state == TASK_PENDING && !s->slots[i].elsewhere) ||
+			    s->slots[i].state == TASK_RUNNING)
 				all_done = false;
-		if (s.running == 0 && (all_done || s.stop_signals > 0 || s.halt[0] != '\0'))
+		if (s->running == 0 && (all_done || s->stop_signals > 0 || s->halt[0] != '\0'))
 			break;
 		if (kb_mono_ms() - last_publish >= 1000) {
-			publish_pool(&s);
+			publish_pool(s);
 			last_publish = kb_mono_ms();
 		}
 		if (poll(pfd, 2, 250) == -1 && errno != EINTR) {
 			log_warn("poll");
 			break;
 		}
-		orch_progress_read_logs(s.progress);
-		drain_signals(&s);
-		watch_pause(&s);
+		orch_progress_read_logs(s->progress);
+		drain_signals(s);
+		watch_pause(s);
 		/* Before reaping: a worker that stopped because the last GPU left the pool
 		 * is then seen as stopped for it, not as a death. */
-		watch_quarantine(&s);
-		reap_all(&s);
+		watch_quarantine(s);
+		reap_all(s);
 	}
-	publish_pool(&s);
-	shard_release(&s);
-	outcome = all_done ? "finished" : s.paused != GPOOL_PAUSE_NONE ? "paused" : "stopped";
+	return all_done;
+}
+
+/* The run's end written down: the pool's last snapshot; a shard's unfinished claims let
+ * go; run.json's outcome (the staging directory removed once every task is finished);
+ * the clocks given back; the closing line, whose reason stop_rules gives with the exit
+ * status; the display's last summary; a red-team run's harvest. The exit status. */
+static int
+sup_finish(struct sup *s, bool all_done)
+{
+	struct orch_run	*run = s->run;
+	const char	*outcome;
+	char		 path[PATH_MAX], ts[32];
+	json_t		*fields;
+	int		 rc = 0;
+
+	publish_pool(s);
+	shard_release(s);
+	outcome = all_done ? "finished" : s->paused != GPOOL_PAUSE_NONE ? "paused" : "stopped";
 	kb_iso8601(kb_now_ms(), ts);
 	fields = json_pack("{s:s, s:s, s:I}", "status", outcome,
-			   "stopped", ts, "wall_ms", (json_int_t)(kb_mono_ms() - s.started_ms));
-	if (!all_done && s.halt[0] != '\0')
-		json_object_set_new(fields, "stop_reason", json_string(s.halt));
-	if (s.shard != NULL)
+			   "stopped", ts, "wall_ms", (json_int_t)(kb_mono_ms() - s->started_ms));
+	if (!all_done && s->halt[0] != '\0')
+		json_object_set_new(fields, "stop_reason", json_string(s->halt));
+	if (s->shard != NULL)
 		json_object_set_new(fields, "running_workers", json_integer(0));
 	/* The staging directory is a cache of the runners': a finished run needs it no
 	 * more; a stopped one keeps it for its resume. */
@@ -1131,19 +1219,19 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 	}
 	orch_run_update(run, fields);
 	json_decref(fields);
-	orch_clocks_unlock(s.clocks);
-	json_decref(s.clocks);
-	s.clocks = NULL;
-	if (all_done && s.shard != NULL) {
-		log_info("shard %s: nothing left to claim", s.shard->id);
+	orch_clocks_unlock(s->clocks);
+	json_decref(s->clocks);
+	s->clocks = NULL;
+	if (all_done && s->shard != NULL) {
+		log_info("shard %s: nothing left to claim", s->shard->id);
 	} else if (all_done) {
 		log_info("all %d tasks finished; 'kforge report %s' for the results", run->ntasks,
 			 run->dir);
 	} else {
-		enum sup_stop	why = stop_reason(&s);
+		enum sup_stop	why = stop_reason(s);
 
 		if (stop_rules[why].closing == NULL)
-			log_warnx("stopped: %s", s.halt);
+			log_warnx("stopped: %s", s->halt);
 		else if (why == SUP_STOP_REQUESTED)
 			log_info(stop_rules[why].closing, run->dir);
 		else
@@ -1151,19 +1239,60 @@ orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
 		rc = stop_rules[why].exit_status;
 	}
 	/* The last thing the run prints, under its closing log line. */
-	orch_progress_finish(s.progress, outcome);
-	s.progress = NULL;
-	if (all_done && run->cfg.redteam.enabled && s.shard == NULL)
-		rc = harvest(run, opts, rc);
-	if (rd_run_file(path, sizeof(path), HOME(run), RD_SUPERVISOR_PID) == 0)
+	orch_progress_finish(s->progress, outcome);
+	s->progress = NULL;
+	if (all_done && run->cfg.redteam.enabled && s->shard == NULL)
+		rc = harvest(run, s->opts, rc);
+	return rc;
+}
+
+/* What sup_start took, given back as far as it got, in one place: the pid file and the
+ * reserve (only where this supervisor made them: a refused start leaves the running
+ * supervisor's alone), the pool, the signalfd, the log, and the lock last. The signal
+ * mask stays: a stop signal that came late must not end the process before it returns
+ * the run's exit status. */
+static void
+sup_close(struct sup *s)
+{
+	char	path[PATH_MAX];
+
+	if (s->progress != NULL)
+		orch_progress_finish(s->progress, "stopped");
+	if (s->clocks != NULL) {
+		orch_clocks_unlock(s->clocks);
+		json_decref(s->clocks);
+	}
+	if (s->owns_pid_file &&
+	    rd_run_file(path, sizeof(path), HOME(s->run), RD_SUPERVISOR_PID) == 0)
 		unlink(path);
-	if (rd_run_file(path, sizeof(path), HOME(run), RD_SUPERVISOR_RESERVE) == 0)
+	if (s->made_reserve &&
+	    rd_run_file(path, sizeof(path), HOME(s->run), RD_SUPERVISOR_RESERVE) == 0)
 		unlink(path);
-	gpool_destroy(s.pool);
-	orch_shard_watch_free(s.watch);
-	json_decref(s.quarantined);
-	free(s.slots);
-	close(s.sfd);
-	close(lock_fd);
+	gpool_destroy(s->pool);
+	orch_shard_watch_free(s->watch);
+	json_decref(s->quarantined);
+	free(s->slots);
+	if (s->sfd >= 0)
+		close(s->sfd);
+	if (s->log_file >= 0) {
+		kb_log_tee(-1);
+		if (s->log_fd == s->log_file)
+			kb_log_init("sup", 2);
+		close(s->log_file);
+	}
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+}
+
+int
+orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts)
+{
+	struct sup	s = { .run = run, .opts = opts, .shard = opts->shard, .sfd = -1,
+			      .log_fd = 2, .log_file = -1, .lock_fd = -1 };
+	int		rc;
+
+	if ((rc = sup_start(&s)) == 0)
+		rc = sup_finish(&s, sup_loop(&s));
+	sup_close(&s);
 	return rc;
 }

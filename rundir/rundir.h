@@ -122,4 +122,49 @@ int	rd_finding_dir(char *out, size_t n, const char *run_dir, const char *task_id
 int	rd_finding_file(char *out, size_t n, const char *run_dir, const char *task_id, int turn,
 			enum rd_entry e);
 
+/* ------------------------------------------------------------ what its logs say
+ * The words the run directory's logs are written in, each spelt once here: those who
+ * write them (fsm/, feedback/, the supervisor) and those who read them back (report/)
+ * take them from this header rather than spelling them again. */
+
+/* The states and events of a task's trajectory.jsonl ("from" and "to", "event"), in the
+ * order of fsm/'s table, which makes its enums of these lists; a reader makes its own. */
+#define RD_TASK_STATES(X) \
+	X(INVALID)	\
+	X(GENERATE)	\
+	X(PRECOMPILE)	\
+	X(EXECUTE)	\
+	X(PROFILE)	\
+	X(FEEDBACK)	\
+	X(DONE)		\
+	X(FAILED)
+
+#define RD_TASK_EVENTS(X) \
+	X(start)	\
+	X(ok)		\
+	X(no_code)	\
+	X(transient)	\
+	X(fatal)	\
+	X(compile_error)\
+	X(rejected)	\
+	X(correct)	\
+	X(incorrect)	\
+	X(timeout)	\
+	X(profiled)	\
+	X(next_turn)	\
+	X(budget_spent)	\
+	X(env_error)
+
+/* A turn's verdict, as its FEEDBACK record and result.json name it (feedback/verdict.c
+ * judges; only correct counts, a suspect turn where its reasons are accepted). */
+#define RD_VERDICT_CORRECT	"correct"
+#define RD_VERDICT_INCORRECT	"incorrect"
+#define RD_VERDICT_REJECTED	"rejected"
+#define RD_VERDICT_SUSPECT	"suspect"
+
+/* Lines of supervisor.log that `kforge tail` shows beside the transitions: the
+ * supervisor writes them with these formats, and tail recognises them by the same. */
+#define RD_LOG_SUP_START	"run %s in %s (python %s)"
+#define RD_LOG_WORKER_RESTART	"%s: worker %s; restarting it (death %d of %d)"
+
 #endif /* KFORGE_RUNDIR_H */

@@ -1,14 +1,14 @@
-# The fuzz targets of the trajectory log (base/tlog.c and its reader fsm/summary.c), code
+# The fuzz targets of the trajectory log (base/tlog.c and its reader report/summary.c), code
 # extraction (llm/extract.c) and the runner's result (feedback/result.c, text.c). Each
 # target's properties run over its seed corpus in every build through the corpus driver
 # (tests/orchestrator_config_corpus.c, shared with the config target); fast, label unit,
-# so the ASan pass of tools/test.sh runs them too. The summary's two files are compiled
-# in rather than linking kb_fsm, which would drag in every module (kb_rundir, which
-# knows where a task's log lies, is a leaf beside base).
+# so the ASan pass of tools/test.sh runs them too. The summary's file is compiled in
+# rather than linking kb_report, which would bring libmicrohttpd (kb_rundir, which knows
+# where a task's log lies and its words, is a leaf beside base).
 kb_add_test(base_tlog_corpus
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_config_corpus.c
                     ${CMAKE_CURRENT_LIST_DIR}/fuzz/fuzz_tlog.c
-                    ${CMAKE_SOURCE_DIR}/fsm/summary.c ${CMAKE_SOURCE_DIR}/fsm/table.c
+                    ${CMAKE_SOURCE_DIR}/report/summary.c
             LIBS kb_rundir kb_base LABELS unit ARGS ${CMAKE_CURRENT_LIST_DIR}/fuzz/corpus_tlog)
 kb_add_test(llm_extract_corpus
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_config_corpus.c
@@ -35,7 +35,7 @@ if(KB_FUZZ)
     target_link_libraries(${name} PRIVATE ${F_LIBS})
   endfunction()
   kb_add_fuzzer(fuzz_tlog SOURCES ${CMAKE_SOURCE_DIR}/base/tlog.c
-                ${CMAKE_SOURCE_DIR}/fsm/summary.c ${CMAKE_SOURCE_DIR}/fsm/table.c
+                ${CMAKE_SOURCE_DIR}/report/summary.c
                 LIBS kb_rundir kb_base)
   kb_add_fuzzer(fuzz_extract SOURCES ${CMAKE_SOURCE_DIR}/llm/extract.c LIBS kb_base)
   kb_add_fuzzer(fuzz_result SOURCES ${CMAKE_SOURCE_DIR}/feedback/result.c

@@ -157,11 +157,11 @@ sample_stats(void)
 	memset(&st, 0, sizeof(st));
 	st.run_name = "demo";
 	st.ntasks = 8;
-	st.in_state[FSM_ST_GENERATE] = 1;
-	st.in_state[FSM_ST_PRECOMPILE] = 2;
-	st.in_state[FSM_ST_EXECUTE] = 1;
-	st.in_state[FSM_ST_DONE] = 2;
-	st.in_state[FSM_ST_FAILED] = 1;
+	st.in_state[RPT_ST_GENERATE] = 1;
+	st.in_state[RPT_ST_PRECOMPILE] = 2;
+	st.in_state[RPT_ST_EXECUTE] = 1;
+	st.in_state[RPT_ST_DONE] = 2;
+	st.in_state[RPT_ST_FAILED] = 1;
 	st.pending = 1;
 	st.turns_done = 9;
 	st.turns_total = 24;

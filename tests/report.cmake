@@ -1,6 +1,7 @@
-# The report's files and the live viewer (orchestrator/runmodel.c, plot.c, html.c,
-# report.c, viewer.c). The unit tests read hand-built run directories with known records
-# and need no torch; the browser test is a real CPU run opened in headless Chromium.
+# report/: the report's files and the live viewer (runmodel.c, plot.c, html.c, report.c,
+# viewer.c), the comparisons and their statistics (compare.c, stats.c). The unit tests
+# read hand-built run directories with known records and need no torch; the browser test
+# (e2e.cmake) is a real CPU run opened in headless Chromium.
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 # report --csv and --svg equal the records and report --json; --html escapes; bad input
 kb_add_script_test(unit_report_files
@@ -11,15 +12,12 @@ kb_add_script_test(unit_viewer_paths
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/viewer_paths.py
                    LABELS unit TIMEOUT 300)
 # the kernel diff (rebuilds both sides, as short as an LCS allows), escaping, CSV quoting
-kb_add_test(orchestrator_report SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_report.c
-            LIBS kb_orch LABELS unit)
+kb_add_test(report_text SOURCES ${CMAKE_CURRENT_LIST_DIR}/report_text.c
+            LIBS kb_report LABELS unit)
 # fast_p@k by hand, k-medoids recovering planted centres, the paired bootstrap's verdicts
-kb_add_test(orchestrator_stats SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_stats.c
-            LIBS kb_orch LABELS unit)
+kb_add_test(report_stats SOURCES ${CMAKE_CURRENT_LIST_DIR}/report_stats.c
+            LIBS kb_report LABELS unit)
 # fast_p@k by hand, report RUN_A RUN_B (common problems, noise, content warnings), subset
 kb_add_script_test(unit_report_compare
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/report_compare.py
                    LABELS unit TIMEOUT 300)
-# gpus.lock_clocks against an nvidia-smi of the test's: lock, give back, refusal
-kb_add_test(orchestrator_clocks SOURCES ${CMAKE_CURRENT_LIST_DIR}/orchestrator_clocks.c
-            LIBS kb_orch LABELS unit)

@@ -6,9 +6,11 @@ graph gives it, and of those only their public headers (internals stay inside th
 folder). The graph is the table below, its one home: base is a leaf, rundir (the run
 directory's layout) uses only base, the pool hands out slots and steers nothing, llm knows
 nothing of evaluation, kprof (the CUPTI library the runner loads) uses nothing and nothing
-uses it, fsm uses feedback, llm and gpu_pool, the orchestrator may use every other module;
-whoever writes or reads a run directory (llm's replay reads an earlier run's) asks
-rundir for its paths. A folder of C sources that the table
+uses it, fsm uses feedback, llm and gpu_pool, report reads a run directory knowing nothing
+of the pool, the model or evaluation (base and rundir alone), the orchestrator may use
+every other module; whoever writes or reads a run directory (llm's replay reads an earlier
+run's) asks rundir for its paths and the words its logs are written in. A folder of C
+sources that the table
 does not name is an error too, so that a new module is placed in the graph.
 
 Usage: tools/check_modules.py [ROOT]   (default: the tree this script is in)
@@ -27,8 +29,10 @@ GRAPH = {
     "kprof": ("kprof/kprof.h", set()),
     "feedback": ("feedback/feedback.h", {"base", "rundir", "sandbox"}),
     "fsm": ("fsm/fsm.h", {"base", "rundir", "feedback", "llm", "gpu_pool"}),
+    "report": ("report/report.h", {"base", "rundir"}),
     "orchestrator": ("orchestrator/orchestrator.h",
-                     {"base", "sandbox", "rundir", "gpu_pool", "llm", "feedback", "fsm"}),
+                     {"base", "sandbox", "rundir", "gpu_pool", "llm", "feedback", "fsm",
+                      "report"}),
 }
 # Folders with C sources that are not modules of kforge itself.
 NOT_MODULES = {"tests", "tools", "build", ".devdeps", ".git"}

@@ -12,7 +12,7 @@ same candidate's EXECUTE: what the profile costs.
 
 Then, for the stages that take a slot, that wall time split into waiting for the slot
 and holding it (median and p90 of each), as `kforge status DIR --json` reports it under
-"stages". That split is defined once, in orchestrator/views.c (stage_times_json): it is
+"stages". That split is defined once, in report/views.c (stage_times_json): it is
 read from the lease record of each step, and a step that took no slot (a cache hit)
 holds nothing and is counted apart. This tool prints it and does not recompute it.
 

@@ -1,12 +1,12 @@
 /*
  * fuzz_tlog.c: libFuzzer target for the trajectory log reader (base/tlog.c: replay and
- * torn-tail repair) and its main consumer, the task summary (fsm/summary.c). The input
+ * torn-tail repair) and its main consumer, the task summary (report/summary.c). The input
  * is the bytes of a tasks/T/trajectory.jsonl, written under a scratch directory in
  * /dev/shm where there is one (every input costs several fsyncs, free on tmpfs), else
  * $KFORGE_TEST_TMP, else /tmp. Properties checked, abort() on failure:
  *  - kb_tlog_read replays records seq 1, 2, ... with every field set (turn 0..100000,
  *    data an object, ts terminated) and returns their count; it never changes the file;
- *  - fsm_summarize of the same log stays in range: last_seq <= that count, turns and
+ *  - rpt_summarize of the same log stays in range: last_seq <= that count, turns and
  *    nbest 0..256, best_speedup -1 or >= 0, every best_at_turn -1 or >= 0;
  *  - kb_tlog_open replays the same records, cuts the file to the good prefix (the input
  *    up to a newline), says how many bytes it dropped, keeps exactly those in
@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "fsm/fsm.h"
+#include "report/report.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -153,10 +153,10 @@ measured_or_none(double v)
 static void
 check_summary(int64_t records)
 {
-	struct fsm_summary	s;
+	struct rpt_summary	s;
 
-	if (fsm_summarize(scratch, "T", &s) < 0)
-		fail("fsm_summarize refused a readable log", NULL);
+	if (rpt_summarize(scratch, "T", &s) < 0)
+		fail("rpt_summarize refused a readable log", NULL);
 	if (s.last_seq < 0 || s.last_seq > records)
 		fail("summary last_seq outside the log", NULL);
 	if (s.turns_done < 0 || s.turns_done > 256 || s.nbest < 0 || s.nbest > 256 ||

@@ -1,5 +1,5 @@
 /*
- * orchestrator_stats.c: the statistics of the comparisons and of `kforge subset`: the
+ * report_stats.c: the statistics of the comparisons and of `kforge subset`: the
  * fast_p@k estimator against hand-computed cases, k-medoids on a synthetic set with
  * planted clusters (the medoids are the planted centres, raw and standardized), the
  * seeded generator's repeatability and the paired bootstrap's verdicts.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/orch_int.h"
+#include "report/report_int.h"
 #include "kb_check.h"
 
 static void
@@ -25,15 +25,15 @@ check_near(double got, double want, const char *what)
 static void
 test_fast_at_k(void)
 {
-	check_near(orch_fast_at_k(5, 2, 2), 1.0 - 3.0 / 10.0, "n5 c2 k2");	/* C(3,2)/C(5,2) */
-	check_near(orch_fast_at_k(5, 2, 1), 2.0 / 5.0, "n5 c2 k1");		/* c/n */
-	check_near(orch_fast_at_k(4, 1, 3), 1.0 - 1.0 / 4.0, "n4 c1 k3");	/* C(3,3)/C(4,3) */
-	check_near(orch_fast_at_k(10, 3, 4), 1.0 - 35.0 / 210.0, "n10 c3 k4");	/* C(7,4)/C(10,4) */
-	check_near(orch_fast_at_k(3, 0, 3), 0.0, "none fast");
-	check_near(orch_fast_at_k(3, 2, 2), 1.0, "fewer than k fail");
-	check_near(orch_fast_at_k(1, 1, 1), 1.0, "one of one");
-	CHECK(isnan(orch_fast_at_k(3, 1, 4)) && isnan(orch_fast_at_k(3, 4, 1)) &&
-	      isnan(orch_fast_at_k(0, 0, 1)));
+	check_near(rpt_fast_at_k(5, 2, 2), 1.0 - 3.0 / 10.0, "n5 c2 k2");	/* C(3,2)/C(5,2) */
+	check_near(rpt_fast_at_k(5, 2, 1), 2.0 / 5.0, "n5 c2 k1");		/* c/n */
+	check_near(rpt_fast_at_k(4, 1, 3), 1.0 - 1.0 / 4.0, "n4 c1 k3");	/* C(3,3)/C(4,3) */
+	check_near(rpt_fast_at_k(10, 3, 4), 1.0 - 35.0 / 210.0, "n10 c3 k4");	/* C(7,4)/C(10,4) */
+	check_near(rpt_fast_at_k(3, 0, 3), 0.0, "none fast");
+	check_near(rpt_fast_at_k(3, 2, 2), 1.0, "fewer than k fail");
+	check_near(rpt_fast_at_k(1, 1, 1), 1.0, "one of one");
+	CHECK(isnan(rpt_fast_at_k(3, 1, 4)) && isnan(rpt_fast_at_k(3, 4, 1)) &&
+	      isnan(rpt_fast_at_k(0, 0, 1)));
 }
 
 /* Four clusters in 3-D, each a centre and six points at +-spread on each axis: the centre
@@ -62,7 +62,7 @@ test_kmedoids_planted(bool standardize)
 	}
 	/* shuffle the rows, remembering where each centre went */
 	for (int i = n - 1; i > 0; i--) {
-		int	j = orch_rand_below(&seed, i + 1);
+		int	j = rpt_rand_below(&seed, i + 1);
 		double	t[3];
 
 		memcpy(t, &x[i * 3], sizeof(t));
@@ -75,8 +75,8 @@ test_kmedoids_planted(bool standardize)
 			    x[i * 3 + 2] == centres[c][2])
 				centre_at[c] = i;
 	if (standardize)
-		orch_standardize(x, n, 3);
-	CHECK(orch_kmedoids(x, n, 3, 4, med, NULL) == 0);
+		rpt_standardize(x, n, 3);
+	CHECK(rpt_kmedoids(x, n, 3, 4, med, NULL) == 0);
 	for (int c = 0; c < 4; c++) {
 		bool	found = false;
 
@@ -91,8 +91,8 @@ test_kmedoids_planted(bool standardize)
 	}
 	for (int m = 1; m < 4; m++)
 		CHECK(med[m - 1] < med[m]);
-	CHECK(orch_kmedoids(x, n, 3, 0, med, NULL) == -KB_EINVAL);
-	CHECK(orch_kmedoids(x, n, 3, n + 1, med, NULL) == -KB_EINVAL);
+	CHECK(rpt_kmedoids(x, n, 3, 0, med, NULL) == -KB_EINVAL);
+	CHECK(rpt_kmedoids(x, n, 3, n + 1, med, NULL) == -KB_EINVAL);
 }
 
 /* With k = n every point is a medoid at cost 0; with k = 1 the medoid is the point of
@@ -103,12 +103,12 @@ test_kmedoids_edges(void)
 	double	line[5] = { 0, 1, 2, 3, 10 }, cost = -1;
 	int	med[5];
 
-	CHECK(orch_kmedoids(line, 5, 1, 1, med, &cost) == 0);
+	CHECK(rpt_kmedoids(line, 5, 1, 1, med, &cost) == 0);
 	CHECK(med[0] == 2);
 	check_near(cost, 2 + 1 + 0 + 1 + 8, "1-medoid cost");
-	CHECK(orch_kmedoids(line, 5, 1, 5, med, &cost) == 0);
+	CHECK(rpt_kmedoids(line, 5, 1, 5, med, &cost) == 0);
 	check_near(cost, 0, "n-medoid cost");
-	CHECK(orch_kmedoids(line, 5, 1, 2, med, &cost) == 0);
+	CHECK(rpt_kmedoids(line, 5, 1, 2, med, &cost) == 0);
 	CHECK(med[1] == 4 && (med[0] == 1 || med[0] == 2));
 }
 
@@ -116,27 +116,27 @@ static void
 test_bootstrap(void)
 {
 	double			a[40], b[40], c[40];
-	struct orch_bootstrap	r1, r2;
+	struct rpt_bootstrap	r1, r2;
 	uint64_t		s1 = 42, s2 = 42;
 
-	CHECK(orch_rand_next(&s1) == orch_rand_next(&s2));
+	CHECK(rpt_rand_next(&s1) == rpt_rand_next(&s2));
 	for (int i = 0; i < 40; i++) {
 		a[i] = i % 4 == 0;	/* 10 of 40 */
 		b[i] = i % 4 != 3;	/* 30 of 40, every a also b */
 		c[i] = (i % 4 == 1);	/* 10 of 40, other problems than a */
 	}
-	CHECK(orch_paired_bootstrap(a, b, 40, 2000, 1, &r1) == 0);
+	CHECK(rpt_paired_bootstrap(a, b, 40, 2000, 1, &r1) == 0);
 	check_near(r1.diff, 0.5, "diff b-a");
 	CHECK(r1.beyond_noise && r1.lo > 0 && r1.hi <= 1);
-	CHECK(orch_paired_bootstrap(a, c, 40, 2000, 1, &r2) == 0);
+	CHECK(rpt_paired_bootstrap(a, c, 40, 2000, 1, &r2) == 0);
 	check_near(r2.diff, 0, "diff c-a");
 	CHECK(!r2.beyond_noise && r2.lo < 0 && r2.hi > 0);
 	/* the same seed, the same interval */
-	CHECK(orch_paired_bootstrap(a, c, 40, 2000, 1, &r1) == 0);
+	CHECK(rpt_paired_bootstrap(a, c, 40, 2000, 1, &r1) == 0);
 	CHECK(r1.lo == r2.lo && r1.hi == r2.hi);
-	CHECK(orch_paired_bootstrap(a, a, 40, 2000, 1, &r1) == 0);
+	CHECK(rpt_paired_bootstrap(a, a, 40, 2000, 1, &r1) == 0);
 	CHECK(r1.diff == 0 && r1.lo == 0 && r1.hi == 0 && !r1.beyond_noise);
-	CHECK(orch_paired_bootstrap(a, b, 0, 2000, 1, &r1) == -KB_EINVAL);
+	CHECK(rpt_paired_bootstrap(a, b, 0, 2000, 1, &r1) == -KB_EINVAL);
 }
 
 int

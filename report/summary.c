@@ -1,10 +1,39 @@
 /* summary.c: what status, tail and report need of a task, rebuilt read-only from its
- * log. FEEDBACK records carry each turn's outcome, so nothing else is opened. */
+ * log. FEEDBACK records carry each turn's outcome, so nothing else is opened. The states
+ * are the log's words (rundir.h), named as fsm/'s table names them. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "fsm/fsm_int.h"
+#include "report/report_int.h"
+
+#define NAME_(n) #n,
+static const char *const state_names[RPT_ST__N] = { RD_TASK_STATES(NAME_) };
+#undef NAME_
+
+const char *
+rpt_state_name(enum rpt_state s)
+{
+	return (unsigned)s < RPT_ST__N ? state_names[s] : "INVALID";
+}
+
+/* INVALID is the table's "no edge", never a state a record names. */
+int
+rpt_state_parse(const char *s, enum rpt_state *out)
+{
+	for (int i = RPT_ST_INVALID + 1; i < RPT_ST__N; i++)
+		if (strcmp(s, state_names[i]) == 0) {
+			*out = (enum rpt_state)i;
+			return 0;
+		}
+	return -KB_EINVAL;
+}
+
+bool
+rpt_state_finished(enum rpt_state s)
+{
+	return s == RPT_ST_DONE || s == RPT_ST_FAILED;
+}
 
 /* A count from a GENERATE record, or 0 when it is not a plausible one: the sums over a
  * log must not overflow, whatever the log holds. */
@@ -18,7 +47,7 @@ count_at(json_t *d, const char *key)
 }
 
 struct summarizing {
-	struct fsm_summary	*s;
+	struct rpt_summary	*s;
 	const char *const	*accept;
 	kb_tlog_replay_fn	 also;		/* the caller's, on each record too */
 	void			*also_arg;
@@ -39,25 +68,25 @@ accepted(const char *const *accept, const char *rule)
 static bool
 turn_counts(struct summarizing *z, int turn, json_t *d)
 {
-	struct fsm_summary	*s = z->s;
+	struct rpt_summary	*s = z->s;
 	const char		*verdict = json_string_value(json_object_get(d, "verdict"));
 	json_t			*reasons = json_object_get(d, "reasons"), *r;
 	bool			 all_accepted = json_array_size(reasons) > 0;
-	struct fsm_flagged	*f;
+	struct rpt_flagged	*f;
 	size_t			 i, len;
 
-	if (verdict == NULL || strcmp(verdict, "correct") == 0)
+	if (verdict == NULL || strcmp(verdict, RD_VERDICT_CORRECT) == 0)
 		return json_is_true(json_object_get(d, "correct"));
-	if (strcmp(verdict, "rejected") != 0 && strcmp(verdict, "suspect") != 0)
+	if (strcmp(verdict, RD_VERDICT_REJECTED) != 0 && strcmp(verdict, RD_VERDICT_SUSPECT) != 0)
 		return false;
 	json_array_foreach(reasons, i, r)
 		all_accepted = all_accepted && json_is_string(r) &&
 			       accepted(z->accept, json_string_value(r));
-	if (verdict[0] == 'r')
+	if (strcmp(verdict, RD_VERDICT_REJECTED) == 0)
 		s->rejected++;
 	else
 		s->suspect++;
-	if (s->nflagged < FSM_MAX_FLAGGED) {
+	if (s->nflagged < RPT_MAX_FLAGGED) {
 		f = &s->flagged[s->nflagged++];
 		f->turn = turn;
 		snprintf(f->verdict, sizeof(f->verdict), "%s", verdict);
@@ -69,7 +98,7 @@ turn_counts(struct summarizing *z, int turn, json_t *d)
 					 len > 0 ? "," : "", json_string_value(r));
 		}
 	}
-	if (verdict[0] == 's' && all_accepted && json_is_true(json_object_get(d, "correct"))) {
+	if (strcmp(verdict, RD_VERDICT_SUSPECT) == 0 && all_accepted && json_is_true(json_object_get(d, "correct"))) {
 		s->accepted++;
 		return true;
 	}
@@ -79,7 +108,7 @@ turn_counts(struct summarizing *z, int turn, json_t *d)
 /* Takes a counted turn's speedup interval (ci: [lo, hi], or none: the speedup itself)
  * into best_lo and best_hi. */
 static void
-ci_widen(struct fsm_summary *s, double speedup, const json_t *ci)
+ci_widen(struct rpt_summary *s, double speedup, const json_t *ci)
 {
 	double	lo = speedup, hi = speedup;
 
@@ -98,11 +127,11 @@ static int
 summarize_record(const struct kb_tlog_rec *rec, void *arg)
 {
 	struct summarizing	*z = arg;
-	struct fsm_summary	*s = z->s;
-	enum fsm_state		 to;
+	struct rpt_summary	*s = z->s;
+	enum rpt_state		 to;
 	json_t			*d = rec->data, *v;
 
-	if (fsm_state_parse(rec->to, &to) < 0)
+	if (rpt_state_parse(rec->to, &to) < 0)
 		return 0;
 	s->state = to;
 	s->turn = rec->turn;
@@ -116,10 +145,10 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 			 json_string_value(json_object_get(d, "stage")) ?: "environment",
 			 json_string_value(json_object_get(d, "message")) ?: "no message");
 	}
-	if (to == FSM_ST_FAILED && json_is_string(json_object_get(d, "reason")))
+	if (to == RPT_ST_FAILED && json_is_string(json_object_get(d, "reason")))
 		snprintf(s->fail_reason, sizeof(s->fail_reason), "%s",
 			 json_string_value(json_object_get(d, "reason")));
-	if (strcmp(rec->from, "GENERATE") == 0 && json_is_integer(json_object_get(d, "attempts"))) {
+	if (strcmp(rec->from, rpt_state_name(RPT_ST_GENERATE)) == 0 && json_is_integer(json_object_get(d, "attempts"))) {
 		s->llm_requests += count_at(d, "attempts");
 		s->prompt_tokens += count_at(d, "prompt_tokens");
 		s->completion_tokens += count_at(d, "completion_tokens");
@@ -128,10 +157,10 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 		    json_number_value(v) >= 0 && json_number_value(v) < 1e9)
 			s->cost_usd += json_number_value(v);
 	}
-	if (strcmp(rec->from, "EXECUTE") == 0 &&
+	if (strcmp(rec->from, rpt_state_name(RPT_ST_EXECUTE)) == 0 &&
 	    kb_json_has_string(json_object_get(d, "flags"), "degenerate_output"))
 		s->degenerate_reference = true;
-	if (strcmp(rec->from, "FEEDBACK") != 0 || rec->turn < 1 || rec->turn > 256)
+	if (strcmp(rec->from, rpt_state_name(RPT_ST_FEEDBACK)) != 0 || rec->turn < 1 || rec->turn > 256)
 		return 0;
 	s->turns_done = rec->turn;
 	if (json_is_string(v = json_object_get(d, "status")))
@@ -162,16 +191,16 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 }
 
 int
-fsm_summarize(const char *run_dir, const char *task_id, struct fsm_summary *out)
+rpt_summarize(const char *run_dir, const char *task_id, struct rpt_summary *out)
 {
-	return fsm_summarize_accepting(run_dir, task_id, NULL, out);
+	return rpt_summarize_accepting(run_dir, task_id, NULL, out);
 }
 
 int
-fsm_summarize_accepting(const char *run_dir, const char *task_id, const char *const *accept,
-			struct fsm_summary *out)
+rpt_summarize_accepting(const char *run_dir, const char *task_id, const char *const *accept,
+			struct rpt_summary *out)
 {
-	return fsm_summarize_with(run_dir, task_id, accept, out, NULL, NULL);
+	return rpt_summarize_with(run_dir, task_id, accept, out, NULL, NULL);
 }
 
 /* The summary and the caller's look at each record, in one read of the log. */
@@ -185,15 +214,15 @@ summarize_and_more(const struct kb_tlog_rec *rec, void *arg)
 }
 
 int
-fsm_summarize_with(const char *run_dir, const char *task_id, const char *const *accept,
-		   struct fsm_summary *out, kb_tlog_replay_fn also, void *also_arg)
+rpt_summarize_with(const char *run_dir, const char *task_id, const char *const *accept,
+		   struct rpt_summary *out, kb_tlog_replay_fn also, void *also_arg)
 {
 	struct summarizing	z = { out, accept, also, also_arg };
 	char			path[PATH_MAX];
 	int			rc;
 
 	memset(out, 0, sizeof(*out));
-	out->state = FSM_ST_GENERATE;
+	out->state = RPT_ST_GENERATE;
 	out->best_speedup = out->best_lo = out->best_hi = -1;
 	if ((rc = rd_task_file(path, sizeof(path), run_dir, task_id, RD_TRAJECTORY)) < 0)
 		return rc;

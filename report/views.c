@@ -1,10 +1,9 @@
-/* views.c: read-only commands over a run directory — status, tail, report — and stop.
- * They never map the pool or touch a log for writing: the supervisor publishes
- * pool.json, the trajectories are the truth. */
+/* views.c: the read-only commands over a run directory — status, tail, report. They
+ * never map the pool or touch a log for writing: the supervisor publishes pool.json and
+ * run.json, the trajectories are the truth, each read once per command. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,23 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fsm/fsm.h"
-#include "feedback/feedback.h"
-#include "orchestrator/orch_int.h"
+#include "report/report_int.h"
 
-const double orch_fast_p_levels[ORCH_N_FAST_P] = { 0.5, 1.0, 1.5, 2.0 };
-
-static int
-open_or_complain(struct orch_run *run, const char *dir)
-{
-	char	err[512];
-
-	if (orch_run_open(run, dir, err, sizeof(err)) < 0) {
-		fprintf(stderr, "kforge: %s\n", err);
-		return -1;
-	}
-	return 0;
-}
+const double rpt_fast_p_levels[RPT_N_FAST_P] = { 0.5, 1.0, 1.5, 2.0 };
 
 static json_t *
 load_json_in(const char *dir, enum rd_entry file)
@@ -56,8 +41,8 @@ load_json_in(const char *dir, enum rd_entry file)
  * to zero. Statistics: median (the mean of the middle two for an even count), p90
  * (nearest rank), max and total, in ms.
  */
-static const enum fsm_state timed_stages[] = {
-	FSM_ST_GENERATE, FSM_ST_PRECOMPILE, FSM_ST_EXECUTE, FSM_ST_PROFILE,
+static const enum rpt_state timed_stages[] = {
+	RPT_ST_GENERATE, RPT_ST_PRECOMPILE, RPT_ST_EXECUTE, RPT_ST_PROFILE,
 };
 #define N_TIMED_STAGES (sizeof(timed_stages) / sizeof(timed_stages[0]))
 
@@ -95,13 +80,13 @@ static int
 stage_times_add(const struct kb_tlog_rec *rec, void *arg)
 {
 	struct stage_times	*st = arg, *s;
-	enum fsm_state		 from;
+	enum rpt_state		 from;
 	json_t			*lease = json_object_get(rec->data, "lease");
 	json_t			*w = json_object_get(lease, "wait_ms");
 	json_t			*a = json_object_get(lease, "acquired_ms");
 	json_t			*r = json_object_get(lease, "released_ms");
 
-	if (fsm_state_parse(rec->from, &from) < 0 || strcmp(rec->event, "start") == 0)
+	if (rpt_state_parse(rec->from, &from) < 0 || strcmp(rec->event, "start") == 0)
 		return 0;
 	s = &st[from];
 	s->steps++;
@@ -145,7 +130,7 @@ ms_stats(int64_t *v, int n)
 /* The "stages" object of status --json: per timed stage with any step, its counts and
  * the wait and hold statistics. */
 static json_t *
-stage_times_json(struct stage_times st[FSM_ST__N])
+stage_times_json(struct stage_times st[RPT_ST__N])
 {
 	json_t	*out = json_object();
 
@@ -153,13 +138,13 @@ stage_times_json(struct stage_times st[FSM_ST__N])
 		struct stage_times *s = &st[timed_stages[k]];
 
 		if (s->steps > 0)
-			json_object_set_new(out, fsm_state_name(timed_stages[k]),
+			json_object_set_new(out, rpt_state_name(timed_stages[k]),
 				json_pack("{s:i, s:i, s:i, s:o, s:o}", "steps", s->steps,
 					  "held_slot", s->n, "no_slot", s->steps - s->n, "wait_ms",
 					  ms_stats(s->wait, s->n), "hold_ms",
 					  ms_stats(s->hold, s->n)));
 	}
-	for (int i = 0; i < FSM_ST__N; i++) {
+	for (int i = 0; i < RPT_ST__N; i++) {
 		free(st[i].wait);
 		free(st[i].hold);
 	}
@@ -187,7 +172,7 @@ print_stage_times(json_t *stages)
 	printf("  %-10s %5s %5s %7s  %11s %11s  %11s %11s\n", "STAGE", "steps", "slot",
 	       "no slot", "wait median", "p90", "hold median", "p90");
 	for (size_t k = 0; k < N_TIMED_STAGES; k++) {
-		const char	*name = fsm_state_name(timed_stages[k]);
+		const char	*name = rpt_state_name(timed_stages[k]);
 		json_t		*s = json_object_get(stages, name);
 		json_t		*w = json_object_get(s, "wait_ms"), *h = json_object_get(s, "hold_ms");
 
@@ -271,15 +256,18 @@ print_shards(json_t *shards)
 	}
 }
 
-/* Every task's summary and the stage times, each log read once, the logs shared out
- * among up to SUMMARY_THREADS threads (a 10,000-task run is 160,000 records to parse). */
+/* Every task's summary and, for status, the stage times, each log read once, the logs
+ * shared out among up to SUMMARY_THREADS threads (a 10,000-task run is 160,000 records
+ * to parse). */
 #define SUMMARY_THREADS	8
 
 struct summary_share {
-	const struct orch_run	*run;
-	struct fsm_summary	*sums;
+	const struct rpt_run	*run;
+	const char *const	*accept;
+	struct rpt_summary	*sums;
 	int			 first, step;
-	struct stage_times	 st[FSM_ST__N];
+	bool			 timed;		/* stage times wanted */
+	struct stage_times	 st[RPT_ST__N];
 	int			 rc;
 };
 
@@ -289,18 +277,21 @@ summarize_share(void *arg)
 	struct summary_share *sh = arg;
 
 	for (int i = sh->first; i < sh->run->ntasks; i += sh->step)
-		if (fsm_summarize_with(sh->run->dir, sh->run->tasks[i].id, NULL, &sh->sums[i],
-				       stage_times_add, sh->st) == -KB_ENOMEM)
+		if (rpt_summarize_with(sh->run->dir, sh->run->tasks[i].id, sh->accept,
+				       &sh->sums[i], sh->timed ? stage_times_add : NULL,
+				       sh->st) == -KB_ENOMEM)
 			sh->rc = -KB_ENOMEM;
 	return NULL;
 }
 
-static struct fsm_summary *
-summarize_all(const struct orch_run *run, struct stage_times st[FSM_ST__N])
+/* accept: as rpt_summarize_accepting's; st: the stage times gathered too, or NULL. */
+static struct rpt_summary *
+summarize_all(const struct rpt_run *run, const char *const *accept,
+	      struct stage_times st[RPT_ST__N])
 {
 	struct summary_share	 sh[SUMMARY_THREADS];
 	pthread_t		 th[SUMMARY_THREADS];
-	struct fsm_summary	*sums = calloc((size_t)run->ntasks + 1, sizeof(*sums));
+	struct rpt_summary	*sums = calloc((size_t)run->ntasks + 1, sizeof(*sums));
 	long			 cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int			 n = cpus < 1 ? 1 : cpus > SUMMARY_THREADS ? SUMMARY_THREADS : (int)cpus;
 	bool			 failed = sums == NULL;
@@ -310,7 +301,8 @@ summarize_all(const struct orch_run *run, struct stage_times st[FSM_ST__N])
 		n = 1;
 	json_object_seed(0);	/* before threads make objects: jansson's one shared seed */
 	for (int t = 0; t < n && !failed; t++) {
-		sh[t] = (struct summary_share){ .run = run, .sums = sums, .first = t, .step = n };
+		sh[t] = (struct summary_share){ .run = run, .accept = accept, .sums = sums,
+						.first = t, .step = n, .timed = st != NULL };
 		started[t] = t > 0 && pthread_create(&th[t], NULL, summarize_share, &sh[t]) == 0;
 	}
 	/* Shares no thread took (and the first) are this thread's. */
@@ -322,7 +314,7 @@ summarize_all(const struct orch_run *run, struct stage_times st[FSM_ST__N])
 			pthread_join(th[t], NULL);
 	/* The shares' stage times, put together. */
 	for (int t = 0; t < n && !failed; t++) {
-		for (int k = 0; k < FSM_ST__N; k++) {
+		for (int k = 0; st != NULL && k < RPT_ST__N; k++) {
 			struct stage_times *from = &sh[t].st[k], *to = &st[k];
 
 			to->steps += from->steps;
@@ -386,39 +378,20 @@ run_priced(const struct kb_config *c)
 }
 
 int
-orch_cmd_status(const char *dir, bool as_json)
+rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, bool as_json)
 {
-	struct orch_run	 run;
-	json_t		*info, *pool, *tasks = json_array(), *out, *quarantined, *stages,
-			*shards = NULL;
+	json_t		*info, *pool, *tasks = json_array(), *out, *quarantined, *stages;
 	const char	*paused, *llm_paused, *env_paused, *state;
 	char		 resume[PATH_MAX + 32] = "";
-	int		 counts[FSM_ST__N] = { 0 }, unfinished;
-	struct stage_times st[FSM_ST__N];
-	struct fsm_summary *sums;
+	int		 counts[RPT_ST__N] = { 0 }, unfinished;
+	struct stage_times st[RPT_ST__N];
+	struct rpt_summary *sums;
 	long		 reqs = 0, ptok = 0, ctok = 0, rtok = 0;
 	double		 cost = 0;
-	bool		 priced;
-	pid_t		 sup;
-	bool		 alive;
+	bool		 priced, alive = sup->alive;
 
-	if (open_or_complain(&run, dir) < 0)
-		return 1;
-	info = load_json_in(run.dir, RD_RUN_JSON);
-	pool = load_json_in(run.dir, RD_POOL_JSON);
-	sup = orch_run_supervisor_pid(run.dir);
-	alive = sup != 0;	/* -1: locked, its pid file unreadable */
-	if (orch_slurm_engine(&run.cfg)) {
-		char	 err[512];
-		json_t	*q = orch_slurm_squeue(run.dir, err, sizeof(err));
-
-		/* A Slurm run lives while Slurm has one of its shards, followed or not. */
-		if (q == NULL)
-			fprintf(stderr, "kforge: %s\n", err);
-		alive = alive || json_array_size(q) > 0;
-		shards = orch_slurm_shards(run.dir, q);
-		json_decref(q);
-	}
+	info = load_json_in(run->dir, RD_RUN_JSON);
+	pool = load_json_in(run->dir, RD_POOL_JSON);
 	state = run_state(info, alive);
 	quarantined = quarantined_gpus(info, pool);
 	/* run.json has it from the moment the supervisor saw it; pool.json as a fallback. */
@@ -429,14 +402,14 @@ orch_cmd_status(const char *dir, bool as_json)
 	env_paused = json_string_value(json_object_get(info, "env_error"));
 	paused = env_paused != NULL ? env_paused : llm_paused != NULL ? llm_paused :
 		 json_string_value(json_object_get(json_object_get(pool, "paused"), "reason"));
-	priced = run_priced(&run.cfg);
+	priced = run_priced(run->cfg);
 	memset(st, 0, sizeof(st));
-	if ((sums = summarize_all(&run, st)) == NULL) {
+	if ((sums = summarize_all(run, NULL, st)) == NULL) {
 		fprintf(stderr, "kforge: out of memory\n");
 		return 1;
 	}
-	for (int i = 0; i < run.ntasks; i++) {
-		const struct fsm_summary s = sums[i];
+	for (int i = 0; i < run->ntasks; i++) {
+		const struct rpt_summary s = sums[i];
 
 		counts[s.state]++;
 		reqs += s.llm_requests;
@@ -445,18 +418,18 @@ orch_cmd_status(const char *dir, bool as_json)
 		rtok += s.reasoning_tokens;
 		cost += s.cost_usd;
 		json_array_append_new(tasks, json_pack("{s:s, s:s, s:i, s:i, s:o, s:s, s:s, s:s, "
-			"s:o}", "id", run.tasks[i].id, "state", fsm_state_name(s.state), "turn",
-			s.turn, "turns", (int)run.cfg.refinement.turns, "best_speedup",
+			"s:o}", "id", run->tasks[i].id, "state", rpt_state_name(s.state), "turn",
+			s.turn, "turns", (int)run->cfg->refinement.turns, "best_speedup",
 			s.best_speedup >= 0 ? json_real(s.best_speedup) : json_null(),
 			"last_status", s.last_status, "fail_reason", s.fail_reason,
 			"env_error", s.env_error, "llm", llm_use_json(s.llm_requests,
 			s.prompt_tokens, s.completion_tokens, s.reasoning_tokens, s.cost_usd,
 			priced)));
 	}
-	unfinished = run.ntasks - counts[FSM_ST_DONE] - counts[FSM_ST_FAILED];
+	unfinished = run->ntasks - counts[RPT_ST_DONE] - counts[RPT_ST_FAILED];
 	/* Whatever stopped it, a run with work left and no supervisor continues on resume. */
 	if (!alive && unfinished > 0)
-		snprintf(resume, sizeof(resume), "kforge resume %s", run.dir);
+		snprintf(resume, sizeof(resume), "kforge resume %s", run->dir);
 	stages = stage_times_json(st);
 	if (as_json) {
 		out = json_pack("{s:o, s:O?, s:O, s:{s:s?, s:s, s:b, s:i, s:s?, s:s?}, "
@@ -464,7 +437,7 @@ orch_cmd_status(const char *dir, bool as_json)
 				"tasks", tasks, "resources", pool, "quarantined", quarantined, "run",
 				"status", json_string_value(json_object_get(info, "status")),
 				"state", state, "supervisor_alive", alive, "supervisor_pid",
-				sup > 0 ? (int)sup : 0, "stop_reason",
+				sup->pid > 0 ? (int)sup->pid : 0, "stop_reason",
 				json_string_value(json_object_get(info, "stop_reason")),
 				"resume_command", resume[0] ? resume : NULL, "llm",
 				"requests", (json_int_t)reqs, "prompt_tokens", (json_int_t)ptok,
@@ -484,8 +457,8 @@ orch_cmd_status(const char *dir, bool as_json)
 		if (priced)
 			json_object_set_new(json_object_get(out, "llm"), "cost_usd",
 					    json_real(cost));
-		if (shards != NULL)
-			json_object_set(out, "shards", shards);
+		if (sup->shards != NULL)
+			json_object_set(out, "shards", sup->shards);
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(out);
@@ -494,8 +467,8 @@ orch_cmd_status(const char *dir, bool as_json)
 		json_t	*t;
 
 		printf("run %s: %s, %d tasks: %d done, %d failed, %d in progress\n",
-		       run.cfg.name, state, run.ntasks, counts[FSM_ST_DONE],
-		       counts[FSM_ST_FAILED], unfinished);
+		       run->cfg->name, state, run->ntasks, counts[RPT_ST_DONE],
+		       counts[RPT_ST_FAILED], unfinished);
 		printf("%-32s %-11s %7s %8s  %s\n", "TASK", "STATE", "TURN", "BEST", "LAST");
 		json_array_foreach(tasks, i, t) {
 			char		 best[32] = "-";
@@ -512,7 +485,7 @@ orch_cmd_status(const char *dir, bool as_json)
 			       json_string_value(json_object_get(t, "id")),
 			       json_string_value(json_object_get(t, "state")),
 			       (long long)json_integer_value(json_object_get(t, "turn")),
-			       (long long)run.cfg.refinement.turns, best,
+			       (long long)run->cfg->refinement.turns, best,
 			       *env ? "paused on env_error — " : "", env, *env ? "; " : "",
 			       json_string_value(json_object_get(t, "last_status")),
 			       *json_string_value(json_object_get(t, "fail_reason")) ? " — " : "",
@@ -520,14 +493,14 @@ orch_cmd_status(const char *dir, bool as_json)
 		}
 		if (json_is_object(pool)) {
 			printf("resources%s:\n", alive ? "" : " (at the last update)");
-			print_resource(strcmp(run.cfg.eval.device, "cpu") == 0 ? "cpu-exec" : "gpu",
+			print_resource(strcmp(run->cfg->eval.device, "cpu") == 0 ? "cpu-exec" : "gpu",
 				       json_object_get(pool, "exec"));
 			print_resource("compile", json_object_get(pool, "compile"));
 			print_resource("llm", json_object_get(pool, "llm"));
 		}
 		print_stage_times(stages);
-		if (shards != NULL)
-			print_shards(shards);
+		if (sup->shards != NULL)
+			print_shards(sup->shards);
 		json_array_foreach(quarantined, i, t)
 			printf("GPU %lld quarantined: %s\n",
 			       (long long)json_integer_value(json_object_get(t, "device")),
@@ -554,11 +527,9 @@ orch_cmd_status(const char *dir, bool as_json)
 	}
 	free(sums);
 	json_decref(stages);
-	json_decref(shards);
 	json_decref(quarantined);
 	json_decref(info);
 	json_decref(pool);
-	orch_run_clear(&run);
 	return 0;
 }
 
@@ -710,13 +681,14 @@ tail_new(struct tail_file *f, struct tail_lines *out, bool *terminal)
 		return;
 	fseeko(fp, f->off, SEEK_SET);
 	while ((n = getline(&line, &cap, fp)) > 0 && line[n - 1] == '\n') {
-		struct kb_tlog_rec rec;
+		struct kb_tlog_rec	rec;
+		enum rpt_state		to;
 
 		f->off += n;
 		if (kb_tlog_parse_line(line, (size_t)n - 1, &rec) < 0)
 			continue;
 		lines_add(out, rec.ts, format_record(&rec));
-		*terminal = strcmp(rec.to, "DONE") == 0 || strcmp(rec.to, "FAILED") == 0;
+		*terminal = rpt_state_parse(rec.to, &to) == 0 && rpt_state_finished(to);
 		kb_tlog_rec_clear(&rec);
 	}
 	free(line);
@@ -788,11 +760,11 @@ sup_log_line(struct sup_log *sl, char *line, struct tail_lines *out)
 	msg = sp + sizeof(sup_tag) - 1;
 	if (strncmp(msg, warn_tag, sizeof(warn_tag) - 1) == 0)
 		msg += sizeof(warn_tag) - 1;
-	if (log_line_is(msg, ORCH_LOG_SUP_START, NULL, 0)) {
+	if (log_line_is(msg, RD_LOG_SUP_START, NULL, 0)) {
 		if (++sl->starts > 1)
 			lines_add(out, ts, kb_asprintf("%.12s %-24s resumed: supervisor start %d of "
 				"this run\n", clock_of(ts), "(run)", sl->starts));
-	} else if (log_line_is(msg, ORCH_LOG_WORKER_RESTART, task, sizeof(task)) &&
+	} else if (log_line_is(msg, RD_LOG_WORKER_RESTART, task, sizeof(task)) &&
 		   sup_log_follows(sl, task)) {
 		lines_add(out, ts, kb_asprintf("%.12s %-24s restart: %s\n", clock_of(ts), task,
 					       msg + strlen(task) + 2));
@@ -833,9 +805,9 @@ sup_log_new(struct sup_log *sl, struct tail_lines *out)
 }
 
 int
-orch_cmd_tail(const char *dir, const char *task, bool follow)
+rpt_cmd_tail(const struct rpt_run *run, const char *task, bool follow,
+	     pid_t (*supervisor_pid)(const char *dir))
 {
-	struct orch_run		 run;
 	struct tail_file	*files;
 	struct tail_lines	 lines = { 0 };
 	struct sup_log		 sl = { 0 };
@@ -843,24 +815,21 @@ orch_cmd_tail(const char *dir, const char *task, bool follow)
 	bool			*done;
 	int			 nfiles = 0;
 
-	if (open_or_complain(&run, dir) < 0)
-		return 1;
-	files = calloc((size_t)run.ntasks + 1, sizeof(*files));
-	done = calloc((size_t)run.ntasks + 1, sizeof(*done));
-	ids = calloc((size_t)run.ntasks + 1, sizeof(*ids));
-	for (int i = 0; i < run.ntasks; i++) {
-		if (task != NULL && strcmp(task, run.tasks[i].id) != 0 &&
-		    strcmp(task, run.tasks[i].problem_key) != 0)
+	files = calloc((size_t)run->ntasks + 1, sizeof(*files));
+	done = calloc((size_t)run->ntasks + 1, sizeof(*done));
+	ids = calloc((size_t)run->ntasks + 1, sizeof(*ids));
+	for (int i = 0; i < run->ntasks; i++) {
+		if (task != NULL && strcmp(task, run->tasks[i].id) != 0 &&
+		    strcmp(task, run->tasks[i].problem_key) != 0)
 			continue;
-		ids[nfiles] = run.tasks[i].id;
-		(void)rd_task_file(files[nfiles].path, sizeof(files[nfiles].path), run.dir,
-				   run.tasks[i].id, RD_TRAJECTORY);
+		ids[nfiles] = run->tasks[i].id;
+		(void)rd_task_file(files[nfiles].path, sizeof(files[nfiles].path), run->dir,
+				   run->tasks[i].id, RD_TRAJECTORY);
 		nfiles++;
 	}
 	if (nfiles == 0) {
 		fprintf(stderr, "kforge: no task '%s' in %s (see 'kforge status %s')\n", task,
-			run.dir, run.dir);
-		orch_run_clear(&run);
+			run->dir, run->dir);
 		free(files);
 		free(done);
 		free(ids);
@@ -868,7 +837,7 @@ orch_cmd_tail(const char *dir, const char *task, bool follow)
 	}
 	sl.tasks = ids;
 	sl.ntasks = nfiles;
-	(void)rd_run_file(sl.path, sizeof(sl.path), run.dir, RD_SUPERVISOR_LOG);
+	(void)rd_run_file(sl.path, sizeof(sl.path), run->dir, RD_SUPERVISOR_LOG);
 	for (;;) {
 		bool all = true;
 
@@ -882,16 +851,15 @@ orch_cmd_tail(const char *dir, const char *task, bool follow)
 			break;
 		/* Follow until every followed task is finished, or the run is not going
 		 * anywhere (no supervisor) and nothing more arrives. */
-		if (all || orch_run_supervisor_pid(run.dir) == 0) {
+		if (all || supervisor_pid(run->dir) == 0) {
 			if (!all)
-				fprintf(stderr, "kforge: no supervisor is running on %s\n", run.dir);
+				fprintf(stderr, "kforge: no supervisor is running on %s\n", run->dir);
 			break;
 		}
 		struct timespec ts = { 0, 200 * 1000000L };
 		nanosleep(&ts, NULL);
 	}
 	free(lines.v);
-	orch_run_clear(&run);
 	free(files);
 	free(done);
 	free(ids);
@@ -901,13 +869,13 @@ orch_cmd_tail(const char *dir, const char *task, bool follow)
 /* --------------------------------------------------------------- report */
 
 bool
-orch_summary_fast(const struct fsm_summary *s, double p)
+rpt_summary_fast(const struct rpt_summary *s, double p)
 {
 	return s->any_correct && (p <= 0 || s->best_speedup > p);
 }
 
 bool
-orch_summary_fast_by(const struct fsm_summary *s, int turn, double p)
+rpt_summary_fast_by(const struct rpt_summary *s, int turn, double p)
 {
 	/* A task that ended before the turn keeps its best from its last turn. */
 	double best = s->nbest == 0 || turn < 1 ? -1 :
@@ -919,10 +887,10 @@ orch_summary_fast_by(const struct fsm_summary *s, int turn, double p)
 
 struct tally {
 	int	 tasks, compiled, correct;
-	int	 fast[ORCH_N_FAST_P];
+	int	 fast[RPT_N_FAST_P];
 	/* Tasks whose best interval's lower end (certain) or upper end (possible) is
 	 * above p: the range fast_p spans within the timing's 95% intervals. */
-	int	 fast_lo[ORCH_N_FAST_P], fast_hi[ORCH_N_FAST_P];
+	int	 fast_lo[RPT_N_FAST_P], fast_hi[RPT_N_FAST_P];
 	int	*fast1_at;	/* per turn */
 	int	 nturns;
 	double	 log_speedup_sum;
@@ -939,9 +907,9 @@ tally_init(struct tally *t, int nturns)
 }
 
 static void
-tally_add(struct tally *t, const struct fsm_summary *s)
+tally_add(struct tally *t, const struct rpt_summary *s)
 {
-	const char	*st = s->state == FSM_ST_FAILED ? "failed" :
+	const char	*st = s->state == RPT_ST_FAILED ? "failed" :
 			  s->last_status[0] ? s->last_status : "not_started";
 	json_t		*c = json_object_get(t->statuses, st);
 
@@ -952,13 +920,13 @@ tally_add(struct tally *t, const struct fsm_summary *s)
 		if (s->best_speedup > 0)
 			t->log_speedup_sum += log(s->best_speedup);
 	}
-	for (size_t i = 0; i < ORCH_N_FAST_P; i++) {
-		t->fast[i] += orch_summary_fast(s, orch_fast_p_levels[i]);
-		t->fast_lo[i] += s->any_correct && s->best_lo > orch_fast_p_levels[i];
-		t->fast_hi[i] += s->any_correct && s->best_hi > orch_fast_p_levels[i];
+	for (size_t i = 0; i < RPT_N_FAST_P; i++) {
+		t->fast[i] += rpt_summary_fast(s, rpt_fast_p_levels[i]);
+		t->fast_lo[i] += s->any_correct && s->best_lo > rpt_fast_p_levels[i];
+		t->fast_hi[i] += s->any_correct && s->best_hi > rpt_fast_p_levels[i];
 	}
 	for (int k = 0; k < t->nturns; k++)
-		t->fast1_at[k] += orch_summary_fast_by(s, k + 1, 1.0);
+		t->fast1_at[k] += rpt_summary_fast_by(s, k + 1, 1.0);
 	json_object_set_new(t->statuses, st, json_integer(json_integer_value(c) + 1));
 }
 
@@ -969,8 +937,8 @@ tally_json(const struct tally *t)
 	json_t	*fp = json_object(), *fpi = json_object(), *at = json_array(), *out;
 	char	 key[16];
 
-	for (size_t i = 0; i < ORCH_N_FAST_P; i++) {
-		snprintf(key, sizeof(key), "%g", orch_fast_p_levels[i]);
+	for (size_t i = 0; i < RPT_N_FAST_P; i++) {
+		snprintf(key, sizeof(key), "%g", rpt_fast_p_levels[i]);
 		json_object_set_new(fp, key, json_real(t->fast[i] / n));
 		json_object_set_new(fpi, key, json_pack("[f, f]", t->fast_lo[i] / n,
 							t->fast_hi[i] / n));
@@ -995,7 +963,7 @@ tally_print(const char *label, const struct tally *t)
 
 	printf("%-8s %5d  %8.1f%%  %8.1f%%", label, t->tasks, 100.0 * t->compiled / n,
 	       100.0 * t->correct / n);
-	for (size_t i = 0; i < ORCH_N_FAST_P; i++)
+	for (size_t i = 0; i < RPT_N_FAST_P; i++)
 		printf("  %7.1f%%", 100.0 * t->fast[i] / n);
 	printf("\n");
 }
@@ -1010,10 +978,10 @@ tally_clear(struct tally *t)
 /* A task's turns judged rejected or suspect, for the report: [{id, turn, verdict,
  * reasons}]. */
 static void
-add_flagged(json_t *list, const char *id, const struct fsm_summary *s)
+add_flagged(json_t *list, const char *id, const struct rpt_summary *s)
 {
 	for (int k = 0; k < s->nflagged; k++) {
-		const struct fsm_flagged	*f = &s->flagged[k];
+		const struct rpt_flagged	*f = &s->flagged[k];
 		json_t				*reasons = json_array();
 		char				 rules[sizeof(f->reasons)], *save = NULL;
 
@@ -1027,15 +995,15 @@ add_flagged(json_t *list, const char *id, const struct fsm_summary *s)
 }
 
 /* One task's fast flags, kept for the estimators over a problem's samples: fast[0] is
- * fast_0, fast[1 + i] fast_p at orch_fast_p_levels[i]; fast1_by[k] fast_1 by turn k+1. */
+ * fast_0, fast[1 + i] fast_p at rpt_fast_p_levels[i]; fast1_by[k] fast_1 by turn k+1. */
 struct task_fast {
 	const char	*key;
-	bool		 fast[1 + ORCH_N_FAST_P];
+	bool		 fast[1 + RPT_N_FAST_P];
 	bool		*fast1_by;
 };
 
 /* What report counts over a run's tasks: the one tally that the text, --json, --csv, the
- * plots and the HTML page all read (through orch_report_json). */
+ * plots and the HTML page all read (through rpt_report_json). */
 struct report {
 	struct tally	 all, lv[KB_MAX_LEVELS + 1];
 	struct task_fast *tf;		/* the tasks counted, in task order */
@@ -1053,9 +1021,10 @@ struct report {
 	json_t		*llm_tasks;
 };
 
-/* keep: a JSON object whose keys are the problem keys to count; NULL: every task. */
+/* sums: every task's summary, in task order; keep: a JSON object whose keys are the
+ * problem keys to count, NULL: every task. */
 static void
-report_build(const struct orch_run *run, const char *const *accept, const json_t *keep,
+report_build(const struct rpt_run *run, const struct rpt_summary *sums, const json_t *keep,
 	     struct report *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -1064,59 +1033,58 @@ report_build(const struct orch_run *run, const char *const *accept, const json_t
 	r->flagged = json_array();
 	r->degenerate = json_array();
 	r->llm_tasks = json_array();
-	r->priced = run_priced(&run->cfg);
-	r->nturns = (int)run->cfg.refinement.turns;
+	r->priced = run_priced(run->cfg);
+	r->nturns = (int)run->cfg->refinement.turns;
 	tally_init(&r->all, r->nturns);
 	for (int l = 0; l <= KB_MAX_LEVELS; l++)
 		tally_init(&r->lv[l], r->nturns);
 	for (int i = 0; i < run->ntasks; i++) {
-		struct fsm_summary	s;
-		int			l = run->tasks[i].level;
+		const struct rpt_summary	*s = &sums[i];
+		int				 l = run->tasks[i].level;
 
 		if (l < 0 || l > KB_MAX_LEVELS)
 			l = 0;
 		if (keep != NULL && json_object_get(keep, run->tasks[i].problem_key) == NULL)
 			continue;
-		fsm_summarize_accepting(run->dir, run->tasks[i].id, accept, &s);
 		if (r->tf != NULL) {
 			struct task_fast *f = &r->tf[r->ntf++];
 
 			f->key = run->tasks[i].problem_key;
-			f->fast[0] = orch_summary_fast(&s, 0);
-			for (size_t p = 0; p < ORCH_N_FAST_P; p++)
-				f->fast[1 + p] = orch_summary_fast(&s, orch_fast_p_levels[p]);
+			f->fast[0] = rpt_summary_fast(s, 0);
+			for (size_t p = 0; p < RPT_N_FAST_P; p++)
+				f->fast[1 + p] = rpt_summary_fast(s, rpt_fast_p_levels[p]);
 			f->fast1_by = calloc((size_t)r->nturns + 1, sizeof(bool));
 			for (int k = 0; f->fast1_by != NULL && k < r->nturns; k++)
-				f->fast1_by[k] = orch_summary_fast_by(&s, k + 1, 1.0);
+				f->fast1_by[k] = rpt_summary_fast_by(s, k + 1, 1.0);
 		}
-		r->env_errors += s.env_errors;
-		r->rejected += s.rejected;
-		r->suspect += s.suspect;
-		r->accepted += s.accepted;
-		add_flagged(r->flagged, run->tasks[i].id, &s);
-		if (s.degenerate_reference && !kb_json_has_string(r->degenerate,
+		r->env_errors += s->env_errors;
+		r->rejected += s->rejected;
+		r->suspect += s->suspect;
+		r->accepted += s->accepted;
+		add_flagged(r->flagged, run->tasks[i].id, s);
+		if (s->degenerate_reference && !kb_json_has_string(r->degenerate,
 								      run->tasks[i].problem_key))
 			json_array_append_new(r->degenerate, json_string(run->tasks[i].problem_key));
-		tally_add(&r->all, &s);
-		tally_add(&r->lv[l], &s);
+		tally_add(&r->all, s);
+		tally_add(&r->lv[l], s);
 		r->seen[l] = true;
-		r->llm_requests += s.llm_requests;
-		r->prompt_tokens += s.prompt_tokens;
-		r->completion_tokens += s.completion_tokens;
-		r->reasoning_tokens += s.reasoning_tokens;
-		r->cost_usd += s.cost_usd;
+		r->llm_requests += s->llm_requests;
+		r->prompt_tokens += s->prompt_tokens;
+		r->completion_tokens += s->completion_tokens;
+		r->reasoning_tokens += s->reasoning_tokens;
+		r->cost_usd += s->cost_usd;
 		{
-			json_t *use = llm_use_json(s.llm_requests, s.prompt_tokens,
-						   s.completion_tokens, s.reasoning_tokens,
-						   s.cost_usd, r->priced);
+			json_t *use = llm_use_json(s->llm_requests, s->prompt_tokens,
+						   s->completion_tokens, s->reasoning_tokens,
+						   s->cost_usd, r->priced);
 
 			json_object_set_new(use, "id", json_string(run->tasks[i].id));
 			json_array_append_new(r->llm_tasks, use);
 		}
-		if (s.state == FSM_ST_FAILED)
+		if (s->state == RPT_ST_FAILED)
 			json_array_append_new(r->failed, json_pack("{s:s, s:s}", "id",
 				run->tasks[i].id, "reason",
-				s.fail_reason[0] ? s.fail_reason : "no reason recorded"));
+				s->fail_reason[0] ? s->fail_reason : "no reason recorded"));
 	}
 }
 
@@ -1165,7 +1133,7 @@ mean_at_k(const struct report *r, int which, int turn, int k)
 		for (j = i; j < r->ntf && strcmp(r->tf[j].key, r->tf[i].key) == 0; j++)
 			c += which >= 0 ? r->tf[j].fast[which] :
 			     r->tf[j].fast1_by != NULL && r->tf[j].fast1_by[turn - 1];
-		sum += orch_fast_at_k(j - i, c, k);
+		sum += rpt_fast_at_k(j - i, c, k);
 		np++;
 	}
 	return np > 0 ? sum / np : 0;
@@ -1188,7 +1156,7 @@ at_k_json(const struct report *r)
 	fp = json_object();
 	for (int k = 1; k <= kmax; k++)
 		json_array_append_new(ks, json_integer(k));
-	for (size_t w = 0; w <= ORCH_N_FAST_P; w++) {
+	for (size_t w = 0; w <= RPT_N_FAST_P; w++) {
 		json_t *v = json_array();
 
 		for (int k = 1; k <= kmax; k++)
@@ -1196,7 +1164,7 @@ at_k_json(const struct report *r)
 		if (w == 0)
 			snprintf(key, sizeof(key), "0");
 		else
-			snprintf(key, sizeof(key), "%g", orch_fast_p_levels[w - 1]);
+			snprintf(key, sizeof(key), "%g", rpt_fast_p_levels[w - 1]);
 		json_object_set_new(fp, key, v);
 	}
 	for (int t = 1; t <= r->nturns; t++) {
@@ -1250,25 +1218,24 @@ at_k_print(const struct report *r)
 	json_decref(ak);
 }
 
-/* How the run's speeds were measured (eval.timing_preset, feedback/timing.c) and whether
- * its GPUs' clocks were held (run.json's "clocks", orchestrator/clocks.c). */
+/* How the run's speeds were measured (eval.timing_preset, as the caller describes it) and
+ * whether its GPUs' clocks were held (run.json's "clocks", which the supervisor records). */
 static json_t *
-timing_json(const struct orch_run *run)
+timing_json(const struct rpt_run *run)
 {
-	char	 line[1024], path[PATH_MAX];
+	char	 path[PATH_MAX];
 	json_t	*info = NULL, *out;
 
-	fb_timing_describe(&run->cfg, line, sizeof(line));
 	if (rd_run_file(path, sizeof(path), run->dir, RD_RUN_JSON) == 0)
 		info = json_load_file(path, 0, NULL);
-	out = json_pack("{s:s, s:s, s:O?}", "preset", fb_timing_preset(&run->cfg)->name,
-			"method", line, "clocks", json_object_get(info, "clocks"));
+	out = json_pack("{s:s, s:s, s:O?}", "preset", run->timing_preset, "method",
+			run->timing_method, "clocks", json_object_get(info, "clocks"));
 	json_decref(info);
 	return out;
 }
 
 static void
-timing_print(const struct orch_run *run)
+timing_print(const struct rpt_run *run)
 {
 	json_t		*t = timing_json(run), *c = json_object_get(t, "clocks");
 
@@ -1282,8 +1249,34 @@ timing_print(const struct orch_run *run)
 	json_decref(t);
 }
 
+/* What the report says of a red-team run (redteam.enabled): {min_speedup, index (relative
+ * path, or null before a harvest), correct, suspect (counts kept, or null)}, from the
+ * redteam/index.json its harvest wrote; NULL for any other run. */
 static json_t *
-report_json(const struct orch_run *run, const struct report *r, const char *const *accept)
+redteam_json(const struct rpt_run *run)
+{
+	char	 path[PATH_MAX];
+	json_t	*index = NULL, *out;
+
+	if (!run->cfg->redteam.enabled)
+		return NULL;
+	if (rd_redteam_file(path, sizeof(path), run->dir, RD_REDTEAM_INDEX_JSON) == 0)
+		index = json_load_file(path, 0, NULL);
+	out = json_pack("{s:f, s:o, s:o, s:o}", "min_speedup", run->cfg->redteam.min_speedup,
+			"index", index != NULL && rd_redteam_file(path, sizeof(path), NULL,
+				RD_REDTEAM_INDEX_JSON) == 0 ? json_string(path) : json_null(),
+			"correct", json_is_array(json_object_get(index, RD_VERDICT_CORRECT)) ?
+				json_integer((json_int_t)json_array_size(
+					json_object_get(index, RD_VERDICT_CORRECT))) : json_null(),
+			"suspect", json_is_array(json_object_get(index, RD_VERDICT_SUSPECT)) ?
+				json_integer((json_int_t)json_array_size(
+					json_object_get(index, RD_VERDICT_SUSPECT))) : json_null());
+	json_decref(index);
+	return out;
+}
+
+static json_t *
+report_json(const struct rpt_run *run, const struct report *r, const char *const *accept)
 {
 	json_t	*levels = json_object(), *acc = json_array(), *out;
 	char	 key[8];
@@ -1297,13 +1290,13 @@ report_json(const struct orch_run *run, const struct report *r, const char *cons
 	for (int a = 0; accept != NULL && accept[a] != NULL; a++)
 		json_array_append_new(acc, json_string(accept[a]));
 	out = json_pack("{s:s, s:s, s:i, s:o, s:o, s:O, s:i, s:{s:i, s:i, s:i, s:o, s:O}}",
-			"run", run->cfg.name, "device", run->cfg.eval.device, "turns",
+			"run", run->cfg->name, "device", run->cfg->eval.device, "turns",
 			r->nturns, "overall", tally_json(&r->all), "levels", levels, "failed",
 			r->failed, "env_errors", r->env_errors, "verdicts", "rejected",
 			r->rejected, "suspect", r->suspect, "accepted", r->accepted, "accept", acc,
 			"flagged", r->flagged);
 	if (out != NULL) {
-		json_t *ak = at_k_json(r), *rt = orch_redteam_report(run);
+		json_t *ak = at_k_json(r), *rt = redteam_json(run);
 
 		json_object_set(out, "degenerate_problems", r->degenerate);
 		json_object_set_new(out, "timing", timing_json(run));
@@ -1346,18 +1339,20 @@ report_llm_print(const struct report *r)
 }
 
 json_t *
-orch_report_json(const struct orch_run *run, const char *const *accept)
+rpt_report_json(const struct rpt_run *run, const struct rpt_summary *sums,
+		 const char *const *accept)
 {
-	return orch_report_json_of(run, accept, NULL);
+	return rpt_report_json_of(run, sums, accept, NULL);
 }
 
 json_t *
-orch_report_json_of(const struct orch_run *run, const char *const *accept, const json_t *keep)
+rpt_report_json_of(const struct rpt_run *run, const struct rpt_summary *sums,
+		    const char *const *accept, const json_t *keep)
 {
 	struct report	 r;
 	json_t		*out;
 
-	report_build(run, accept, keep, &r);
+	report_build(run, sums, keep, &r);
 	out = report_json(run, &r, accept);
 	report_clear(&r);
 	return out;
@@ -1366,9 +1361,9 @@ orch_report_json_of(const struct orch_run *run, const char *const *accept, const
 /* A red-team run's numbers are the evaluator's blind spots, not kernels: said first, so
  * that nobody takes its fast_p for a result. */
 static void
-redteam_mark(const struct orch_run *run)
+redteam_mark(const struct rpt_run *run)
 {
-	json_t	*rt = orch_redteam_report(run);
+	json_t	*rt = redteam_json(run);
 	json_t	*c = json_object_get(rt, "correct"), *sp = json_object_get(rt, "suspect");
 
 	if (rt == NULL)
@@ -1378,7 +1373,7 @@ redteam_mark(const struct orch_run *run)
 	       "evaluator, not kernels.\n");
 	if (json_is_integer(c) && json_is_integer(sp))
 		printf("Kept for review at %.2fx or more: %lld judged correct, %lld judged suspect "
-		       "(%s).\n\n", run->cfg.redteam.min_speedup, (long long)json_integer_value(c),
+		       "(%s).\n\n", run->cfg->redteam.min_speedup, (long long)json_integer_value(c),
 		       (long long)json_integer_value(sp),
 		       json_string_value(json_object_get(rt, "index")));
 	else
@@ -1388,28 +1383,30 @@ redteam_mark(const struct orch_run *run)
 }
 
 int
-orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
+rpt_cmd_report(const struct rpt_run *run, bool as_json, const char *const *accept)
 {
-	struct orch_run	 run;
-	struct report	 r;
-	struct tally	*all = &r.all;
-	int		 nturns;
+	struct report		 r;
+	struct tally		*all = &r.all;
+	struct rpt_summary	*sums;
+	int			 nturns;
 
-	if (open_or_complain(&run, dir) < 0)
+	if ((sums = summarize_all(run, accept, NULL)) == NULL) {
+		fprintf(stderr, "kforge: out of memory\n");
 		return 1;
-	report_build(&run, accept, NULL, &r);
+	}
+	report_build(run, sums, NULL, &r);
 	nturns = r.nturns;
 	if (as_json) {
-		json_t *out = report_json(&run, &r, accept);
+		json_t *out = report_json(run, &r, accept);
 
 		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(out);
 	} else {
-		printf("kforge report: %s (%d tasks, %d turns, device %s)\n\n", run.cfg.name,
-		       run.ntasks, nturns, run.cfg.eval.device);
-		redteam_mark(&run);
-		timing_print(&run);
+		printf("kforge report: %s (%d tasks, %d turns, device %s)\n\n", run->cfg->name,
+		       run->ntasks, nturns, run->cfg->eval.device);
+		redteam_mark(run);
+		timing_print(run);
 		printf("%-8s %5s  %9s  %9s  %8s  %8s  %8s  %8s\n", "level", "tasks", "compiled",
 		       "fast_0", "fast_0.5", "fast_1", "fast_1.5", "fast_2");
 		for (int l = 0; l <= KB_MAX_LEVELS; l++) {
@@ -1422,8 +1419,8 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 		}
 		tally_print("overall", all);
 		printf("\nfast_p within the timing's 95%% intervals (overall; certain-possible):\n ");
-		for (size_t i = 0; i < ORCH_N_FAST_P; i++)
-			printf(" fast_%g %.1f-%.1f%%", orch_fast_p_levels[i],
+		for (size_t i = 0; i < RPT_N_FAST_P; i++)
+			printf(" fast_%g %.1f-%.1f%%", rpt_fast_p_levels[i],
 			       100.0 * all->fast_lo[i] / (all->tasks > 0 ? all->tasks : 1),
 			       100.0 * all->fast_hi[i] / (all->tasks > 0 ? all->tasks : 1));
 		printf("\n\nfast_1 by turn (best kernel up to turn N):\n ");
@@ -1485,58 +1482,6 @@ orch_cmd_report(const char *dir, bool as_json, const char *const *accept)
 		}
 	}
 	report_clear(&r);
-	orch_run_clear(&run);
-	return 0;
-}
-
-/* ----------------------------------------------------------------- stop */
-
-/* Whether pid has exited: gone, or a zombie its parent has not reaped yet. The lock
- * goes free a moment before the supervisor's process ends, which `stop` must not call
- * stopped. */
-static bool
-process_gone(pid_t pid)
-{
-	char	path[64], *text = NULL, *paren;
-	bool	gone;
-
-	if (kill(pid, 0) == -1 && errno == ESRCH)
-		return true;
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	if (kb_read_file(path, 4096, &text, NULL) < 0)
-		return true;
-	/* "pid (comm) S ...": the state follows the last ')' (comm may hold one). */
-	paren = strrchr(text, ')');
-	gone = paren != NULL && paren[1] == ' ' && paren[2] == 'Z';
-	free(text);
-	return gone;
-}
-
-int
-orch_cmd_stop(const char *dir, int timeout_s)
-{
-	pid_t	pid = orch_run_supervisor_pid(dir);
-	int64_t	end;
-
-	if (pid == 0) {
-		fprintf(stderr, "kforge: no supervisor is running on %s\n", dir);
-		return 1;
-	}
-	if (pid < 0 || kill(pid, SIGTERM) == -1) {
-		fprintf(stderr, "kforge: cannot signal the supervisor of %s\n", dir);
-		return 1;
-	}
-	printf("kforge: asked the supervisor (pid %ld) to stop; waiting\n", (long)pid);
-	end = kb_mono_ms() + (int64_t)timeout_s * 1000;
-	while (orch_run_supervisor_pid(dir) != 0 || !process_gone(pid)) {
-		if (kb_mono_ms() > end) {
-			fprintf(stderr, "kforge: still stopping after %d s; run 'kforge stop' again "
-				"to hurry it\n", timeout_s);
-			return 1;
-		}
-		struct timespec ts = { 0, 100 * 1000000L };
-		nanosleep(&ts, NULL);
-	}
-	printf("kforge: stopped; 'kforge resume %s' continues\n", dir);
+	free(sums);
 	return 0;
 }

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orchestrator/orch_int.h"
+#include "report/report_int.h"
 
 #define ARTIFACT_MAX	(256 * 1024)	/* bytes of one artifact shown; the rest is cut */
 #define DIFF_MAX_LINES	3000		/* per side: the LCS table is their product */
@@ -95,7 +95,7 @@ static const char page_js[] =
 static void
 esc(struct kb_buf *out, const char *s)
 {
-	orch_xml_escape(out, s);
+	rpt_xml_escape(out, s);
 }
 
 /* A JSON value as table text: strings as they are, numbers shortest, null empty. */
@@ -223,7 +223,7 @@ diff_line(struct kb_buf *out, const char *cls, char mark, const char *s, int len
 }
 
 void
-orch_html_diff(const char *old, const char *new, struct kb_buf *out)
+rpt_html_diff(const char *old, const char *new, struct kb_buf *out)
 {
 	struct lines	 a, b;
 	uint16_t	*lcs = NULL;	/* lcs[i][j]: of a[i..] and b[j..] */
@@ -477,12 +477,12 @@ turn_section(struct kb_buf *out, const char *run_dir, json_t *task, json_t *row,
 
 	kb_buf_printf(out, "<details class=\"turn\" id=\"turn-%zu-%zu-%lld\" data-turn=\"%lld\">"
 		      "<summary>turn %lld: ", m, t, k, k, k);
-	esc(out, orch_turn_category(row));
+	esc(out, rpt_turn_category(row));
 	if (json_is_number(json_object_get(row, "speedup")))
 		kb_buf_printf(out, ", speedup %.3gx",
 			      json_number_value(json_object_get(row, "speedup")));
 	kb_buf_printf(out, "</summary>\n<table class=\"outcome\"><tbody>");
-	for (const struct orch_column *c = orch_turn_columns; c->name != NULL; c++) {
+	for (const struct rpt_column *c = rpt_turn_columns; c->name != NULL; c++) {
 		if (strcmp(c->name, "run") == 0 || strcmp(c->name, "task") == 0 ||
 		    strcmp(c->name, "level") == 0 || strcmp(c->name, "problem") == 0)
 			continue;
@@ -511,7 +511,7 @@ turn_section(struct kb_buf *out, const char *run_dir, json_t *task, json_t *row,
 					      "task: no diff</p>");
 			else if (old != NULL && new != NULL) {
 				kb_buf_printf(out, "<h4>Kernel diff against turn %lld</h4>", k - 1);
-				orch_html_diff(old, new, out);
+				rpt_html_diff(old, new, out);
 			}
 			free(old);
 			free(new);
@@ -556,7 +556,7 @@ task_section(struct kb_buf *out, json_t *model, json_t *task, size_t m, size_t t
 }
 
 int
-orch_html_page(json_t *models, const char *live_stamp, struct kb_buf *out)
+rpt_html_page(json_t *models, const char *live_stamp, struct kb_buf *out)
 {
 	size_t	 m, t;
 	json_t	*model, *task;
@@ -597,7 +597,7 @@ orch_html_page(json_t *models, const char *live_stamp, struct kb_buf *out)
 		flagged_and_failed(out, report);
 	}
 	kb_buf_printf(out, "<h2>plots</h2><div class=\"plots\">\n");
-	for (const struct orch_plot *p = orch_plots; p->name != NULL; p++)
+	for (const struct rpt_plot *p = rpt_plots; p->name != NULL; p++)
 		p->draw(models, out);
 	kb_buf_printf(out, "</div>\n");
 	json_array_foreach(models, m, model) {

@@ -6,12 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fsm/fsm.h"
-#include "orchestrator/orch_int.h"
+#include "report/report_int.h"
 
 /* The columns of a turn row, in order: the keys of the model's rows and the header of
  * report --csv (docs/reports.md lists them from here). A value not recorded is empty. */
-const struct orch_column orch_turn_columns[] = {
+const struct rpt_column rpt_turn_columns[] = {
 	{ "run", "the run's name" },
 	{ "task", "task id" },
 	{ "level", "problem level" },
@@ -43,13 +42,13 @@ const struct orch_column orch_turn_columns[] = {
 	{ NULL, NULL },
 };
 
-#define MODEL_MAX_TURN		256	/* as fsm_summary's best_at_turn */
+#define MODEL_MAX_TURN		256	/* as rpt_summary's best_at_turn */
 #define MODEL_MAX_RECORDS	20000	/* per task: the timeline shows no more */
 #define MODEL_MAX_LEASES	200000	/* per run */
 #define LEASE_MS_MAX		(INT64_C(1) << 50)
 
 struct reading {
-	const struct orch_run	*run;
+	const struct rpt_run	*run;
 	const struct kb_task	*task;
 	json_t			*rows;		/* turn k at index k-1 */
 	json_t			*records;
@@ -63,9 +62,9 @@ row_for(struct reading *rd, int turn)
 		json_t	*row = json_object();
 		int	 k = (int)json_array_size(rd->rows) + 1;
 
-		for (const struct orch_column *c = orch_turn_columns; c->name != NULL; c++)
+		for (const struct rpt_column *c = rpt_turn_columns; c->name != NULL; c++)
 			json_object_set_new(row, c->name, json_null());
-		json_object_set_new(row, "run", json_string(rd->run->cfg.name));
+		json_object_set_new(row, "run", json_string(rd->run->cfg->name));
 		json_object_set_new(row, "task", json_string(rd->task->id));
 		json_object_set_new(row, "level", json_integer(rd->task->level));
 		json_object_set_new(row, "problem", json_string(rd->task->problem_key));
@@ -153,8 +152,8 @@ lease_of(json_t *d, int64_t *wait, int64_t *acq, int64_t *rel)
 	       *rel - *acq <= LEASE_MS_MAX;
 }
 
-static const enum fsm_state model_stages[] = {
-	FSM_ST_GENERATE, FSM_ST_PRECOMPILE, FSM_ST_EXECUTE, FSM_ST_PROFILE,
+static const enum rpt_state model_stages[] = {
+	RPT_ST_GENERATE, RPT_ST_PRECOMPILE, RPT_ST_EXECUTE, RPT_ST_PROFILE,
 };
 
 static int
@@ -191,7 +190,7 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 		    artifact_path_ok(path))
 			json_object_set_new(json_object_get(row, "artifacts"), key, json_string(path));
 	}
-	if (strcmp(rec->from, "GENERATE") == 0 && json_is_integer(json_object_get(d, "attempts"))) {
+	if (strcmp(rec->from, rpt_state_name(RPT_ST_GENERATE)) == 0 && json_is_integer(json_object_get(d, "attempts"))) {
 		static const char *const counts[][2] = {
 			{ "attempts", "llm_requests" },
 			{ "prompt_tokens", "prompt_tokens" },
@@ -215,7 +214,7 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 			char	 name[40], lower[24];
 			size_t	 j;
 
-			if (strcmp(rec->from, fsm_state_name(model_stages[i])) != 0)
+			if (strcmp(rec->from, rpt_state_name(model_stages[i])) != 0)
 				continue;
 			for (j = 0; rec->from[j] != '\0' && j + 1 < sizeof(lower); j++)
 				lower[j] = (char)(rec->from[j] - 'A' + 'a');
@@ -233,37 +232,43 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 				"task", rd->task->id, "turn", rec->turn,
 				"acquired_ms", (json_int_t)acq, "released_ms", (json_int_t)rel));
 	}
-	if (strcmp(rec->from, "FEEDBACK") == 0)
+	if (strcmp(rec->from, rpt_state_name(RPT_ST_FEEDBACK)) == 0)
 		take_outcome(row, d);
 	return 0;
 }
 
+/* Each trajectory is read once: its summary (the report's tally is made of them) and
+ * its rows, records and leases come from the same pass. */
 json_t *
-orch_run_model(const struct orch_run *run, const char *const *accept)
+rpt_run_model(const struct rpt_run *run, const char *const *accept)
 {
-	json_t	*tasks = json_array(), *leases = json_array(), *model;
-	char	 path[PATH_MAX];
+	json_t			*tasks = json_array(), *leases = json_array(), *model;
+	struct rpt_summary	*sums = calloc((size_t)run->ntasks + 1, sizeof(*sums));
 
+	if (sums == NULL) {
+		json_decref(tasks);
+		json_decref(leases);
+		return NULL;
+	}
 	for (int i = 0; i < run->ntasks; i++) {
-		struct fsm_summary	s;
-		struct reading		rd = { run, &run->tasks[i], json_array(), json_array(),
-					       leases };
+		struct rpt_summary	*s = &sums[i];
+		struct reading		 rd = { run, &run->tasks[i], json_array(), json_array(),
+						leases };
 
-		fsm_summarize_accepting(run->dir, run->tasks[i].id, accept, &s);
-		if (rd_task_file(path, sizeof(path), run->dir, run->tasks[i].id, RD_TRAJECTORY) == 0)
-			kb_tlog_read(path, read_record, &rd);
+		rpt_summarize_with(run->dir, run->tasks[i].id, accept, s, read_record, &rd);
 		json_array_append_new(tasks, json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:o, "
 			"s:s, s:s, s:o, s:o}", "id", run->tasks[i].id, "level", run->tasks[i].level,
-			"problem", run->tasks[i].problem_key, "state", fsm_state_name(s.state),
-			"turn", s.turn, "turns_done", s.turns_done, "best_speedup",
-			s.best_speedup >= 0 ? json_real(s.best_speedup) : json_null(),
-			"last_status", s.last_status, "fail_reason", s.fail_reason,
+			"problem", run->tasks[i].problem_key, "state", rpt_state_name(s->state),
+			"turn", s->turn, "turns_done", s->turns_done, "best_speedup",
+			s->best_speedup >= 0 ? json_real(s->best_speedup) : json_null(),
+			"last_status", s->last_status, "fail_reason", s->fail_reason,
 			"rows", rd.rows, "records", rd.records));
 	}
 	model = json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:o}", "dir", run->dir, "name",
-			  run->cfg.name, "device", run->cfg.eval.device, "turns",
-			  (int)run->cfg.refinement.turns, "report", orch_report_json(run, accept),
-			  "tasks", tasks, "leases", leases);
+			  run->cfg->name, "device", run->cfg->eval.device, "turns",
+			  (int)run->cfg->refinement.turns, "report",
+			  rpt_report_json(run, sums, accept), "tasks", tasks, "leases", leases);
+	free(sums);
 	return model;
 }
 
@@ -297,23 +302,23 @@ csv_field(struct kb_buf *out, json_t *v)
 }
 
 int
-orch_csv_write(json_t *models, struct kb_buf *out)
+rpt_csv_write(json_t *models, struct kb_buf *out)
 {
 	size_t	 m, t, k;
 	json_t	*model, *task, *row;
 
 	/* Every append is checked: a row cut short by the cap must not pass as whole. */
-	for (const struct orch_column *c = orch_turn_columns; c->name != NULL; c++)
-		if (kb_buf_printf(out, "%s%s", c == orch_turn_columns ? "" : ",", c->name) < 0)
+	for (const struct rpt_column *c = rpt_turn_columns; c->name != NULL; c++)
+		if (kb_buf_printf(out, "%s%s", c == rpt_turn_columns ? "" : ",", c->name) < 0)
 			return -KB_ETOOBIG;
 	if (kb_buf_append(out, "\r\n", 2) < 0)
 		return -KB_ETOOBIG;
 	json_array_foreach(models, m, model)
 		json_array_foreach(json_object_get(model, "tasks"), t, task)
 			json_array_foreach(json_object_get(task, "rows"), k, row) {
-				for (const struct orch_column *c = orch_turn_columns; c->name != NULL;
+				for (const struct rpt_column *c = rpt_turn_columns; c->name != NULL;
 				     c++) {
-					if ((c != orch_turn_columns &&
+					if ((c != rpt_turn_columns &&
 					     kb_buf_append(out, ",", 1) < 0) ||
 					    csv_field(out, json_object_get(row, c->name)) < 0)
 						return -KB_ETOOBIG;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/orch_int.h"
+#include "report/report_int.h"
 
 #define PLOT_W		720
 #define PLOT_H		380
@@ -26,7 +26,7 @@ static const char *const palette[] = {
 #define NPALETTE (sizeof(palette) / sizeof(palette[0]))
 
 void
-orch_xml_escape(struct kb_buf *out, const char *s)
+rpt_xml_escape(struct kb_buf *out, const char *s)
 {
 	for (; s != NULL && *s; s++) {
 		switch (*s) {
@@ -77,11 +77,11 @@ chart_open(struct chart *c, const char *id, const char *title, const char *note)
 	kb_buf_printf(c->out, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", PLOT_W, PLOT_H);
 	kb_buf_printf(c->out, "<text x=\"%d\" y=\"20\" font-size=\"14\" font-weight=\"bold\">",
 		      PLOT_LEFT);
-	orch_xml_escape(c->out, title);
+	rpt_xml_escape(c->out, title);
 	kb_buf_printf(c->out, "</text>\n");
 	if (note != NULL) {
 		kb_buf_printf(c->out, "<text x=\"%d\" y=\"34\" fill=\"#555\">", PLOT_LEFT);
-		orch_xml_escape(c->out, note);
+		rpt_xml_escape(c->out, note);
 		kb_buf_printf(c->out, "</text>\n");
 	}
 }
@@ -117,10 +117,10 @@ chart_axes(struct chart *c, const char *xlabel, const char *ylabel, int nx, int 
 	}
 	kb_buf_printf(c->out, "<text x=\"%g\" y=\"%d\" text-anchor=\"middle\">",
 		      (lx + rx) / 2, PLOT_H - 12);
-	orch_xml_escape(c->out, xlabel);
+	rpt_xml_escape(c->out, xlabel);
 	kb_buf_printf(c->out, "</text><text transform=\"translate(16 %g) rotate(-90)\" "
 		      "text-anchor=\"middle\">", (double)(PLOT_TOP + bx) / 2);
-	orch_xml_escape(c->out, ylabel);
+	rpt_xml_escape(c->out, ylabel);
 	kb_buf_printf(c->out, "</text>\n");
 }
 
@@ -134,7 +134,7 @@ chart_legend(struct chart *c, const char *label, const char *color)
 	kb_buf_printf(c->out, "<g class=\"legend\"><rect x=\"%d\" y=\"%.1f\" width=\"10\" "
 		      "height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"%.1f\">",
 		      PLOT_W - PLOT_RIGHT + 12, y, color, PLOT_W - PLOT_RIGHT + 26, y + 9);
-	orch_xml_escape(c->out, label);
+	rpt_xml_escape(c->out, label);
 	kb_buf_printf(c->out, "</text></g>\n");
 }
 
@@ -143,7 +143,7 @@ chart_empty(struct chart *c, const char *why)
 {
 	kb_buf_printf(c->out, "<text class=\"empty\" x=\"%d\" y=\"%d\" fill=\"#555\">",
 		      PLOT_LEFT + 20, PLOT_H / 2);
-	orch_xml_escape(c->out, why);
+	rpt_xml_escape(c->out, why);
 	kb_buf_printf(c->out, "</text>\n");
 }
 
@@ -172,7 +172,7 @@ chart_series(struct chart *c, const char *label, const char *color, const double
 	     const double *ys, int n)
 {
 	kb_buf_printf(c->out, "<g class=\"series\" data-series=\"");
-	orch_xml_escape(c->out, label);
+	rpt_xml_escape(c->out, label);
 	kb_buf_printf(c->out, "\"><polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
 		      "points=\"", color);
 	for (int i = 0; i < n; i++)
@@ -181,9 +181,9 @@ chart_series(struct chart *c, const char *label, const char *color, const double
 	for (int i = 0; i < n; i++) {
 		kb_buf_printf(c->out, "<circle class=\"pt\" cx=\"%.2f\" cy=\"%.2f\" r=\"3.5\" "
 			      "fill=\"%s\" data-series=\"", px(c, xs[i]), py(c, ys[i]), color);
-		orch_xml_escape(c->out, label);
+		rpt_xml_escape(c->out, label);
 		kb_buf_printf(c->out, "\" data-x=\"%.17g\" data-y=\"%.17g\"><title>", xs[i], ys[i]);
-		orch_xml_escape(c->out, label);
+		rpt_xml_escape(c->out, label);
 		kb_buf_printf(c->out, ": %g, %g</title></circle>\n", xs[i], ys[i]);
 	}
 	kb_buf_printf(c->out, "</g>\n");
@@ -361,10 +361,10 @@ plot_speedups(json_t *models, struct kb_buf *out)
 			kb_buf_printf(out, "<rect class=\"bar\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
 				      "height=\"%.2f\" fill=\"%s\" data-series=\"", px(&c, b) + w * m,
 				      py(&c, n), w - 1, py(&c, 0) - py(&c, n), palette[m % NPALETTE]);
-			orch_xml_escape(out, label);
+			rpt_xml_escape(out, label);
 			kb_buf_printf(out, "\" data-lo=\"%.17g\" data-hi=\"%.17g\" data-count=\"%d\">"
 				      "<title>", bin_edge(b), bin_edge(b + 1), n);
-			orch_xml_escape(out, label);
+			rpt_xml_escape(out, label);
 			kb_buf_printf(out, ": %d task(s) with speedup in (%.3g, %.3g]</title></rect>\n",
 				      n, bin_edge(b), bin_edge(b + 1));
 		}
@@ -388,7 +388,7 @@ plot_speedups(json_t *models, struct kb_buf *out)
  * ran ("ok") is named by its verdict (correct, incorrect, rejected, suspect); a turn
  * with no outcome yet is "in progress". */
 const char *
-orch_turn_category(json_t *row)
+rpt_turn_category(json_t *row)
 {
 	const char	*status = json_string_value(json_object_get(row, "status"));
 	const char	*verdict = json_string_value(json_object_get(row, "verdict"));
@@ -423,7 +423,7 @@ plot_turn_status(json_t *models, struct kb_buf *out)
 
 				if (k >= 256)
 					break;
-				cat = orch_turn_category(row);
+				cat = rpt_turn_category(row);
 				if ((arr = json_object_get(counts, cat)) == NULL)
 					json_object_set_new(counts, cat, arr = json_array());
 				while (json_array_size(arr) <= k)
@@ -472,13 +472,13 @@ plot_turn_status(json_t *models, struct kb_buf *out)
 					      "data-series=\"", px(&c, k2 + 0.6) + w * m,
 					      py(&c, below + n), w - 1, py(&c, below) - py(&c, below + n),
 					      json_string_value(json_object_get(cats, cat)));
-				orch_xml_escape(out, label);
+				rpt_xml_escape(out, label);
 				kb_buf_printf(out, "\" data-turn=\"%d\" data-category=\"", k2 + 1);
-				orch_xml_escape(out, cat);
+				rpt_xml_escape(out, cat);
 				kb_buf_printf(out, "\" data-count=\"%d\"><title>", n);
-				orch_xml_escape(out, label);
+				rpt_xml_escape(out, label);
 				kb_buf_printf(out, " turn %d: %d ", k2 + 1, n);
-				orch_xml_escape(out, cat);
+				rpt_xml_escape(out, cat);
 				kb_buf_printf(out, "</title></rect>\n");
 				below += n;
 			}
@@ -624,7 +624,7 @@ plot_slot_use(json_t *models, struct kb_buf *out)
 			run_label(models, m, cpu ? slot_classes[k].cpu_label : slot_classes[k].label,
 				  label, sizeof(label));
 			kb_buf_printf(out, "<g class=\"steps\" data-series=\"");
-			orch_xml_escape(out, label);
+			rpt_xml_escape(out, label);
 			kb_buf_printf(out, "\" data-class=\"%s\" data-points=\"", slot_classes[k].cls);
 			for (int i = 0; i < n; i++)
 				kb_buf_printf(out, "%s%.17g,%g", i ? " " : "", xs[i], ys[i]);
@@ -638,7 +638,7 @@ plot_slot_use(json_t *models, struct kb_buf *out)
 					      py(&c, ys[i]));
 			}
 			kb_buf_printf(out, "\"/><title>");
-			orch_xml_escape(out, label);
+			rpt_xml_escape(out, label);
 			kb_buf_printf(out, "</title></g>\n");
 			chart_legend(&c, label, color_s);
 			free(xs);
@@ -649,7 +649,7 @@ plot_slot_use(json_t *models, struct kb_buf *out)
 	chart_close(&c);
 }
 
-const struct orch_plot orch_plots[] = {
+const struct rpt_plot rpt_plots[] = {
 	{ "fast_p", "fast_p against p, per level", plot_fast_p },
 	{ "fast1_by_turn", "fast_1 by turn", plot_fast1_by_turn },
 	{ "speedups", "speedups of correct kernels", plot_speedups },

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/orch_int.h"
+#include "report/report_int.h"
 
 /* 1 - C(n-c, k)/C(n, k), as the product over i in n-c+1..n of (1 - k/i): no factorial
  * that overflows, and exactly 1 when fewer than k samples fail. */
 double
-orch_fast_at_k(int n, int c, int k)
+rpt_fast_at_k(int n, int c, int k)
 {
 	double	miss = 1.0;
 
@@ -29,7 +29,7 @@ orch_fast_at_k(int n, int c, int k)
 
 /* splitmix64: small, fast, and the same sequence on every machine for a seed. */
 uint64_t
-orch_rand_next(uint64_t *state)
+rpt_rand_next(uint64_t *state)
 {
 	uint64_t	z = (*state += UINT64_C(0x9E3779B97F4A7C15));
 
@@ -40,12 +40,12 @@ orch_rand_next(uint64_t *state)
 
 /* Uniform in 0..n-1 (n > 0), by rejection so that no value is favoured. */
 int
-orch_rand_below(uint64_t *state, int n)
+rpt_rand_below(uint64_t *state, int n)
 {
 	uint64_t	limit = UINT64_MAX - UINT64_MAX % (uint64_t)n, r;
 
 	do
-		r = orch_rand_next(state);
+		r = rpt_rand_next(state);
 	while (r >= limit);
 	return (int)(r % (uint64_t)n);
 }
@@ -59,8 +59,8 @@ cmp_double(const void *a, const void *b)
 }
 
 int
-orch_paired_bootstrap(const double *a, const double *b, int n, int resamples, uint64_t seed,
-		      struct orch_bootstrap *out)
+rpt_paired_bootstrap(const double *a, const double *b, int n, int resamples, uint64_t seed,
+		      struct rpt_bootstrap *out)
 {
 	double	*means, sum = 0;
 
@@ -76,7 +76,7 @@ orch_paired_bootstrap(const double *a, const double *b, int n, int resamples, ui
 		double	s = 0;
 
 		for (int i = 0; i < n; i++) {
-			int j = orch_rand_below(&seed, n);
+			int j = rpt_rand_below(&seed, n);
 
 			s += b[j] - a[j];
 		}
@@ -92,7 +92,7 @@ orch_paired_bootstrap(const double *a, const double *b, int n, int resamples, ui
 }
 
 void
-orch_standardize(double *x, int n, int dim)
+rpt_standardize(double *x, int n, int dim)
 {
 	for (int d = 0; d < dim; d++) {
 		double	mean = 0, var = 0, sd;
@@ -136,12 +136,12 @@ medoid_cost(const double *dist, int n, const int *med, int k)
 }
 
 int
-orch_kmedoids(const double *x, int n, int dim, int k, int *medoids, double *cost_out)
+rpt_kmedoids(const double *x, int n, int dim, int k, int *medoids, double *cost_out)
 {
 	double	*dist, cost;
 	bool	*is_med;
 
-	if (k < 1 || k > n || n > ORCH_KMEDOIDS_MAX)
+	if (k < 1 || k > n || n > RPT_KMEDOIDS_MAX)
 		return -KB_EINVAL;
 	if ((dist = malloc((size_t)n * n * sizeof(*dist))) == NULL)
 		return -KB_ENOMEM;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/orch_int.h"
+#include "report/report_int.h"
 
 static int
 write_or_complain(const char *path, const struct kb_buf *b)
@@ -22,24 +22,15 @@ write_or_complain(const char *path, const struct kb_buf *b)
 }
 
 static json_t *
-load_models(const char *const *dirs, int ndirs, const char *const *accept)
+load_models(const struct rpt_run *runs, int nruns, const char *const *accept)
 {
 	json_t	*models = json_array();
-	char	 err[1024];
 
-	for (int i = 0; i < ndirs; i++) {
-		struct orch_run	 run;
-		json_t		*model;
+	for (int i = 0; i < nruns; i++) {
+		json_t	*model = rpt_run_model(&runs[i], accept);
 
-		if (orch_run_open(&run, dirs[i], err, sizeof(err)) < 0) {
-			fprintf(stderr, "kforge: %s\n", err);
-			json_decref(models);
-			return NULL;
-		}
-		model = orch_run_model(&run, accept);
-		orch_run_clear(&run);
 		if (model == NULL) {
-			fprintf(stderr, "kforge: out of memory reading %s\n", dirs[i]);
+			fprintf(stderr, "kforge: out of memory reading %s\n", runs[i].named);
 			json_decref(models);
 			return NULL;
 		}
@@ -57,7 +48,7 @@ write_svgs(json_t *models, const char *dir)
 		fprintf(stderr, "kforge: cannot create %s: %s\n", dir, kb_strerror(rc));
 		return -1;
 	}
-	for (const struct orch_plot *p = orch_plots; p->name != NULL; p++) {
+	for (const struct rpt_plot *p = rpt_plots; p->name != NULL; p++) {
 		struct kb_buf	b = KB_BUF_INIT(0);
 		char		path[PATH_MAX];
 
@@ -74,10 +65,10 @@ write_svgs(json_t *models, const char *dir)
 }
 
 int
-orch_cmd_report_out(const char *const *dirs, int ndirs, const char *const *accept,
-		    const struct orch_report_out *o)
+rpt_cmd_report_files(const struct rpt_run *runs, int nruns, const char *const *accept,
+		     const struct rpt_files *o)
 {
-	json_t	*models = load_models(dirs, ndirs, accept);
+	json_t	*models = load_models(runs, nruns, accept);
 	int	 rc = 0;
 
 	if (models == NULL)
@@ -85,7 +76,7 @@ orch_cmd_report_out(const char *const *dirs, int ndirs, const char *const *accep
 	if (o->csv) {
 		struct kb_buf b = KB_BUF_INIT(0);
 
-		if (orch_csv_write(models, &b) < 0) {
+		if (rpt_csv_write(models, &b) < 0) {
 			fprintf(stderr, "kforge: the CSV is larger than %u MiB\n",
 				KB_BUF_DEFAULT_CAP >> 20);
 			rc = 1;
@@ -101,7 +92,7 @@ orch_cmd_report_out(const char *const *dirs, int ndirs, const char *const *accep
 	if (rc == 0 && o->html != NULL) {
 		struct kb_buf b = KB_BUF_INIT(0);
 
-		if (orch_html_page(models, NULL, &b) < 0) {
+		if (rpt_html_page(models, NULL, &b) < 0) {
 			fprintf(stderr, "kforge: the page is larger than %u MiB\n",
 				KB_BUF_DEFAULT_CAP >> 20);
 			rc = 1;

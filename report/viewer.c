@@ -25,7 +25,7 @@
 #include <microhttpd.h>
 #include <pthread.h>
 
-#include "orchestrator/orch_int.h"
+#include "report/report_int.h"
 
 #define VIEW_MAX_CONNECTIONS	64
 #define VIEW_MAX_PER_CLIENT	32
@@ -49,10 +49,10 @@ struct viewer {
 	/* The run as opened once (its config and task list are frozen), and the last page
 	 * rendered with the stamp it was rendered at: a poll of an unchanged run gets the
 	 * same page without reading a log again. The server's one thread is the only user. */
-	struct orch_run	 run;
-	char		 page_stamp[32];
-	char		*page;
-	size_t		 page_len;
+	const struct rpt_run	*run;
+	char			 page_stamp[32];
+	char			*page;
+	size_t			 page_len;
 };
 
 /* Whether a Host header names this server: one of the names it was bound as, or, bound
@@ -86,7 +86,7 @@ host_ok(const struct viewer *v, const char *host)
 }
 
 void
-orch_run_stamp(const struct orch_run *run, char *out, size_t len)
+rpt_run_stamp(const struct rpt_run *run, char *out, size_t len)
 {
 	uint64_t	h = KB_FNV1A_START;	/* over sizes and times */
 	char		path[PATH_MAX];
@@ -146,11 +146,11 @@ serve_page(struct viewer *v, struct MHD_Connection *c, const char *rest)
 	int		 rc;
 
 	(void)rest;
-	orch_run_stamp(&v->run, stamp, sizeof(stamp));	/* before reading: never newer */
+	rpt_run_stamp(v->run, stamp, sizeof(stamp));	/* before reading: never newer */
 	if (v->page == NULL || strcmp(stamp, v->page_stamp) != 0) {
 		models = json_array();
-		json_array_append_new(models, orch_run_model(&v->run, NULL));
-		rc = orch_html_page(models, stamp, &b);
+		json_array_append_new(models, rpt_run_model(v->run, NULL));
+		rc = rpt_html_page(models, stamp, &b);
 		json_decref(models);
 		if (rc < 0) {
 			kb_buf_clear(&b);
@@ -174,7 +174,7 @@ serve_stamp(struct viewer *v, struct MHD_Connection *c, const char *rest)
 	char	stamp[32];
 
 	(void)rest;
-	orch_run_stamp(&v->run, stamp, sizeof(stamp));
+	rpt_run_stamp(v->run, stamp, sizeof(stamp));
 	return send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", kb_strdup(stamp),
 			 strlen(stamp), false);
 }
@@ -361,17 +361,12 @@ serve(struct viewer *v, const char *addr, int port)
 }
 
 int
-orch_cmd_viewer(const char *dir, const char *addr, int port)
+rpt_cmd_viewer(const struct rpt_run *run, const char *addr, int port)
 {
-	struct viewer	 v = { 0 };
-	char		 err[1024];
+	struct viewer	 v = { .run = run };
 	int		 rc;
 
-	if (orch_run_open(&v.run, dir, err, sizeof(err)) < 0) {
-		fprintf(stderr, "kforge: %s\n", err);
-		return 1;
-	}
-	snprintf(v.dir, sizeof(v.dir), "%s", v.run.dir);
+	snprintf(v.dir, sizeof(v.dir), "%s", run->dir);
 	if (realpath(v.dir, v.real) == NULL) {
 		fprintf(stderr, "kforge: %s: %s\n", v.dir, strerror(errno));
 		rc = 1;
@@ -379,6 +374,5 @@ orch_cmd_viewer(const char *dir, const char *addr, int port)
 		rc = serve(&v, addr, port);
 	}
 	free(v.page);
-	orch_run_clear(&v.run);
 	return rc;
 }

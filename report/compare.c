@@ -3,8 +3,8 @@
  * runs as columns on their common problems, the differences from the first run and
  * whether each is beyond the runs' own noise) and `kforge subset RUN_DIR... --size N
  * --out FILE` (a representative subset by k-medoids over the problems' results). Every
- * rate is the report's own tally (orch_report_json_of) or its definition of a task's
- * outcome (orch_summary_fast); the statistics are stats.c's.
+ * rate is the report's own tally (rpt_report_json_of) or its definition of a task's
+ * outcome (rpt_summary_fast); the statistics are stats.c's.
  */
 #include <errno.h>
 #include <math.h>
@@ -12,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fsm/fsm.h"
-#include "orchestrator/orch_int.h"
+#include "report/report_int.h"
 
 #define COMPARE_RESAMPLES	2000	/* paired bootstrap resamples */
 #define COMPARE_SEED		12	/* the bootstrap's fixed seed: same verdicts every time */
@@ -23,9 +22,8 @@
 
 /* One run as the comparisons read it: every task's summary, and each problem's hash. */
 struct cmp_run {
-	const char		*dir;
-	struct orch_run		 run;
-	struct fsm_summary	*sum;		/* one per task */
+	const struct rpt_run	*run;
+	struct rpt_summary	*sum;		/* one per task */
 	json_t			*sha;		/* {problem_key: sha256} from tasks.json */
 	char			 label[64];	/* "name (G+E)" */
 };
@@ -36,42 +34,37 @@ cmp_runs_clear(struct cmp_run *r, int n)
 	for (int i = 0; i < n; i++) {
 		free(r[i].sum);
 		json_decref(r[i].sha);
-		orch_run_clear(&r[i].run);
 	}
 	free(r);
 }
 
 static struct cmp_run *
-cmp_runs_load(const char *const *dirs, int n, const char *const *accept)
+cmp_runs_load(const struct rpt_run *runs, int n, const char *const *accept)
 {
 	struct cmp_run	*r = calloc((size_t)n, sizeof(*r));
-	char		 err[1024], path[PATH_MAX];
+	char		 path[PATH_MAX];
 
 	if (r == NULL) {
 		fprintf(stderr, "kforge: out of memory\n");
 		return NULL;
 	}
 	for (int i = 0; i < n; i++) {
-		json_t	*tasks, *t;
-		size_t	 j;
+		const struct kb_config	*c;
+		json_t			*tasks, *t;
+		size_t			 j;
 
-		r[i].dir = dirs[i];
-		if (orch_run_open(&r[i].run, dirs[i], err, sizeof(err)) < 0) {
-			fprintf(stderr, "kforge: %s\n", err);
-			cmp_runs_clear(r, i);
-			return NULL;
-		}
-		r[i].sum = calloc((size_t)r[i].run.ntasks + 1, sizeof(*r[i].sum));
+		r[i].run = &runs[i];
+		r[i].sum = calloc((size_t)r[i].run->ntasks + 1, sizeof(*r[i].sum));
 		r[i].sha = json_object();
 		if (r[i].sum == NULL) {
 			fprintf(stderr, "kforge: out of memory\n");
 			cmp_runs_clear(r, i + 1);
 			return NULL;
 		}
-		for (int k = 0; k < r[i].run.ntasks; k++)
-			fsm_summarize_accepting(r[i].run.dir, r[i].run.tasks[k].id, accept,
+		for (int k = 0; k < r[i].run->ntasks; k++)
+			rpt_summarize_accepting(r[i].run->dir, r[i].run->tasks[k].id, accept,
 						&r[i].sum[k]);
-		tasks = rd_run_file(path, sizeof(path), r[i].run.dir, RD_TASKS_JSON) == 0 ?
+		tasks = rd_run_file(path, sizeof(path), r[i].run->dir, RD_TASKS_JSON) == 0 ?
 			json_load_file(path, 0, NULL) : NULL;
 		json_array_foreach(tasks, j, t) {
 			const char *key = json_string_value(json_object_get(t, "problem_key"));
@@ -81,13 +74,14 @@ cmp_runs_load(const char *const *dirs, int n, const char *const *accept)
 				json_object_set_new(r[i].sha, key, json_string(sha));
 		}
 		json_decref(tasks);
-		snprintf(r[i].label, sizeof(r[i].label), "%.40s (%s%s%s%s%s)", r[i].run.cfg.name,
-			 r[i].run.cfg.refinement.feedback_g ? "G" : "",
-			 r[i].run.cfg.refinement.feedback_g && r[i].run.cfg.refinement.feedback_e ?
-			 "+" : "", r[i].run.cfg.refinement.feedback_e ? "E" : "",
-			 (r[i].run.cfg.refinement.feedback_g || r[i].run.cfg.refinement.feedback_e)
-			 && r[i].run.cfg.refinement.feedback_p ? "+" : "",
-			 r[i].run.cfg.refinement.feedback_p ? "P" : "");
+		c = r[i].run->cfg;
+		snprintf(r[i].label, sizeof(r[i].label), "%.40s (%s%s%s%s%s)", c->name,
+			 c->refinement.feedback_g ? "G" : "",
+			 c->refinement.feedback_g && c->refinement.feedback_e ? "+" : "",
+			 c->refinement.feedback_e ? "E" : "",
+			 (c->refinement.feedback_g || c->refinement.feedback_e) &&
+			 c->refinement.feedback_p ? "+" : "",
+			 c->refinement.feedback_p ? "P" : "");
 	}
 	return r;
 }
@@ -115,8 +109,8 @@ warn_content_differs(const struct cmp_run *r, int n, json_t *list)
 				continue;
 			fprintf(stderr, "kforge: warning: %s has different content in %s (sha256 "
 				"%.12s) than in %s (sha256 %.12s): the runs did not solve the "
-				"same problem\n", key, r[i].dir, json_string_value(v),
-				r[json_integer_value(json_object_get(first, "run"))].dir,
+				"same problem\n", key, r[i].run->named, json_string_value(v),
+				r[json_integer_value(json_object_get(first, "run"))].run->named,
 				json_string_value(json_object_get(first, "sha")));
 			json_object_set_new(first, "warned", json_true());
 			if (list != NULL)
@@ -135,8 +129,8 @@ common_keys(const struct cmp_run *r, int n, json_t *dropped)
 	int	 index = 0;
 
 	for (int i = 0; i < n; i++)
-		for (int k = 0; k < r[i].run.ntasks; k++) {
-			const char	*key = r[i].run.tasks[k].problem_key;
+		for (int k = 0; k < r[i].run->ntasks; k++) {
+			const char	*key = r[i].run->tasks[k].problem_key;
 			json_t		*c = json_object_get(all, key);
 
 			/* [the last run that has it, how many runs have it] */
@@ -148,8 +142,8 @@ common_keys(const struct cmp_run *r, int n, json_t *dropped)
 					json_integer_value(json_array_get(c, 1)) + 1));
 			}
 		}
-	for (int k = 0; k < r[0].run.ntasks; k++) {
-		const char *key = r[0].run.tasks[k].problem_key;
+	for (int k = 0; k < r[0].run->ntasks; k++) {
+		const char *key = r[0].run->tasks[k].problem_key;
 
 		if (json_object_get(common, key) == NULL &&
 		    json_integer_value(json_array_get(json_object_get(all, key), 1)) == n)
@@ -177,15 +171,15 @@ problem_means(const struct cmp_run *r, json_t *common, double p, int turn, doubl
 
 	for (size_t i = 0; i < np; i++)
 		out[i] = 0;
-	for (int k = 0; count != NULL && k < r->run.ntasks; k++) {
-		json_t	*idx = json_object_get(common, r->run.tasks[k].problem_key);
+	for (int k = 0; count != NULL && k < r->run->ntasks; k++) {
+		json_t	*idx = json_object_get(common, r->run->tasks[k].problem_key);
 		int	 i;
 
 		if (idx == NULL)
 			continue;
 		i = (int)json_integer_value(idx);
-		out[i] += turn > 0 ? orch_summary_fast_by(&r->sum[k], turn, p) :
-				     orch_summary_fast(&r->sum[k], p);
+		out[i] += turn > 0 ? rpt_summary_fast_by(&r->sum[k], turn, p) :
+				     rpt_summary_fast(&r->sum[k], p);
 		count[i]++;
 	}
 	for (size_t i = 0; count != NULL && i < np; i++)
@@ -211,14 +205,14 @@ cmp_metrics(const struct cmp_run *r, int n, struct cmp_metric *m, int max)
 	snprintf(m[nm].name, sizeof(m[nm].name), "fast_0");
 	m[nm].p = 0;
 	m[nm++].turn = 0;
-	for (int i = 0; i < ORCH_N_FAST_P && nm < max; i++) {
-		snprintf(m[nm].name, sizeof(m[nm].name), "fast_%g", orch_fast_p_levels[i]);
-		m[nm].p = orch_fast_p_levels[i];
+	for (int i = 0; i < RPT_N_FAST_P && nm < max; i++) {
+		snprintf(m[nm].name, sizeof(m[nm].name), "fast_%g", rpt_fast_p_levels[i]);
+		m[nm].p = rpt_fast_p_levels[i];
 		m[nm++].turn = 0;
 	}
 	for (int i = 0; i < n; i++)
-		if (r[i].run.cfg.refinement.turns < turns)
-			turns = (int)r[i].run.cfg.refinement.turns;
+		if (r[i].run->cfg->refinement.turns < turns)
+			turns = (int)r[i].run->cfg->refinement.turns;
 	for (int t = 1; t <= turns && nm < max; t++) {
 		snprintf(m[nm].name, sizeof(m[nm].name), "fast_1@turn%d", t);
 		m[nm].p = 1.0;
@@ -244,11 +238,11 @@ tally_value(json_t *report, const struct cmp_metric *m)
 }
 
 int
-orch_cmd_compare(const char *const *dirs, int ndirs, bool as_json, const char *const *accept)
+rpt_cmd_compare(const struct rpt_run *runs, int ndirs, bool as_json, const char *const *accept)
 {
-	struct cmp_run		*r = cmp_runs_load(dirs, ndirs, accept);
-	struct cmp_metric	 m[ORCH_N_FAST_P + 1 + 256];
-	json_t			*common, *dropped, *differs, *runs, *rows, *reports;
+	struct cmp_run		*r = cmp_runs_load(runs, ndirs, accept);
+	struct cmp_metric	 m[RPT_N_FAST_P + 1 + 256];
+	json_t			*common, *dropped, *differs, *listed, *rows, *reports;
 	double			*a, *b;
 	int			 nm, np, rc = 0;
 
@@ -259,10 +253,10 @@ orch_cmd_compare(const char *const *dirs, int ndirs, bool as_json, const char *c
 	warn_content_differs(r, ndirs, differs);
 	/* its fast_p counts what got through the evaluator: not a result to set beside one */
 	for (int i = 0; i < ndirs; i++)
-		if (r[i].run.cfg.redteam.enabled)
+		if (r[i].run->cfg->redteam.enabled)
 			fprintf(stderr, "kforge: warning: %s is a red-team run: its kernels were asked "
 				"to fool the evaluator, so its numbers are not kernels' results\n",
-				r[i].run.dir);
+				r[i].run->dir);
 	common = common_keys(r, ndirs, dropped);
 	np = (int)json_object_size(common);
 	if (np == 0) {
@@ -275,14 +269,14 @@ orch_cmd_compare(const char *const *dirs, int ndirs, bool as_json, const char *c
 	}
 	nm = cmp_metrics(r, ndirs, m, (int)(sizeof(m) / sizeof(m[0])));
 	reports = json_array();
-	runs = json_array();
+	listed = json_array();
 	for (int i = 0; i < ndirs; i++) {
-		json_t *rep = orch_report_json_of(&r[i].run, accept, common);
+		json_t *rep = rpt_report_json_of(r[i].run, r[i].sum, accept, common);
 
 		json_array_append_new(reports, rep);
-		json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:i, s:O}", "dir",
-			r[i].run.dir, "name", r[i].run.cfg.name, "label", r[i].label, "samples",
-			r[i].run.cfg.problems.samples, "report", rep));
+		json_array_append_new(listed, json_pack("{s:s, s:s, s:s, s:i, s:O}", "dir",
+			r[i].run->dir, "name", r[i].run->cfg->name, "label", r[i].label, "samples",
+			r[i].run->cfg->problems.samples, "report", rep));
 	}
 	a = calloc((size_t)np + 1, sizeof(double));
 	b = calloc((size_t)np + 1, sizeof(double));
@@ -294,13 +288,13 @@ orch_cmd_compare(const char *const *dirs, int ndirs, bool as_json, const char *c
 		for (int i = 0; i < ndirs; i++) {
 			double			v = tally_value(json_array_get(reports, (size_t)i),
 								&m[k]);
-			struct orch_bootstrap	bs;
+			struct rpt_bootstrap	bs;
 
 			json_array_append_new(values, json_real(v));
 			if (i == 0)
 				continue;
 			problem_means(&r[i], common, m[k].p, m[k].turn, b);
-			if (orch_paired_bootstrap(a, b, np, COMPARE_RESAMPLES, COMPARE_SEED,
+			if (rpt_paired_bootstrap(a, b, np, COMPARE_RESAMPLES, COMPARE_SEED,
 						  &bs) < 0) {
 				json_array_append_new(diffs, json_null());
 				continue;
@@ -313,7 +307,7 @@ orch_cmd_compare(const char *const *dirs, int ndirs, bool as_json, const char *c
 						      "values", values, "vs_first", diffs));
 	}
 	if (as_json) {
-		json_t *out = json_pack("{s:O, s:i, s:O, s:O, s:O, s:s}", "runs", runs,
+		json_t *out = json_pack("{s:O, s:i, s:O, s:O, s:O, s:s}", "runs", listed,
 			"common_problems", np, "left_out", dropped, "content_differs", differs,
 			"comparison", rows, "noise_method", "paired bootstrap over the common "
 			"problems (2000 resamples, seed 12) of the per-problem difference from "
@@ -331,7 +325,7 @@ orch_cmd_compare(const char *const *dirs, int ndirs, bool as_json, const char *c
 			printf(" (%zu left out: not in every run)", json_array_size(dropped));
 		printf("\n\n");
 		for (int k = 0; k < ndirs; k++)
-			printf("  %c: %s  %s\n", 'A' + (k % 26), r[k].label, r[k].run.dir);
+			printf("  %c: %s  %s\n", 'A' + (k % 26), r[k].label, r[k].run->dir);
 		printf("\n%-14s", "metric");
 		for (int k = 0; k < ndirs; k++)
 			printf("  %8c", 'A' + (k % 26));
@@ -370,7 +364,7 @@ orch_cmd_compare(const char *const *dirs, int ndirs, bool as_json, const char *c
 	free(a);
 	free(b);
 	json_decref(rows);
-	json_decref(runs);
+	json_decref(listed);
 	json_decref(reports);
 	json_decref(common);
 	json_decref(dropped);
@@ -426,35 +420,35 @@ result_vectors(const struct cmp_run *r, int n, json_t *common, int *dim_out)
 		return NULL;
 	}
 	for (int i = 0; i < n; i++) {
-		int	turns = (int)r[i].run.cfg.refinement.turns;
+		int	turns = (int)r[i].run->cfg->refinement.turns;
 
-		samples[i] = r[i].run.cfg.problems.samples;
-		for (int k = 0; k < r[i].run.ntasks; k++)
-			if (r[i].run.tasks[k].sample >= samples[i])
-				samples[i] = r[i].run.tasks[k].sample + 1;
+		samples[i] = r[i].run->cfg->problems.samples;
+		for (int k = 0; k < r[i].run->ntasks; k++)
+			if (r[i].run->tasks[k].sample >= samples[i])
+				samples[i] = r[i].run->tasks[k].sample + 1;
 		offset[i] = dim;
 		dim += samples[i] * 3 * turns;
 	}
 	if ((x = calloc((size_t)np * (size_t)dim + 1, sizeof(double))) != NULL) {
 		for (int i = 0; i < n; i++) {
-			int	turns = (int)r[i].run.cfg.refinement.turns;
+			int	turns = (int)r[i].run->cfg->refinement.turns;
 
-			for (int k = 0; k < r[i].run.ntasks; k++) {
-				const struct fsm_summary *s = &r[i].sum[k];
-				json_t	*idx = json_object_get(common, r[i].run.tasks[k].problem_key);
+			for (int k = 0; k < r[i].run->ntasks; k++) {
+				const struct rpt_summary *s = &r[i].sum[k];
+				json_t	*idx = json_object_get(common, r[i].run->tasks[k].problem_key);
 				double	*row;
 
 				if (idx == NULL)
 					continue;
 				row = x + (size_t)json_integer_value(idx) * dim + offset[i] +
-				      (size_t)r[i].run.tasks[k].sample * 3 * turns;
+				      (size_t)r[i].run->tasks[k].sample * 3 * turns;
 				for (int t = 1; t <= turns && t <= 256; t++) {
 					double best = s->nbest == 0 ? -1 :
 						s->best_at_turn[t <= s->nbest ? t - 1 : s->nbest - 1];
 					double ln = best > 0 ? log(best) : SPEEDUP_LOG_FLOOR;
 
 					row[3 * t - 3] = s->compiled_at_turn[t - 1];
-					row[3 * t - 2] = orch_summary_fast_by(s, t, 0);
+					row[3 * t - 2] = rpt_summary_fast_by(s, t, 0);
 					row[3 * t - 1] = fmax(SPEEDUP_LOG_FLOOR, fmin(SPEEDUP_LOG_CEIL, ln));
 				}
 			}
@@ -483,14 +477,14 @@ targets_make(const struct cmp_run *r, int n, json_t *common, struct subset_targe
 
 	memset(t, 0, sizeof(*t));
 	for (int i = 0; i < n; i++)
-		max += 2 + (int)r[i].run.cfg.refinement.turns;
+		max += 2 + (int)r[i].run->cfg->refinement.turns;
 	t->name = calloc((size_t)max, sizeof(*t->name));
 	t->vals = calloc((size_t)max, sizeof(*t->vals));
 	t->full = calloc((size_t)max, sizeof(*t->full));
 	if (t->name == NULL || t->vals == NULL || t->full == NULL)
 		return -KB_ENOMEM;
 	for (int i = 0; i < n; i++) {
-		int	turns = (int)r[i].run.cfg.refinement.turns;
+		int	turns = (int)r[i].run->cfg->refinement.turns;
 
 		for (int q = -1; q <= turns; q++) {
 			double *v = calloc((size_t)np + 1, sizeof(double));
@@ -533,7 +527,7 @@ write_subset(const char *out, const struct cmp_run *r, int ndirs, json_t *common
 		      "(PAM) over their\n# standardized results (compiled, correct and speedup "
 		      "by turn and sample) in the runs:\n", size, json_object_size(common));
 	for (int i = 0; i < ndirs; i++)
-		kb_buf_printf(&b, "#   %s\n", r[i].run.dir);
+		kb_buf_printf(&b, "#   %s\n", r[i].run->dir);
 	kb_buf_printf(&b, "# Mean absolute deviation of fast_0, fast_1 and fast_1 by turn from "
 		      "the full set: %.4f\n# (%d random subsets of %d, seed %llu: mean %.4f; "
 		      "these medoids beat %d of them and tie %d).\n", mad, SUBSET_RANDOM, size,
@@ -547,9 +541,9 @@ write_subset(const char *out, const struct cmp_run *r, int ndirs, json_t *common
 }
 
 int
-orch_cmd_subset(const char *const *dirs, int ndirs, int size, const char *out, uint64_t seed)
+rpt_cmd_subset(const struct rpt_run *runs, int ndirs, int size, const char *out, uint64_t seed)
 {
-	struct cmp_run		*r = cmp_runs_load(dirs, ndirs, NULL);
+	struct cmp_run		*r = cmp_runs_load(runs, ndirs, NULL);
 	struct subset_target	 t = { 0 };
 	json_t			*common = NULL, *dropped = json_array();
 	double			*x = NULL, *dev = NULL, mad, random_sum = 0, *random_dev = NULL;
@@ -572,9 +566,9 @@ orch_cmd_subset(const char *const *dirs, int ndirs, int size, const char *out, u
 			fprintf(stderr, " %s", json_string_value(k));
 		fprintf(stderr, "\n");
 	}
-	if (size < 1 || size > np || np > ORCH_KMEDOIDS_MAX) {
+	if (size < 1 || size > np || np > RPT_KMEDOIDS_MAX) {
 		fprintf(stderr, "kforge subset: --size %d: the runs have %d problems in common%s\n",
-			size, np, np > ORCH_KMEDOIDS_MAX ? " (more than k-medoids takes here)" :
+			size, np, np > RPT_KMEDOIDS_MAX ? " (more than k-medoids takes here)" :
 			"; the size must be 1 to that");
 		goto out;
 	}
@@ -587,8 +581,8 @@ orch_cmd_subset(const char *const *dirs, int ndirs, int size, const char *out, u
 		fprintf(stderr, "kforge: out of memory\n");
 		goto out;
 	}
-	orch_standardize(x, np, dim);
-	if (orch_kmedoids(x, np, dim, size, med, NULL) < 0) {
+	rpt_standardize(x, np, dim);
+	if (rpt_kmedoids(x, np, dim, size, med, NULL) < 0) {
 		fprintf(stderr, "kforge: k-medoids failed\n");
 		goto out;
 	}
@@ -599,7 +593,7 @@ orch_cmd_subset(const char *const *dirs, int ndirs, int size, const char *out, u
 		for (int i = 0; i < np; i++)
 			pick[i] = i;
 		for (int i = 0; i < size; i++) {	/* a partial Fisher-Yates shuffle */
-			int j = i + orch_rand_below(&state, np - i), tmp = pick[i];
+			int j = i + rpt_rand_below(&state, np - i), tmp = pick[i];
 
 			pick[i] = pick[j];
 			pick[j] = tmp;
@@ -615,7 +609,7 @@ orch_cmd_subset(const char *const *dirs, int ndirs, int size, const char *out, u
 	printf("kforge subset: %d of %d problems, the medoids of k-medoids (PAM) over %d "
 	       "standardized results each from %d run(s)\n\n", size, np, dim, ndirs);
 	for (int i = 0; i < ndirs; i++)
-		printf("  %c: %s  %s\n", 'A' + i % 26, r[i].label, r[i].run.dir);
+		printf("  %c: %s  %s\n", 'A' + i % 26, r[i].label, r[i].run->dir);
 	printf("\n%-18s  %7s  %7s  %7s  %13s\n", "metric", "full", "subset", "|dev|",
 	       "random |dev|");
 	for (int q = 0; q < t.nq; q++)

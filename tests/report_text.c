@@ -1,5 +1,5 @@
 /*
- * orchestrator_report.c: the pure parts of the report's files — the kernel diff (its
+ * report_text.c: the pure parts of the report's files — the kernel diff (its
  * lines rebuild both texts, and it is as short as a longest common subsequence allows),
  * the escaping of run text into HTML and SVG, and the CSV's quoting of awkward fields.
  */
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/orch_int.h"
+#include "report/report_int.h"
 #include "kb_check.h"
 
-/* Undoes the five entities orch_xml_escape writes. */
+/* Undoes the five entities rpt_xml_escape writes. */
 static void
 unescape(const char *s, size_t n, struct kb_buf *out)
 {
@@ -109,7 +109,7 @@ test_diff(void)
 		char		 want_old[256], want_new[256], *lo[64], *ln[64], *a, *b;
 		int		 added = 0, removed = 0, no, nn, l;
 
-		orch_html_diff(cases[i].old, cases[i].new, &d);
+		rpt_html_diff(cases[i].old, cases[i].new, &d);
 		CHECKM(d.p != NULL && strncmp(d.p, "<pre class=\"diff\"", 17) == 0, "case %zu: %s", i,
 		       d.p ? d.p : "(nothing)");
 		CHECKM(d.p == NULL || (strstr(d.p, "<tag") == NULL && strstr(d.p, "'q'") == NULL),
@@ -146,11 +146,11 @@ test_escape(void)
 {
 	struct kb_buf	b = KB_BUF_INIT(0);
 
-	orch_xml_escape(&b, "<script>alert('x')</script> & \"q\"\x01\t\n");
+	rpt_xml_escape(&b, "<script>alert('x')</script> & \"q\"\x01\t\n");
 	CHECKM(b.p != NULL && strcmp(b.p, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; "
 				   "&quot;q&quot;\xEF\xBF\xBD\t\n") == 0, "escaped as '%s'", b.p);
 	kb_buf_clear(&b);
-	orch_xml_escape(&b, NULL);
+	rpt_xml_escape(&b, NULL);
 	CHECK(b.len == 0);
 	kb_buf_clear(&b);
 }
@@ -163,7 +163,7 @@ test_csv(void)
 	const char	*line;
 	const char	*want = "\"a,b\",\"say \"\"hi\"\"\nthere\",,,3,,,,,true,0.10000000000000001,";
 
-	for (const struct orch_column *c = orch_turn_columns; c->name != NULL; c++)
+	for (const struct rpt_column *c = rpt_turn_columns; c->name != NULL; c++)
 		json_object_set_new(row, c->name, json_null());
 	json_object_set_new(row, "run", json_string("a,b"));
 	json_object_set_new(row, "task", json_string("say \"hi\"\nthere"));
@@ -171,7 +171,7 @@ test_csv(void)
 	json_object_set_new(row, "speedup", json_real(0.1));
 	json_object_set_new(row, "correct", json_true());
 	models = json_pack("[{s:[{s:[o]}]}]", "tasks", "rows", row);
-	CHECK(orch_csv_write(models, &b) == 0);
+	CHECK(rpt_csv_write(models, &b) == 0);
 	line = b.p != NULL ? strstr(b.p, "\r\n") : NULL;
 	CHECKM(line != NULL && strncmp(line + 2, want, strlen(want)) == 0, "CSV row: %s",
 	       line ? line + 2 : "(none)");
