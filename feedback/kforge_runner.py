@@ -4068,7 +4068,8 @@ parts = got.split()
 if len(parts) == 2 and all(x.isdigit() for x in parts):
     st, left = int(parts[0]), int(parts[1])
     try:
-        os.write(res, b"%s%d\n" % (sys.argv[4].encode(), left))
+        if res >= 0:
+            os.write(res, b"%s%d\n" % (sys.argv[4].encode(), left))
     except OSError:
         pass
 if os.WIFSIGNALED(st):
@@ -4141,16 +4142,27 @@ def enter_namespaces(req):
                 hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
                 libc.capset(hdr, (ctypes.c_uint32 * 6)())
             return "pid=1 mount=1 proc=%d user=%d" % (proc, user)
-        os.close(r)
-        os.set_inheritable(w, True)
-        os.execv(sys.executable, [sys.executable, "-S", "-I", "-c", NS_INIT, str(w),
-                                  str(runner)])
-    os.close(w)
-    os.set_inheritable(r, True)
-    os.set_inheritable(RESULT_FD, True)
-    # The trailer (kforge's FB_NS_TRAILER) precedes the count of what the runner left.
-    os.execv(sys.executable, [sys.executable, "-S", "-I", "-c", NS_WAIT, str(r), str(init),
-                              str(RESULT_FD), str(sbx.get("trailer", ""))])
+        try:
+            os.close(r)
+            os.set_inheritable(w, True)
+            os.execv(sys.executable, [sys.executable, "-S", "-I", "-c", NS_INIT, str(w),
+                                      str(runner)])
+        finally:
+            os._exit(127)
+    # This process never returns to the runner's code from here: the runner is the child.
+    try:
+        os.close(w)
+        os.set_inheritable(r, True)
+        try:
+            os.set_inheritable(RESULT_FD, True)
+            res = RESULT_FD
+        except OSError:     # run by hand: the result goes to stdout, no trailer
+            res = -1
+        # The trailer (kforge's FB_NS_TRAILER) precedes the count of what the runner left.
+        os.execv(sys.executable, [sys.executable, "-S", "-I", "-c", NS_WAIT, str(r), str(init),
+                                  str(res), str(sbx.get("trailer", ""))])
+    finally:
+        os._exit(127)
 
 
 def pin_cpus(req):

@@ -118,10 +118,21 @@ def last_to(task):
         return None
 
 
-def runner_in(state):
-    """A runner whose task's log says it is in state."""
+def own_pid_namespace(pid):
+    """Whether pid is in a PID namespace beneath this one (its NSpid names two pids): a
+    runner of candidate code is, the judge never is (feedback/policy.c)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return any(line.startswith("NSpid:") and len(line.split()) > 2 for line in f)
+    except OSError:
+        return False
+
+
+def runner_in(state, candidate=False):
+    """A runner whose task's log says it is in state (candidate: one that runs candidate
+    code, not an execute's judge)."""
     for r in runners():
-        if last_to(r["task"]) == state:
+        if last_to(r["task"]) == state and (not candidate or own_pid_namespace(r["pid"])):
             return r
     return None
 
@@ -328,7 +339,7 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, hold=False, cut=False
         elif kill == "runner":
             # Killed as soon as it is seen: it must still import torch and run the
             # trials, so it cannot have reported, however fast or slow the machine.
-            r = wait_for("an executing runner", lambda: runner_in("EXECUTE"), sup)
+            r = wait_for("an executing runner", lambda: runner_in("EXECUTE", candidate=True), sup)
             os.kill(r["pid"], signal.SIGKILL)
             crashed_task = r["task"]
         elif kill == "worker":
