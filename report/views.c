@@ -41,10 +41,6 @@ load_json_in(const char *dir, enum rd_entry file)
  * to zero. Statistics: median (the mean of the middle two for an even count), p90
  * (nearest rank), max and total, in ms.
  */
-static const enum rpt_state timed_stages[] = {
-	RPT_ST_GENERATE, RPT_ST_PRECOMPILE, RPT_ST_EXECUTE, RPT_ST_PROFILE,
-};
-#define N_TIMED_STAGES (sizeof(timed_stages) / sizeof(timed_stages[0]))
 
 #define STAGE_MS_MAX (INT64_C(1) << 40)
 
@@ -134,11 +130,11 @@ stage_times_json(struct stage_times st[RPT_ST__N])
 {
 	json_t	*out = json_object();
 
-	for (size_t k = 0; k < N_TIMED_STAGES; k++) {
-		struct stage_times *s = &st[timed_stages[k]];
+	for (size_t k = 0; k < rpt_nstages; k++) {
+		struct stage_times *s = &st[rpt_stages[k].state];
 
-		if (s->steps > 0)
-			json_object_set_new(out, rpt_state_name(timed_stages[k]),
+		if (rpt_stages[k].slot && s->steps > 0)
+			json_object_set_new(out, rpt_state_name(rpt_stages[k].state),
 				json_pack("{s:i, s:i, s:i, s:o, s:o}", "steps", s->steps,
 					  "held_slot", s->n, "no_slot", s->steps - s->n, "wait_ms",
 					  ms_stats(s->wait, s->n), "hold_ms",
@@ -171,8 +167,8 @@ print_stage_times(json_t *stages)
 	       "such as a cache hit, holds nothing and is left out of the times):\n");
 	printf("  %-10s %5s %5s %7s  %11s %11s  %11s %11s\n", "STAGE", "steps", "slot",
 	       "no slot", "wait median", "p90", "hold median", "p90");
-	for (size_t k = 0; k < N_TIMED_STAGES; k++) {
-		const char	*name = rpt_state_name(timed_stages[k]);
+	for (size_t k = 0; k < rpt_nstages; k++) {
+		const char	*name = rpt_state_name(rpt_stages[k].state);
 		json_t		*s = json_object_get(stages, name);
 		json_t		*w = json_object_get(s, "wait_ms"), *h = json_object_get(s, "hold_ms");
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """stage_times.py RUN_DIR: where each stage's time went.
 
-First the wall time of each stage (GENERATE, PRECOMPILE, EXECUTE, PROFILE, FEEDBACK) per
+First the wall time of each stage (the stage list is kforge's, `kforge --list stages`,
+rundir/rundir.h's RD_TASK_STAGES: GENERATE, PRECOMPILE, EXECUTE, PROFILE, FEEDBACK) per
 task and turn, from the trajectory timestamps, with per-stage medians: a stage's wall
 time runs from the record that entered it to the record that left it, so it includes
 the time spent waiting for a slot (an LLM request, a compile slot, a GPU or CPU
@@ -28,9 +29,6 @@ import statistics
 import subprocess
 import sys
 
-STAGES = ("GENERATE", "PRECOMPILE", "EXECUTE", "PROFILE", "FEEDBACK")
-
-
 def ms(ts):
     return datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp() * 1000.0
 
@@ -41,6 +39,14 @@ def kforge_bin():
         if b and os.access(b, os.X_OK):
             return b
     sys.exit("stage_times.py: no kforge binary (set KFORGE_BIN, or build into build/)")
+
+
+def stages():
+    """The stages, in order, as (name, takes a slot): kforge --list stages."""
+    p = subprocess.run([kforge_bin(), "--list", "stages"], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("stage_times.py: kforge --list stages failed: %s" % p.stderr.strip())
+    return [(name, kind == "slot") for name, kind in (line.split() for line in p.stdout.splitlines())]
 
 
 def wall_times(run_dir):
@@ -59,7 +65,7 @@ def wall_times(run_dir):
                 cur["task"], cur["turn"], cur["from"], d, cur["event"], cur["data"].get("status", "")))
     print()
     print("wall time per stage (waiting included):")
-    for stage in STAGES:
+    for stage, _ in stages():
         v = per_stage.get(stage)
         if v:
             print("  %-10s n=%-4d median %10.1f ms  min %10.1f  max %10.1f" % (
@@ -82,14 +88,14 @@ def slot_times(run_dir):
     p = subprocess.run([kforge_bin(), "status", run_dir, "--json"], capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit("stage_times.py: kforge status failed: %s" % p.stderr.strip())
-    stages = json.loads(p.stdout).get("stages", {})
+    timed = json.loads(p.stdout).get("stages", {})
     print()
     print("waiting for a slot vs holding it (kforge status; a step without a slot, "
           "such as a cache hit, holds nothing):")
     print("  %-10s %6s %6s %8s  %13s %13s  %13s %13s" % (
         "STAGE", "steps", "slot", "no slot", "wait median", "wait p90", "hold median", "hold p90"))
-    for stage in STAGES:
-        s = stages.get(stage)
+    for stage, slot in stages():
+        s = slot and timed.get(stage)
         if not s:
             continue
         w, h = s["wait_ms"], s["hold_ms"]
