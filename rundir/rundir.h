@@ -150,6 +150,13 @@ int	rd_finding_file(char *out, size_t n, const char *run_dir, const char *task_i
 	X(PROFILE, true)	\
 	X(FEEDBACK, false)
 
+/* A part of a step timed apart from its slot, in the step's data: the start of the
+ * worker's runner before a PRECOMPILE asks for its compile slot (fsm/actions.c; on a
+ * worker's first step its fork server imports torch, seconds). The stage-times tables
+ * show it as a row of its own, "runner start", beside the stages. */
+#define RD_STEP_RUNNER_START_MS	"runner_start_ms"
+#define RD_STEP_RUNNER_START_ROW	"runner start"
+
 #define RD_TASK_EVENTS(X) \
 	X(start)	\
 	X(ok)		\
