@@ -15,7 +15,9 @@ Then, for the stages that take a slot, that wall time split into waiting for the
 and holding it (median and p90 of each), as `kforge status DIR --json` reports it under
 "stages". That split is defined once, in report/views.c (stage_times_json): it is
 read from the lease record of each step, and a step that took no slot (a cache hit)
-holds nothing and is counted apart. This tool prints it and does not recompute it.
+holds nothing and is counted apart. Beside the stages, status keeps a row "runner start":
+the time a worker waited for its runner to start (torch imported) before its step asked
+for a slot, which holds none. This tool prints it and does not recompute it.
 
 The kforge binary: $KFORGE_BIN, else build/kforge beside this checkout, else kforge on
 PATH. Standard library only.
@@ -92,15 +94,21 @@ def slot_times(run_dir):
     print()
     print("waiting for a slot vs holding it (kforge status; a step without a slot, "
           "such as a cache hit, holds nothing):")
-    print("  %-10s %6s %6s %8s  %13s %13s  %13s %13s" % (
+    print("  %-12s %6s %6s %8s  %13s %13s  %13s %13s" % (
         "STAGE", "steps", "slot", "no slot", "wait median", "wait p90", "hold median", "hold p90"))
-    for stage, slot in stages():
-        s = slot and timed.get(stage)
+    listed = stages()
+    # The stages that take a slot, then the rows status keeps beside them (runner start:
+    # a worker's runner starting, torch imported, before its step asks for a slot).
+    rows = [stage for stage, slot in listed if slot]
+    rows += sorted(k for k in timed if k not in {stage for stage, _ in listed})
+    for stage in rows:
+        s = timed.get(stage)
         if not s:
             continue
-        w, h = s["wait_ms"], s["hold_ms"]
-        cells = ["%10.1f ms" % x for x in (w["median"], w["p90"], h["median"], h["p90"])] if w else ["-"] * 4
-        print("  %-10s %6d %6d %8d  %13s %13s  %13s %13s" % (
+        cells = []
+        for v in (s["wait_ms"], s["hold_ms"]):
+            cells += ["%10.1f ms" % x for x in (v["median"], v["p90"])] if v else ["-"] * 2
+        print("  %-12s %6d %6d %8d  %13s %13s  %13s %13s" % (
             stage, s["steps"], s["held_slot"], s["no_slot"], *cells))
 
 
