@@ -114,10 +114,11 @@ static const struct command commands[] = {
 	{ .name = "status", .run = cmd_view,
 	  .usage = "status DIR [--json]",
 	  .help = "Tasks with their state, turn, best speedup and last result; the GPU, compile and\n"
-	  "LLM slots (busy/total, waiting, utilisation); per stage, the time spent waiting for\n"
-	  "a slot and the time holding it (median, p90); LLM requests and tokens. A run with\n"
-	  "work left and no supervisor (stopped, paused, or interrupted: killed) is said to be\n"
-	  "so, with the 'kforge resume' that continues it.",
+	  "LLM slots (busy/total, waiting, utilisation) and the workers starting their runner;\n"
+	  "per stage, the time spent waiting for a slot and the time holding it (median, p90),\n"
+	  "and a row for the runners' starts (torch's import, in no slot); LLM requests and\n"
+	  "tokens. A run with work left and no supervisor (stopped, paused, or interrupted:\n"
+	  "killed) is said to be so, with the 'kforge resume' that continues it.",
 	  .view = orch_cmd_status },
 	{ .name = "tail", .run = cmd_tail,
 	  .usage = "tail DIR [TASK] [-f]",
