@@ -499,6 +499,11 @@ json_t	*fb_source_kernels(const char *source);
 enum fb_verdict { FB_VERDICT_CORRECT, FB_VERDICT_INCORRECT, FB_VERDICT_REJECTED,
 		  FB_VERDICT_SUSPECT };
 const char	*fb_verdict_name(enum fb_verdict v);
+/* Row i of the flags' table (verdict.c), every flag a result may carry: its verdict
+ * (REJECTED, SUSPECT, or CORRECT where it leaves the verdict alone) and its meaning;
+ * -KB_ENOENT past the last. */
+int	fb_flag_rule(size_t i, const char **flag, enum fb_verdict *verdict,
+		     const char **message);
 /* The static checks of a candidate against its problem, by the config's device, format,
  * precision and eval.torch_ops (none with eval.static_checks false): *findings is a new array of {rule, severity: error|
  * warning, line, message}. They only parse the code (Python's ast, no torch, nothing

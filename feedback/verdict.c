@@ -31,14 +31,15 @@ fb_verdict_name(enum fb_verdict v)
 }
 
 /*
- * The policy for the runner's flags (and those fb_run and fb_judge add): a flag not
- * listed says something about the problem or the environment, not the candidate
- * (degenerate_output, reference_nan, out_of_memory, timing_error ...), and leaves the
- * verdict alone.
+ * The runner's flags (and those fb_run and fb_judge add), every one of them, a row each
+ * (tests/feedback_flags.py holds the runner's and the C side's to this table, through
+ * `kforge --list flags`): the verdict it leads to, REJECTED or SUSPECT, or CORRECT for a
+ * flag that says something about the problem, the environment or the runner rather than
+ * the candidate and leaves the verdict alone; and what it means.
  */
 static const struct flag_rule {
 	const char	*flag;
-	enum fb_verdict	 verdict;	/* REJECTED or SUSPECT */
+	enum fb_verdict	 verdict;	/* REJECTED, SUSPECT, or CORRECT: none */
 	const char	*message;
 } flag_rules[] = {
 	{ "torch_patched", FB_VERDICT_REJECTED,
@@ -85,10 +86,49 @@ static const struct flag_rule {
 	  "the current stream" },
 	{ "output_dtype_mismatch", FB_VERDICT_SUSPECT,
 	  "its output's dtype differs from the reference's (compared after conversion)" },
-	{ "output_device_mismatch", FB_VERDICT_SUSPECT,
-	  "its output is on another device than the reference's (compared after a copy)" },
+	{ "degenerate_output", FB_VERDICT_CORRECT,
+	  "the reference's outputs are near zero or constant within the tolerance: a property "
+	  "of the problem, which a wrong kernel may pass" },
+	{ "reference_nan", FB_VERDICT_CORRECT, "the reference's outputs hold NaN" },
+	{ "reference_error", FB_VERDICT_CORRECT, "the reference itself failed to run" },
+	{ "input_mutated", FB_VERDICT_CORRECT,
+	  "it changed its inputs in place (the reference's outputs are compared on pristine "
+	  "inputs)" },
+	{ "import_needs_gpu", FB_VERDICT_CORRECT,
+	  "its module needs a GPU when imported; the execute step builds and checks it" },
+	{ "compile_failed", FB_VERDICT_CORRECT,
+	  "torch.compile of the reference failed, so there is no compiled baseline" },
+	{ "compile_unavailable", FB_VERDICT_CORRECT,
+	  "this torch has no torch.compile, so there is no compiled baseline" },
+	{ "timing_error", FB_VERDICT_CORRECT,
+	  "its timing failed (not with a CUDA error): correct, but untimed" },
+	{ "out_of_memory", FB_VERDICT_CORRECT, "the step ran out of memory" },
+	{ "runner_error", FB_VERDICT_CORRECT, "the runner itself failed: a bug in kforge" },
+	{ "sandbox_failed", FB_VERDICT_CORRECT,
+	  "the runner's namespaces could not be made under sandbox.mode strict" },
+	{ "candidate_ended", FB_VERDICT_CORRECT,
+	  "the candidate's process ended before the judge had its answers" },
+	{ "judge_failed", FB_VERDICT_CORRECT, "the judge process failed" },
+	{ "host_memory_exceeded", FB_VERDICT_CORRECT,
+	  "the runner's processes held more host memory than the cap and were killed" },
+	{ "runner_hung_after_result", FB_VERDICT_CORRECT,
+	  "the runner reported, then ran past its deadline" },
+	{ "runner_died_after_result", FB_VERDICT_CORRECT,
+	  "the runner reported, then died of a signal" },
+	{ "output_truncated", FB_VERDICT_CORRECT, "the runner's output was over its cap" },
 };
 #define N_FLAG_RULES	(sizeof(flag_rules) / sizeof(flag_rules[0]))
+
+int
+fb_flag_rule(size_t i, const char **flag, enum fb_verdict *verdict, const char **message)
+{
+	if (i >= N_FLAG_RULES)
+		return -KB_ENOENT;
+	*flag = flag_rules[i].flag;
+	*verdict = flag_rules[i].verdict;
+	*message = flag_rules[i].message;
+	return 0;
+}
 
 static const struct flag_rule *
 flag_rule(const char *flag)

@@ -193,6 +193,29 @@ lease_give(struct task_run *t, struct lease *l)
 			    (json_int_t)l->got_ms, "released_ms", (json_int_t)now));
 }
 
+/* Starts the worker's next runner ahead (fb_warm_start), saying so in the pool while it
+ * does (status and the progress display count those starting) and recording how long it
+ * took in the step's data where one was started: a worker's first start waits for its
+ * fork server to import torch, seconds in no slot that would otherwise show nowhere. */
+static void
+warm_start_recorded(struct task_run *t)
+{
+	int64_t	asked_ms = kb_mono_ms();
+	bool	shown;
+
+	if (!t->cfg->runner.warm || fb_warm_pid() != 0) {
+		fb_warm_start(t->cfg);
+		return;
+	}
+	shown = gpool_starting(t->ctx->pool, true) == 0;
+	fb_warm_start(t->cfg);
+	if (shown)
+		(void)gpool_starting(t->ctx->pool, false);
+	if (fb_warm_pid() != 0)
+		json_object_set_new(t->data, RD_STEP_RUNNER_START_MS,
+				    json_integer(kb_mono_ms() - asked_ms));
+}
+
 /* ------------------------------------------------------------ GENERATE */
 
 /* The run's first device's hardware facts, for the prompt's hardware block; NULL when
@@ -532,7 +555,7 @@ fsm_act_precompile(struct task_run *t)
 	/* The next runner imports torch (or is forked) while the build cache is looked up
 	 * and a compile slot awaited; not before the static checks, whose rejections would
 	 * leave it unused (20 of the CPU adversarial suite's 53 tasks, one import each). */
-	fb_warm_start(t->cfg);
+	warm_start_recorded(t);
 	runner_request(t, FB_PRECOMPILE, &c, &lease, &req);
 	rc = fb_eval_build(t->cfg, &req, t->ctx->run_dir, &slot, &b);
 	if (b.cache_hit)

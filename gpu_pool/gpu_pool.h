@@ -67,6 +67,13 @@ int	gpool_set_runner(struct gpool *p, enum gpool_class cls, int slot, enum gpool
 			 pid_t runner);
 int	gpool_release(struct gpool *p, enum gpool_class cls, int slot);
 
+/* Time a worker spends outside any slot that status should still name: starting its
+ * runner (a fork server importing torch, seconds on a worker's first step). on: this
+ * process (getpid()) starts one now; off: it is done. Counted by the snapshot
+ * ("runner_start") and forgotten when the process is reaped. 0, or -KB_ESYS;
+ * -KB_EAGAIN when every record is taken (the start then goes unshown). */
+int	gpool_starting(struct gpool *p, bool on);
+
 /* Supervisor only: pid has been reaped. Frees the slots it owned once their runner is
  * gone too, then audits free + leased == total per class, repairing drift (logged).
  * Returns the number of slots freed. */
@@ -113,7 +120,8 @@ enum gpool_pause_kind gpool_paused(struct gpool *p, char *reason, size_t n);
 const char *gpool_pause_kind_name(enum gpool_pause_kind kind);	/* "llm_auth", "env" */
 
 /* Counters for status: used/total and waiters per class, busy milliseconds since
- * creation, "paused" (null, or {kind, reason, task, pid, since_ms}) and "llm_paused"
+ * creation, "runner_start" ({"starting": the processes between gpool_starting's on and
+ * off}, an object as a class is, so that a Slurm run's shards add up alike), "paused" (null, or {kind, reason, task, pid, since_ms}) and "llm_paused"
  * (the same when its kind is llm_auth, else null). Returned object
  * belongs to the caller. */
 json_t	*gpool_snapshot_json(struct gpool *p);

@@ -29,7 +29,7 @@
 #include "gpu_pool/gpu_pool.h"
 
 #define GPOOL__MAGIC		0x6b67706fu	/* "kgpo" */
-#define GPOOL__VERSION		3
+#define GPOOL__VERSION		4
 #define GPOOL__TASK_LEN		64
 #define GPOOL__REASON_LEN	128
 #define GPOOL__MAX_WAITERS	1024
@@ -91,6 +91,9 @@ struct gpool {
 	struct gpool__class cls[GPOOL__NCLASS];
 	struct gpool__waiter waiter[GPOOL__MAX_WAITERS];
 	struct gpool__pause pause;	/* pause.c */
+	/* Workers starting their runner (lease.c, gpool_starting): a pid each, 0 free;
+	 * written under the lock with atomic stores, forgotten when the pid is reaped. */
+	pid_t		 starting[GPOOL__MAX_WAITERS];
 };
 
 /* Test-only: called at chosen points so a fault-injection test can make a process stop

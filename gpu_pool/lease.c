@@ -1,6 +1,7 @@
 /*
- * lease.c: what workers do with the pool — acquire, record the runner, release, and
- * quarantine a GPU that failed its health probes. See gpu_pool_int.h for the invariant.
+ * lease.c: what workers do with the pool — acquire, record the runner, release,
+ * quarantine a GPU that failed its health probes, and say when they start a runner. See
+ * gpu_pool_int.h for the invariant.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -355,4 +356,23 @@ gpool_quarantine(struct gpool *p, int slot, const char *reason)
 	log_warnx("gpu pool: quarantined GPU %d (exec slot %d): %s", s->device, slot,
 	    reason != NULL ? reason : "no reason given");
 	return left;
+}
+
+int
+gpool_starting(struct gpool *p, bool on)
+{
+	pid_t	me = getpid(), want = on ? 0 : me;
+	int	i, rc;
+
+	if (p == NULL)
+		return -KB_EINVAL;
+	if ((rc = gpool__lock(p)) < 0)
+		return rc;
+	for (i = 0; i < GPOOL__MAX_WAITERS; i++)
+		if (p->starting[i] == want) {
+			__atomic_store_n(&p->starting[i], on ? me : 0, __ATOMIC_SEQ_CST);
+			break;
+		}
+	gpool__unlock(p);
+	return i < GPOOL__MAX_WAITERS || !on ? 0 : -KB_EAGAIN;
 }

@@ -253,6 +253,17 @@ class_json(struct gpool *p, enum gpool_class cls, int64_t now_mono)
 	return o;
 }
 
+/* Under the lock: the processes starting a runner (gpool_starting). */
+static int
+starting_count(const struct gpool *p)
+{
+	int	n = 0;
+
+	for (int i = 0; i < GPOOL__MAX_WAITERS; i++)
+		n += p->starting[i] != 0;
+	return n;
+}
+
 json_t *
 gpool_snapshot_json(struct gpool *p)
 {
@@ -265,6 +276,8 @@ gpool_snapshot_json(struct gpool *p)
 		for (c = 0; c < GPOOL__NCLASS; c++)
 			json_object_set_new(o, gpool__class_names[c], class_json(p, c, kb_mono_ms()));
 		json_object_set_new(o, "since_ms", json_integer(p->created_ms));
+		json_object_set_new(o, "runner_start", json_pack("{s:i}", "starting",
+				    starting_count(p)));
 		json_t *pause = gpool__pause_json(p);
 
 		/* "llm_paused": the same for an llm_auth pause, as readers of that key expect. */

@@ -1,7 +1,7 @@
 /*
  * reclaim.c: the supervisor's side of the pool — after every reap, free what the dead
- * process held (once its runner is gone too), forget its waiter records, then audit
- * each class and repair drift (nginx's ngx_unlock_mutexes(pid), s6's death tally).
+ * process held (once its runner is gone too), forget its waiter and runner-start records,
+ * then audit each class and repair drift (nginx's ngx_unlock_mutexes(pid), s6's death tally).
  *
  * Race-free against pid reuse: a dead pid stays a zombie until the supervisor reaps it,
  * the supervisor is the child subreaper of every worker and runner, and it reclaims
@@ -131,6 +131,9 @@ gpool_reclaim(struct gpool *p, pid_t dead)
 			__atomic_store_n(&p->waiter[i].pid, 0, __ATOMIC_SEQ_CST);
 			__atomic_store_n(&p->waiter[i].state, GPOOL__W_FREE, __ATOMIC_SEQ_CST);
 		}
+	for (i = 0; i < GPOOL__MAX_WAITERS; i++)
+		if (p->starting[i] == dead)
+			__atomic_store_n(&p->starting[i], 0, __ATOMIC_SEQ_CST);
 	for (c = 0; c < GPOOL__NCLASS; c++) {
 		audit(p, c);
 		gpool__grant(p, c);	/* restored units go to the queue */

@@ -34,6 +34,10 @@
 
 struct llm_client;
 
+/* The names llm.provider takes, NULL-ended, from the provider table (client.c), the one
+ * list of them: the config's allowed values and `kforge config --reference` read it. */
+const char *const *llm_provider_names(void);
+
 /* Fails (-KB_ECONFIG, one line in err) as llm_client_create would, without creating a
  * client and without libcurl, so the supervisor may call it before it forks: the
  * provider's keys, the API key variable of llm.api_key_env (set, not empty, no control

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "feedback/feedback.h"
+#include "llm/llm.h"
 #include "orchestrator/orch_int.h"
+#include "rundir/rundir.h"
 
 #define MAX_SETS 128
 #define STR_(x)	#x
@@ -111,10 +114,11 @@ static const struct command commands[] = {
 	{ .name = "status", .run = cmd_view,
 	  .usage = "status DIR [--json]",
 	  .help = "Tasks with their state, turn, best speedup and last result; the GPU, compile and\n"
-	  "LLM slots (busy/total, waiting, utilisation); per stage, the time spent waiting for\n"
-	  "a slot and the time holding it (median, p90); LLM requests and tokens. A run with\n"
-	  "work left and no supervisor (stopped, paused, or interrupted: killed) is said to be\n"
-	  "so, with the 'kforge resume' that continues it.",
+	  "LLM slots (busy/total, waiting, utilisation) and the workers starting their runner;\n"
+	  "per stage, the time spent waiting for a slot and the time holding it (median, p90),\n"
+	  "and a row for the runners' starts (torch's import, in no slot); LLM requests and\n"
+	  "tokens. A run with work left and no supervisor (stopped, paused, or interrupted:\n"
+	  "killed) is said to be so, with the 'kforge resume' that continues it.",
 	  .view = orch_cmd_status },
 	{ .name = "tail", .run = cmd_tail,
 	  .usage = "tail DIR [TASK] [-f]",
@@ -851,6 +855,45 @@ cmd_man(int argc, char **argv)
 	return rc < 0 ? 1 : 0;
 }
 
+/*
+ * kforge --list WHAT: one of the lists kforge keeps once, one item a line, for tools and
+ * tests that must agree with them (tools/stage_times.py, tests/feedback_flags.py):
+ * providers (llm.provider's values), states, stages ("NAME slot|no-slot"), flags
+ * ("flag<TAB>verdict<TAB>meaning"; verdict "none" where it leaves the verdict alone).
+ */
+static int
+cmd_list(int argc, char **argv)
+{
+#define LIST_STATE(n)		puts(#n);
+#define LIST_STAGE(n, slot)	printf("%s %s\n", #n, (slot) ? "slot" : "no-slot");
+	const char	*flag, *message;
+	enum fb_verdict	 v;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: kforge --list providers|states|stages|flags\n");
+		return 2;
+	}
+	if (strcmp(argv[2], "providers") == 0) {
+		for (const char *const *p = llm_provider_names(); *p != NULL; p++)
+			puts(*p);
+	} else if (strcmp(argv[2], "states") == 0) {
+		RD_TASK_STATES(LIST_STATE)
+	} else if (strcmp(argv[2], "stages") == 0) {
+		RD_TASK_STAGES(LIST_STAGE)
+	} else if (strcmp(argv[2], "flags") == 0) {
+		for (size_t i = 0; fb_flag_rule(i, &flag, &v, &message) == 0; i++)
+			printf("%s\t%s\t%s\n", flag, v == FB_VERDICT_CORRECT ? "none" :
+			       fb_verdict_name(v), message);
+	} else {
+		fprintf(stderr, "kforge --list: no list '%s' (providers, states, stages, flags)\n",
+			argv[2]);
+		return 2;
+	}
+	return 0;
+#undef LIST_STATE
+#undef LIST_STAGE
+}
+
 int
 orch_main(int argc, char **argv)
 {
@@ -869,6 +912,8 @@ orch_main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--man") == 0)
 		return cmd_man(argc, argv);
+	if (strcmp(argv[1], "--list") == 0)
+		return cmd_list(argc, argv);
 	for (size_t i = 0; i < NCOMMANDS; i++) {
 		if (strcmp(argv[1], commands[i].name) == 0) {
 			current = &commands[i];

@@ -20,6 +20,7 @@
 #include <yaml.h>
 
 #include "feedback/feedback.h"
+#include "llm/llm.h"
 #include "orchestrator/config_int.h"
 #include "orchestrator/orchestrator.h"
 
@@ -60,6 +61,7 @@ struct cfg_key {
 	long		 lo, hi;	/* K_INT */
 	double		 dlo, dhi;	/* K_NUM */
 	const char *const *allowed;	/* K_ENUM, NULL-terminated */
+	const char *const *(*allowed_of)(void);	/* K_ENUM: the list, kept by its module */
 	const char	*when, *is;	/* required (and non-empty) when key `when` equals `is` */
 	unsigned	 flags;
 	const char	*doc;		/* one line of meaning, for kforge config --reference */
@@ -68,7 +70,6 @@ struct cfg_key {
 #define KEY(p, k, f)	.path = (p), .kind = (k), .off = offsetof(struct kb_config, f), \
 			.size = sizeof(((struct kb_config *)0)->f)
 
-static const char *const providers[] = { "openai", "anthropic", "command", "replay", NULL };
 static const char *const reasoning_efforts[] = { "default", "none", "minimal", "low", "medium",
 						 "high", NULL };
 static const char *const prompts[] = { "one_shot", "zero_shot", "few_shot", NULL };
@@ -100,7 +101,7 @@ static const struct cfg_key schema[] = {
 	  .doc = "a file of problem keys, one a line, to run only those (problems/subsets/ has some)" },
 	{ KEY("problems.exclude", K_KEYS, problems.exclude), .def = "[]",
 	  .doc = "problem keys left out: a list, one key, or a file of keys" },
-	{ KEY("llm.provider", K_ENUM, llm.provider), .allowed = providers,
+	{ KEY("llm.provider", K_ENUM, llm.provider), .allowed_of = llm_provider_names,
 	  .doc = "where replies come from: an OpenAI-compatible endpoint, Anthropic's Messages API, "
 		 "a program of yours, or saved replies" },
 	{ KEY("llm.base_url", K_STR, llm.base_url), .def = "''",
@@ -802,6 +803,13 @@ set_path(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
 	return 0;
 }
 
+/* A K_ENUM key's values: its own list, or the one its module keeps. */
+static const char *const *
+allowed_of(const struct cfg_key *k)
+{
+	return k->allowed_of != NULL ? k->allowed_of() : k->allowed;
+}
+
 static int
 set_enum(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
 {
@@ -811,15 +819,15 @@ set_enum(struct cfg_ctx *x, const struct cfg_key *k, yaml_node_t *n)
 
 	if (n->type == YAML_SCALAR_NODE && !is_null(n)) {
 		s = scalar(n);
-		for (const char *const *a = k->allowed; *a != NULL; a++)
+		for (const char *const *a = allowed_of(k); *a != NULL; a++)
 			if (strcmp(s, *a) == 0 && strlen(s) == n->data.scalar.length) {
 				store_string(x->c, k, s);
 				return 0;
 			}
 	}
-	for (const char *const *a = k->allowed; *a != NULL && used < sizeof(list); a++) {
+	for (const char *const *a = allowed_of(k); *a != NULL && used < sizeof(list); a++) {
 		int	m = snprintf(list + used, sizeof(list) - used, "%s%s",
-				     a == k->allowed ? "" : ", ", *a);
+				     a == allowed_of(k) ? "" : ", ", *a);
 
 		used += m > 0 ? (size_t)m : 0;
 	}
@@ -1994,8 +2002,8 @@ reference_type(const struct cfg_key *k, FILE *fp)
 		break;
 	case K_ENUM:
 		fputs("one of ", fp);
-		for (const char *const *a = k->allowed; *a != NULL; a++)
-			fprintf(fp, "%s%s", a == k->allowed ? "" : " | ", *a);
+		for (const char *const *a = allowed_of(k); *a != NULL; a++)
+			fprintf(fp, "%s%s", a == allowed_of(k) ? "" : " | ", *a);
 		break;
 	case K_INT: fprintf(fp, "integer in %ld..%ld", k->lo, k->hi); break;
 	case K_NUM:

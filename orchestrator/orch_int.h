@@ -181,6 +181,7 @@ struct orch_progress_stats {
 	int		 pending;		/* neither finished nor with a worker */
 	long		 turns_done, turns_total;
 	int		 build_busy, build_total, build_waiting;	/* the pool's compile class */
+	int		 runners_starting;	/* workers starting a runner (in no slot) */
 	int		 exec_busy, exec_total, exec_waiting;	/* its exec class */
 	int		 llm_busy, llm_waiting;
 	long		 llm_done, prompt_tokens, completion_tokens;

@@ -164,6 +164,13 @@ live_parts(const struct orch_progress_stats *st, struct part *parts)
 	parts[n].label = "builds";
 	snprintf(parts[n++].text, sizeof(parts[0].text), "%d/%d busy, %d waiting",
 		 st->build_busy, st->build_total, st->build_waiting);
+	/* Before a build asks for its slot: a worker's first runner waits for torch's
+	 * import, which no slot shows. */
+	if (st->runners_starting > 0) {
+		parts[n].label = "runners";
+		snprintf(parts[n++].text, sizeof(parts[0].text),
+			 "%d starting (importing torch), in no slot", st->runners_starting);
+	}
 	parts[n].label = "executions";
 	snprintf(parts[n++].text, sizeof(parts[0].text), "%d/%d busy, %d waiting",
 		 st->exec_busy, st->exec_total, st->exec_waiting);
@@ -566,6 +573,8 @@ take_pool(struct orch_progress_stats *st, json_t *pool)
 	class_counts(pool, "compile", &st->build_busy, &st->build_total, &st->build_waiting);
 	class_counts(pool, "exec", &st->exec_busy, &st->exec_total, &st->exec_waiting);
 	class_counts(pool, "llm", &st->llm_busy, &llm_total, &st->llm_waiting);
+	st->runners_starting = (int)json_integer_value(json_object_get(
+		json_object_get(pool, "runner_start"), "starting"));
 }
 
 void

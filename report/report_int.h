@@ -11,6 +11,16 @@
 #include "report/report.h"
 #include "rundir/rundir.h"
 
+/* summary.c: the stages of a turn (rundir.h's RD_TASK_STAGES, the one list), in order,
+ * and whether a step of each takes a slot; the stage-times tables (views.c's, the run
+ * model's) are the slot-taking ones. */
+struct rpt_stage {
+	enum rpt_state	 state;
+	bool		 slot;
+};
+extern const struct rpt_stage rpt_stages[];
+extern const size_t rpt_nstages;
+
 /* views.c */
 /* The report's tally of an open run, as `report --json` prints it (fast_0, fast_p per
  * level and overall, fast_1 by turn, ...): the one count that --csv, the plots and the

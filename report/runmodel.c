@@ -152,10 +152,6 @@ lease_of(json_t *d, int64_t *wait, int64_t *acq, int64_t *rel)
 	       *rel - *acq <= LEASE_MS_MAX;
 }
 
-static const enum rpt_state model_stages[] = {
-	RPT_ST_GENERATE, RPT_ST_PRECOMPILE, RPT_ST_EXECUTE, RPT_ST_PROFILE,
-};
-
 static int
 read_record(const struct kb_tlog_rec *rec, void *arg)
 {
@@ -210,11 +206,12 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 			    json_number_value(json_object_get(row, "cost_usd"))));
 	}
 	if (leased && !start) {
-		for (size_t i = 0; i < sizeof(model_stages) / sizeof(model_stages[0]); i++) {
+		for (size_t i = 0; i < rpt_nstages; i++) {
 			char	 name[40], lower[24];
 			size_t	 j;
 
-			if (strcmp(rec->from, rpt_state_name(model_stages[i])) != 0)
+			if (!rpt_stages[i].slot ||
+			    strcmp(rec->from, rpt_state_name(rpt_stages[i].state)) != 0)
 				continue;
 			for (j = 0; rec->from[j] != '\0' && j + 1 < sizeof(lower); j++)
 				lower[j] = (char)(rec->from[j] - 'A' + 'a');

@@ -11,6 +11,10 @@
 static const char *const state_names[RPT_ST__N] = { RD_TASK_STATES(NAME_) };
 #undef NAME_
 
+#define RPT_STAGE_ROW_(n, takes_slot)	{ RPT_ST_##n, takes_slot },
+const struct rpt_stage rpt_stages[] = { RD_TASK_STAGES(RPT_STAGE_ROW_) };
+const size_t rpt_nstages = sizeof(rpt_stages) / sizeof(rpt_stages[0]);
+
 const char *
 rpt_state_name(enum rpt_state s)
 {

@@ -40,13 +40,17 @@ load_json_in(const char *dir, enum rd_entry file)
  * nothing, so it is left out of the wait and hold statistics rather than pulling them
  * to zero. Statistics: median (the mean of the middle two for an even count), p90
  * (nearest rank), max and total, in ms.
+ *
+ * Beside the stages, a row for the time a step spends in no slot before asking for one:
+ * "runner start" (rundir.h's RD_STEP_RUNNER_START_ROW), from the step data's
+ * runner_start_ms (a PRECOMPILE's worker starting its runner; on its first step the
+ * fork server imports torch). Its time is a wait (for the runner, not a slot): its
+ * steps are the steps that started one, none holds a slot, and hold_ms is null.
  */
-static const enum rpt_state timed_stages[] = {
-	RPT_ST_GENERATE, RPT_ST_PRECOMPILE, RPT_ST_EXECUTE, RPT_ST_PROFILE,
-};
-#define N_TIMED_STAGES (sizeof(timed_stages) / sizeof(timed_stages[0]))
 
 #define STAGE_MS_MAX (INT64_C(1) << 40)
+#define STAGE_RUNNER_START	RPT_ST__N	/* the row after the stages' */
+#define STAGE_ROWS		(RPT_ST__N + 1)
 
 struct stage_times {
 	int	 steps;		/* records leaving the stage */
@@ -85,9 +89,16 @@ stage_times_add(const struct kb_tlog_rec *rec, void *arg)
 	json_t			*w = json_object_get(lease, "wait_ms");
 	json_t			*a = json_object_get(lease, "acquired_ms");
 	json_t			*r = json_object_get(lease, "released_ms");
+	json_t			*rs = json_object_get(rec->data, RD_STEP_RUNNER_START_MS);
 
 	if (rpt_state_parse(rec->from, &from) < 0 || strcmp(rec->event, "start") == 0)
 		return 0;
+	if (json_is_integer(rs) && json_integer_value(rs) >= 0 &&
+	    json_integer_value(rs) <= STAGE_MS_MAX) {
+		st[STAGE_RUNNER_START].steps++;
+		if (stage_times_push(&st[STAGE_RUNNER_START], json_integer_value(rs), 0) < 0)
+			return -KB_ENOMEM;
+	}
 	s = &st[from];
 	s->steps++;
 	/* A value no run can reach (over 2^40 ms, decades) is a damaged record: skipped, so
@@ -130,21 +141,28 @@ ms_stats(int64_t *v, int n)
 /* The "stages" object of status --json: per timed stage with any step, its counts and
  * the wait and hold statistics. */
 static json_t *
-stage_times_json(struct stage_times st[RPT_ST__N])
+stage_times_json(struct stage_times st[STAGE_ROWS])
 {
 	json_t	*out = json_object();
 
-	for (size_t k = 0; k < N_TIMED_STAGES; k++) {
-		struct stage_times *s = &st[timed_stages[k]];
+	for (size_t k = 0; k < rpt_nstages; k++) {
+		struct stage_times *s = &st[rpt_stages[k].state];
 
-		if (s->steps > 0)
-			json_object_set_new(out, rpt_state_name(timed_stages[k]),
+		if (rpt_stages[k].slot && s->steps > 0)
+			json_object_set_new(out, rpt_state_name(rpt_stages[k].state),
 				json_pack("{s:i, s:i, s:i, s:o, s:o}", "steps", s->steps,
 					  "held_slot", s->n, "no_slot", s->steps - s->n, "wait_ms",
 					  ms_stats(s->wait, s->n), "hold_ms",
 					  ms_stats(s->hold, s->n)));
 	}
-	for (int i = 0; i < RPT_ST__N; i++) {
+	if (st[STAGE_RUNNER_START].steps > 0)
+		json_object_set_new(out, RD_STEP_RUNNER_START_ROW,
+			json_pack("{s:i, s:i, s:i, s:o, s:n}", "steps",
+				  st[STAGE_RUNNER_START].steps, "held_slot", 0, "no_slot",
+				  st[STAGE_RUNNER_START].steps, "wait_ms",
+				  ms_stats(st[STAGE_RUNNER_START].wait, st[STAGE_RUNNER_START].n),
+				  "hold_ms"));
+	for (int i = 0; i < STAGE_ROWS; i++) {
 		free(st[i].wait);
 		free(st[i].hold);
 	}
@@ -163,34 +181,43 @@ print_ms(json_t *v)
 }
 
 static void
+print_stage_row(const char *name, json_t *s)
+{
+	json_t	*w = json_object_get(s, "wait_ms"), *h = json_object_get(s, "hold_ms");
+
+	if (s == NULL)
+		return;
+	printf("  %-12s %5lld %5lld %7lld ", name,
+	       (long long)json_integer_value(json_object_get(s, "steps")),
+	       (long long)json_integer_value(json_object_get(s, "held_slot")),
+	       (long long)json_integer_value(json_object_get(s, "no_slot")));
+	if (json_is_object(w)) {
+		print_ms(json_object_get(w, "median"));
+		print_ms(json_object_get(w, "p90"));
+		printf(" ");
+	}
+	if (json_is_object(h)) {
+		print_ms(json_object_get(h, "median"));
+		print_ms(json_object_get(h, "p90"));
+	}
+	printf("\n");
+}
+
+static void
 print_stage_times(json_t *stages)
 {
 	if (json_object_size(stages) == 0)
 		return;
 	printf("stage times: waiting for a slot, then holding it (a step that took no slot,\n"
-	       "such as a cache hit, holds nothing and is left out of the times):\n");
-	printf("  %-10s %5s %5s %7s  %11s %11s  %11s %11s\n", "STAGE", "steps", "slot",
+	       "such as a cache hit, holds nothing and is left out of the times; runner start:\n"
+	       "waiting for the worker's runner, torch imported, before asking for a slot):\n");
+	printf("  %-12s %5s %5s %7s  %11s %11s  %11s %11s\n", "STAGE", "steps", "slot",
 	       "no slot", "wait median", "p90", "hold median", "p90");
-	for (size_t k = 0; k < N_TIMED_STAGES; k++) {
-		const char	*name = rpt_state_name(timed_stages[k]);
-		json_t		*s = json_object_get(stages, name);
-		json_t		*w = json_object_get(s, "wait_ms"), *h = json_object_get(s, "hold_ms");
-
-		if (s == NULL)
-			continue;
-		printf("  %-10s %5lld %5lld %7lld ", name,
-		       (long long)json_integer_value(json_object_get(s, "steps")),
-		       (long long)json_integer_value(json_object_get(s, "held_slot")),
-		       (long long)json_integer_value(json_object_get(s, "no_slot")));
-		if (json_is_object(w)) {
-			print_ms(json_object_get(w, "median"));
-			print_ms(json_object_get(w, "p90"));
-			printf(" ");
-			print_ms(json_object_get(h, "median"));
-			print_ms(json_object_get(h, "p90"));
-		}
-		printf("\n");
-	}
+	for (size_t k = 0; k < rpt_nstages; k++)
+		print_stage_row(rpt_state_name(rpt_stages[k].state),
+				json_object_get(stages, rpt_state_name(rpt_stages[k].state)));
+	print_stage_row(RD_STEP_RUNNER_START_ROW,
+			json_object_get(stages, RD_STEP_RUNNER_START_ROW));
 }
 
 static void
@@ -207,6 +234,19 @@ print_resource(const char *label, json_t *r)
 		printf("  %lld quarantined",
 		       (long long)json_integer_value(json_object_get(r, "quarantined")));
 	printf("\n");
+}
+
+/* Workers starting their runner before a build asks for its slot (the pool's
+ * "runner_start"): on a worker's first step its fork server imports torch, seconds that
+ * no slot shows. */
+static void
+print_runner_starts(json_t *r)
+{
+	json_int_t	n = json_integer_value(json_object_get(r, "starting"));
+
+	if (n > 0)
+		printf("  %-8s %3lld starting (importing torch), in no slot\n", "runners",
+		       (long long)n);
 }
 
 /* The quarantined GPUs: run.json's list, which the supervisor rewrites on every change;
@@ -267,7 +307,7 @@ struct summary_share {
 	struct rpt_summary	*sums;
 	int			 first, step;
 	bool			 timed;		/* stage times wanted */
-	struct stage_times	 st[RPT_ST__N];
+	struct stage_times	 st[STAGE_ROWS];
 	int			 rc;
 };
 
@@ -287,7 +327,7 @@ summarize_share(void *arg)
 /* accept: as rpt_summarize_accepting's; st: the stage times gathered too, or NULL. */
 static struct rpt_summary *
 summarize_all(const struct rpt_run *run, const char *const *accept,
-	      struct stage_times st[RPT_ST__N])
+	      struct stage_times st[STAGE_ROWS])
 {
 	struct summary_share	 sh[SUMMARY_THREADS];
 	pthread_t		 th[SUMMARY_THREADS];
@@ -314,7 +354,7 @@ summarize_all(const struct rpt_run *run, const char *const *accept,
 			pthread_join(th[t], NULL);
 	/* The shares' stage times, put together. */
 	for (int t = 0; t < n && !failed; t++) {
-		for (int k = 0; st != NULL && k < RPT_ST__N; k++) {
+		for (int k = 0; st != NULL && k < STAGE_ROWS; k++) {
 			struct stage_times *from = &sh[t].st[k], *to = &st[k];
 
 			to->steps += from->steps;
@@ -384,7 +424,7 @@ rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, boo
 	const char	*paused, *llm_paused, *env_paused, *state;
 	char		 resume[PATH_MAX + 32] = "";
 	int		 counts[RPT_ST__N] = { 0 }, unfinished;
-	struct stage_times st[RPT_ST__N];
+	struct stage_times st[STAGE_ROWS];
 	struct rpt_summary *sums;
 	long		 reqs = 0, ptok = 0, ctok = 0, rtok = 0;
 	double		 cost = 0;
@@ -497,6 +537,7 @@ rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, boo
 				       json_object_get(pool, "exec"));
 			print_resource("compile", json_object_get(pool, "compile"));
 			print_resource("llm", json_object_get(pool, "llm"));
+			print_runner_starts(json_object_get(pool, "runner_start"));
 		}
 		print_stage_times(stages);
 		if (sup->shards != NULL)

@@ -139,6 +139,24 @@ int	rd_finding_file(char *out, size_t n, const char *run_dir, const char *task_i
 	X(DONE)		\
 	X(FAILED)
 
+/* The stages of a turn, the states a task works in, in the order a turn passes them, and
+ * whether a step of it takes a slot (its data then holds a lease record): the one list
+ * the stage-times tables (report/'s views and run model, tools/stage_times.py through
+ * `kforge --list stages`) are made from. */
+#define RD_TASK_STAGES(X) \
+	X(GENERATE, true)	\
+	X(PRECOMPILE, true)	\
+	X(EXECUTE, true)	\
+	X(PROFILE, true)	\
+	X(FEEDBACK, false)
+
+/* A part of a step timed apart from its slot, in the step's data: the start of the
+ * worker's runner before a PRECOMPILE asks for its compile slot (fsm/actions.c; on a
+ * worker's first step its fork server imports torch, seconds). The stage-times tables
+ * show it as a row of its own, "runner start", beside the stages. */
+#define RD_STEP_RUNNER_START_MS	"runner_start_ms"
+#define RD_STEP_RUNNER_START_ROW	"runner start"
+
 #define RD_TASK_EVENTS(X) \
 	X(start)	\
 	X(ok)		\

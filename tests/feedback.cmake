@@ -44,6 +44,10 @@ kb_add_script_test(feedback_hardware
 kb_add_script_test(feedback_static_check
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_static_check.py
                    LABELS unit python TIMEOUT 120)
+# every flag the runner (and the C side) can raise is in feedback/verdict.c's table
+kb_add_script_test(feedback_flags
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/feedback_flags.py
+                   LABELS unit TIMEOUT 60)
 # the adversarial suites' candidates (tests/data/{adversarial,honest}/{cpu,cuda}): the static
 # checks' findings agree with each file's header, so the CUDA set is checked off a GPU host
 kb_add_script_test(adversarial_static

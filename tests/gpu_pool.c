@@ -545,6 +545,42 @@ test_snapshot(void)
 	gpool_destroy(p);
 }
 
+/* The snapshot's "runner_start": the processes between gpool_starting's on and off, and
+ * one that died between them forgotten when it is reaped. */
+static int
+runners_starting(struct gpool *p)
+{
+	json_t	*o = gpool_snapshot_json(p);
+	int	 n = (int)json_integer_value(json_object_get(json_object_get(o, "runner_start"),
+							     "starting"));
+
+	json_decref(o);
+	return n;
+}
+
+static void
+test_starting(void)
+{
+	int		 dev[1] = { 0 };
+	struct gpool	*p = make_pool(1, dev);
+	pid_t		 pid;
+	int		 st;
+
+	CHECK(runners_starting(p) == 0);
+	CHECK(gpool_starting(p, true) == 0);
+	CHECK(runners_starting(p) == 1);
+	if ((pid = fork()) == 0)
+		_exit(gpool_starting(p, true) == 0 ? 0 : 1);	/* dies starting */
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(runners_starting(p) == 2);
+	CHECK(gpool_reclaim(p, pid) >= 0);
+	CHECK(runners_starting(p) == 1);
+	CHECK(gpool_starting(p, false) == 0);
+	CHECK(runners_starting(p) == 0);
+	CHECK(gpool_starting(p, false) == 0);	/* off twice: nothing to forget */
+	gpool_destroy(p);
+}
+
 int
 main(void)
 {
@@ -560,6 +596,7 @@ main(void)
 	test_unit_in_transit();
 	test_fifo();
 	test_snapshot();
+	test_starting();
 	if (failures) {
 		fprintf(stderr, "gpu_pool: %d check(s) failed\n", failures);
 		return 1;

@@ -223,6 +223,20 @@ test_block(void)
 	orch_progress_render(&st, true, 0, &b);
 	HAS(b.p, "left \xe2\x80\x94\n");
 	HAS(b.p, "best        none yet; correct kernels in 0/8 tasks\n");
+	CHECK(strstr(b.p, "runners") == NULL);	/* none starting: no line */
+	kb_buf_clear(&b);
+
+	/* Workers waiting for their runner's start (torch's import) are named beside the
+	 * builds, though they hold no slot. */
+	st.runners_starting = 3;
+	orch_progress_render(&st, true, 0, &b);
+	HAS(b.p, "builds      1/1 busy, 2 waiting\n"
+		 "  runners     3 starting (importing torch), in no slot\n"
+		 "  executions");
+	kb_buf_clear(&b);
+	orch_progress_render(&st, false, 0, &b);
+	HAS(b.p, "; builds 1/1 busy, 2 waiting; runners 3 starting (importing torch), in no slot; "
+		 "executions");
 	kb_buf_clear(&b);
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """stage_times.py RUN_DIR: where each stage's time went.
 
-First the wall time of each stage (GENERATE, PRECOMPILE, EXECUTE, PROFILE, FEEDBACK) per
+First the wall time of each stage (the stage list is kforge's, `kforge --list stages`,
+rundir/rundir.h's RD_TASK_STAGES: GENERATE, PRECOMPILE, EXECUTE, PROFILE, FEEDBACK) per
 task and turn, from the trajectory timestamps, with per-stage medians: a stage's wall
 time runs from the record that entered it to the record that left it, so it includes
 the time spent waiting for a slot (an LLM request, a compile slot, a GPU or CPU
@@ -14,7 +15,9 @@ Then, for the stages that take a slot, that wall time split into waiting for the
 and holding it (median and p90 of each), as `kforge status DIR --json` reports it under
 "stages". That split is defined once, in report/views.c (stage_times_json): it is
 read from the lease record of each step, and a step that took no slot (a cache hit)
-holds nothing and is counted apart. This tool prints it and does not recompute it.
+holds nothing and is counted apart. Beside the stages, status keeps a row "runner start":
+the time a worker waited for its runner to start (torch imported) before its step asked
+for a slot, which holds none. This tool prints it and does not recompute it.
 
 The kforge binary: $KFORGE_BIN, else build/kforge beside this checkout, else kforge on
 PATH. Standard library only.
@@ -28,9 +31,6 @@ import statistics
 import subprocess
 import sys
 
-STAGES = ("GENERATE", "PRECOMPILE", "EXECUTE", "PROFILE", "FEEDBACK")
-
-
 def ms(ts):
     return datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp() * 1000.0
 
@@ -41,6 +41,14 @@ def kforge_bin():
         if b and os.access(b, os.X_OK):
             return b
     sys.exit("stage_times.py: no kforge binary (set KFORGE_BIN, or build into build/)")
+
+
+def stages():
+    """The stages, in order, as (name, takes a slot): kforge --list stages."""
+    p = subprocess.run([kforge_bin(), "--list", "stages"], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("stage_times.py: kforge --list stages failed: %s" % p.stderr.strip())
+    return [(name, kind == "slot") for name, kind in (line.split() for line in p.stdout.splitlines())]
 
 
 def wall_times(run_dir):
@@ -59,7 +67,7 @@ def wall_times(run_dir):
                 cur["task"], cur["turn"], cur["from"], d, cur["event"], cur["data"].get("status", "")))
     print()
     print("wall time per stage (waiting included):")
-    for stage in STAGES:
+    for stage, _ in stages():
         v = per_stage.get(stage)
         if v:
             print("  %-10s n=%-4d median %10.1f ms  min %10.1f  max %10.1f" % (
@@ -82,19 +90,25 @@ def slot_times(run_dir):
     p = subprocess.run([kforge_bin(), "status", run_dir, "--json"], capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit("stage_times.py: kforge status failed: %s" % p.stderr.strip())
-    stages = json.loads(p.stdout).get("stages", {})
+    timed = json.loads(p.stdout).get("stages", {})
     print()
     print("waiting for a slot vs holding it (kforge status; a step without a slot, "
           "such as a cache hit, holds nothing):")
-    print("  %-10s %6s %6s %8s  %13s %13s  %13s %13s" % (
+    print("  %-12s %6s %6s %8s  %13s %13s  %13s %13s" % (
         "STAGE", "steps", "slot", "no slot", "wait median", "wait p90", "hold median", "hold p90"))
-    for stage in STAGES:
-        s = stages.get(stage)
+    listed = stages()
+    # The stages that take a slot, then the rows status keeps beside them (runner start:
+    # a worker's runner starting, torch imported, before its step asks for a slot).
+    rows = [stage for stage, slot in listed if slot]
+    rows += sorted(k for k in timed if k not in {stage for stage, _ in listed})
+    for stage in rows:
+        s = timed.get(stage)
         if not s:
             continue
-        w, h = s["wait_ms"], s["hold_ms"]
-        cells = ["%10.1f ms" % x for x in (w["median"], w["p90"], h["median"], h["p90"])] if w else ["-"] * 4
-        print("  %-10s %6d %6d %8d  %13s %13s  %13s %13s" % (
+        cells = []
+        for v in (s["wait_ms"], s["hold_ms"]):
+            cells += ["%10.1f ms" % x for x in (v["median"], v["p90"])] if v else ["-"] * 2
+        print("  %-12s %6d %6d %8d  %13s %13s  %13s %13s" % (
             stage, s["steps"], s["held_slot"], s["no_slot"], *cells))
 
 

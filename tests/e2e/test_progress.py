@@ -162,9 +162,15 @@ try:
     check(re.search(r"kforge run progress: elapsed \S+, left \S+\n  tasks       2: GENERATE \d+, "
                     r"PRECOMPILE \d+, EXECUTE \d+, PROFILE \d+, FEEDBACK \d+, DONE \d+, FAILED \d+, "
                     r"pending \d+\n  turns       \d/4\n  builds      \d+/\d+ busy, \d+ waiting\n"
+                    r"(?:  runners     \d+ starting \(importing torch\), in no slot\n)?"
                     r"  executions  \d+/\d+ busy, \d+ waiting\n  llm         \d in flight, \d waiting, "
                     r"\d+ done, \d+ tokens", out), "no whole progress block in:\n%s" % out[-4000:])
     check("  turns       4/4\n  builds" in out, "the block never showed the last turn done")
+    # A worker's first PRECOMPILE waits for its runner (its fork server imports torch, a
+    # second or more) before asking for a compile slot: the block names that wait.
+    check(re.search(r"\n  builds      \d+/\d+ busy, \d+ waiting\n  runners     [12] starting "
+                    r"\(importing torch\), in no slot\n  executions", out),
+          "the block never named the runners starting:\n%s" % out[-4000:])
     st = check_final(out, run_tty)
     check(any(t["best_speedup"] is not None for t in st["tasks"]), "no correct kernel: nothing to show as best")
     check_layout(out)
@@ -232,7 +238,8 @@ check(len(lines) >= 1, "no summary line before the final summary:\n%s" % p.stdou
 for line in lines:
     check(re.fullmatch(r"kforge run progress: elapsed \S+, left \S+; tasks 2: GENERATE \d+, PRECOMPILE \d+, "
                        r"EXECUTE \d+, PROFILE \d+, FEEDBACK \d+, DONE \d+, FAILED \d+, pending \d+; "
-                       r"turns \d/4; builds \d+/\d+ busy, \d+ waiting; executions \d+/\d+ busy, \d+ waiting; "
+                       r"turns \d/4; builds \d+/\d+ busy, \d+ waiting; "
+                       r"(?:runners \d+ starting \(importing torch\), in no slot; )?executions \d+/\d+ busy, \d+ waiting; "
                        r"llm \d in flight, \d waiting, \d+ done, \d+ tokens \(\d+ prompt \+ \d+ completion\); "
                        r"best none yet; correct kernels in 0/2 tasks", line),
           "not a summary line: %r" % line)

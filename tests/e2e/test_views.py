@@ -20,6 +20,7 @@ workers, as a crash of the machine would). Then:
 """
 import json
 import math
+import re
 import os
 import shutil
 import signal
@@ -182,6 +183,10 @@ def expected_stages(recs_by_task):
         for r in recs:
             if r["event"] == "start" or r["from"] not in ("GENERATE", "PRECOMPILE", "EXECUTE", "PROFILE"):
                 continue
+            if "runner_start_ms" in r["data"]:
+                s = exp.setdefault("runner start", {"steps": 0, "wait": [], "hold": None})
+                s["steps"] += 1
+                s["wait"].append(r["data"]["runner_start_ms"])
             s = exp.setdefault(r["from"], {"steps": 0, "wait": [], "hold": []})
             s["steps"] += 1
             lease = r["data"].get("lease")
@@ -206,6 +211,8 @@ def check_stages(rdir, exp):
         g = got[stage]
         want = {"steps": e["steps"], "held_slot": len(e["wait"]), "no_slot": e["steps"] - len(e["wait"]),
                 "wait_ms": stats(e["wait"]), "hold_ms": stats(e["hold"])}
+        if e["hold"] is None:   # runner start: waited for, in no slot
+            want.update(held_slot=0, no_slot=e["steps"], hold_ms=None)
         check(g == want, "%s: status says %s, the lease records %s" % (stage, g, want))
     return got
 
@@ -215,10 +222,16 @@ check(exp["PRECOMPILE"]["steps"] == 4 and exp["EXECUTE"]["steps"] == 4, "steps: 
       {k: v["steps"] for k, v in exp.items()})
 # turn 2 writes turn 1's code again: a cache hit before asking for the compile slot
 check(exp["PRECOMPILE"]["steps"] - len(exp["PRECOMPILE"]["wait"]) >= 2, "no cache hit without a slot")
+# Each worker's first PRECOMPILE starts its runner (its fork server imports torch) before
+# asking for a slot: that time is a row of its own (presence, not duration).
+check(exp.get("runner start", {}).get("steps", 0) >= 1 and max(exp["runner start"]["wait"]) > 0,
+      "no PRECOMPILE record says how long its runner's start took: %s" % exp.get("runner start"))
 got = check_stages(run_dir, exp)
 text = kforge("status", run_dir).stdout
 check("stage times: waiting for a slot, then holding it" in text and "PRECOMPILE" in text.split("stage times")[1],
       "status text lacks the stage times:\n" + text)
+check(re.search(r"\n  runner start +%d +0 +%d " % (got["runner start"]["steps"], got["runner start"]["steps"]),
+                text.split("stage times")[1]), "status text lacks the runner start row:\n" + text)
 p = subprocess.run([sys.executable, os.path.join(HOME, "tools", "stage_times.py"), run_dir],
                    capture_output=True, text=True, env=dict(os.environ, KFORGE_BIN=BIN), timeout=120)
 check(p.returncode == 0, "stage_times.py: %s" % p.stderr)
@@ -227,6 +240,10 @@ g = got["PRECOMPILE"]
 want = ["%.1f" % x for x in (g["wait_ms"]["median"], g["wait_ms"]["p90"], g["hold_ms"]["median"], g["hold_ms"]["p90"])]
 check(len(row) == 1 and [w for w in row[0].split() if w != "ms"][4:] == want,
       "stage_times.py PRECOMPILE row %s, want %s\n%s" % (row, want, p.stdout))
+row = [l for l in p.stdout.splitlines() if l.split()[:2] == ["runner", "start"]]
+want = ["%.1f" % x for x in (got["runner start"]["wait_ms"]["median"], got["runner start"]["wait_ms"]["p90"])]
+check(len(row) == 1 and [w for w in row[0].split() if w != "ms"][5:] == want + ["-", "-"],
+      "stage_times.py runner start row %s, want %s\n%s" % (row, want, p.stdout))
 
 # ---- the same on a hand-built run directory with known numbers
 fake = os.path.join(work, "fake-run")
