@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "feedback/feedback_int.h"
+#include "base/banned.h"
 
 #define FB_COMPILER_TAIL	8192
 #define FB_LOG_TAIL		4096

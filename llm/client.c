@@ -6,6 +6,7 @@
 
 #include "base/base.h"
 #include "llm/llm_int.h"
+#include "base/banned.h"
 
 int
 llm_check_config(const struct kb_config *cfg, char *err, size_t errlen)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 #define MAX_SETS 128
 #define STR_(x)	#x
