@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "base/banned.h"
 
 static int
 buf_reserve(struct kb_buf *b, size_t extra)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/banned.h"
 
 #define KB_MSG_(name, cls, msg) [KB_E##name] = msg,
 static const char *const err_msgs[KB_E_MAX] = { [KB_OK] = "success", KB_ERRORS(KB_MSG_) };

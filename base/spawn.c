@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/banned.h"
 
 #define SPAWN_TICK_MS		100	/* should_stop and deadline granularity */
 #define SPAWN_DRAIN_MS		1000	/* pipes may stay open this long after the reap */

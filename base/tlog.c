@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/banned.h"
 
 #define TLOG_MAX_FILE	(512u << 20)	/* a task log over this is refused, not slurped */
 #define TLOG_MAX_LINE	(1u << 20)

@@ -16,6 +16,7 @@
 #include <openssl/evp.h>
 
 #include "base/base.h"
+#include "base/banned.h"
 
 int64_t
 kb_now_ms(void)

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
+#include "base/banned.h"
 
 #define CACHE_BASE	"/var/tmp"
 #define CACHE_PREFIX	"kforge-cache-"

@@ -47,6 +47,7 @@
 
 #include "feedback/feedback_int.h"
 #include "sandbox/sandbox.h"
+#include "base/banned.h"
 
 #define FB_SEAL_DIR_MODE	01777	/* sticky: only a file's owner may remove it */
 #define FB_TREE_FDS		32

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "feedback/feedback_int.h"
+#include "base/banned.h"
 
 /* ------------------------------------------------------------ builds */
 

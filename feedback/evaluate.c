@@ -17,6 +17,7 @@
 
 #include "feedback/feedback.h"
 #include "rundir/rundir.h"
+#include "base/banned.h"
 
 /* An exclusive flock on path (created), or -1: the caller goes on unlocked. */
 static int

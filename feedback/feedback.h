@@ -264,7 +264,7 @@ bool	fb_warm_keep_servers(const struct kb_config *cfg);
 void	fb_warm_share(const struct kb_config *cfg);
 
 /* How fb_run reads the runner's fd-3 result, public so that its fuzz target
- * (tests/fuzz/fuzz_result.c) reaches it: text is n bytes of anything; a JSON object with
+ * (tests/feedback/fuzz_result.c) reaches it: text is n bytes of anything; a JSON object with
  * a known "status" fills o (status, compiled, correct; runtime_ms, ref_runtime_ms and
  * speedup each a finite value >= 0, or -1 for "not measured"; result owned by o, free
  * with fb_outcome_clear) and returns 0. Anything else returns -KB_ECORRUPT with a

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "feedback/feedback_int.h"
+#include "base/banned.h"
 
 /* What of the candidate's details the execute's result keeps (the judge has its own
  * trials, checks and timings): what its build printed, how its runner started and

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "feedback/feedback_int.h"
+#include "base/banned.h"
 
 static int
 spec_line(struct kb_buf *b, const char *what, const char *path)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
+#include "base/banned.h"
 
 #define FB_KPROF_NAME		"libkforge_kprof.so"
 #define FB_KPROF_TARGETS_CAP	4096	/* KPROF_TARGETS: a few mangled names */

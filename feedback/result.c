@@ -5,7 +5,7 @@
  * no or garbled JSON) a result synthesized in the runner's shape, so that every consumer
  * reads one format; then the outcome fb_run returns. Apart from run.c, which starts the
  * runners, so that reading what one left depends on nothing of starting it and its fuzz
- * target (tests/fuzz/fuzz_result.c) compiles this file alone.
+ * target (tests/feedback/fuzz_result.c) compiles this file alone.
  */
 #include <math.h>
 #include <signal.h>
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "feedback/feedback_int.h"
+#include "base/banned.h"
 
 #define FB_COMPILER_TAIL	8192
 #define FB_LOG_TAIL		4096

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
+#include "base/banned.h"
 
 /* ------------------------------------------------------------ request */
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
+#include "base/banned.h"
 
 #define ST_TIMEOUT_EXTRA_S	120	/* the run after the build, and torch's start-up */
 #define ST_DEFAULT_BUILD_S	300	/* eval.compile_timeout_s unset (cfg NULL) */

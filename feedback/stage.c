@@ -40,6 +40,7 @@
 
 #include "feedback/feedback_int.h"
 #include "rundir/rundir.h"
+#include "base/banned.h"
 
 #define STAGE_PREFIX	"kforge-stage-"
 #define STAGE_MARKER	".kforge-stage"

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "feedback/feedback.h"
+#include "base/banned.h"
 
 #define FB_DEFAULT_MAX_CHARS	4000
 #define FB_KERNEL_NAME_MAX	100

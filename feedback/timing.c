@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "feedback/feedback_int.h"
+#include "base/banned.h"
 
 /* The hold of the robust preset on a GPU, in microseconds: a call's launches (up to some
  * 200 on the demo's hosts) are queued before the GPU reaches the start event. */

@@ -12,6 +12,7 @@
 
 #include "feedback/feedback_int.h"
 #include "rundir/rundir.h"
+#include "base/banned.h"
 
 #define FB_CHECK_TIMEOUT_MS	30000		/* the checker parses; it never runs code */
 #define FB_CHECK_OUT_CAP	(256 << 10)	/* at most 50 findings of a line each */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
+#include "base/banned.h"
 
 /*
  * Importing torch takes seconds (3.8 s with CUDA's start on a GPU host, 1.5 s here), so a

@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #include "feedback/feedback_int.h"
+#include "base/banned.h"
 
 #define FBW_POLL_MS		100
 #define FBW_MTIME_SLACK_NS	20000000L	/* 20 ms */
@@ -66,6 +68,7 @@ proc_list(size_t *n)
 	struct dirent	*de;
 	DIR		*d;
 	size_t		 cap = 256;
+	long		 pid;
 
 	*n = 0;
 	if ((d = opendir("/proc")) == NULL)
@@ -73,7 +76,7 @@ proc_list(size_t *n)
 	if ((v = malloc(cap * sizeof(*v))) == NULL)
 		goto out;
 	while ((de = readdir(d)) != NULL && *n < FBW_PROC_MAX) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+		if (kb_parse_int(de->d_name, 1, INT_MAX, &pid) < 0)
 			continue;
 		if (*n == cap) {
 			struct proc_ent *nv = realloc(v, 2 * cap * sizeof(*v));
@@ -84,7 +87,7 @@ proc_list(size_t *n)
 			cap *= 2;
 		}
 		v[*n].mark = false;
-		if (kb_proc_stat((pid_t)atoi(de->d_name), &v[*n].st) == 0)
+		if (kb_proc_stat((pid_t)pid, &v[*n].st) == 0)
 			(*n)++;
 	}
 	qsort(v, *n, sizeof(*v), by_pid);

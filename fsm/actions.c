@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "fsm/fsm_int.h"
+#include "base/banned.h"
 
 static char *
 read_turn_file(const struct task_run *t, int turn, enum rd_entry file)

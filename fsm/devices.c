@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "fsm/fsm_int.h"
+#include "base/banned.h"
 
 static void
 copy_fact(char *dst, size_t n, const json_t *o, const char *key)

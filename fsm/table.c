@@ -4,6 +4,7 @@
 
 #include "fsm/fsm.h"
 #include "fsm/fsm_int.h"
+#include "base/banned.h"
 
 #define NAME_(n) #n,
 static const char *const state_names[FSM_ST__N] = { RD_TASK_STATES(NAME_) };

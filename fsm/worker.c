@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fsm/fsm_int.h"
+#include "base/banned.h"
 
 /* 1: stop at the next safe point (runner children are killed; an LLM reply already
  * being paid for is awaited and saved). 2: abort now. */

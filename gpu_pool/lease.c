@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "gpu_pool/gpu_pool_int.h"
+#include "base/banned.h"
 
 #define GPOOL_POLL_MS	200	/* should_stop granularity while blocked */
 #define GPOOL_FULL_MS	10	/* retry period when the waiter table is full */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "gpu_pool/gpu_pool_int.h"
+#include "base/banned.h"
 
 static const char *const kind_names[] = {
 	[GPOOL_PAUSE_NONE] = "none", [GPOOL_PAUSE_LLM_AUTH] = "llm_auth",

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gpu_pool/gpu_pool_int.h"
+#include "base/banned.h"
 
 void	(*gpool__test_hook)(enum gpool__hook_point where);
 

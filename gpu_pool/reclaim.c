@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "gpu_pool/gpu_pool_int.h"
+#include "base/banned.h"
 
 /* A runner still holds its GPU while it runs; a zombie holds nothing any more. */
 static bool

@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/banned.h"
+
 /* ---------------------------------------------------------------- the kernel table */
 
 uint64_t

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/banned.h"
+
 struct kprof_host {
 	CUpti_Profiler_Host_Object *obj;
 	uint8_t *config;

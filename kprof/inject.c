@@ -34,6 +34,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/banned.h"
+
 #define KPROF_EXPORT __attribute__((visibility("default")))
 
 /* How often CUPTI's worker thread hands back full buffers (ms). */
@@ -230,7 +232,7 @@ query_devices_once(void)
 				*(int *)(void *)field = v;
 		}
 		if (cuDeviceGetName(d->name, (int)sizeof d->name, dev) != CUDA_SUCCESS)
-			strcpy(d->name, "unknown");
+			snprintf(d->name, sizeof d->name, "unknown");
 	}
 	pthread_mutex_lock(&g.lock);
 	for (int i = 0; i < n; i++)

@@ -8,7 +8,7 @@
  * feedback/ only passes the library's path (KFORGE_KPROF_PATH) to the runner.
  *
  * What is declared here are the library's own parts, shared by its three files and by
- * their unit tests (tests/kprof_core.c, tests/kprof_host.c):
+ * their unit tests (tests/kprof/kprof_core.c, tests/kprof/kprof_host.c):
  *   core.c    the pure parts: the per-kernel table fed with neutral records, the
  *             occupancy arithmetic (cuda_occupancy.h), names (demangle, short name),
  *             metric-set selection, the environment, the bounded JSON writer and the

@@ -22,6 +22,7 @@
 
 #include "base/base.h"
 #include "llm/llm_int.h"
+#include "base/banned.h"
 
 char *
 llm_anthropic_body(const struct llm_client *c, const char *clean_prompt)

@@ -6,6 +6,7 @@
 
 #include "base/base.h"
 #include "llm/llm_int.h"
+#include "base/banned.h"
 
 /* The replay provider's check: its directory of saved replies. */
 static int

@@ -20,6 +20,7 @@
 
 #include "base/base.h"
 #include "llm/llm_int.h"
+#include "base/banned.h"
 
 #define CMD_EX_TEMPFAIL		75	/* sysexits.h: try again later */
 #define CMD_EX_NOPERM		77	/* sysexits.h: permission denied */

@@ -16,6 +16,7 @@
 
 #include "base/base.h"
 #include "llm/llm.h"
+#include "base/banned.h"
 
 struct line {
 	size_t	start, end;	/* end excludes "\n" and a "\r" before it */

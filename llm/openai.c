@@ -46,6 +46,7 @@
 
 #include "base/base.h"
 #include "llm/llm_int.h"
+#include "base/banned.h"
 
 #define LLM_BACKOFF_BASE_MS	1000.0
 #define LLM_BACKOFF_CAP_MS	60000.0

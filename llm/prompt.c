@@ -16,6 +16,7 @@
 
 #include "base/base.h"
 #include "llm/llm.h"
+#include "base/banned.h"
 
 #define PROMPT_FILE_CAP	(1u << 20)
 #define PROMPT_OUT_CAP	(16u << 20)

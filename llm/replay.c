@@ -14,6 +14,7 @@
 #include "base/base.h"
 #include "llm/llm_int.h"
 #include "rundir/rundir.h"
+#include "base/banned.h"
 
 int
 llm_replay_complete(struct llm_client *c, const struct llm_request *req,

@@ -14,6 +14,7 @@
 #include "feedback/feedback.h"
 #include "orchestrator/orch_int.h"
 #include "orchestrator/orchestrator.h"
+#include "base/banned.h"
 
 /* One problem on one device: cached, or measured now (under the entry's lock, so two
  * commands or runs never both measure it). 0 when the cache holds good timings. */

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 #define CLAIM_MAX	4096		/* a claim file's most bytes */
 

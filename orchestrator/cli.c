@@ -9,6 +9,7 @@
 #include "llm/llm.h"
 #include "orchestrator/orch_int.h"
 #include "rundir/rundir.h"
+#include "base/banned.h"
 
 #define MAX_SETS 128
 #define STR_(x)	#x

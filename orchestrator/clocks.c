@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 /* The maximum SM clock of GPU index, in MHz; < 0 with why when nvidia-smi cannot say. */
 static long
@@ -26,12 +27,15 @@ max_sm_clock(int index, char *why, size_t whylen)
 	int			 rc;
 
 	snprintf(id, sizeof(id), "%d", index);
-	if ((rc = orch_nvidia_smi_run(args, &r, NULL, 0)) < 0) {
+	rc = orch_nvidia_smi_run(args, &r, NULL, 0);
+	if (rc >= 0 && r.out.p != NULL)
+		r.out.p[strcspn(r.out.p, "\n")] = '\0';	/* its first line */
+	if (rc < 0) {
 		snprintf(why, whylen, "nvidia-smi could not give GPU %d's maximum SM clock (%s)",
 			 index, kb_strerror(rc));
-	} else if (kb_parse_int(strtok(r.out.p, "\n") ?: "", 1, 100000, &mhz) < 0) {
+	} else if (kb_parse_int(r.out.p, 1, 100000, &mhz) < 0) {
 		snprintf(why, whylen, "nvidia-smi gave GPU %d's maximum SM clock as '%.40s'",
-			 index, r.out.p);
+			 index, r.out.p != NULL ? r.out.p : "");
 		mhz = -1;
 	}
 	kb_spawn_result_clear(&r);

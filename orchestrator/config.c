@@ -23,6 +23,7 @@
 #include "llm/llm.h"
 #include "orchestrator/config_int.h"
 #include "orchestrator/orchestrator.h"
+#include "base/banned.h"
 
 #define CFG_PATH_MAX	4096	/* longest path or string value, NUL included */
 #define CFG_KEY_MAX	128	/* longest dotted key path kept for messages */

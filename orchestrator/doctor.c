@@ -20,6 +20,7 @@
 
 #include "feedback/feedback.h"
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 #define DR_CPU		1u
 #define DR_CUDA		2u

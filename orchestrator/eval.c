@@ -10,6 +10,7 @@
 #include "feedback/feedback.h"
 #include "llm/llm.h"
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 static const char eval_defaults[] =
 	"name: eval\n"

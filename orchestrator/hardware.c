@@ -10,6 +10,7 @@
 
 #include "feedback/feedback.h"
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 #define HARDWARE_SCRIPT_CAP	(256u << 10)
 #define HARDWARE_TIMEOUT_MS	120000	/* importing torch and asking each GPU */

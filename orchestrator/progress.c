@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 /* A worker's log line is at most the logger's 4 KiB; a longer run of bytes without a
  * newline is let out as it is rather than held. */

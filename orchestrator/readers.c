@@ -9,6 +9,7 @@
 
 #include "feedback/feedback.h"
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 /* A run opened for report/: the run, and the view of it report/ reads. */
 struct opened {

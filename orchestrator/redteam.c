@@ -26,6 +26,7 @@
 
 #include "fsm/fsm.h"
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 #define RT_MAX_TURN	256		/* as the report's turn rows */
 #define RT_RESULT_CAP	(16u << 20)	/* a result.json: runner output is capped below it */

@@ -15,6 +15,7 @@
 #include "fsm/fsm.h"
 #include "llm/llm.h"
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 static int
 absolute_dir(const char *in, char *out, size_t n)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 extern char **environ;
 

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 /* Whether pid has exited: gone, or a zombie its parent has not reaped yet. The lock
  * goes free a moment before the supervisor's process ends, which `stop` must not call

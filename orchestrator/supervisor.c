@@ -24,6 +24,7 @@
 #include "gpu_pool/gpu_pool.h"
 #include "llm/llm.h"
 #include "orchestrator/orch_int.h"
+#include "base/banned.h"
 
 enum slot_state { TASK_PENDING, TASK_RUNNING, TASK_FINISHED, TASK_GAVE_UP };
 

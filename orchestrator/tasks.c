@@ -15,6 +15,7 @@
 
 #include "orchestrator/config_int.h"
 #include "orchestrator/orchestrator.h"
+#include "base/banned.h"
 
 #define TASKS_MAX	100000	/* problems x samples; a kb_task is ~4.5 KiB */
 #define STEM_MAX	(sizeof(((struct kb_task *)0)->problem_name) - 1)

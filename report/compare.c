@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "report/report_int.h"
+#include "base/banned.h"
 
 #define COMPARE_RESAMPLES	2000	/* paired bootstrap resamples */
 #define COMPARE_SEED		12	/* the bootstrap's fixed seed: same verdicts every time */

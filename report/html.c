@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "report/report_int.h"
+#include "base/banned.h"
 
 #define ARTIFACT_MAX	(256 * 1024)	/* bytes of one artifact shown; the rest is cut */
 #define DIFF_MAX_LINES	3000		/* per side: the LCS table is their product */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "report/report_int.h"
+#include "base/banned.h"
 
 #define PLOT_W		720
 #define PLOT_H		380

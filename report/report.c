@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "report/report_int.h"
+#include "base/banned.h"
 
 static int
 write_or_complain(const char *path, const struct kb_buf *b)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "report/report_int.h"
+#include "base/banned.h"
 
 /* The columns of a turn row, in order: the keys of the model's rows and the header of
  * report --csv (docs/reports.md lists them from here). A value not recorded is empty. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "report/report_int.h"
+#include "base/banned.h"
 
 /* 1 - C(n-c, k)/C(n, k), as the product over i in n-c+1..n of (1 - k/i): no factorial
  * that overflows, and exactly 1 when fewer than k samples fail. */

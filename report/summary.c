@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "report/report_int.h"
+#include "base/banned.h"
 
 #define NAME_(n) #n,
 static const char *const state_names[RPT_ST__N] = { RD_TASK_STATES(NAME_) };

@@ -26,6 +26,7 @@
 #include <pthread.h>
 
 #include "report/report_int.h"
+#include "base/banned.h"
 
 #define VIEW_MAX_CONNECTIONS	64
 #define VIEW_MAX_PER_CLIENT	32

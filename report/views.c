@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "report/report_int.h"
+#include "base/banned.h"
 
 const double rpt_fast_p_levels[RPT_N_FAST_P] = { 0.5, 1.0, 1.5, 2.0 };
 

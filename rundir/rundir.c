@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "rundir/rundir.h"
+#include "base/banned.h"
 
 struct rd_row {
 	enum rd_level	 level;

@@ -28,6 +28,7 @@
 #include <grp.h>
 
 #include "sandbox/sandbox.h"
+#include "base/banned.h"
 
 #ifndef __NR_landlock_create_ruleset
 #define __NR_landlock_create_ruleset	444

@@ -13,6 +13,11 @@ run's) asks rundir for its paths and the words its logs are written in. A folder
 sources that the table
 does not name is an error too, so that a new module is placed in the graph.
 
+base/banned.h (the C library's functions kforge does not call, as macros that make a call
+a compile error) is the one header every module may include, and every .c file of a
+module includes it as its last include, after every system and library header, whose
+declarations its macros would otherwise break; for that reason no header includes it.
+
 Usage: tools/check_modules.py [ROOT]   (default: the tree this script is in)
 Prints one line per violation, file:line: what and why, and exits 1; 0 when none."""
 import os
@@ -37,6 +42,8 @@ GRAPH = {
 # Folders with C sources that are not modules of kforge itself.
 NOT_MODULES = {"tests", "tools", "build", ".devdeps", ".git"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/([^"]+)"')
+ANY_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"][^>"]*[>"])')
+BANNED = "base/banned.h"
 
 
 def c_files(root, top):
@@ -63,10 +70,18 @@ def check(root):
         allowed = GRAPH[top][1]
         for f in files:
             rel = os.path.relpath(f, root)
+            last = None
             with open(f, errors="replace") as fh:
                 for n, line in enumerate(fh, 1):
+                    m = ANY_INCLUDE.match(line)
+                    if m:
+                        last = (n, m.group(1))
                     m = INCLUDE.match(line)
-                    if not m or m.group(1) == top:
+                    if m and "%s/%s" % m.groups() == BANNED and rel.endswith(".h") \
+                            and rel != BANNED:
+                        problems.append("%s:%d: a header includes %s, which only a .c file "
+                                        "may, as its last include" % (rel, n, BANNED))
+                    if not m or m.group(1) == top or "%s/%s" % m.groups() == BANNED:
                         continue
                     mod, header = m.group(1), "%s/%s" % m.groups()
                     if mod not in GRAPH:
@@ -79,6 +94,11 @@ def check(root):
                     elif header != GRAPH[mod][0]:
                         problems.append("%s:%d: includes %s, an internal of %s (its public "
                                         "header is %s)" % (rel, n, header, mod, GRAPH[mod][0]))
+            if rel.endswith(".c") and (last is None or last[1] != '"%s"' % BANNED):
+                problems.append("%s:%d: the last include is %s, not %s (the banned functions' "
+                                "macros, after every other header)" % (
+                                    rel, last[0] if last else 1,
+                                    last[1] if last else "none", BANNED))
     return problems
 
 
@@ -91,7 +111,8 @@ def main():
     if problems:
         print("check_modules: %d violation(s) of the module graph" % len(problems))
         return 1
-    print("check_modules: %d modules, every include within the graph" % len(GRAPH))
+    print("check_modules: %d modules, every include within the graph, every .c file's "
+          "last include %s" % (len(GRAPH), BANNED))
     return 0
 
 

@@ -55,7 +55,7 @@ eval (the table marks it with ~).
 A table (candidate, expect, eval verdict, run verdict, reasons) ends the output; each
 eval's JSON is kept under the scratch directory (evals/).
 
-collect() and header() need only the standard library (tests/adversarial_static.py uses
+collect() and header() need only the standard library (tests/feedback/adversarial_static.py uses
 them without torch).
 """
 import concurrent.futures

@@ -103,7 +103,7 @@ STARTUP_WAIT_S = 300
 
 
 class MockLLM:
-    """The real mock server (tests/mock_llm_server.py) on 127.0.0.1, on a random port
+    """The real mock server (tests/llm/mock_llm_server.py) on 127.0.0.1, on a random port
     unless one is given (a server that comes up later where a run already points).
     refusing=True: the port is bound but refuses connections until listen() is called."""
 
@@ -118,7 +118,7 @@ class MockLLM:
         if os.path.exists(port_file):   # a server restarted in the same directory
             os.unlink(port_file)
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.join(HOME, "tests", "mock_llm_server.py"), "--port", str(port),
+            [sys.executable, os.path.join(HOME, "tests", "llm", "mock_llm_server.py"), "--port", str(port),
              "--port-file", port_file, "--script", script_path, "--log", self.log,
              "--state-file", os.path.join(workdir, "mock-state.json")] +
             (["--listen-when", self.listen_file] if refusing else []),

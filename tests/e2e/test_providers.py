@@ -3,7 +3,7 @@
 bundled problem on the CPU with each, prices in the config, then the tokens and cost
 in `status --json`, `status`, `report --json`, `report`, `report --csv` and `tail`.
 
-anthropic: the real mock server speaking the Messages API (tests/mock_llm_server.py on
+anthropic: the real mock server speaking the Messages API (tests/llm/mock_llm_server.py on
 a path ending in /messages); the request's headers are checked in its log. command:
 tests/data/llm_command/fake_model.py run per request, told by a comment in the problem
 ("mode=code;") to answer with code and usage. The answers' ModelNew has no custom

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tools/check_modules.py: the tree as it is keeps to the module graph; a copy of its
 module folders with a violation of each kind planted is refused, each named with its file
-and line, and nothing else is."""
+and line, and nothing else is: the graph's, and base/banned.h not a .c file's last include
+or included by a header."""
 import os
 import shutil
 import subprocess
@@ -33,13 +34,31 @@ try:
                         ignore=shutil.ignore_patterns("*.py", "*.md", "prompts"))
     check(run(tmp).returncode == 0, "the copy keeps to the graph before anything is planted")
 
-    def plant(rel, line):
+    BANNED = '#include "base/banned.h"'
+
+    def plant(rel, line, last=False):
+        """line into rel: before its include of base/banned.h, where it has one and last is
+        not asked for, else at its end; rel:N: of the planted line."""
         path = os.path.join(tmp, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "a") as f:
-            f.write("\n" + line + "\n")
-        with open(path) as f:
-            return "%s:%d:" % (rel, f.read().count("\n"))
+        text = open(path).read() if os.path.exists(path) else ""
+        lines = text.split("\n")
+        if BANNED in lines and not last:
+            at = lines.index(BANNED)
+        else:
+            lines.append("")
+            at = len(lines)
+        lines.insert(at, line)
+        with open(path, "w") as f:
+            f.write("\n".join(lines))
+        return "%s:%d:" % (rel, at + 1)
+
+    def unban(rel):
+        path = os.path.join(tmp, rel)
+        text = open(path).read()
+        with open(path, "w") as f:
+            f.write(text.replace(BANNED + "\n", ""))
+        return "%s:" % rel
 
     want = {
         plant("llm/prompt.c", '#include "feedback/feedback.h"'): "llm uses feedback",
@@ -48,6 +67,9 @@ try:
         plant("rundir/rundir.c", '#include "feedback/feedback.h"'): "rundir uses feedback",
         plant("fsm/worker.c", '#include "gpu_pool/gpu_pool_int.h"'): "an internal of gpu_pool",
         plant("orchestrator/cli.c", '#include "nowhere/x.h"'): "of no module",
+        plant("llm/extract.c", "#include <stdio.h>", last=True): "the last include is <stdio.h>",
+        unban("fsm/table.c"): "the last include is ",
+        plant("gpu_pool/gpu_pool_int.h", BANNED): "a header includes base/banned.h",
     }
     plant("extra/thing.c", "int thing;")
     p = run(tmp)

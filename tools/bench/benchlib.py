@@ -2,7 +2,7 @@
 
 Standard library only. The benchmarks build nothing: the kforge binary comes from --bin,
 $KFORGE_BIN or build/kforge; the LLM is the project's own mock server
-(tests/mock_llm_server.py) on loopback.
+(tests/llm/mock_llm_server.py) on loopback.
 """
 import atexit
 import datetime
@@ -16,7 +16,7 @@ import tempfile
 import time
 
 HOME = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-MOCK = os.path.join(HOME, "tests", "mock_llm_server.py")
+MOCK = os.path.join(HOME, "tests", "llm", "mock_llm_server.py")
 # The demo's recorded replies: KernelBench's format under <device>/, the same trajectories
 # in the raw build format (eval.format raw) under raw/<device>/.
 RESPONSES = os.path.join(HOME, "configs", "demo_responses")
@@ -79,7 +79,7 @@ def ts_ms(ts):
 
 
 class MockLLM:
-    """tests/mock_llm_server.py on 127.0.0.1, a random port, the given script."""
+    """tests/llm/mock_llm_server.py on 127.0.0.1, a random port, the given script."""
 
     def __init__(self, wd, script, log_requests=False):
         port_file = os.path.join(wd, "mock.port")

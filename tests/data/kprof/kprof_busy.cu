@@ -1,5 +1,5 @@
 // kprof_busy.cu: holds CUPTI before CUDA starts, as nsys, ncu or a profiler in the candidate
-// would, so that the injection library finds it busy (tests/kprof_gpu.py busy). Its own
+// would, so that the injection library finds it busy (tests/kprof/kprof_gpu.py busy). Its own
 // subscriber is named "kprof-test-holder"; the library must report that name and exit
 // cleanly with the program.
 #include <cuda_profiler_api.h>

@@ -1,5 +1,5 @@
 // kprof_probe.cu: a CUDA program for the GPU tests of the CUPTI injection library
-// (tests/kprof_gpu.py), built with nvcc at test time. Modes:
+// (tests/kprof/kprof_gpu.py), built with nvcc at test time. Modes:
 //   trace        known_kernel (grid 7x3, block 128x2, 4 KiB static shared memory) launched
 //                5 times between cudaProfilerStart and cudaProfilerStop; outside_kernel
 //                launched before the start and after the stop
