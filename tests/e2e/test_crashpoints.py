@@ -348,7 +348,13 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, hold=False, cut=False
             r = wait_for("a runner running the compiler", lambda: compiling_runner(), sup)
             workers_before = workers_of(sup)
             pgids = groups_of_tree(r["pid"])
-            os.kill(r["ppid"], signal.SIGKILL)
+            # Its worker: the nearest of its ancestors that is one (between them, where
+            # the runner has namespaces of its own, its init and its waiter).
+            w = r["pid"]
+            while w > 1 and w not in workers_before:
+                w = next((p["ppid"] for p in procs() if p["pid"] == w), 1)
+            check(w in workers_before, "%s: no worker above the compiling runner %d" % (name, r["pid"]))
+            os.kill(w, signal.SIGKILL)
             check_group_ends(name, pgids, sup, workers_before)
         elif kill == "supervisor":
             wait_for("a compiling runner", lambda: runner_in("PRECOMPILE"), sup)
