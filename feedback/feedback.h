@@ -165,9 +165,6 @@ const struct fb_timing_preset *fb_timing_preset(const struct kb_config *cfg);
  * median; five of seven demo tasks' best speedups repeated within 1.2% by medians, up
  * to 20% by means on an H100, tools/bench/README.md, repeat). */
 const char	*fb_speedup_statistic(const struct kb_config *cfg, bool cuda);
-/* The request's "timing" object: method, l2_flush, discard_first, max_spread,
- * max_passes, budget_s, statistic, hold_us and the preset's name. */
-json_t	*fb_timing_request(const struct kb_config *cfg, bool cuda);
 /* One line for the report: the preset and what it does, with the keys that change it. */
 void	fb_timing_describe(const struct kb_config *cfg, char *out, size_t n);
 
@@ -246,11 +243,6 @@ int	fb_kill_orphans(bool (*keep)(pid_t pid, void *arg), void *arg);
 void	fb_warm_enable(void);
 void	fb_warm_start(const struct kb_config *cfg);
 void	fb_warm_drop(void);
-/* req, a precompile, found its build in the cache: the runner waiting for it is replaced
- * by the one its execute would have been handed at the precompile's start (warm.c,
- * warm_cuda_ahead), on a GPU; nothing elsewhere. */
-void	fb_warm_built(const struct kb_config *cfg, const struct fb_request *req);
-pid_t	fb_warm_pid(void);
 /* fb_warm_drop, and the fork servers warm runners are forked from end too (warm.c): at a
  * worker's end, and for the model's call unless fb_warm_keep_servers, which says whether
  * the run's workers may keep theirs through it within the host's memory. */
@@ -263,15 +255,6 @@ bool	fb_warm_keep_servers(const struct kb_config *cfg);
  * last runner; 0: this process's own server, ended with it). */
 void	fb_warm_share(const struct kb_config *cfg);
 
-/* How fb_run reads the runner's fd-3 result, public so that its fuzz target
- * (tests/feedback/fuzz_result.c) reaches it: text is n bytes of anything; a JSON object with
- * a known "status" fills o (status, compiled, correct; runtime_ms, ref_runtime_ms and
- * speedup each a finite value >= 0, or -1 for "not measured"; result owned by o, free
- * with fb_outcome_clear) and returns 0. Anything else returns -KB_ECORRUPT with a
- * one-line reason in why, printable ASCII, phrased to follow "the runner exited with
- * status N and ..." ("no result", "an unparsable result (...)", ...). */
-int	fb_result_parse(const char *text, size_t n, struct fb_outcome *o, char *why,
-			size_t whylen);
 
 /* Containment of the runner (contain.c): a network namespace of its own where the host
  * allows one (runner.isolate_network), and when kforge runs as root, runner.user instead
@@ -286,7 +269,6 @@ void	fb_contain_report(void);
  * ("nobody (uid 65534, gid 65534)", "this process's user (reason)"). Returns
  * whether the network is isolated. Call after a successful fb_contain_setup. */
 bool	fb_contain_describe(char *net, size_t netlen, char *user, size_t userlen);
-void	fb_contain_apply(struct kb_spawn_opts *o);
 const char *fb_contain_user(void);	/* the runner's user name; NULL: not switched */
 /* The sandbox (contain.c, sandbox/): its mode and layers as a line ("strict: landlock ABI
  * 7, scope on, seccomp on"; false when a layer is missing) and as run.json records it;
@@ -294,34 +276,9 @@ const char *fb_contain_user(void);	/* the runner's user name; NULL: not switched
  * no CUDA started ahead). */
 bool	fb_contain_describe_sandbox(char *out, size_t n);
 json_t	*fb_contain_sandbox_json(void);
-bool	fb_contain_sandboxed(void);
 /* -KB_ECONFIG and why (naming the layers and runner.sandbox: best_effort) where the
  * sandbox is strict and the host lacks a layer: nothing may run then. */
 int	fb_contain_sandbox_ready(char *err, size_t errlen);
-/* 0 when the runner's user can reach path (search every directory down to it) and, with
- * read, read it; else -KB_ECONFIG and why: "runner.user nobody cannot reach /root (mode
- * 0700, owner 0)", for the caller to say what needed it and what to do. */
-int	fb_contain_check_reach(const char *path, bool read, char *why, size_t whylen);
-/* A scratch directory the runner may write (chowned to its user). */
-int	fb_contain_runner_dir(const char *path);
-/* Around a precompile: the build is handed to the runner's user, then sealed (root-owned,
- * not writable by others; directories sticky). No-ops when the user is not switched. */
-int	fb_contain_build_begin(const char *build_dir, int *lock_fd);
-void	fb_contain_build_end(const char *build_dir, int lock_fd);
-/* A runner that loads a build (execute, profile) holds the same lock shared, so the
- * build is never unsealed or sealed under it: an ownership change in the middle would
- * leave torch's lock file root-owned (EPERM, then every later loader waits on it) or
- * the directory briefly closed. *lock_fd is -1 when there is nothing to hold; release
- * with fb_contain_build_end(NULL, fd). */
-int	fb_contain_build_use(const char *build_dir, int *lock_fd);
-/* fb_contain_build_end for a tree no runner may add to afterwards (the shared cache's
- * precompiled headers): root-owned, directories 0755 rather than sticky and open. */
-void	fb_contain_seal_closed(const char *dir, int lock_fd);
-/* A tree fb_contain_build_begin handed to the runner's user and not yet sealed: waits
- * for its seal (the selftest making the precompiled headers holds it meanwhile), and
- * throws away one that nothing holds (left open by a killed selftest). 0: look again;
- * -KB_ENOENT: nothing was ever handed over (no lock beside it). */
-int	fb_contain_wait_sealed(const char *dir);
 
 /* Where a run's runners read and write (stage.c has the whole story). When the runner
  * runs as runner.user and that user cannot reach the run directory (a 0700 directory
@@ -339,16 +296,11 @@ int	fb_contain_wait_sealed(const char *dir);
  * fb_stage_open every path is the run directory's (tests). */
 int	fb_stage_open(const char *run_dir, const char *previous, char *err, size_t errlen);
 const char *fb_stage_dir(void);	/* the staging directory; NULL: the run directory */
-const char *fb_stage_root(void);	/* the run directory fb_stage_open was given, or NULL */
 /* <root>/build/<key> and <root>/tasks/<id>/work for a run directory (not created). */
 int	fb_stage_build_dir(const char *run_dir, const char *key, char *out, size_t n);
 int	fb_stage_work_dir(const char *run_dir, const char *task_id, char *out, size_t n);
 /* mkdir -p whose new directories below the root are 0755 whatever the umask. */
 int	fb_stage_mkdir(const char *path);
-/* The path by which the runner reads path: path itself when its user can, else a
- * root-owned read-only copy under <root>/inputs/ (named by content). fb_run uses it for
- * the problem, the candidate and the runner script. */
-int	fb_stage_input(const char *path, char *out, size_t n);
 /* A scratch directory in $TMPDIR (else /tmp), kforge-<what>-XXXXXX, opened as a run
  * directory would be: `kforge eval` and `kforge baseline` work there. The path in out;
  * -KB_E* with a message in err. */
@@ -367,13 +319,6 @@ int	fb_cache_dir(const char *kind, const char *key, char *out, size_t n);
 /* The config's cache.dir: the root to use before $KFORGE_CACHE_DIR, when this process has
  * not chosen one yet (the same checks apply). */
 void	fb_cache_prefer(const char *dir);
-/* The identity of the runner's environment for a device, as a SHA-256 hex string: the
- * Python (and the torch under it), the compilers and ninja, the arch list, the runner's
- * user, runner.fast_build, and the runner's source. Keys the selftest's pass records
- * (with whether the fast-build headers exist), the builds, the baselines and the memo
- * of which Python imports torch. */
-int	fb_env_key(const struct kb_config *cfg, const char *device, const char *python,
-		   char sha[65]);
 /* A candidate's build directory in the shared cache (not created): "builds/<key>", the
  * key hashing fb_env_key for the config's device, the precision, runner.fast_build and
  * the code, so no build is ever used by code, flags or an environment it was not made
@@ -386,36 +331,12 @@ int	fb_env_key(const struct kb_config *cfg, const char *device, const char *pyth
  * CPU, an execution's threads. A run keeps its own copy of what it compared against. */
 int	fb_baseline_path(const struct kb_config *cfg, const char *problem_path,
 			 const char *device_name, char *out, size_t n);
-/* A baseline step's record, as runs keep it and the shared cache holds it: {problem,
- * device_name, eager, compile (timing stats or null), env, status, message, stage, fix}. */
-json_t	*fb_baseline_record(const char *problem, const char *device_name,
-			    const struct fb_outcome *o);
-/* The timing method the runner is asked for: eval.timing on cuda (KernelBench's CUDA
- * events by default; the host clock; Triton's do_bench), the host clock on cpu; an L2
- * flush before each trial when eval.l2_flush; the first trial discarded. In the request
- * and in the baseline key alike: "cuda_event l2_flush discard_first" (timing.c). */
-void	fb_timing_method(const struct kb_config *cfg, char *out, size_t n);
-/* The microseconds the GPU spins before each timed call: eval.timing_hold_us, where it
- * is set (>= 0), else the preset's; only for CUDA events on cuda, else 0. The request
- * carries it, the baseline key names it (timing.c). */
-long	fb_timing_hold_us(const struct kb_config *cfg);
 /* The threads an execution slot gets on the CPU (OMP_NUM_THREADS): the cores the compile
  * slots leave, shared by the CPU execution slots. */
 long	fb_cpu_threads(const struct kb_config *cfg);
-/* The cores a worker's warm runner starts on, before its request moves it to its step's
- * (builds and timings apart): true and [*first, *last) on a GPU host of cores that keeps
- * some for the steps on the GPU, false (left where it is) otherwise. */
-bool	fb_warm_cpu_range(const struct kb_config *cfg, long cores, int *first, int *last);
-/* On the CPU, where on a host of cores a run's builds begin (its timings take the cores
- * after them, modulo cores): a function of the run directory, so that runs side by side
- * spread their builds over the host; 0 for a NULL root (outside a run). */
-long	fb_cpu_turn(const char *root, long cores);
 /* Whether a step runs on a GPU: the request's device where it names one (req may be
  * NULL), else the config's (eval.device, resolved from auto when a run starts). */
 bool	fb_on_cuda(const struct kb_config *cfg, const struct fb_request *req);
-/* Whether candidates build in the raw format (eval.format raw: extern "C" launchers
- * through kforge's load_cuda / load_cpp) rather than with torch's load_inline. */
-bool	fb_raw_format(const struct kb_config *cfg);
 /* The compile slots (runner.compile_slots, else half the cores, at least one): the pool
  * makes that many, and on the CPU builds run on as many cores of their own. */
 long	fb_compile_slots(const struct kb_config *cfg);
@@ -430,10 +351,6 @@ struct fb_cache_usage {
 	long long	bytes, removed_bytes;	/* bytes: what remains */
 };
 int	fb_cache_trim(long long max_bytes, struct fb_cache_usage *u);
-void	fb_build_touch(const char *build_dir);
-/* Whether a precompile's outcome is the code's alone, to keep beside its build
- * (compile.json) for every later request of the same code. */
-bool	fb_build_cacheable(enum fb_status st);
 
 /* The E part of the refinement prompt (paper App. D.3): compiler/execution output for a
  * failed turn, "Your kernel execution timed out" for timeouts, the wall-clock time when
@@ -462,30 +379,6 @@ char	*fb_profile_feedback(const struct kb_config *cfg, json_t *profile, json_t *
  * CUPTI found), else kprof/libkforge_kprof.so beside the running binary. -KB_ENOENT when
  * none is there. */
 int	fb_kprof_library(char *out, size_t n);
-/* A profile step of req (FB_PROFILE: the candidate, or the reference with
- * req->profile_reference) under the caller's lease. On cuda with the library: a trace
- * run (KPROF_OUT in req->work_dir, named by tag), then, with refinement.profile_metrics
- * and for a candidate (never the reference, whose counters nothing reads), a second run
- * in metrics mode over the trace's refinement.profile_metrics_top kernels whose counters
- * are merged into the trace's kernels. out->result.profile is then the
- * library's JSON (every field optional) plus "iterations", "target", "partial" (the
- * runner ended before the profile was complete: a killed or timed-out runner's last
- * flushed profile is still used), "metrics_status"/"metrics_message",
- * "counter_availability" (the metrics run's image: "cached" or "queried") and
- * "metrics_wall_ms"; a runner that wrote none gets {source: cupti, status: error,
- * message}. Elsewhere the runner's torch.profiler table, with "note" saying why when on
- * cuda. out->wall_ms covers every run. Returns as fb_run. */
-int	fb_profile(const struct kb_config *cfg, const struct fb_request *req, const char *tag,
-		   struct fb_outcome *out);
-/* The library's JSON read from dir (the file tag.<pid>.json, else the most complete
- * tag.*.json there: a CUDA-initialising child writes its own): NULL when there is none
- * or it is not a JSON object (at most FB_KPROF_CAP bytes). */
-#define FB_KPROF_CAP	((size_t)4 << 20)
-json_t	*fb_kprof_read(const char *dir, const char *tag, pid_t pid);
-/* The names of the kernels a candidate's source defines (__global__ functions, and
- * @triton.jit functions), as a new array of strings (at most FB_MAX_OWN_KERNELS). */
-#define FB_MAX_OWN_KERNELS	64
-json_t	*fb_source_kernels(const char *source);
 
 
 /* ------------------------------------------------------------- verdicts (verdict.c)
@@ -504,53 +397,19 @@ const char	*fb_verdict_name(enum fb_verdict v);
  * -KB_ENOENT past the last. */
 int	fb_flag_rule(size_t i, const char **flag, enum fb_verdict *verdict,
 		     const char **message);
-/* The static checks of a candidate against its problem, by the config's device, format,
- * precision and eval.torch_ops (none with eval.static_checks false): *findings is a new array of {rule, severity: error|
- * warning, line, message}. They only parse the code (Python's ast, no torch, nothing
- * of the candidate runs), in the runner's Python. < 0 with err when they could not run
- * (-KB_ENOPYTHON, -KB_EEXEC, -KB_ECORRUPT: the checker failed; a broken checker must not
- * pass a candidate). */
-int	fb_static_check(const struct kb_config *cfg, const char *problem_path,
-			const char *candidate_path, json_t **findings, char *err, size_t errlen);
 /* Whether any finding is an error: the candidate is rejected before it is built. */
 bool	fb_findings_reject(const json_t *findings);
-/* The result of a candidate rejected by its findings: {status: "rejected", compiled:
- * false, correct: false, findings, details: {message}, verdict, reasons}. */
-json_t	*fb_rejection(const json_t *findings);
-/* Judges result (a runner's, or one of the above) in place: settles its "speedup",
- * "speedup_ci95" and "ref_runtime_ms" (the runner's when it timed the reference beside
- * the candidate, else baseline's eager mean over the candidate's; baseline may be NULL),
- * adds "excessive_speedup" to its flags when the speedup, by the means and by the
- * medians, is above FB_EXCESSIVE_SPEEDUP, keeps the static findings (NULL: none) as "findings", and sets
- * "verdict" and "reasons". Returns the verdict. */
-enum fb_verdict	fb_judge(json_t *result, const json_t *findings, const json_t *baseline);
 /* The reasons of a judged result as text for the model, one "- line N: message" line
  * each, with a heading saying what the verdict means; NULL when the verdict is correct
  * or incorrect with no reason to add (the feedback says why already). */
 char	*fb_verdict_feedback(const json_t *result);
-/* The profile's evidence about the candidate's forward, judged into result (a judged
- * execute result, result.json) by the same flag rules: a complete CUPTI profile in which
- * none of the candidate's own kernels ran (none named in source, fb_source_kernels, and
- * none that is not PyTorch's or a vendor library's) flags "custom_kernel_not_run"
- * (rejected); kernels on more than one stream flag "side_stream" (suspect) unless the
- * reference's profile (may be NULL) shows the same. details.profile_check records the
- * kernels that ran, their streams and what was decided ("judged": false with "why"
- * where the profile proves nothing: a torch.profiler table, a CUPTI status other than
- * ok, a partial profile). Any earlier decision of this rule is replaced, so it may run
- * again on the same result. Then fb_judge (result's own findings and baseline); returns
- * the verdict. */
-enum fb_verdict	fb_judge_profile(json_t *result, const json_t *profile,
-				 const json_t *reference, const char *source);
 
 /* ------------------------------------------------------------ the evaluation (evaluate.c)
- * What every candidate goes through, one way for a run's turns and `kforge eval`: the
- * static checks (fb_static_check, below), the build through the build cache
- * (fb_eval_build), the reference alone through the baseline cache (fb_eval_baseline),
- * the execution with the reference timed beside the candidate (fb_run), and the verdict
- * with its speedup (fb_judge). fb_evaluate takes a candidate through all of them in a
- * row (`kforge eval`); a run takes each step in the state and slot it belongs to
- * (PRECOMPILE in a compile slot, EXECUTE on a leased GPU, with the GPU health rule after
- * a fault), through the same functions. */
+ * What every candidate goes through, one way for a run's turns, `kforge eval` and
+ * `kforge baseline`: the three steps below (steps.c). fb_evaluate takes a candidate
+ * through them in a row (`kforge eval`); a run takes each in the state and slot it
+ * belongs to (PRECOMPILE in a compile slot, EXECUTE and PROFILE on a leased GPU, with
+ * the GPU health rule after a fault), through the same functions. */
 
 /* A slot a step runs its runner in (a run's compile slot), taken only when the step
  * must run one: take (< 0: not taken, the step returns it), ready (held, the runner is
@@ -566,24 +425,13 @@ struct fb_build {
 	bool			 cache_hit;	/* found beside the build, no runner ran */
 	struct fb_outcome	 ran;		/* the runner's, when one ran (its log) */
 };
-/* The build of req->candidate_path in req->build_dir (mode FB_PRECOMPILE): the outcome
- * cached beside it (compile.json) for the same code, else a precompile in slot (the
- * cache looked at again once the slot is held: another task may have built the same
- * code meanwhile), whose outcome is cached, when it is the code's alone, before the slot
- * is given back. A runner that failed for want of disk space (fb_runner_hit_full_disk)
- * is -KB_ENOSPC, never cached. out is the caller's to fb_build_clear. */
-int	fb_eval_build(const struct kb_config *cfg, const struct fb_request *req,
-		      const char *run_dir, const struct fb_slot *slot, struct fb_build *out);
-void	fb_build_clear(struct fb_build *b);
-/* Whether a runner that failed did so because the disk is full (it said "No space left
- * on device" and run_dir, the staging directory or the build cache is nearly full): no
- * result about the kernel, to be neither cached nor fed back. */
-bool	fb_runner_hit_full_disk(const struct fb_outcome *o, const char *run_dir);
 
 struct fb_baseline {
 	json_t		*record;	/* fb_baseline_record's */
 	bool		 cache_hit;	/* the run's copy or the shared cache had it */
 	int64_t		 wall_ms;	/* of the baseline runner, when one ran */
+	int		 shared_rc;	/* keeping a measured one in the shared cache: 0,
+					 * or why it is not there (a run keeps its own) */
 };
 /* The reference of req->problem_path alone on device_name (req's device, paths and
  * hooks; run as FB_BASELINE): the run's own record (<run_dir>/baselines/<device>/
@@ -599,6 +447,117 @@ bool	fb_baseline_ok(const struct fb_baseline *b);
  * message)". Caller frees. */
 char	*fb_reference_failure(const json_t *record);
 void	fb_baseline_clear(struct fb_baseline *b);
+
+/* ------------------------------------------------------------ the steps (steps.c)
+ * A candidate's three steps, the same in a run's turn (fsm/actions.c: PRECOMPILE,
+ * EXECUTE, PROFILE), in `kforge eval` (fb_evaluate) and, for the baseline, `kforge
+ * baseline`. The caller lends the resources through hooks and maps what a step found to
+ * its own ends (a run's events, eval's report); every hook may be NULL, hooks too (eval:
+ * no slot, no lease, nothing probed). */
+enum fb_health_next { FB_HEALTH_REPROBE, FB_HEALTH_RETURN, FB_HEALTH_QUARANTINE };
+/* What the GPU's health probes after a runner's fault found (fb_probe_health). */
+struct fb_health {
+	enum fb_health_next	 next;		/* RETURN or QUARANTINE: the rule's last word */
+	int			 failures;	/* probes that failed */
+	char			 last[256];	/* the last failed one, "status: message" */
+};
+struct fb_step_hooks {
+	/* precompile: the compile slot, taken only when a build must run (its ready is
+	 * the fault point before the build's runner). */
+	struct fb_slot	 compile;
+	/* precompile: the static checks' findings, before anything else is done with them
+	 * (a run keeps them beside the turn); < 0 ends the step with it. */
+	int	(*checked)(const json_t *findings, void *arg);
+	/* execute: the execution slot, for the whole step; take sets *device (the CUDA
+	 * ordinal, -1: the CPU) and name (the device's model, which keys baselines); < 0:
+	 * not taken, the step returns it. NULL: req's device and the caller's name. */
+	int	(*lease_take)(void *arg, int *device, char *name, size_t n);
+	void	(*lease_give)(void *arg);
+	/* precompile: a warm runner is starting (on), then has started (off): a worker's
+	 * first start imports torch, seconds in no slot that a run shows. */
+	void	(*runner_starting)(bool on, void *arg);
+	/* Each runner a step starts, as it runs, with its mode (judge: an execute's). */
+	void	(*runner_started)(pid_t pid, enum fb_mode mode, bool judge, void *arg);
+	/* Fault injection at a step's fixed points ("execute-before-runner"). */
+	void	(*fault)(const char *point, void *arg);
+	/* GPU health after a runner's fault (fb_runner_faulted) on a GPU, the lease held:
+	 * health_decide is the pool's rule for each probe (failures so far, whether this
+	 * one passed); health_failures how many failed probes it takes (for the log);
+	 * health_settled is told what the probes found (fault: the runner's status) while
+	 * the GPU is still held. No health_decide: nothing is probed. */
+	enum fb_health_next (*health_decide)(int failures, bool ok, void *arg);
+	int	 health_failures;
+	void	(*health_settled)(const struct fb_health *h, enum fb_status fault, void *arg);
+	/* profile: the reference's profile, made now, still under the lease (a run keeps
+	 * it for the task's later turns); < 0 ends the step with it. */
+	int	(*reference_profiled)(const struct fb_outcome *o, void *arg);
+	void	*arg;
+};
+
+/* Precompile: the static checks (a rejected candidate is not built: rejected, result
+ * fb_rejection's), then the build of req->candidate_path in req->build_dir through the
+ * build cache (fb_eval_build) in hooks->compile. < 0 with err when the static checks
+ * could not run (checks_failed), else as fb_eval_build. out is the caller's to clear. */
+struct fb_precompiled {
+	json_t		*findings;	/* the static checks' */
+	bool		 checks_failed, rejected;
+	json_t		*result;	/* the rejection, or the build's (compile.json) */
+	struct fb_build	 build;
+	int64_t		 runner_start_ms;	/* its warm runner's start; -1: none started */
+};
+int	fb_step_precompile(const struct kb_config *cfg, const struct fb_request *req,
+			   const char *run_dir, const struct fb_step_hooks *hooks,
+			   struct fb_precompiled *out, char *err, size_t errlen);
+void	fb_precompiled_clear(struct fb_precompiled *p);
+/* Execute, under the lease: the reference alone through the baseline cache
+ * (fb_eval_baseline: problem_key, the device's name, run_dir); if it is ok the
+ * execution with the reference timed beside the candidate; after a runner's fault the
+ * GPU's probes; then, the lease given back, a failure for want of disk space is
+ * -KB_ENOSPC, and an executed result that is no env_error is judged (fb_judge with
+ * findings and the baseline: verdict). Returns as fb_run. */
+struct fb_executed {
+	struct fb_baseline	 baseline;
+	bool			 executed, judged, probed;
+	struct fb_outcome	 run;		/* the execution's, when executed */
+	enum fb_verdict		 verdict;	/* when judged */
+	int			 device;	/* the one leased */
+	struct fb_health	 health;	/* when probed */
+};
+int	fb_step_execute(const struct kb_config *cfg, const struct fb_request *req,
+			const char *problem_key, const char *device_name, const char *run_dir,
+			const json_t *findings, const struct fb_step_hooks *hooks,
+			struct fb_executed *out);
+void	fb_executed_clear(struct fb_executed *e);
+/* Profile, under the lease: the reference's profile as asked, the candidate's (fb_profile,
+ * named by tag), the GPU's probes after a runner's fault, and, the lease given back, the
+ * profile rule (fb_judge_profile) on judged, in place, with the candidate's source and
+ * the reference's profile (the one kept, else the one made now). Returns as fb_run. */
+enum fb_ref_profile {
+	FB_REF_PROFILE_NONE,	/* none made now (kept, or none to compare with) */
+	FB_REF_PROFILE_NOW,	/* made now; its failure is the step's */
+	FB_REF_PROFILE_TRY,	/* made now where it can be: only a stop or a full disk
+				 * ends the step, else it is left out this time */
+};
+struct fb_profile_ask {
+	const char		*tag;			/* the candidate's runs' name */
+	enum fb_ref_profile	 reference;
+	const json_t		*reference_profile;	/* kept from before; NULL: none */
+	json_t			*judged;		/* a judged execute result; NULL: no rule */
+	const char		*source;		/* the candidate's code, for the rule */
+	bool			 cupti_only;		/* the rule by a CUPTI profile alone */
+};
+struct fb_profiled {
+	struct fb_outcome	 reference;	/* the reference's, when reference_ran */
+	struct fb_outcome	 run;		/* the candidate's */
+	bool			 reference_ran, probed, judged;
+	enum fb_verdict		 verdict;	/* when judged */
+	int			 device;
+	struct fb_health	 health;	/* when probed */
+};
+int	fb_step_profile(const struct kb_config *cfg, const struct fb_request *req,
+			const struct fb_profile_ask *ask, const struct fb_step_hooks *hooks,
+			struct fb_profiled *out);
+void	fb_profiled_clear(struct fb_profiled *p);
 
 struct fb_evaluation {
 	enum fb_verdict		 verdict;

@@ -10,6 +10,8 @@
  *   entries.c run.c                     the cache's builds and baselines; a runner step
  *   profile.c                           a profile's runs
  *   verdict.c selftest.c                verdicts and static checks; the selftest
+ *   steps.c                             the caches' build and baseline; the three steps
+ *                                       (precompile, execute, profile); the GPU probes
  *   evaluate.c                          a candidate through every step
  */
 #ifndef KFORGE_FEEDBACK_INT_H
@@ -182,5 +184,172 @@ json_t	*fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request 
 #define FB_NS_TRAILER	"\n\x1ekforge-ns "
 /* The shared cache's root (cache.c): hidden from every runner. */
 int	fb_cache_root(char *out, size_t n);
+
+/* ----------------------------------------------------------------------------------
+ * Declared in feedback.h until the steps (steps.c) became what other modules call:
+ * what only feedback/ (and its tests) uses.
+ */
+/* 0 when the runner's user can reach path (search every directory down to it) and, with
+ * read, read it; else -KB_ECONFIG and why: "runner.user nobody cannot reach /root (mode
+ * 0700, owner 0)", for the caller to say what needed it and what to do. */
+int	fb_contain_check_reach(const char *path, bool read, char *why, size_t whylen);
+/* A scratch directory the runner may write (chowned to its user). */
+int	fb_contain_runner_dir(const char *path);
+/* Around a precompile: the build is handed to the runner's user, then sealed (root-owned,
+ * not writable by others; directories sticky). No-ops when the user is not switched. */
+int	fb_contain_build_begin(const char *build_dir, int *lock_fd);
+void	fb_contain_build_end(const char *build_dir, int lock_fd);
+/* A runner that loads a build (execute, profile) holds the same lock shared, so the
+ * build is never unsealed or sealed under it: an ownership change in the middle would
+ * leave torch's lock file root-owned (EPERM, then every later loader waits on it) or
+ * the directory briefly closed. *lock_fd is -1 when there is nothing to hold; release
+ * with fb_contain_build_end(NULL, fd). */
+int	fb_contain_build_use(const char *build_dir, int *lock_fd);
+/* fb_contain_build_end for a tree no runner may add to afterwards (the shared cache's
+ * precompiled headers): root-owned, directories 0755 rather than sticky and open. */
+void	fb_contain_seal_closed(const char *dir, int lock_fd);
+/* A tree fb_contain_build_begin handed to the runner's user and not yet sealed: waits
+ * for its seal (the selftest making the precompiled headers holds it meanwhile), and
+ * throws away one that nothing holds (left open by a killed selftest). 0: look again;
+ * -KB_ENOENT: nothing was ever handed over (no lock beside it). */
+int	fb_contain_wait_sealed(const char *dir);
+void	fb_contain_apply(struct kb_spawn_opts *o);
+/* How fb_run reads the runner's fd-3 result, public so that its fuzz target
+ * (tests/feedback/fuzz_result.c) reaches it: text is n bytes of anything; a JSON object with
+ * a known "status" fills o (status, compiled, correct; runtime_ms, ref_runtime_ms and
+ * speedup each a finite value >= 0, or -1 for "not measured"; result owned by o, free
+ * with fb_outcome_clear) and returns 0. Anything else returns -KB_ECORRUPT with a
+ * one-line reason in why, printable ASCII, phrased to follow "the runner exited with
+ * status N and ..." ("no result", "an unparsable result (...)", ...). */
+int	fb_result_parse(const char *text, size_t n, struct fb_outcome *o, char *why,
+			size_t whylen);
+const char *fb_stage_root(void);	/* the run directory fb_stage_open was given, or NULL */
+/* The path by which the runner reads path: path itself when its user can, else a
+ * root-owned read-only copy under <root>/inputs/ (named by content). fb_run uses it for
+ * the problem, the candidate and the runner script. */
+int	fb_stage_input(const char *path, char *out, size_t n);
+/* The identity of the runner's environment for a device, as a SHA-256 hex string: the
+ * Python (and the torch under it), the compilers and ninja, the arch list, the runner's
+ * user, runner.fast_build, and the runner's source. Keys the selftest's pass records
+ * (with whether the fast-build headers exist), the builds, the baselines and the memo
+ * of which Python imports torch. */
+int	fb_env_key(const struct kb_config *cfg, const char *device, const char *python,
+		   char sha[65]);
+/* A baseline step's record, as runs keep it and the shared cache holds it: {problem,
+ * device_name, eager, compile (timing stats or null), env, status, message, stage, fix}. */
+json_t	*fb_baseline_record(const char *problem, const char *device_name,
+			    const struct fb_outcome *o);
+/* The timing method the runner is asked for: eval.timing on cuda (KernelBench's CUDA
+ * events by default; the host clock; Triton's do_bench), the host clock on cpu; an L2
+ * flush before each trial when eval.l2_flush; the first trial discarded. In the request
+ * and in the baseline key alike: "cuda_event l2_flush discard_first" (timing.c). */
+void	fb_timing_method(const struct kb_config *cfg, char *out, size_t n);
+/* The microseconds the GPU spins before each timed call: eval.timing_hold_us, where it
+ * is set (>= 0), else the preset's; only for CUDA events on cuda, else 0. The request
+ * carries it, the baseline key names it (timing.c). */
+long	fb_timing_hold_us(const struct kb_config *cfg);
+/* The cores a worker's warm runner starts on, before its request moves it to its step's
+ * (builds and timings apart): true and [*first, *last) on a GPU host of cores that keeps
+ * some for the steps on the GPU, false (left where it is) otherwise. */
+bool	fb_warm_cpu_range(const struct kb_config *cfg, long cores, int *first, int *last);
+/* On the CPU, where on a host of cores a run's builds begin (its timings take the cores
+ * after them, modulo cores): a function of the run directory, so that runs side by side
+ * spread their builds over the host; 0 for a NULL root (outside a run). */
+long	fb_cpu_turn(const char *root, long cores);
+/* Whether candidates build in the raw format (eval.format raw: extern "C" launchers
+ * through kforge's load_cuda / load_cpp) rather than with torch's load_inline. */
+bool	fb_raw_format(const struct kb_config *cfg);
+void	fb_build_touch(const char *build_dir);
+/* Whether a precompile's outcome is the code's alone, to keep beside its build
+ * (compile.json) for every later request of the same code. */
+bool	fb_build_cacheable(enum fb_status st);
+/* A profile step of req (FB_PROFILE: the candidate, or the reference with
+ * req->profile_reference) under the caller's lease. On cuda with the library: a trace
+ * run (KPROF_OUT in req->work_dir, named by tag), then, with refinement.profile_metrics
+ * and for a candidate (never the reference, whose counters nothing reads), a second run
+ * in metrics mode over the trace's refinement.profile_metrics_top kernels whose counters
+ * are merged into the trace's kernels. out->result.profile is then the
+ * library's JSON (every field optional) plus "iterations", "target", "partial" (the
+ * runner ended before the profile was complete: a killed or timed-out runner's last
+ * flushed profile is still used), "metrics_status"/"metrics_message",
+ * "counter_availability" (the metrics run's image: "cached" or "queried") and
+ * "metrics_wall_ms"; a runner that wrote none gets {source: cupti, status: error,
+ * message}. Elsewhere the runner's torch.profiler table, with "note" saying why when on
+ * cuda. out->wall_ms covers every run. Returns as fb_run. */
+int	fb_profile(const struct kb_config *cfg, const struct fb_request *req, const char *tag,
+		   struct fb_outcome *out);
+/* The library's JSON read from dir (the file tag.<pid>.json, else the most complete
+ * tag.*.json there: a CUDA-initialising child writes its own): NULL when there is none
+ * or it is not a JSON object (at most FB_KPROF_CAP bytes). */
+#define FB_KPROF_CAP	((size_t)4 << 20)
+json_t	*fb_kprof_read(const char *dir, const char *tag, pid_t pid);
+/* The names of the kernels a candidate's source defines (__global__ functions, and
+ * @triton.jit functions), as a new array of strings (at most FB_MAX_OWN_KERNELS). */
+#define FB_MAX_OWN_KERNELS	64
+json_t	*fb_source_kernels(const char *source);
+/* req, a precompile, found its build in the cache: the runner waiting for it is replaced
+ * by the one its execute would have been handed at the precompile's start (warm.c,
+ * warm_cuda_ahead), on a GPU; nothing elsewhere. */
+void	fb_warm_built(const struct kb_config *cfg, const struct fb_request *req);
+pid_t	fb_warm_pid(void);
+/* The build of req->candidate_path in req->build_dir (mode FB_PRECOMPILE): the outcome
+ * cached beside it (compile.json) for the same code, else a precompile in slot (the
+ * cache looked at again once the slot is held: another task may have built the same
+ * code meanwhile), whose outcome is cached, when it is the code's alone, before the slot
+ * is given back. A runner that failed for want of disk space (fb_runner_hit_full_disk)
+ * is -KB_ENOSPC, never cached. out is the caller's to fb_build_clear. */
+int	fb_eval_build(const struct kb_config *cfg, const struct fb_request *req,
+		      const char *run_dir, const struct fb_slot *slot, struct fb_build *out);
+void	fb_build_clear(struct fb_build *b);
+/* Whether a runner that failed did so because the disk is full (it said "No space left
+ * on device" and run_dir, the staging directory or the build cache is nearly full): no
+ * result about the kernel, to be neither cached nor fed back. */
+bool	fb_runner_hit_full_disk(const struct fb_outcome *o, const char *run_dir);
+/* Statuses after which the GPU itself may be broken, not just the candidate. */
+bool	fb_runner_faulted(enum fb_status st);
+/* A probe is a tiny kernel; longer is a hung GPU. */
+#define FB_PROBE_TIMEOUT_S	120
+/* Probes req's GPU (its device, work directory and hooks; run as FB_PROBE), each time
+ * in a fresh runner (a fresh CUDA context), until hooks->health_decide settles. 0, or
+ * -KB_ESTOPPED (the GPU was not judged). */
+int	fb_probe_health(const struct kb_config *cfg, const struct fb_request *req,
+			enum fb_status fault, const struct fb_step_hooks *hooks,
+			struct fb_health *out);
+/* The result of a candidate rejected by its findings: {status: "rejected", compiled:
+ * false, correct: false, findings, details: {message}, verdict, reasons}. */
+json_t	*fb_rejection(const json_t *findings);
+/* The request's "timing" object: method, l2_flush, discard_first, max_spread,
+ * max_passes, budget_s, statistic, hold_us and the preset's name. */
+json_t	*fb_timing_request(const struct kb_config *cfg, bool cuda);
+
+bool	fb_contain_sandboxed(void);
+/* The static checks of a candidate against its problem, by the config's device, format,
+ * precision and eval.torch_ops (none with eval.static_checks false): *findings is a new array of {rule, severity: error|
+ * warning, line, message}. They only parse the code (Python's ast, no torch, nothing
+ * of the candidate runs), in the runner's Python. < 0 with err when they could not run
+ * (-KB_ENOPYTHON, -KB_EEXEC, -KB_ECORRUPT: the checker failed; a broken checker must not
+ * pass a candidate). */
+int	fb_static_check(const struct kb_config *cfg, const char *problem_path,
+			const char *candidate_path, json_t **findings, char *err, size_t errlen);
+/* Judges result (a runner's, or one of the above) in place: settles its "speedup",
+ * "speedup_ci95" and "ref_runtime_ms" (the runner's when it timed the reference beside
+ * the candidate, else baseline's eager mean over the candidate's; baseline may be NULL),
+ * adds "excessive_speedup" to its flags when the speedup, by the means and by the
+ * medians, is above FB_EXCESSIVE_SPEEDUP, keeps the static findings (NULL: none) as "findings", and sets
+ * "verdict" and "reasons". Returns the verdict. */
+enum fb_verdict	fb_judge(json_t *result, const json_t *findings, const json_t *baseline);
+/* The profile's evidence about the candidate's forward, judged into result (a judged
+ * execute result, result.json) by the same flag rules: a complete CUPTI profile in which
+ * none of the candidate's own kernels ran (none named in source, fb_source_kernels, and
+ * none that is not PyTorch's or a vendor library's) flags "custom_kernel_not_run"
+ * (rejected); kernels on more than one stream flag "side_stream" (suspect) unless the
+ * reference's profile (may be NULL) shows the same. details.profile_check records the
+ * kernels that ran, their streams and what was decided ("judged": false with "why"
+ * where the profile proves nothing: a torch.profiler table, a CUPTI status other than
+ * ok, a partial profile). Any earlier decision of this rule is replaced, so it may run
+ * again on the same result. Then fb_judge (result's own findings and baseline); returns
+ * the verdict. */
+enum fb_verdict	fb_judge_profile(json_t *result, const json_t *profile,
+				 const json_t *reference, const char *source);
 
 #endif /* KFORGE_FEEDBACK_INT_H */

@@ -194,29 +194,6 @@ lease_give(struct task_run *t, struct lease *l)
 			    (json_int_t)l->got_ms, "released_ms", (json_int_t)now));
 }
 
-/* Starts the worker's next runner ahead (fb_warm_start), saying so in the pool while it
- * does (status and the progress display count those starting) and recording how long it
- * took in the step's data where one was started: a worker's first start waits for its
- * fork server to import torch, seconds in no slot that would otherwise show nowhere. */
-static void
-warm_start_recorded(struct task_run *t)
-{
-	int64_t	asked_ms = kb_mono_ms();
-	bool	shown;
-
-	if (!t->cfg->runner.warm || fb_warm_pid() != 0) {
-		fb_warm_start(t->cfg);
-		return;
-	}
-	shown = gpool_starting(t->ctx->pool, true) == 0;
-	fb_warm_start(t->cfg);
-	if (shown)
-		(void)gpool_starting(t->ctx->pool, false);
-	if (fb_warm_pid() != 0)
-		json_object_set_new(t->data, RD_STEP_RUNNER_START_MS,
-				    json_integer(kb_mono_ms() - asked_ms));
-}
-
 /* ------------------------------------------------------------ GENERATE */
 
 /* The run's first device's hardware facts, for the prompt's hardware block; NULL when
@@ -459,25 +436,6 @@ locate_candidate(struct task_run *t, struct candidate *c, char **code_out)
 	return 0;
 }
 
-static void
-runner_request(struct task_run *t, enum fb_mode mode, const struct candidate *c,
-	       struct lease *l, struct fb_request *req)
-{
-	memset(req, 0, sizeof(*req));
-	req->mode = mode;
-	req->problem_path = t->task->problem_path;
-	req->candidate_path = c != NULL ? c->kernel : NULL;
-	req->build_dir = c != NULL ? c->build : NULL;
-	req->work_dir = c != NULL ? c->work : NULL;
-	req->device_index = l->cls == GPOOL_EXEC ? gpool_device(l->pool, l->slot) : -1;
-	req->time_reference = mode == FB_EXECUTE;
-	req->on_start = mode == FB_PRECOMPILE ? record_runner_compiling :
-			mode == FB_EXECUTE ? record_runner_executing : record_runner;
-	req->on_judge_start = record_judge;
-	req->on_start_arg = l;
-	req->should_stop = fsm_should_stop;
-}
-
 /* The compile slot a build that must run takes (struct fb_slot's hooks). */
 struct compile_slot {
 	struct task_run	*t;
@@ -507,75 +465,217 @@ compile_slot_give(void *arg)
 	lease_give(cs->t, cs->lease);
 }
 
+/* ---------------------------------------------------------- the steps' hooks */
+
+/* What a step of feedback/ is lent (struct fb_step_hooks): the task, its lease, and
+ * where its build goes (PRECOMPILE). */
+struct step_ctx {
+	struct task_run		*t;
+	struct lease		*lease;
+	const char		*build_dir;
+};
+
+/* Each runner's pid into the pool as it starts; the worker's death while its runner
+ * works, orphaning it with its lease, is a fault injection point. */
+static void
+step_runner_started(pid_t pid, enum fb_mode mode, bool judge, void *arg)
+{
+	struct step_ctx	*sc = arg;
+
+	if (judge) {
+		record_judge(pid, sc->lease);
+		return;
+	}
+	if (mode == FB_PRECOMPILE)
+		record_runner_compiling(pid, sc->lease);
+	else if (mode == FB_EXECUTE)
+		record_runner_executing(pid, sc->lease);
+	else
+		record_runner(pid, sc->lease);
+}
+
+static void
+step_fault(const char *point, void *arg)
+{
+	(void)arg;
+	kb_crashpoint(point);
+}
+
+static void device_name(const struct task_run *t, int device, char *out, size_t n);
+
+static int
+step_lease_take(void *arg, int *device, char *name, size_t n)
+{
+	struct step_ctx	*sc = arg;
+	int		 rc;
+
+	if ((rc = lease_take(sc->t, sc->lease)) < 0)
+		return rc;
+	*device = gpool_device(sc->lease->pool, sc->lease->slot);
+	device_name(sc->t, *device, name, n);
+	return 0;
+}
+
+static void
+step_lease_give(void *arg)
+{
+	struct step_ctx	*sc = arg;
+
+	lease_give(sc->t, sc->lease);
+}
+
+/* The pool's health rule, probe by probe (gpool_health_decide). */
+static enum fb_health_next
+step_health_decide(int failures, bool ok, void *arg)
+{
+	(void)arg;
+	switch (gpool_health_decide(failures, ok)) {
+	case GPOOL_HEALTH_REPROBE:
+		return FB_HEALTH_REPROBE;
+	case GPOOL_HEALTH_RETURN:
+		return FB_HEALTH_RETURN;
+	default:
+		return FB_HEALTH_QUARANTINE;
+	}
+}
+
+/* What the probes found, the GPU still leased: quarantined when the rule says so, and
+ * recorded as "health_probe": ok | failed_once | quarantined. */
+static void
+step_health_settled(const struct fb_health *h, enum fb_status fault, void *arg)
+{
+	struct step_ctx	*sc = arg;
+	struct task_run	*t = sc->t;
+	char		 reason[256];
+	int		 left;
+
+	if (h->next == FB_HEALTH_QUARANTINE) {
+		snprintf(reason, sizeof(reason), "failed %d health probes after a %s; last: %s",
+			 h->failures, fb_status_name(fault), h->last);
+		left = gpool_quarantine(sc->lease->pool, sc->lease->slot, reason);
+		json_object_set_new(t->data, "gpus_left", json_integer(left > 0 ? left : 0));
+	}
+	json_object_set_new(t->data, "health_probe",
+			    json_string(h->next == FB_HEALTH_QUARANTINE ? "quarantined" :
+					h->failures > 0 ? "failed_once" : "ok"));
+	if (h->failures > 0)
+		json_object_set_new(t->data, "health_probe_error", json_string(h->last));
+}
+
+/* A worker's runner starting (a fork server importing torch): counted in the pool, for the
+ * progress display and status, while it lasts. */
+static void
+step_runner_starting(bool on, void *arg)
+{
+	struct step_ctx	*sc = arg;
+
+	(void)gpool_starting(sc->t->ctx->pool, on);
+}
+
+/* The static checks' findings stay beside the turn for its verdict (EXECUTE) and its
+ * feedback. */
+static int
+step_checked(const json_t *findings, void *arg)
+{
+	struct step_ctx	*sc = arg;
+	json_t		*result = json_pack("{s:O}", "findings", (json_t *)findings);
+	int		 rc = put_json(sc->t, "static", RD_STATIC_JSON, result);
+
+	json_decref(result);
+	if (rc == 0 && !fb_findings_reject(findings))
+		json_object_set_new(sc->t->data, "build_dir", json_string(sc->build_dir));
+	return rc;
+}
+
+static void
+step_hooks(struct step_ctx *sc, struct fb_step_hooks *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->checked = step_checked;
+	h->lease_take = step_lease_take;
+	h->lease_give = step_lease_give;
+	h->runner_started = step_runner_started;
+	h->runner_starting = step_runner_starting;
+	h->fault = step_fault;
+	h->health_decide = step_health_decide;
+	h->health_failures = GPOOL_HEALTH_FAILURES;
+	h->health_settled = step_health_settled;
+	h->arg = sc;
+}
+
+/* A step's request for this turn's candidate; the step sets mode and device. */
+static void
+step_request(struct task_run *t, const struct candidate *c, struct fb_request *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->problem_path = t->task->problem_path;
+	req->candidate_path = c->kernel;
+	req->build_dir = c->build;
+	req->work_dir = c->work;
+	req->device_index = -1;
+	req->should_stop = fsm_should_stop;
+}
+
 int
 fsm_act_precompile(struct task_run *t)
 {
 	struct fb_request	 req;
-	struct fb_build		 b;
+	struct fb_precompiled	 p;
 	struct lease		 lease = { t->ctx->pool, GPOOL_COMPILE, -1, 0, 0 };
 	struct compile_slot	 cs = { t, &lease };
-	const struct fb_slot	 slot = { compile_slot_take, compile_slot_ready,
-					  compile_slot_give, &cs };
 	struct candidate	 c;
+	struct step_ctx		 sc = { t, &lease, NULL };
+	struct fb_step_hooks	 hooks;
 	char			 err[512];
-	json_t			*result, *findings;
+	json_t			*result;
 	int			 rc, ev;
 
 	if (locate_candidate(t, &c, NULL) < 0) {
 		snprintf(t->fail_reason, sizeof(t->fail_reason), "turn %d has no kernel.py", t->turn);
 		return FSM_EV_fatal;
 	}
-	/* The static checks, a gate before a compile slot is spent; their findings stay
-	 * beside the turn for its verdict (EXECUTE) and its feedback. */
-	if ((rc = fb_static_check(t->cfg, t->task->problem_path, c.kernel, &findings, err,
-				  sizeof(err))) < 0) {
+	sc.build_dir = c.build;
+	step_hooks(&sc, &hooks);
+	hooks.compile = (struct fb_slot){ compile_slot_take, compile_slot_ready,
+					  compile_slot_give, &cs };
+	step_request(t, &c, &req);
+	rc = fb_step_precompile(t->cfg, &req, t->ctx->run_dir, &hooks, &p, err, sizeof(err));
+	if (p.checks_failed) {
+		fb_precompiled_clear(&p);
 		if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC)
 			return env_failure_python(t, rc);
 		return env_failure(t, NULL, "static_check", err, "reinstall kforge: "
 				   "feedback/kforge_check.py must run under the runner's Python");
 	}
-	result = json_pack("{s:O}", "findings", findings);
-	rc = put_json(t, "static", RD_STATIC_JSON, result);
-	json_decref(result);
-	if (rc == 0 && fb_findings_reject(findings)) {
-		result = fb_rejection(findings);
-		rc = put_json(t, "compile", RD_COMPILE_JSON, result);
+	if (rc == 0 && p.rejected) {
+		rc = put_json(t, "compile", RD_COMPILE_JSON, p.result);
 		json_object_set_new(t->data, "status", json_string("rejected"));
 		json_object_set_new(t->data, "reason", json_incref(json_object_get(
-				    json_object_get(result, "details"), "message")));
-		json_decref(result);
-		json_decref(findings);
+				    json_object_get(p.result, "details"), "message")));
+		fb_precompiled_clear(&p);
 		return rc < 0 ? rc : FSM_EV_rejected;
 	}
-	json_decref(findings);
-	if (rc < 0)
-		return rc;
-	if ((rc = fb_stage_mkdir(c.build)) < 0 || (rc = fb_stage_mkdir(c.work)) < 0)
-		return rc;
-	json_object_set_new(t->data, "build_dir", json_string(c.build));
-	/* The next runner imports torch (or is forked) while the build cache is looked up
-	 * and a compile slot awaited; not before the static checks, whose rejections would
-	 * leave it unused (20 of the CPU adversarial suite's 53 tasks, one import each). */
-	warm_start_recorded(t);
-	runner_request(t, FB_PRECOMPILE, &c, &lease, &req);
-	rc = fb_eval_build(t->cfg, &req, t->ctx->run_dir, &slot, &b);
-	if (b.cache_hit)
+	if (p.runner_start_ms >= 0)
+		json_object_set_new(t->data, RD_STEP_RUNNER_START_MS,
+				    json_integer(p.runner_start_ms));
+	if (p.build.cache_hit)
 		json_object_set_new(t->data, "cache_hit", json_true());
 	if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC) {
-		fb_build_clear(&b);
+		fb_precompiled_clear(&p);
 		return env_failure_python(t, rc);
 	}
 	if (rc < 0) {
-		fb_build_clear(&b);
+		fb_precompiled_clear(&p);
 		if (not_the_tasks_fault(rc))
 			return rc;
 		snprintf(t->fail_reason, sizeof(t->fail_reason), "precompile: %s", kb_strerror(rc));
 		return FSM_EV_fatal;
 	}
-	result = json_incref(b.result);
-	if (b.ran.log != NULL)
-		rc = fsm_put_artifact(t, "compile_log", RD_COMPILE_LOG, b.ran.log, strlen(b.ran.log));
-	fb_build_clear(&b);
+	result = json_incref(p.result);
+	if (p.build.ran.log != NULL)
+		rc = fsm_put_artifact(t, "compile_log", RD_COMPILE_LOG, p.build.ran.log,
+				      strlen(p.build.ran.log));
+	fb_precompiled_clear(&p);
 	if (rc == -KB_ENOSPC) {
 		json_decref(result);
 		return rc;
@@ -610,96 +710,6 @@ device_name(const struct task_run *t, int device, char *out, size_t n)
 	for (int i = 0; i < t->ctx->ndevices; i++)
 		if (t->ctx->devices[i].index == device && t->ctx->devices[i].name[0] != '\0')
 			snprintf(out, n, "%s", t->ctx->devices[i].name);
-}
-
-/* The reference alone on this device model (fb_eval_baseline: the run's own record,
- * then the cache runs share, then a measurement): a reference that fails here is the
- * problem's fault, not the candidate's. The speedup itself comes from the reference
- * timed beside the candidate in the execute step (fb_judge). */
-static int
-baseline_of(struct task_run *t, struct lease *lease, int device, json_t **info)
-{
-	struct fb_request	 req;
-	struct fb_baseline	 b;
-	char			 name[256], work[PATH_MAX];
-	int			 rc;
-
-	device_name(t, device, name, sizeof(name));
-	work_dir_for(t, work, sizeof(work));
-	runner_request(t, FB_BASELINE, NULL, lease, &req);
-	req.work_dir = work;
-	if ((rc = fb_eval_baseline(t->cfg, &req, t->task->problem_key, name, t->ctx->run_dir,
-				   &b)) < 0)
-		return rc;
-	*info = b.record;
-	return 0;
-}
-
-/* ---------------------------------------------------------- GPU health */
-
-#define FSM_PROBE_TIMEOUT_S 120	/* a probe is a tiny kernel; longer is a hung GPU */
-
-/* Statuses after which the GPU itself may be broken, not just the candidate. */
-static bool
-runner_faulted(enum fb_status st)
-{
-	return st == FB_ST_CUDA_ERROR || st == FB_ST_CRASHED || st == FB_ST_TIMEOUT;
-}
-
-/* Probes the leased GPU, each time in a fresh process (a fresh CUDA context), until
- * gpool_health_decide settles, and quarantines it when it must. The lease is still held,
- * so nothing else runs on the GPU meanwhile, and the probe's pid is in the pool should
- * this worker die. Records "health_probe": ok | failed_once | quarantined. A CPU slot
- * has no GPU to probe. Returns 0, or -KB_ESTOPPED (the GPU was not judged). */
-static int
-check_gpu_health(struct task_run *t, struct lease *lease, int device, enum fb_status fault)
-{
-	struct fb_request	 req;
-	struct fb_outcome	 o = { 0 };
-	enum gpool_health		 next = GPOOL_HEALTH_REPROBE;
-	enum fb_status		 st;
-	char			 work[PATH_MAX], last[256] = "", reason[256];
-	const char		*msg;
-	int			 failures = 0, rc, left;
-
-	if (device < 0)
-		return 0;
-	work_dir_for(t, work, sizeof(work));
-	while (next == GPOOL_HEALTH_REPROBE) {
-		runner_request(t, FB_PROBE, NULL, lease, &req);
-		req.work_dir = work;
-		req.timeout_s = FSM_PROBE_TIMEOUT_S;
-		if ((rc = fb_run(t->cfg, &req, &o)) == -KB_ESTOPPED) {
-			fb_outcome_clear(&o);
-			return rc;
-		}
-		/* A probe that could not even start proves nothing good about the GPU. */
-		st = rc < 0 ? FB_ST_CRASHED : o.status;
-		if (st != FB_ST_OK) {
-			msg = rc < 0 ? kb_strerror(rc) : json_string_value(json_object_get(
-				json_object_get(o.result, "details"), "message"));
-			snprintf(last, sizeof(last), "%s: %s", fb_status_name(st), msg ? msg : "?");
-			log_warnx("GPU %d failed health probe %d of %d after a %s: %s", device,
-				  failures + 1, GPOOL_HEALTH_FAILURES, fb_status_name(fault), last);
-		}
-		next = gpool_health_decide(failures, st == FB_ST_OK);
-		failures += st != FB_ST_OK;
-		fb_outcome_clear(&o);
-	}
-	if (next == GPOOL_HEALTH_QUARANTINE) {
-		snprintf(reason, sizeof(reason), "failed %d health probes after a %s; last: %s",
-			 failures, fb_status_name(fault), last);
-		left = gpool_quarantine(lease->pool, lease->slot, reason);
-		json_object_set_new(t->data, "gpus_left", json_integer(left > 0 ? left : 0));
-	} else if (failures > 0) {
-		log_info("GPU %d passed its second health probe; it stays in the pool", device);
-	}
-	json_object_set_new(t->data, "health_probe",
-			    json_string(next == GPOOL_HEALTH_QUARANTINE ? "quarantined" :
-					failures > 0 ? "failed_once" : "ok"));
-	if (failures > 0)
-		json_object_set_new(t->data, "health_probe_error", json_string(last));
-	return 0;
 }
 
 /* check_gpu_health took the leased GPU out of the pool during this step, and another
@@ -754,12 +764,14 @@ int
 fsm_act_execute(struct task_run *t)
 {
 	struct fb_request	 req;
-	struct fb_outcome	 o = { 0 };
+	struct fb_executed	 ex = { 0 };
+	struct fb_outcome	 o;
 	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1, 0, 0 };
+	struct step_ctx		 sc = { t, &lease, NULL };
+	struct fb_step_hooks	 hooks;
 	struct candidate	 c;
 	double			 speedup = -1;
 	json_t			*base = NULL, *result, *findings;
-	enum fb_status		 bst;
 	enum fb_verdict		 verdict;
 	int			 device, rc, ev, attempt;
 
@@ -767,30 +779,17 @@ fsm_act_execute(struct task_run *t)
 		snprintf(t->fail_reason, sizeof(t->fail_reason), "turn %d has no kernel.py", t->turn);
 		return FSM_EV_fatal;
 	}
+	step_hooks(&sc, &hooks);
+	step_request(t, &c, &req);
+	findings = read_turn_json(t, t->turn, RD_STATIC_JSON);
 	/* A GPU quarantined under this candidate (or under the reference) may have been
 	 * broken before it ran: its result says nothing about the kernel, so it runs
 	 * again on another GPU while one is left (each pass takes one GPU out, so this
 	 * ends). */
 	for (attempt = 0;; attempt++) {
-		if ((rc = lease_take(t, &lease)) < 0)
-			return rc;
-		device = gpool_device(t->ctx->pool, lease.slot);
-		rc = baseline_of(t, &lease, device, &base);
-		bst = FB_ST_CRASHED;
-		if (rc == 0)
-			(void)fb_status_parse(json_string_value(json_object_get(base, "status")),
-					      &bst);
-		if (rc == 0 && bst != FB_ST_OK && runner_faulted(bst)) {
-			rc = check_gpu_health(t, &lease, device, bst);
-		} else if (rc == 0 && bst == FB_ST_OK) {
-			runner_request(t, FB_EXECUTE, &c, &lease, &req);
-			req.reference_clean = json_object_get(base, "eager");
-			kb_crashpoint("execute-before-runner");
-			rc = fb_run(t->cfg, &req, &o);
-			if (rc == 0 && runner_faulted(o.status))
-				rc = check_gpu_health(t, &lease, device, o.status);
-		}
-		lease_give(t, &lease);
+		rc = fb_step_execute(t->cfg, &req, t->task->problem_key, NULL, t->ctx->run_dir,
+				     json_object_get(findings, "findings"), &hooks, &ex);
+		device = ex.device;
 		if (rc < 0 || !rerun_elsewhere(t))
 			break;
 		log_warnx("%s: turn %d: GPU %d was quarantined under this run; executing again "
@@ -801,13 +800,14 @@ fsm_act_execute(struct task_run *t)
 		json_object_del(t->data, "health_probe");
 		json_object_del(t->data, "health_probe_error");
 		json_object_del(t->data, "gpus_left");
-		json_decref(base);
-		base = NULL;
-		fb_outcome_clear(&o);
-		memset(&o, 0, sizeof(o));
+		fb_executed_clear(&ex);
 	}
-	if (rc == 0 && fb_runner_hit_full_disk(&o, t->ctx->run_dir))
-		rc = -KB_ENOSPC;
+	json_decref(findings);
+	base = json_incref(ex.baseline.record);
+	o = ex.run;
+	memset(&ex.run, 0, sizeof(ex.run));
+	verdict = ex.verdict;
+	fb_executed_clear(&ex);
 	if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC) {
 		json_decref(base);
 		fb_outcome_clear(&o);
@@ -848,10 +848,7 @@ fsm_act_execute(struct task_run *t)
 		fb_outcome_clear(&o);
 		return ev;
 	}
-	result = json_incref(o.result);
-	findings = read_turn_json(t, t->turn, RD_STATIC_JSON);
-	verdict = fb_judge(result, json_object_get(findings, "findings"), base);
-	json_decref(findings);
+	result = json_incref(o.result);	/* judged by the step */
 	json_object_set_new(result, "baseline", json_incref(base));
 	if (json_is_number(json_object_get(result, "speedup")))
 		speedup = json_number_value(json_object_get(result, "speedup"));
@@ -881,21 +878,18 @@ fsm_act_execute(struct task_run *t)
 
 /*
  * The reference model's CUPTI profile, made once per task, on its first profiled turn,
- * under the same lease as the candidate's (a runner of its own: the library writes one
- * profile per process) and kept as tasks/<id>/reference_profile.json for every later
- * turn (the side-stream rule compares with it) and for a resume. NULL where there is
- * none (on the CPU, without the library, or a run that failed; the candidate's profile
- * goes on without it). *rc: -KB_ESTOPPED or a write failure, else 0.
+ * under the same lease as the candidate's (fb_step_profile) and kept as
+ * tasks/<id>/reference_profile.json for every later turn (the side-stream rule compares
+ * with it) and for a resume. kept_reference: the one kept (NULL: none), and *ask whether
+ * the step is to make one now (on the CPU, or without the library, there is none).
  */
 static json_t *
-reference_profile(struct task_run *t, struct lease *lease, const struct candidate *c, int *rc)
+kept_reference(struct task_run *t, enum fb_ref_profile *ask)
 {
-	struct fb_request	 req;
-	struct fb_outcome	 o = { 0 };
-	char			 path[PATH_MAX], lib[PATH_MAX];
-	json_t			*record, *profile;
+	char	path[PATH_MAX], lib[PATH_MAX];
+	json_t	*record, *profile;
 
-	*rc = 0;
+	*ask = FB_REF_PROFILE_NONE;
 	if (!fb_on_cuda(t->cfg, NULL) || fb_kprof_library(lib, sizeof(lib)) < 0 ||
 	    rd_task_file(path, sizeof(path), t->ctx->run_dir, t->task->id,
 			 RD_REFERENCE_PROFILE_JSON) < 0)
@@ -905,27 +899,33 @@ reference_profile(struct task_run *t, struct lease *lease, const struct candidat
 		json_decref(record);
 		return profile;
 	}
-	runner_request(t, FB_PROFILE, NULL, lease, &req);
-	req.work_dir = c->work;
-	req.profile_reference = true;
-	if ((*rc = fb_profile(t->cfg, &req, "reference", &o)) < 0) {
-		if (*rc != -KB_ESTOPPED && *rc != -KB_ENOSPC)
-			*rc = 0;	/* no comparison this time; the next turn tries again */
-		fb_outcome_clear(&o);
-		return NULL;
-	}
-	profile = json_incref(json_object_get(o.result, "profile"));
-	record = json_pack("{s:s, s:O?, s:I}", "status", fb_status_name(o.status), "profile",
-			   profile, "wall_ms", (json_int_t)o.wall_ms);
-	/* Kept only when it is one: a failed run is tried again on the next turn. */
-	if (o.status == FB_ST_OK && profile != NULL &&
-	    (*rc = kb_write_atomic_json(path, record)) == 0)
+	/* A failed run is tried again on the next turn. */
+	*ask = FB_REF_PROFILE_TRY;
+	return NULL;
+}
+
+/* The reference's profile made now, kept only when it is one. */
+static int
+step_reference_profiled(const struct fb_outcome *o, void *arg)
+{
+	struct step_ctx	*sc = arg;
+	struct task_run	*t = sc->t;
+	char		 path[PATH_MAX];
+	json_t		*record, *profile = json_object_get(o->result, "profile");
+	int		 rc = 0;
+
+	if (rd_task_file(path, sizeof(path), t->ctx->run_dir, t->task->id,
+			 RD_REFERENCE_PROFILE_JSON) < 0)
+		return 0;
+	record = json_pack("{s:s, s:O?, s:I}", "status", fb_status_name(o->status), "profile",
+			   profile, "wall_ms", (json_int_t)o->wall_ms);
+	if (o->status == FB_ST_OK && profile != NULL &&
+	    (rc = kb_write_atomic_json(path, record)) == 0)
 		json_object_set_new(t->data, "reference_profile", json_pack("{s:s, s:I}", "path",
 				    rd_name(RD_REFERENCE_PROFILE_JSON), "wall_ms",
-				    (json_int_t)o.wall_ms));
+				    (json_int_t)o->wall_ms));
 	json_decref(record);
-	fb_outcome_clear(&o);
-	return profile;
+	return rc;
 }
 
 /* No earlier turn of the task was profiled: the reference is shown beside this one. */
@@ -942,27 +942,22 @@ first_profiled_turn(const struct task_run *t)
 }
 
 /*
- * The profile's evidence about the turn's forward (fb_judge_profile: the policy lives in
- * feedback/verdict.c with every other verdict rule). EXECUTE wrote result.json judged
- * on what it could see; a CUPTI profile can show that no kernel of the candidate's ran
- * (rejected) or that work ran on a side stream (suspect). The judged result is written
- * again, atomically, before this step's record names it, and FEEDBACK reads its verdict
- * from result.json as ever: the FEEDBACK record carries it to status and report, and the
- * model reads why (fb_verdict_feedback). Re-running this step after a crash judges the
- * same result again from scratch (the rule replaces its own earlier flags).
+ * The profile's evidence about the turn's forward (fb_judge_profile, which the profile
+ * step applies: the policy lives in feedback/verdict.c with every other verdict rule).
+ * EXECUTE wrote result.json judged on what it could see; a CUPTI profile can show that
+ * no kernel of the candidate's ran (rejected) or that work ran on a side stream
+ * (suspect). The judged result is written again, atomically, before this step's record
+ * names it, and FEEDBACK reads its verdict from result.json as ever: the FEEDBACK record
+ * carries it to status and report, and the model reads why (fb_verdict_feedback).
+ * Re-running this step after a crash judges the same result again from scratch (the
+ * rule replaces its own earlier flags).
  */
 static int
-judge_by_profile(struct task_run *t, json_t *profile, json_t *reference, const char *code)
+record_profile_verdict(struct task_run *t, json_t *result, enum fb_verdict v)
 {
-	json_t		*result, *check;
-	const char	*source = json_string_value(json_object_get(profile, "source"));
-	enum fb_verdict	 v;
-	int		 rc;
+	json_t	*check;
+	int	 rc;
 
-	if (source == NULL || strcmp(source, "cupti") != 0 ||
-	    (result = read_turn_json(t, t->turn, RD_RESULT_JSON)) == NULL)
-		return 0;
-	v = fb_judge_profile(result, profile, reference, code);
 	rc = put_json(t, "result", RD_RESULT_JSON, result);
 	check = json_object_get(json_object_get(result, "details"), "profile_check");
 	json_object_set_new(t->data, "verdict", json_string(fb_verdict_name(v)));
@@ -974,7 +969,6 @@ judge_by_profile(struct task_run *t, json_t *profile, json_t *reference, const c
 	if (v == FB_VERDICT_REJECTED || v == FB_VERDICT_SUSPECT)
 		log_info("%s turn %d: %s after its profile", t->task->id, t->turn,
 			 fb_verdict_name(v));
-	json_decref(result);
 	return rc;
 }
 
@@ -982,29 +976,32 @@ int
 fsm_act_profile(struct task_run *t)
 {
 	struct fb_request	 req;
-	struct fb_outcome	 o = { 0 };
+	struct fb_profiled	 p = { 0 };
+	struct fb_profile_ask	 ask = { 0 };
 	struct lease		 lease = { t->ctx->pool, GPOOL_EXEC, -1, 0, 0 };
+	struct step_ctx		 sc = { t, &lease, NULL };
+	struct fb_step_hooks	 hooks;
 	struct candidate	 c;
 	char			*text, *code = NULL, tag[32];
-	json_t			*reference = NULL, *profile;
+	json_t			*kept = NULL, *judged = NULL, *profile, *reference;
 	bool			 first = first_profiled_turn(t);
 	int			 rc;
 
 	if (locate_candidate(t, &c, &code) < 0)
 		return FSM_EV_profiled;
-	if ((rc = lease_take(t, &lease)) < 0) {
-		free(code);
-		return rc;
-	}
-	reference = reference_profile(t, &lease, &c, &rc);
-	if (rc == 0) {
-		runner_request(t, FB_PROFILE, &c, &lease, &req);
-		snprintf(tag, sizeof(tag), "kprof-t%d", t->turn);
-		rc = fb_profile(t->cfg, &req, tag, &o);
-		if (rc == 0 && runner_faulted(o.status))
-			rc = check_gpu_health(t, &lease, req.device_index, o.status);
-	}
-	lease_give(t, &lease);
+	step_hooks(&sc, &hooks);
+	hooks.reference_profiled = step_reference_profiled;
+	step_request(t, &c, &req);
+	kept = kept_reference(t, &ask.reference);
+	snprintf(tag, sizeof(tag), "kprof-t%d", t->turn);
+	ask.tag = tag;
+	ask.reference_profile = kept;
+	ask.judged = judged = read_turn_json(t, t->turn, RD_RESULT_JSON);
+	ask.source = code;
+	ask.cupti_only = true;
+	rc = fb_step_profile(t->cfg, &req, &ask, &hooks, &p);
+	reference = kept != NULL ? kept : p.reference_ran ?
+		    json_object_get(p.reference.result, "profile") : NULL;
 	if (rc == -KB_ENOPYTHON || rc == -KB_EEXEC) {
 		rc = env_failure_python(t, rc);
 		goto out;
@@ -1013,27 +1010,28 @@ fsm_act_profile(struct task_run *t)
 		rc = not_the_tasks_fault(rc) ? rc : FSM_EV_profiled;
 		goto out;
 	}
-	if (o.status == FB_ST_ENV_ERROR) {
-		rc = env_failure_from(t, o.result);
+	if (p.run.status == FB_ST_ENV_ERROR) {
+		rc = env_failure_from(t, p.run.result);
 		goto out;
 	}
-	profile = json_object_get(o.result, "profile");
-	rc = put_json(t, "profile", RD_PROFILE_JSON, o.result);
-	if (rc == 0)
-		rc = judge_by_profile(t, profile, reference, code);
+	profile = json_object_get(p.run.result, "profile");
+	rc = put_json(t, "profile", RD_PROFILE_JSON, p.run.result);
+	if (rc == 0 && p.judged)
+		rc = record_profile_verdict(t, judged, p.verdict);
 	text = fb_profile_feedback(t->cfg, profile, first ? reference : NULL);
 	if (rc == 0 && text != NULL)
 		rc = fsm_put_artifact(t, "profile_feedback", RD_PROFILE_FEEDBACK_MD, text, strlen(text));
-	json_object_set_new(t->data, "status", json_string(fb_status_name(o.status)));
+	json_object_set_new(t->data, "status", json_string(fb_status_name(p.run.status)));
 	json_object_set_new(t->data, "source", json_incref(json_object_get(profile, "source")));
 	if (json_is_true(json_object_get(profile, "partial")))
 		json_object_set_new(t->data, "partial", json_true());
-	json_object_set_new(t->data, "wall_ms", json_integer(o.wall_ms));
+	json_object_set_new(t->data, "wall_ms", json_integer(p.run.wall_ms));
 	free(text);
 	rc = rc < 0 ? rc : FSM_EV_profiled;
 out:
-	json_decref(reference);
-	fb_outcome_clear(&o);
+	json_decref(kept);
+	json_decref(judged);
+	fb_profiled_clear(&p);
 	free(code);
 	return rc;
 }

@@ -2,71 +2,58 @@
  * alone (the reference, as a run's baseline step does) into the cache that runs share,
  * ahead of a run, on each GPU model the config uses (or the CPU). A problem whose timings
  * are already there for this environment and these settings is not timed again. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "feedback/feedback.h"
 #include "orchestrator/orch_int.h"
 #include "orchestrator/orchestrator.h"
 #include "base/banned.h"
 
-/* One problem on one device: cached, or measured now (under the entry's lock, so two
- * commands or runs never both measure it). 0 when the cache holds good timings. */
+/* One problem on one device through the baseline step a run's EXECUTE takes
+ * (fb_eval_baseline, with no run of its own: the shared cache's entry under its lock,
+ * else measured and kept there, so two commands or runs never both measure it). 0 when
+ * the cache holds good timings. */
 static int
 one(const struct kb_config *cfg, const struct kb_task *t, int device, const char *devname,
     const char *work)
 {
 	struct fb_request	 req = { 0 };
-	struct fb_outcome	 o = { 0 };
-	char			 path[PATH_MAX], lock[PATH_MAX];
-	json_t			*b;
+	struct fb_baseline	 b = { 0 };
+	char			 path[PATH_MAX];
+	json_t			*rec;
 	double			 eager = -1, compiled = -1;
-	bool			 cached = false;
-	int			 fd, rc;
+	int			 rc;
 
 	if ((rc = fb_baseline_path(cfg, t->problem_path, devname, path, sizeof(path))) < 0) {
 		printf("%-32s %-24s error: no cache (%s)\n", t->problem_key, devname, kb_strerror(rc));
 		return rc;
 	}
-	snprintf(lock, sizeof(lock), "%.*s.lock", (int)(strlen(path) - 5), path);
-	if ((fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) != -1)
-		while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
-			;
-	if ((b = json_load_file(path, 0, NULL)) != NULL) {
-		cached = true;
-	} else {
-		req.mode = FB_BASELINE;
-		req.problem_path = t->problem_path;
-		req.work_dir = work;
-		req.device_index = device;
-		/* The first problem's runner is a fork of the server too (fb_run forks one for
-		 * this GPU where the one waiting sees none); the later ones are started as each
-		 * step ends. Only where a problem is measured: a config whose baselines are all
-		 * cached starts no Python. */
+	req.mode = FB_BASELINE;
+	req.problem_path = t->problem_path;
+	req.work_dir = work;
+	req.device_index = device;
+	/* The first problem's runner is a fork of the server too (fb_run forks one for this
+	 * GPU where the one waiting sees none); the later ones are started as each step
+	 * ends. Only where a problem is to be measured: a config whose baselines are all
+	 * cached starts no Python. */
+	if (!kb_file_exists(path))
 		fb_warm_start(cfg);
-		if ((rc = fb_run(cfg, &req, &o)) == 0) {
-			b = fb_baseline_record(t->problem_key, devname, &o);
-			if (o.status == FB_ST_OK)
-				rc = kb_write_atomic_json(path, b);
-		}
-	}
-	if (fd != -1)
-		close(fd);
-	if (json_is_object(json_object_get(b, "eager")))
-		eager = json_number_value(json_object_get(json_object_get(b, "eager"), "mean_ms"));
-	if (json_is_object(json_object_get(b, "compile")))
-		compiled = json_number_value(json_object_get(json_object_get(b, "compile"),
+	rc = fb_eval_baseline(cfg, &req, t->problem_key, devname, NULL, &b);
+	/* The shared cache is the only record here: one measured but not kept failed. */
+	if (rc == 0 && !b.cache_hit && fb_baseline_ok(&b) && b.shared_rc < 0)
+		rc = b.shared_rc;
+	rec = b.record;
+	if (json_is_object(json_object_get(rec, "eager")))
+		eager = json_number_value(json_object_get(json_object_get(rec, "eager"), "mean_ms"));
+	if (json_is_object(json_object_get(rec, "compile")))
+		compiled = json_number_value(json_object_get(json_object_get(rec, "compile"),
 							     "mean_ms"));
 	if (rc < 0 || eager <= 0) {
 		printf("%-32s %-24s failed: %s\n", t->problem_key, devname,
 		       rc < 0 ? kb_strerror(rc) :
-		       json_string_value(json_object_get(b, "message")) ?: "no timing");
+		       json_string_value(json_object_get(rec, "message")) ?: "no timing");
 		rc = rc < 0 ? rc : -KB_EINVAL;
 	} else {
 		char	c[32] = "-";
@@ -74,10 +61,9 @@ one(const struct kb_config *cfg, const struct kb_task *t, int device, const char
 		if (compiled > 0)
 			snprintf(c, sizeof(c), "%.4f ms", compiled);
 		printf("%-32s %-24s %10.4f ms %13s  %s\n", t->problem_key, devname, eager, c,
-		       cached ? "cached" : "measured");
+		       b.cache_hit ? "cached" : "measured");
 	}
-	fb_outcome_clear(&o);
-	json_decref(b);
+	fb_baseline_clear(&b);
 	return rc;
 }
 

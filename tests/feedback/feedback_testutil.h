@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "feedback/feedback.h"
+#include "feedback/feedback_int.h"
 
 #include "kb_check.h"
 

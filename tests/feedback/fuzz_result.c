@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "feedback/feedback.h"
+#include "feedback/feedback_int.h"
 
 #define FUZZ_SMALL_CAP	200
 #define FUZZ_DEFAULT_CAP 4000	/* feedback/text.c's default for feedback_max_chars */

@@ -45,7 +45,8 @@ test_decide_every_case(void)
 	}
 }
 
-/* The loop of check_gpu_health, over a scripted sequence of probe results. */
+/* The loop of fb_probe_health (feedback/steps.c) under the rule EXECUTE lends it, over a
+ * scripted sequence of probe results. */
 static enum gpool_health
 run_probes(const enum fb_status *results, int nresults, int *probes, int *failed)
 {
