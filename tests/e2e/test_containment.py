@@ -140,7 +140,7 @@ def _attack():
             except OSError as e:
                 rep["kill"][name] = errno.errorcode.get(e.errno, str(e))
     # Its scratch, the one place a sandboxed runner may write.
-    with open("hostile-%d.json" % os.getpid(), "w") as f:
+    with open("hostile-%s.json" % os.urandom(6).hex(), "w") as f:   # pid 2 in each step
         json.dump(rep, f)
 
 
