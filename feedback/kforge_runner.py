@@ -3999,11 +3999,6 @@ def confine(req):
     return report.value.decode(errors="replace")
 
 
-# Namespaces (enter_namespaces). Flags and mount bits from <sched.h> and <sys/mount.h>.
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWPID = 0x20000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
 # The namespace's init (pid 1): reaps what comes to it until the runner (argv[2]) ends,
 # then kills what is left (kill(-1) from a namespace's init reaches every other process
 # in it) and counts it, and tells the waiter "STATUS LEFT" (argv[1], a pipe). As pid 1 it
@@ -4099,39 +4094,24 @@ def enter_namespaces(req):
     if not isinstance(sbx, dict) or not sbx.get("namespaces"):
         return None
     import ctypes
+    try:
+        lib = ctypes.CDLL(str(sbx.get("lib")))
+    except OSError as e:
+        raise RuntimeError("cannot load the sandbox library: %s" % first_line(e))
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
-                           ctypes.c_ulong, ctypes.c_void_p]
-
-    def check(rc, what):
-        if rc != 0:
-            e = ctypes.get_errno()
-            raise RuntimeError("%s: %s" % (what, os.strerror(e)))
-
-    uid, gid = os.getuid(), os.getgid()
     user = os.geteuid() != 0
-    flags = CLONE_NEWPID | CLONE_NEWNS | (CLONE_NEWUSER if user else 0)
-    check(libc.unshare(flags), "unshare(%sCLONE_NEWPID|CLONE_NEWNS)" %
-          ("CLONE_NEWUSER|" if user else ""))
-    if user:
-        for name, text in (("setgroups", "deny"), ("uid_map", "%d %d 1" % (uid, uid)),
-                           ("gid_map", "%d %d 1" % (gid, gid))):
-            try:
-                with open("/proc/self/" + name, "w") as f:
-                    f.write(text)
-            except OSError as e:
-                raise RuntimeError("/proc/self/%s: %s" % (name, e.strerror))
-    # Nothing mounted in here reaches the host's mounts.
-    check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount(/, private)")
+    report = ctypes.create_string_buffer(256)
+    lib.kforge_sandbox_enter_namespaces.argtypes = [ctypes.c_int, ctypes.c_char_p,
+                                                    ctypes.c_size_t]
+    if lib.kforge_sandbox_enter_namespaces(int(user), report, len(report)) != 0:
+        raise RuntimeError(report.value.decode(errors="replace"))
     sys.stdout.flush()
     sys.stderr.flush()
     r, w = os.pipe()
     init = os.fork()
     if init == 0:
-        # Pid 1: a /proc of this namespace (mounted from inside it: a proc mount shows
-        # the namespace of whoever mounts it), then the runner, then the init's loop.
-        proc = libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                          None) == 0
+        # Pid 1: a /proc of this namespace, then the runner, then the init's loop.
+        proc = lib.kforge_sandbox_mount_proc() == 0
         libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: the waiter gone, so is it
         runner = os.fork()
         if runner == 0:

@@ -150,7 +150,7 @@ enum ns_step {
 };
 static const char *const ns_step_names[NS__STEPS] = {
 	[NS_DROP] = "setuid(nobody)", [NS_UNSHARE] =
-	"unshare(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS)", [NS_SETGROUPS] =
+	"unshare(CLONE_NEWPID|CLONE_NEWNS, and CLONE_NEWUSER not as root)", [NS_SETGROUPS] =
 	"/proc/self/setgroups", [NS_UID_MAP] = "/proc/self/uid_map", [NS_GID_MAP] =
 	"/proc/self/gid_map", [NS_PRIVATE] = "mount(/, private)", [NS_FORK] = "fork",
 	[NS_PROC] = "mount(proc) in the PID namespace",
@@ -200,16 +200,46 @@ ns_write(const char *path, const char *text, size_t len)
 	return ok;
 }
 
+/* The namespaces a runner enters (kforge_sandbox_enter_namespaces): a PID and a mount
+ * namespace, and with user a user namespace mapped to its own ids to make them in; then
+ * its mounts made private. NS_OK, or the step that failed with errno set. Async-signal-
+ * safe (the probe calls it after a fork). */
+static enum ns_step
+ns_enter(bool user)
+{
+	char	line[40];
+	uid_t	uid = getuid();
+	gid_t	gid = getgid();
+
+	if (unshare(CLONE_NEWPID | CLONE_NEWNS | (user ? CLONE_NEWUSER : 0)) == -1)
+		return NS_UNSHARE;
+	if (user && !ns_write("/proc/self/setgroups", "deny", 4))
+		return NS_SETGROUPS;
+	if (user && !ns_write("/proc/self/uid_map", line, id_map_line(line, uid)))
+		return NS_UID_MAP;
+	if (user && !ns_write("/proc/self/gid_map", line, id_map_line(line, gid)))
+		return NS_GID_MAP;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+		return NS_PRIVATE;
+	return NS_OK;
+}
+
+/* A /proc of the caller's PID namespace, over the one it sees (a proc mount shows the
+ * namespace of whoever mounts it: the namespace's first process mounts it). */
+static int
+ns_mount_proc(void)
+{
+	return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+}
+
 /* In a child of the probe: the namespaces as a runner makes them, as nobody where this
  * process is root (the user runners run as). Async-signal-safe calls only. */
 static void __attribute__((noreturn))
 ns_child(int fd)
 {
-	char	line[40];
-	uid_t	uid;
-	gid_t	gid;
-	pid_t	pid;
-	int	st;
+	enum ns_step	step;
+	pid_t		pid;
+	int		st;
 
 	if (geteuid() == 0 && (setgroups(0, NULL) == -1 || setgid(NS_NOBODY) == -1 ||
 			       setuid(NS_NOBODY) == -1))
@@ -217,22 +247,12 @@ ns_child(int fd)
 	/* A change of uid left it undumpable, its /proc/self root's: a runner, exec'd after
 	 * its drop, is dumpable. */
 	(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	uid = getuid();
-	gid = getgid();
-	if (unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS) == -1)
-		ns_fail(fd, NS_UNSHARE);
-	if (!ns_write("/proc/self/setgroups", "deny", 4))
-		ns_fail(fd, NS_SETGROUPS);
-	if (!ns_write("/proc/self/uid_map", line, id_map_line(line, uid)))
-		ns_fail(fd, NS_UID_MAP);
-	if (!ns_write("/proc/self/gid_map", line, id_map_line(line, gid)))
-		ns_fail(fd, NS_GID_MAP);
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
-		ns_fail(fd, NS_PRIVATE);
+	if ((step = ns_enter(true)) != NS_OK)
+		ns_fail(fd, step);
 	if ((pid = fork()) == -1)
 		ns_fail(fd, NS_FORK);
 	if (pid == 0) {
-		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == -1)
+		if (ns_mount_proc() == -1)
 			ns_fail(fd, NS_PROC);
 		_exit(0);
 	}
@@ -794,4 +814,21 @@ kforge_sandbox_probe(char *report, size_t reportlen)
 			continue;
 		say(report + n, reportlen - n, "; %s: %s", layer_names[l], c.why[l]);
 	}
+}
+
+int
+kforge_sandbox_enter_namespaces(int user, char *report, size_t reportlen)
+{
+	enum ns_step	step = ns_enter(user != 0);
+
+	if (step == NS_OK)
+		return 0;
+	say(report, reportlen, "%s: %s", ns_step_names[step], strerror(errno));
+	return -1;
+}
+
+int
+kforge_sandbox_mount_proc(void)
+{
+	return ns_mount_proc() == 0 ? 0 : -1;
 }

@@ -21,9 +21,10 @@
  *             which kills what it leaves), a mount namespace with that namespace's /proc,
  *             and, for a runner that is not root, a user namespace to make them in. The
  *             runner enters them itself before the other layers (kforge_runner.py,
- *             enter_namespaces), with the calls the seccomp filter refuses afterwards;
- *             this module only probes whether the host lets an unprivileged process make
- *             them, and kb_sbx_apply leaves the layer to the runner.
+ *             enter_namespaces, through kforge_sandbox_enter_namespaces and
+ *             kforge_sandbox_mount_proc; it does the forks), with calls the seccomp filter
+ *             refuses afterwards; the probe tries the same steps as an unprivileged
+ *             runner, and kb_sbx_apply leaves the layer to the runner.
  *
  * A layer the kernel lacks is named (kb_sbx_probe, `kforge doctor`); kb_sbx_apply with
  * strict set refuses to run without every layer, else applies what there is and says
@@ -79,5 +80,11 @@ int	kb_sbx_apply(const struct kb_sbx_policy *p, char *applied, size_t alen, char
 int	kforge_sandbox_apply(const char *spec, char *report, size_t reportlen);
 /* The probe as one line: "landlock=7 scope=1 seccomp=1" and the reasons of what lacks. */
 void	kforge_sandbox_probe(char *report, size_t reportlen);
+/* The runner's namespaces (the steps the probe tries): a PID and a mount namespace, with
+ * user a user namespace mapped to the caller's ids, then its mounts made private; 0, or
+ * -1 with the step that failed in report. kforge_sandbox_mount_proc, in the namespace's
+ * first process: a /proc of that namespace; 0 or -1 (errno). */
+int	kforge_sandbox_enter_namespaces(int user, char *report, size_t reportlen);
+int	kforge_sandbox_mount_proc(void);
 
 #endif
