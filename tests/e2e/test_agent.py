@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""llm.provider agent in a whole run: a scripted agent (tests/data/agent/scripted_agent.py)
+works two turns of the bundled ReLU on the CPU with llm.agent.max_tool_calls 2.
+
+Turn 1: it asks `kforge-tool eval` about a kernel the static checks reject, then about a
+correct C++ ReLU, and a third time (refused: over the limit), and leaves the correct one
+in final.py, which the turn judges as any reply's kernel. Its worker dies right after
+the reply is persisted (crash point after-response-persisted) and is restarted by the
+supervisor: the agent must not run again for turn 1. Turn 2: it exits 3 without a final
+kernel, a turn without code. Then: the two tool_call records (nodes of the turn, their
+kernel and result kept with their hashes), the answers the agent printed, the
+transcript kept and shown by tail, the HTML report and the viewer's turn page."""
+import hashlib
+import json
+import os
+import sys
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from kfe2e import *  # noqa: E402,F401
+
+py = torch_python()
+work = scratch("e2e-agent")
+TASK = "L1_1_ReLU_s0"
+agent = os.path.join(HOME, "tests", "data", "agent", "scripted_agent.py")
+starts = os.path.join(work, "agent-starts.txt")
+problems = os.path.join(work, "problems")
+copy_problems(problems, ["level1/1_ReLU.py"])
+config = write_config(os.path.join(work, "agent.yaml"), """
+name: agent_run
+problems: {dir: %s, levels: [1], samples: 1}
+llm: {provider: agent, command: [python3, "%s", "%s"], model: scripted,
+      agent: {max_tool_calls: 2, timeout_s: 900}}
+refinement: {turns: 2, feedback: [G, E]}
+eval: {device: cpu, correctness_trials: 2, perf_trials: 3}
+runner: {python: %s}
+workers: 1
+""" % (problems, agent, starts, py))
+run_dir = os.path.join(work, "run")
+marker = os.path.join(work, "crashed")
+kforge("run", config, "--run-dir", run_dir, timeout=1200,
+       env={"KFORGE_CRASHPOINT": "after-response-persisted", "KFORGE_CRASHONCE": marker,
+            "KFORGE_CRASHTASK": TASK})
+check(os.path.exists(marker), "the worker never reached after-response-persisted")
+check(open(starts).read() == "turn 1\nturn 2\n",
+      "the agent's runs: %r (a resumed turn must reuse its reply)" % open(starts).read())
+
+recs = records(run_dir, TASK)
+check_artifacts(run_dir, TASK, recs)
+calls = [r for r in recs if r["event"] == "tool_call"]
+check([(r["turn"], r["from"], r["to"]) for r in calls] == [(1, "GENERATE", "GENERATE")] * 2,
+      "tool_call records %r" % calls)
+check([r["data"]["node"] for r in calls] == ["t1.c1", "t1.c2"] and
+      all(r["data"]["parent"] == "t1" for r in calls), "nodes %r" % [r["data"] for r in calls])
+check([r["data"]["verdict"] for r in calls] == ["rejected", "correct"],
+      "tool call verdicts %r" % [r["data"] for r in calls])
+check(calls[1]["data"]["speedup"] > 0 and calls[1]["data"]["compiled"], "call 2 %r" % calls[1])
+for r in calls:
+    for key in ("kernel", "result"):
+        a = r["data"]["artifacts"][key]
+        with open(os.path.join(run_dir, "tasks", TASK, a["path"]), "rb") as f:
+            check(hashlib.sha256(f.read()).hexdigest() == a["sha256"], "%s of %s" % (key, r))
+check("agent_relu" in open(os.path.join(run_dir, "tasks", TASK, "turns", "1", "tool_calls", "2",
+                                        "kernel.py")).read(), "call 2's kernel kept")
+
+gen = [r for r in recs if r["from"] == "GENERATE" and r["event"] in ("ok", "no_code")]
+check([(r["turn"], r["event"]) for r in gen] == [(1, "ok"), (2, "no_code")],
+      "GENERATE ends %r" % gen)
+check(gen[0]["data"].get("reused_response") is True,
+      "turn 1 after the restart reuses the persisted reply: %r" % gen[0]["data"])
+meta = json.load(open(os.path.join(run_dir, "tasks", TASK, "turns", "1", "response.json")))
+check(meta.get("provider") == "agent", "response.json %r" % meta)
+ex = [r for r in recs if r["from"] == "EXECUTE"]
+check(len(ex) == 1 and ex[0]["turn"] == 1 and ex[0]["event"] == "correct",
+      "turn 1's final kernel judged correct: %r" % ex)
+kernel = open(os.path.join(run_dir, "tasks", TASK, "turns", "1", "kernel.py")).read()
+check("agent_relu" in kernel, "turn 1's kernel is the agent's final.py")
+
+t1 = os.path.join(run_dir, "tasks", TASK, "turns", "1")
+t2 = os.path.join(run_dir, "tasks", TASK, "turns", "2")
+out1 = open(os.path.join(t1, "agent_stdout.txt")).read()
+check('tool wrong.py: exit 0' in out1 and '"verdict": "rejected"' in out1, "stdout %r" % out1)
+check('tool right.py: exit 1' in out1 and "max_tool_calls" in out1, "the refused call %r" % out1)
+check("third call refused" in open(os.path.join(t1, "agent_stderr.txt")).read(), "stderr 1")
+check("giving up" in open(os.path.join(t2, "agent_stderr.txt")).read(), "stderr 2")
+# The turn-2 reply says why it has no code; its GENERATE record how the agent ended.
+no_code = [r for r in recs if r["turn"] == 2 and r["event"] == "no_code"][0]
+check(no_code["data"]["agent"]["end"] == "exited with status 3" and
+      no_code["data"]["agent"]["final"] is False, "turn 2 record %r" % no_code["data"])
+check("exited with status 3" in open(os.path.join(t2, "response.md")).read(), "turn 2 reply")
+st = json.loads(kforge("status", run_dir, "--json").stdout)
+check(st["run"]["status"] == "finished", "run status %r" % st["run"])
+
+tail = kforge("tail", run_dir, TASK).stdout
+check("tool call 1" in tail and "tool call 2" in tail and "rejected" in tail,
+      "tail lacks the tool calls:\n%s" % tail)
+check("agent_stdout.txt" in tail and "exited with status 3" in tail,
+      "tail lacks the transcript or the agent's end:\n%s" % tail)
+html = os.path.join(work, "report.html")
+kforge("report", run_dir, "--html", html)
+page = open(html).read()
+check("third call refused" in page and "giving up" in page,
+      "the HTML report lacks the agent's transcript")
+check("t1.c2" in page, "the HTML report lacks the tool calls")
+print("ok: agent turns, tool calls, limit, transcript and resume")
