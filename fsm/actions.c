@@ -256,7 +256,7 @@ call_model(struct task_run *t, const char *prompt, char **content)
 {
 	struct llm_request	 req = { 0 };
 	struct llm_reply	 reply = { 0 };
-	char			 err[512] = "", ws[PATH_MAX];
+	char			 err[512] = "", ws[PATH_MAX], *confine[FSM_AGENT_CONFINE_ARGV];
 	struct lease		 lease = { t->ctx->pool, GPOOL_LLM, -1, 0, 0 };
 	json_t			*meta;
 	double			 cost_usd;
@@ -278,6 +278,9 @@ call_model(struct task_run *t, const char *prompt, char **content)
 		req.tool_eval = fsm_agent_tool_eval;
 		req.tool_arg = t;
 		req.agent_started = fsm_agent_started;
+		if ((rc = fsm_agent_confine(t, ws, confine)) < 0)
+			return rc;
+		req.confine = (const char *const *)confine;
 	}
 	if ((rc = lease_take(t, &lease)) < 0)
 		return rc;
@@ -288,6 +291,8 @@ call_model(struct task_run *t, const char *prompt, char **content)
 	}
 	rc = llm_complete(t->llm, &req, &reply, err, sizeof(err));
 	fb_strays_spare(0);
+	if (req.confine != NULL)
+		fsm_agent_confine_clear(confine);
 	/* Paused before the slot is given back, so no waiter takes it and asks first. */
 	if (rc == -KB_ELLM_AUTH && pause_generation(t, err) == 0)
 		rc = -KB_ESTOPPED;

@@ -33,18 +33,29 @@ write_file(const char *path, const char *text, mode_t mode)
 	return rc;
 }
 
+/* This kforge, whose `tool` command the agent calls and is confined by. */
+static int
+self_exe(char *out, size_t n)
+{
+	ssize_t	len = readlink("/proc/self/exe", out, n - 1);
+
+	if (len <= 0)
+		return -KB_ESYS;
+	out[len] = '\0';
+	return 0;
+}
+
 /* The tool the agent calls: this kforge's `tool` command, in a script on its PATH. */
 static char *
 tool_script(void)
 {
 	char	 self[PATH_MAX], quoted[2 * PATH_MAX];
-	ssize_t	 n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	size_t	 j = 0;
+	size_t	 j = 0, n;
 
-	if (n <= 0)
+	if (self_exe(self, sizeof(self)) < 0)
 		return NULL;
-	self[n] = '\0';
-	for (ssize_t i = 0; i < n && j + 5 < sizeof(quoted); i++) {
+	n = strlen(self);
+	for (size_t i = 0; i < n && j + 5 < sizeof(quoted); i++) {
 		if (self[i] == '\'') {	/* ' -> '\'' */
 			memcpy(quoted + j, "'\\''", 4);
 			j += 4;
@@ -272,5 +283,31 @@ fsm_agent_reused(struct task_run *t)
 		if (json_is_object(json_object_get(meta, "agent")))
 			json_object_set(t->data, "agent", json_object_get(meta, "agent"));
 		json_decref(meta);
+	}
+}
+
+int
+fsm_agent_confine(struct task_run *t, const char *ws, char *argv[FSM_AGENT_CONFINE_ARGV])
+{
+	char	self[PATH_MAX];
+
+	memset(argv, 0, FSM_AGENT_CONFINE_ARGV * sizeof(*argv));
+	if (self_exe(self, sizeof(self)) < 0)
+		return -KB_ESYS;
+	if ((argv[3] = fb_agent_sandbox_spec(t->ctx->run_dir, ws)) == NULL)
+		return -KB_ENOMEM;
+	argv[0] = kb_strdup(self);
+	argv[1] = kb_strdup("tool");
+	argv[2] = kb_strdup("confine");
+	argv[4] = kb_strdup("--");
+	return 0;
+}
+
+void
+fsm_agent_confine_clear(char *argv[FSM_AGENT_CONFINE_ARGV])
+{
+	for (int i = 0; i < FSM_AGENT_CONFINE_ARGV; i++) {
+		free(argv[i]);
+		argv[i] = NULL;
 	}
 }

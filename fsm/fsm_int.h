@@ -75,6 +75,12 @@ int	fsm_agent_reply(struct task_run *t, const struct llm_reply *reply);
  * for a reply reused on resume, the transcript and that summary named again. */
 json_t	*fsm_agent_summary(const struct task_run *t, const struct llm_reply *reply);
 void	fsm_agent_reused(struct task_run *t);
+/* The argv that confines the agent to its workspace before it runs (this kforge's
+ * `tool confine SPEC --`, the spec fb_agent_sandbox_spec's), into argv (NULL-ended,
+ * strings the caller's: fsm_agent_confine_clear). */
+#define FSM_AGENT_CONFINE_ARGV	6
+int	fsm_agent_confine(struct task_run *t, const char *ws, char *argv[FSM_AGENT_CONFINE_ARGV]);
+void	fsm_agent_confine_clear(char *argv[FSM_AGENT_CONFINE_ARGV]);
 
 bool	fsm_should_stop(void *arg);	/* the worker was asked to stop */
 bool	fsm_should_abort(void *arg);	/* ... twice: drop even a reply being paid for */

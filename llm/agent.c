@@ -227,6 +227,26 @@ env_free(char **env)
 	free(env);
 }
 
+/* The agent's argv after the request's confine prefix (the strings borrowed). */
+static const char **
+agent_argv(const struct llm_client *c, const struct llm_request *req)
+{
+	size_t		 n = 0, m = 0, k = 0;
+	const char	**argv;
+
+	while (req->confine != NULL && req->confine[n] != NULL)
+		n++;
+	while (c->command[m] != NULL)
+		m++;
+	if ((argv = calloc(n + m + 1, sizeof(*argv))) == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		argv[k++] = req->confine[i];
+	for (size_t i = 0; i < m; i++)
+		argv[k++] = c->command[i];
+	return argv;
+}
+
 /* How the program ended, in words for the record and for the reply without code. */
 static char *
 end_words(const struct llm_client *c, const struct kb_spawn_result *r)
@@ -276,6 +296,7 @@ llm_agent_complete(struct llm_client *c, const struct llm_request *req,
 	struct agent_serve	 sv = { req, 0 };
 	struct kb_spawn_result	 r;
 	char			 dir[PATH_MAX] = "", sock[PATH_MAX], **env = NULL, *input = NULL;
+	const char		**argv = NULL;
 	int64_t			 t0 = kb_mono_ms();
 	int			 lfd = -1, rc;
 
@@ -290,13 +311,13 @@ llm_agent_complete(struct llm_client *c, const struct llm_request *req,
 	}
 	if ((rc = tool_socket(dir, sizeof(dir), sock, sizeof(sock), &lfd, err, errlen)) < 0)
 		goto out;
-	if ((env = agent_env(c, req, sock)) == NULL) {
+	if ((env = agent_env(c, req, sock)) == NULL || (argv = agent_argv(c, req)) == NULL) {
 		rc = -KB_ENOMEM;
 		goto out;
 	}
 	{
 		struct kb_spawn_opts	o = {
-			.argv = (const char *const *)c->command,
+			.argv = argv,
 			.envp = (const char *const *)env,
 			.cwd = req->workspace,
 			.stdin_data = input, .stdin_len = strlen(input),
@@ -332,6 +353,7 @@ out:
 		(void)rmdir(dir);
 	}
 	env_free(env);
+	free(argv);
 	free(input);
 	return rc;
 }

@@ -62,6 +62,9 @@ struct llm_request {
 	const char		*workspace;
 	json_t			*(*tool_eval)(void *arg, const char *kernel, size_t n);
 	void			*tool_arg;
+	/* argv put before the agent's own: a program that confines it and then runs it
+	 * (`kforge tool confine SPEC --`); NULL: none. */
+	const char *const	*confine;
 	/* The agent's pid once it runs (NULL: not told), with tool_arg. */
 	void			(*agent_started)(pid_t pid, void *arg);
 };

@@ -9,12 +9,14 @@ the reply is persisted (crash point after-response-persisted) and is restarted b
 supervisor: the agent must not run again for turn 1. Turn 2: it exits 3 without a final
 kernel, a turn without code. Then: the two tool_call records (nodes of the turn, their
 kernel and result kept with their hashes), the answers the agent printed, the
-transcript kept and shown by tail, the HTML report and the viewer's turn page."""
+transcript kept and shown by tail and the HTML report (the viewer serves the same page),
+and the agent confined: the run directory beyond its workspace out of its reach."""
 import hashlib
 import json
 import os
+import shutil
 import sys
-import urllib.request
+import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 from kfe2e import *  # noqa: E402,F401
@@ -23,7 +25,8 @@ py = torch_python()
 work = scratch("e2e-agent")
 TASK = "L1_1_ReLU_s0"
 agent = os.path.join(HOME, "tests", "data", "agent", "scripted_agent.py")
-starts = os.path.join(work, "agent-starts.txt")
+# Where the confined agent may write besides its workspace: the temporary directory.
+starts = os.path.join(tempfile.mkdtemp(prefix="kforge-agent-starts-"), "starts.txt")
 problems = os.path.join(work, "problems")
 copy_problems(problems, ["level1/1_ReLU.py"])
 config = write_config(os.path.join(work, "agent.yaml"), """
@@ -82,6 +85,11 @@ out1 = open(os.path.join(t1, "agent_stdout.txt")).read()
 check('tool wrong.py: exit 0' in out1 and '"verdict": "rejected"' in out1, "stdout %r" % out1)
 check('tool right.py: exit 1' in out1 and "max_tool_calls" in out1, "the refused call %r" % out1)
 check("third call refused" in open(os.path.join(t1, "agent_stderr.txt")).read(), "stderr 1")
+# The agent runs in the runners' sandbox (where the host has it: runner.sandbox strict,
+# the default, refuses one without): the run's records are not its to read or write.
+if "sandbox: strict" in open(os.path.join(run_dir, "supervisor.log")).read():
+    check("confined: write refused" in out1 and "confined: read refused" in out1,
+          "the agent reached the run directory: %r" % out1)
 check("giving up" in open(os.path.join(t2, "agent_stderr.txt")).read(), "stderr 2")
 # The turn-2 reply says why it has no code; its GENERATE record how the agent ended.
 no_code = [r for r in recs if r["turn"] == 2 and r["event"] == "no_code"][0]
@@ -102,4 +110,5 @@ page = open(html).read()
 check("third call refused" in page and "giving up" in page,
       "the HTML report lacks the agent's transcript")
 check("t1.c2" in page, "the HTML report lacks the tool calls")
-print("ok: agent turns, tool calls, limit, transcript and resume")
+shutil.rmtree(os.path.dirname(starts), ignore_errors=True)
+print("ok: agent turns, tool calls, limit, transcript, confinement and resume")

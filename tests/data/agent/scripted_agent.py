@@ -2,7 +2,8 @@
 """A scripted agent for llm.provider agent (tests/e2e/test_agent.py): no model, a fixed
 plan per turn, so that the test knows every tool call it makes.
 
-Turn 1: reads the request (stdin) and the workspace's problem.py, asks `kforge-tool eval`
+Turn 1: reads the request (stdin) and the workspace's problem.py, tries to write beside
+its workspace and to read the task's trajectory (printing whether the sandbox let it), asks `kforge-tool eval`
 about a kernel the static checks reject (no custom operator), then about a correct C++
 ReLU, then a third time (over llm.agent.max_tool_calls = 2: refused), prints what each
 call answered, and leaves the correct kernel in final.py. Turn 2: says on stderr that it
@@ -81,6 +82,16 @@ def main():
     if os.environ["KFORGE_TURN"] != "1":
         print("agent: giving up on this turn", file=sys.stderr, flush=True)
         sys.exit(3)
+    # Confined (the runners' sandbox, network kept): the run's record is out of reach
+    # but through the tool.
+    for what, path, mode in (("write", os.path.join(ws, "..", "kernel.py"), "w"),
+                             ("read", os.path.join(ws, "..", "..", "..", "trajectory.jsonl"),
+                              "r")):
+        try:
+            open(path, mode).close()
+            print("confined: %s allowed" % what, flush=True)
+        except OSError as e:
+            print("confined: %s refused (%s)" % (what, e.strerror), flush=True)
     with open("wrong.py", "w") as f:
         f.write(WRONG)
     with open("right.py", "w") as f:
