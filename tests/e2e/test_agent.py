@@ -110,5 +110,25 @@ page = open(html).read()
 check("third call refused" in page and "giving up" in page,
       "the HTML report lacks the agent's transcript")
 check("t1.c2" in page, "the HTML report lacks the tool calls")
+
+# An agent that leaves no final.py, then one killed at llm.agent.timeout_s: turns without
+# code that say so, the run goes on to its end.
+config = write_config(os.path.join(work, "idle.yaml"), open(config).read().replace(
+    '"%s"]' % starts, '"%s", idle]' % starts).replace("timeout_s: 900", "timeout_s: 2")
+    .replace("name: agent_run", "name: agent_idle"))
+run_dir = os.path.join(work, "run-idle")
+kforge("run", config, "--run-dir", run_dir, timeout=600)
+recs = records(run_dir, TASK)
+gen = [r for r in recs if r["from"] == "GENERATE" and r["event"] != "start"]
+check([r["event"] for r in gen] == ["no_code", "no_code"], "idle agent's turns %r" % gen)
+check(gen[0]["data"]["agent"] == {"end": "exited with status 0", "final": False, "tool_calls": 0},
+      "turn 1 of the idle agent %r" % gen[0]["data"])
+check(gen[1]["data"]["agent"]["end"].startswith("ran past llm.agent.timeout_s (2 s)"),
+      "turn 2 of the idle agent %r" % gen[1]["data"])
+check("no final kernel in final.py" in open(os.path.join(run_dir, "tasks", TASK, "turns", "1",
+                                                         "response.md")).read(), "turn 1 reply")
+check("sleeping past the deadline" in open(os.path.join(run_dir, "tasks", TASK, "turns", "2",
+                                                        "agent_stdout.txt")).read(),
+      "the killed agent's transcript is kept")
 shutil.rmtree(os.path.dirname(starts), ignore_errors=True)
 print("ok: agent turns, tool calls, limit, transcript, confinement and resume")

@@ -8,11 +8,13 @@ about a kernel the static checks reject (no custom operator), then about a corre
 ReLU, then a third time (over llm.agent.max_tool_calls = 2: refused), prints what each
 call answered, and leaves the correct kernel in final.py. Turn 2: says on stderr that it
 gives up and exits 3 without a final kernel. Each start is appended to the file named by
-argv[1], so the test can count the agent's runs (a resumed turn must not run it again)."""
+argv[1], so the test can count the agent's runs (a resumed turn must not run it again).
+With argv[2] idle: turn 1 exits 0 without a final kernel, turn 2 sleeps past its deadline."""
 import json
 import os
 import subprocess
 import sys
+import time
 
 WRONG = '''import torch
 import torch.nn as nn
@@ -75,6 +77,13 @@ def main():
     assert request["messages"][0]["content"], "the request has the prompt"
     ws = os.environ["KFORGE_WORKSPACE"]
     assert os.getcwd() == os.path.realpath(ws), "the agent starts in its workspace"
+    if len(sys.argv) > 2 and sys.argv[2] == "idle":
+        # Another plan: turn 1 ends well but leaves no final.py; turn 2 outlives
+        # llm.agent.timeout_s.
+        if os.environ["KFORGE_TURN"] != "1":
+            print("agent: sleeping past the deadline", flush=True)
+            time.sleep(600)
+        return
     problem = open("problem.py").read()
     print("agent: turn %s of %s; the problem has %d lines" %
           (os.environ["KFORGE_TURN"], os.environ["KFORGE_TASK"], len(problem.splitlines())),
