@@ -1,7 +1,8 @@
 /*
  * llm.h: talking to the model — providers (OpenAI-compatible chat completions and the
- * Anthropic Messages API over libcurl, a user's program per request, and replay of
- * recorded responses), the prompt texts, and code extraction.
+ * Anthropic Messages API over libcurl, a user's program per request, an agent program
+ * per turn with a tool it calls, and replay of recorded responses), the prompt texts,
+ * and code extraction.
  *
  * The command provider (llm.command, no shell) gets the request as JSON on stdin:
  * {model, messages: [{role: user, content}], max_tokens, temperature, task, turn, and
