@@ -476,8 +476,9 @@ tool_calls_section(struct kb_buf *out, const char *run_dir, const char *id, json
 		   bool live)
 {
 	static const struct {
-		const char	*key, *label;
-	} files[] = { { "kernel", "kernel" }, { "result", "result" }, { "log", "output" } };
+		const char	*key, *class, *label;
+	} files[] = { { "kernel", "tool_kernel", "kernel" }, { "result", "tool_result", "result" },
+		      { "log", "tool_log", "output" } };
 	size_t	 i;
 	json_t	*c;
 
@@ -508,7 +509,7 @@ tool_calls_section(struct kb_buf *out, const char *run_dir, const char *id, json
 			label = kb_asprintf("Tool call %s: %s",
 					    json_string_value(json_object_get(c, "node")) ?: "?",
 					    files[f].label);
-			artifact(out, run_dir, id, files[f].key, label, rel, live);
+			artifact(out, run_dir, id, files[f].class, label, rel, live);
 			free(label);
 		}
 	}
