@@ -4,9 +4,10 @@ works two turns of the bundled ReLU on the CPU with llm.agent.max_tool_calls 2.
 
 Turn 1: it asks `kforge-tool eval` about a kernel the static checks reject, then about a
 correct C++ ReLU, and a third time (refused: over the limit), and leaves the correct one
-in final.py, which the turn judges as any reply's kernel. Its worker dies right after
-the reply is persisted (crash point after-response-persisted) and is restarted by the
-supervisor: the agent must not run again for turn 1. Turn 2: it exits 3 without a final
+in final.py, which the turn judges as any reply's kernel. The run is killed right after
+the reply is persisted (its worker held at the crash point after-response-persisted,
+then supervisor and worker SIGKILLed) and resumed: the agent must not run again for
+turn 1. Turn 2: it exits 3 without a final
 kernel, a turn without code. Then: the two tool_call records (nodes of the turn, their
 kernel and result kept with their hashes), the answers the agent printed, the
 transcript kept and shown by tail and the HTML report (the viewer serves the same page),
@@ -15,8 +16,11 @@ import hashlib
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from kfe2e import *  # noqa: E402,F401
@@ -41,10 +45,29 @@ workers: 1
 """ % (problems, agent, starts, py))
 run_dir = os.path.join(work, "run")
 marker = os.path.join(work, "crashed")
-kforge("run", config, "--run-dir", run_dir, timeout=1200,
-       env={"KFORGE_CRASHPOINT": "after-response-persisted", "KFORGE_CRASHONCE": marker,
-            "KFORGE_CRASHTASK": TASK})
-check(os.path.exists(marker), "the worker never reached after-response-persisted")
+# The worker holds right after turn 1's reply is persisted, and the whole run is killed
+# there (SIGKILL: supervisor and worker), then resumed.
+env = dict(os.environ, KFORGE_CRASHPOINT="after-response-persisted", KFORGE_CRASHONCE=marker,
+           KFORGE_CRASHTASK=TASK, KFORGE_CRASHDELAY_MS="600000")
+sup = subprocess.Popen([BIN, "run", config, "--run-dir", run_dir], env=env,
+                       stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "run.err"), "w"),
+                       start_new_session=True)
+deadline = time.time() + 1200
+while not (os.path.exists(marker) and open(marker).read().endswith("\n")):
+    check(sup.poll() is None, "the run ended before turn 1's reply was persisted")
+    check(time.time() < deadline, "timed out waiting for turn 1's reply")
+    time.sleep(0.1)
+worker = int(open(marker).read())
+os.killpg(sup.pid, signal.SIGKILL)
+try:
+    os.kill(worker, signal.SIGKILL)
+except ProcessLookupError:
+    pass
+sup.wait()
+while os.path.exists("/proc/%d" % worker) and open("/proc/%d/stat" % worker).read().split(") ")[-1][0] not in "ZX":
+    time.sleep(0.05)
+check(open(starts).read() == "turn 1\n", "the agent's runs before the kill: %r" % open(starts).read())
+kforge("resume", run_dir, timeout=1200)
 check(open(starts).read() == "turn 1\nturn 2\n",
       "the agent's runs: %r (a resumed turn must reuse its reply)" % open(starts).read())
 
