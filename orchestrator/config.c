@@ -145,6 +145,14 @@ static const struct cfg_key schema[] = {
 	{ KEY("llm.price_output_per_mtok", K_NUM, llm.price_output_per_mtok), .def = "0",
 	  .dlo = 0, .dhi = 1e6,
 	  .doc = "USD per million completion tokens (0: not priced)" },
+	{ KEY("llm.agent.max_tool_calls", K_INT, llm.agent_max_tool_calls), .def = "8",
+	  .lo = 0, .hi = 10000,
+	  .doc = "the agent provider: `kforge-tool eval` calls one turn's agent may make (each "
+		 "a build and an execution, recorded in the trajectory); later calls are refused" },
+	{ KEY("llm.agent.timeout_s", K_INT, llm.agent_timeout_s), .def = "1800", .lo = 1,
+	  .hi = 86400,
+	  .doc = "the agent provider: seconds one turn's agent may run, its tool calls included, "
+		 "before its process group is killed (the turn is then spent without a kernel)" },
 	{ KEY("refinement.turns", K_INT, refinement.turns), .def = "10", .lo = 1, .hi = 256,
 	  .doc = "turns per task: the first prompt and its refinements" },
 	{ KEY("refinement.feedback", K_FEEDBACK, refinement.feedback_g), .def = "[G, E]",
@@ -329,6 +337,7 @@ static const struct {
 } required_also[] = {
 	{ "llm.model", "llm.provider", "anthropic" },
 	{ "llm.command", "llm.provider", "command" },
+	{ "llm.command", "llm.provider", "agent" },
 };
 
 /* --------------------------------------------------------------- context */
@@ -2062,6 +2071,25 @@ orch_config_reference(FILE *fp)
 	return 0;
 }
 
+/* How many whole leading sections two keys' section paths ("llm", "llm.agent") share. */
+static int
+sections_shared(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int	n = 0;
+
+	for (size_t i = 0; i <= alen && i <= blen; i++) {
+		bool	a_end = i == alen || a[i] == '.', b_end = i == blen || b[i] == '.';
+
+		if (a_end && b_end && i > 0)
+			n++;
+		else if (a_end || b_end || a[i] != b[i])
+			break;
+		if (i == alen || i == blen)
+			break;
+	}
+	return n;
+}
+
 int
 orch_config_emit(const struct kb_config *c, FILE *fp)
 {
@@ -2071,12 +2099,21 @@ orch_config_emit(const struct kb_config *c, FILE *fp)
 	fputs("# frozen by kforge: fully resolved config\n", fp);
 	for (int i = 0; i < NKEYS; i++) {
 		const char	*path = schema[i].path, *leaf = strrchr(path, '.');
-		size_t		 seclen = leaf != NULL ? (size_t)(leaf - path) : 0;
+		size_t		 seclen = leaf != NULL ? (size_t)(leaf - path) : 0, j = 0;
+		int		 shared = sections_shared(prev, prevlen, path, seclen), depth = 0;
 
-		/* sections are one level deep; keys of one section are adjacent */
-		if (seclen > 0 && (seclen != prevlen || strncmp(path, prev, seclen) != 0))
-			fprintf(fp, "%.*s:\n", (int)seclen, path);
-		fprintf(fp, "%s%s: ", seclen > 0 ? "  " : "", leaf != NULL ? leaf + 1 : path);
+		/* The sections this key shares with the previous one stay open (keys of one
+		 * section are adjacent); each further one opens a level deeper (llm.agent). */
+		while (j < seclen) {
+			const char	*dot = memchr(path + j, '.', seclen - j);
+			size_t		 end = dot != NULL ? (size_t)(dot - path) : seclen;
+
+			if (depth >= shared)
+				fprintf(fp, "%*s%.*s:\n", 2 * depth, "", (int)(end - j), path + j);
+			depth++;
+			j = end + 1;
+		}
+		fprintf(fp, "%*s%s: ", 2 * depth, "", leaf != NULL ? leaf + 1 : path);
 		kinds[schema[i].kind].emit(c, &schema[i], fp);
 		fputc('\n', fp);
 		prev = path;

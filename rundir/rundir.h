@@ -7,6 +7,10 @@
  *     tasks/<task id>/          RD_TASK entries: trajectory.jsonl, lock, turns, work,
  *                               reference_profile.json
  *       turns/<k>/              RD_TURN entries: prompt.md, response.md, kernel.py, ...
+ *         agent/                RD_AGENT entries: an agent's workspace (llm.provider agent):
+ *                               problem.py, prompt.md, bin/kforge-tool, final.py
+ *         tool_calls/<n>/       RD_TOOL_CALL entries: kernel.py, result.json, run.log (the
+ *                               agent's n-th `kforge-tool eval`, from 1)
  *     baselines/<device>/       RD_BASELINE entries: <problem key>.json, <problem key>.lock
  *     redteam/                  RD_REDTEAM entries: index.json (a red-team run's findings)
  *     shards/<shard id>/        a Slurm shard's own supervisor files: the RD_RUN entries
@@ -72,6 +76,18 @@
 	X(PROFILE_FEEDBACK_MD,	TURN,	  "profile_feedback.md")	\
 	X(FEEDBACK_MD,		TURN,	  "feedback.md")		\
 	X(ENV_ERROR_JSON,	TURN,	  "env_error.json")		\
+	X(AGENT_DIR,		TURN,	  "agent")			\
+	X(AGENT_STDOUT,		TURN,	  "agent_stdout.txt")		\
+	X(AGENT_STDERR,		TURN,	  "agent_stderr.txt")		\
+	X(TOOL_CALLS_DIR,	TURN,	  "tool_calls")			\
+	X(AGENT_PROBLEM_PY,	AGENT,	  "problem.py")			\
+	X(AGENT_PROMPT_MD,	AGENT,	  "prompt.md")			\
+	X(AGENT_FINAL_PY,	AGENT,	  "final.py")			\
+	X(AGENT_BIN_DIR,	AGENT,	  "bin")			\
+	X(AGENT_TOOL,		AGENT,	  "bin/kforge-tool")		\
+	X(TOOL_KERNEL_PY,	TOOL_CALL, "kernel.py")			\
+	X(TOOL_RESULT_JSON,	TOOL_CALL, "result.json")		\
+	X(TOOL_LOG,		TOOL_CALL, "run.log")			\
 	X(BASELINE_JSON,	BASELINE, ".json")			\
 	X(BASELINE_LOCK,	BASELINE, ".lock")			\
 	X(REDTEAM_INDEX_JSON,	REDTEAM,  "index.json")			\
@@ -81,7 +97,7 @@
 	X(FINDING_SUITE_PY,	FINDING,  "suite.py")
 
 enum rd_level { RD_LEVEL_RUN, RD_LEVEL_TASK, RD_LEVEL_TURN, RD_LEVEL_BASELINE,
-		RD_LEVEL_REDTEAM, RD_LEVEL_FINDING };
+		RD_LEVEL_REDTEAM, RD_LEVEL_FINDING, RD_LEVEL_AGENT, RD_LEVEL_TOOL_CALL };
 
 #define RD_ENUM_(name, level, file) RD_##name,
 enum rd_entry { RD_ENTRIES(RD_ENUM_) RD_ENTRY__N };
@@ -108,6 +124,16 @@ int	rd_task_file(char *out, size_t n, const char *run_dir, const char *task_id,
 int	rd_turn_dir(char *out, size_t n, const char *run_dir, const char *task_id, int turn);
 int	rd_turn_file(char *out, size_t n, const char *run_dir, const char *task_id, int turn,
 		     enum rd_entry e);
+/* <run>/tasks/<task_id>/turns/<turn>/agent/<name>: the workspace an agent works in
+ * for the turn (an RD_LEVEL_AGENT entry; AGENT_TOOL is "bin/<the tool's name>"). */
+int	rd_agent_file(char *out, size_t n, const char *run_dir, const char *task_id, int turn,
+		      enum rd_entry e);
+/* <run>/tasks/<task_id>/turns/<turn>/tool_calls/<call> (call from 1) and an
+ * RD_LEVEL_TOOL_CALL entry in it: what one of the agent's tool calls evaluated. */
+int	rd_tool_call_dir(char *out, size_t n, const char *run_dir, const char *task_id,
+			 int turn, int call);
+int	rd_tool_call_file(char *out, size_t n, const char *run_dir, const char *task_id,
+			  int turn, int call, enum rd_entry e);
 /* <run>/baselines/<device>/: the reference timings a run measured, per device model.
  * device_name is any text (a GPU's name): every byte but [A-Za-z0-9.-] becomes '_'
  * (a name of only dots is refused). rd_baseline_file adds <problem_key><suffix>. */
@@ -171,7 +197,17 @@ int	rd_finding_file(char *out, size_t n, const char *run_dir, const char *task_i
 	X(profiled)	\
 	X(next_turn)	\
 	X(budget_spent)	\
-	X(env_error)
+	X(env_error)	\
+	X(tool_call)
+
+/* A node of the task's search tree, as records name it: a record's "node" and the
+ * "parent" it grew from. A turn is node "t<turn>"; an agent's tool call within a turn
+ * (the event tool_call, GENERATE to GENERATE, one record per call) is node
+ * "t<turn>.c<call>", its parent the turn's node. */
+#define RD_REC_NODE		"node"
+#define RD_REC_PARENT		"parent"
+#define RD_NODE_TURN_FMT	"t%d"
+#define RD_NODE_TOOL_CALL_FMT	"t%d.c%d"
 
 /* A turn's verdict, as its FEEDBACK record and result.json name it (feedback/verdict.c
  * judges; only correct counts, a suspect turn where its reasons are accepted). */

@@ -42,6 +42,9 @@ set(kb_e2e_tests
   "e2e_test_llm_auth_pause|test_llm_auth_pause|e2e|1800"
   # the anthropic and command providers in a run: tokens and cost in status and report
   "e2e_test_providers|test_providers|e2e|1200"
+  # llm.provider agent: a scripted agent's tool calls (recorded, counted, limited), its
+  # final kernel judged, its transcript in tail and the report, a restarted agent turn
+  "e2e_test_agent|test_agent|e2e|1800"
   # kforge redteam with the replay and command providers: the red-team prompt, the
   # candidates kept (correct and suspect at redteam.min_speedup or more), --harvest, resume
   "e2e_test_redteam|test_redteam|e2e|1200"
