@@ -298,8 +298,7 @@ sacct_states(const char *ids)
 	json_t			*out = json_object();
 	char			 err[256];
 
-	for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]) && json_object_size(out) == 0;
-	     w++) {
+	for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]) && json_object_size(out) == 0; w++) {
 		struct kb_spawn_result	 r;
 		char			*line, *save = NULL;
 
@@ -323,6 +322,15 @@ sacct_states(const char *ids)
 	return out;
 }
 
+/* A shard of orch_slurm_shards' list that squeue no longer lists. */
+static bool
+shard_ended(json_t *sh)
+{
+	const char *state = json_string_value(json_object_get(sh, "slurm_state"));
+
+	return state != NULL && strcmp(state, "ended") == 0;
+}
+
 /* The ended shards' jobs (their run.json's job: the raw id), as sacct wants them. */
 static json_t *
 ended_states(json_t *out)
@@ -335,7 +343,7 @@ ended_states(json_t *out)
 		const char *job = json_string_value(json_object_get(sh, "job"));
 
 		if (job != NULL && job[0] != '\0' && job[strspn(job, "0123456789")] == '\0' &&
-		    strcmp(json_string_value(json_object_get(sh, "slurm_state")) ?: "", "ended") == 0)
+		    shard_ended(sh))
 			(void)kb_buf_printf(&ids, "%s%s", ids.p != NULL ? "," : "", job);
 	}
 	states = ids.p != NULL ? sacct_states(ids.p) : json_object();
@@ -387,11 +395,10 @@ orch_slurm_shards(const char *run_dir, json_t *squeue)
 		json_t	*states = ended_states(out), *sh;
 
 		json_array_foreach(out, i, sh) {
-			json_t *st = json_object_get(states, json_string_value(json_object_get(sh,
-								 "job")) ?: "");
+			const char	*job = json_string_value(json_object_get(sh, "job"));
+			json_t		*st = json_object_get(states, job != NULL ? job : "");
 
-			if (st != NULL && strcmp(json_string_value(json_object_get(sh,
-						 "slurm_state")) ?: "", "ended") == 0)
+			if (st != NULL && shard_ended(sh))
 				json_object_set(sh, "slurm_state", st);
 		}
 		json_decref(states);
