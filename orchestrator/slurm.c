@@ -171,7 +171,7 @@ orch_slurm_submit(struct orch_run *run, int n, char *err, size_t errlen)
 	}
 	for (char **a = c->cluster.sbatch_args; a != NULL && *a != NULL && na < 240; a++)
 		args[na++] = *a;
-	/* exec: the batch shell becomes the shard, so that B:TERM reaches it. */
+	/* exec: the batch shell becomes the shard, so that Slurm's B:USR1 reaches it. */
 	if (kb_buf_printf(&wrap, "--wrap=exec ") < 0 || sh_quote(&wrap, self) < 0 ||
 	    kb_buf_printf(&wrap, " shard ") < 0 || sh_quote(&wrap, run->dir) < 0) {
 		kb_buf_clear(&wrap);
