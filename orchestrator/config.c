@@ -307,14 +307,15 @@ static const struct cfg_key schema[] = {
 	{ KEY("cluster.mem", K_STR, cluster.mem), .def = "''",
 	  .doc = "slurm: sbatch --mem per shard, e.g. 64G ('' leaves Slurm's default)" },
 	{ KEY("cluster.time_limit", K_STR, cluster.time_limit), .def = "''",
-	  .doc = "slurm: sbatch --time per shard, e.g. 04:00:00; a shard told to stop before "
-		 "it stops at a turn's boundary, and resumes where it was if requeued" },
+	  .doc = "slurm: sbatch --time per shard, e.g. 04:00:00; warned 120 s before it "
+		 "(SIGUSR1), a shard stops at a safe point and, with cluster.requeue, requeues "
+		 "itself and resumes where it was" },
 	{ KEY("cluster.sbatch_args", K_ARGV, cluster.sbatch_args), .def = "[]",
 	  .flags = F_OPTIONS,
 	  .doc = "slurm: more sbatch options, one per item (e.g. [--qos=high, --exclusive])" },
 	{ KEY("cluster.requeue", K_BOOL, cluster.requeue), .def = "true",
-	  .doc = "slurm: a preempted or failed shard is requeued (sbatch --requeue) and takes "
-		 "back its own tasks" },
+	  .doc = "slurm: a preempted or failed shard is requeued (sbatch --requeue), one "
+		 "warned of its time limit requeues itself, and each takes back its own tasks" },
 	{ KEY("cluster.claim_timeout_s", K_INT, cluster.claim_timeout_s), .def = "120",
 	  .lo = 2, .hi = 86400,
 	  .doc = "slurm: a shard whose heartbeat stays unchanged this long is taken for dead "
