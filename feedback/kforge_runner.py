@@ -2001,6 +2001,13 @@ class Runner:
                         self.transformed(self.made_inputs(ref, seed), head.get("transform"))]
         t0 = time.perf_counter()
         used = self.clone_inputs(pristine)
+        # The inputs in place before the call, as before every timed call (trial), so
+        # that a candidate whose own stream does not wait for the current one reads
+        # finished inputs. On an H200, side_stream_hidden (its ReLU on a stream of its own
+        # behind a 1 ms spin) returned, in two or three trials of five, outputs unlike
+        # its inputs' ReLU (max |diff| 5.0-5.4, mean 0.4-0.6: zeros or other values);
+        # whether this is that race is not established.
+        self.synchronize()
         outs = self.outputs_as_list(self.run_model(model_new, used, "ModelNew"), "ModelNew")
         t1 = time.perf_counter()
         mutated = not self.inputs_unchanged(pristine, used)
