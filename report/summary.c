@@ -15,6 +15,8 @@ static const char *const state_names[RPT_ST__N] = { RD_TASK_STATES(NAME_) };
 #define RPT_STAGE_ROW_(n, takes_slot)	{ RPT_ST_##n, takes_slot },
 const struct rpt_stage rpt_stages[] = { RD_TASK_STAGES(RPT_STAGE_ROW_) };
 const size_t rpt_nstages = sizeof(rpt_stages) / sizeof(rpt_stages[0]);
+/* The fast_p levels the report shows (and the summary's spend marks, RPT_SPEND_LEVELS). */
+const double rpt_fast_p_levels[RPT_N_FAST_P] = { 0.5, 1.0, 1.5, 2.0 };
 
 const char *
 rpt_state_name(enum rpt_state s)
@@ -143,6 +145,7 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	s->last_seq = rec->seq;
 	if (strcmp(rec->event, "next_turn") == 0)
 		s->turn = rec->turn + 1;
+	rd_spend_add(&s->spent, rec->from, d);
 	s->env_error[0] = '\0';
 	if (strcmp(rec->event, "env_error") == 0) {
 		s->env_errors++;
@@ -190,6 +193,12 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	for (int k = s->nbest; k < rec->turn; k++)
 		s->best_at_turn[k] = k > 0 ? s->best_at_turn[k - 1] : -1;
 	s->best_at_turn[rec->turn - 1] = s->best_speedup;
+	for (int i = 0; i < RPT_SPEND_LEVELS; i++)
+		if (!s->fast_reached[i] && s->any_correct &&
+		    (i == 0 || s->best_speedup > rpt_fast_p_levels[i - 1])) {
+			s->fast_reached[i] = true;
+			s->fast_spent[i] = s->spent;
+		}
 	if (rec->turn > s->nbest)
 		s->nbest = rec->turn;
 	return 0;
