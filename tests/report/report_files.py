@@ -125,6 +125,18 @@ def expected_rows(run_name, task_defs, recs_by_task):
             row["reasoning_tokens"] = str(sum(reasoned)) if reasoned else ""
             priced = [d["cost_usd"] for d in gen if "cost_usd" in d]
             row["cost_usd"] = sum(priced, 0.0) if priced else None
+            # the search's columns: the node's parent where the log names it, and the
+            # task's spend through this turn's FEEDBACK record (rundir's rd_spend_add)
+            row["parent"] = str(out["parent"]) if "parent" in out else ""
+            row["spent_requests"] = row["spent_tokens"] = row["spent_gpu_s"] = None
+            if fb:
+                upto = [r for r in recs if r["seq"] <= fb[-1]["seq"]]
+                g = [r["data"] for r in upto if r["from"] == "GENERATE" and "attempts" in r["data"]]
+                held = [r["data"]["lease"] for r in upto if r["from"] in ("EXECUTE", "PROFILE")
+                        and r["data"].get("lease", {}).get("class") == "exec"]
+                row["spent_requests"] = str(sum(d["attempts"] for d in g))
+                row["spent_tokens"] = str(sum(d.get("prompt_tokens", 0) + d.get("completion_tokens", 0) for d in g))
+                row["spent_gpu_s"] = sum((l["released_ms"] - l["acquired_ms"]) / 1000.0 for l in held) + 0.0
             rows.append(row)
     return rows
 
