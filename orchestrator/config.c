@@ -147,7 +147,8 @@ static const struct cfg_key schema[] = {
 	  .dlo = 0, .dhi = 1e6,
 	  .doc = "USD per million completion tokens (0: not priced)" },
 	{ KEY("refinement.turns", K_INT, refinement.turns), .def = "10", .lo = 1, .hi = 256,
-	  .doc = "turns per task: the first prompt and its refinements" },
+	  .doc = "turns per task: the first prompt and its refinements; under every "
+		 "refinement.strategy the most turns (search nodes) a task makes" },
 	{ KEY("refinement.feedback", K_FEEDBACK, refinement.feedback_g), .def = "[G, E]",
 	  .doc = "what refinement prompts show: G previous kernel, E build and execution result, P profile" },
 	{ KEY("refinement.prompt", K_ENUM, refinement.prompt), .def = "one_shot",
