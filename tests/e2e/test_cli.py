@@ -142,17 +142,17 @@ check(p.returncode == 2 and "usage: kforge config" in p.stderr, "config without 
 
 # kforge config --reference: exactly the keys a frozen config has, each with a type, a
 # default and one line of meaning
-frozen_keys, section = [], None
+# (sections nest by two spaces a level: refinement.budget.requests)
+frozen_keys, sections = [], []
 for line in frozen.splitlines():
     if line.startswith("#") or not line.strip():
         continue
     key = line.strip().split(":", 1)[0]
-    if line.startswith("  "):
-        frozen_keys.append(section + "." + key)
-    elif line.rstrip().endswith(":"):
-        section = key
+    del sections[(len(line) - len(line.lstrip(" "))) // 2:]
+    if line.rstrip().endswith(":"):
+        sections.append(key)
     else:
-        frozen_keys.append(key)
+        frozen_keys.append(".".join(sections + [key]))
 ref = kforge("config", "--reference").stdout
 blocks = {}
 for block in ref.split("\n\n")[1:]:
