@@ -255,6 +255,12 @@ struct kb_spawn_opts {
 	 * call returns -KB_ESTOPPED (e.g. the worker got SIGTERM). */
 	bool		(*should_stop)(void *arg);
 	void		*should_stop_arg;
+	/* A service the child uses while it runs (an agent's tool): while waiting, serve_fd
+	 * (a listening socket) is polled too, and serve(serve_fd, serve_arg) called when it
+	 * is readable. serve must be bounded: the deadline is checked after it returns. */
+	int		 serve_fd;
+	void		(*serve)(int fd, void *arg);
+	void		*serve_arg;
 };
 
 enum kb_spawn_end { KB_END_EXITED, KB_END_SIGNALED, KB_END_TIMEOUT };
@@ -365,6 +371,8 @@ struct kb_config {
 		char	*reasoning_effort;	/* openai: "default" (not sent) | none..high */
 		double	 price_input_per_mtok;	/* USD per million prompt tokens; 0: not priced */
 		double	 price_output_per_mtok;	/* USD per million completion tokens */
+		long	 agent_max_tool_calls;	/* provider agent: tool calls per turn */
+		long	 agent_timeout_s;	/* provider agent: one turn's wall clock */
 	} llm;
 	struct {
 		long	 turns;

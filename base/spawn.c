@@ -567,10 +567,11 @@ poll_timeout(const struct spawn_io *io, int64_t now)
 }
 
 static void
-wait_once(struct spawn_io *io, int64_t now, struct kb_spawn_result *r)
+wait_once(struct spawn_io *io, const struct kb_spawn_opts *o, int64_t now,
+	  struct kb_spawn_result *r)
 {
-	struct pollfd	pfd[4];
-	int		n = 0, i_out = -1, i_res = -1, i_in = -1, rc;
+	struct pollfd	pfd[5];
+	int		n = 0, i_out = -1, i_res = -1, i_in = -1, i_serve = -1, rc;
 
 	if (io->out >= 0)
 		pfd[i_out = n++] = (struct pollfd){ .fd = io->out, .events = POLLIN };
@@ -582,6 +583,8 @@ wait_once(struct spawn_io *io, int64_t now, struct kb_spawn_result *r)
 		pfd[n++] = (struct pollfd){ .fd = io->pidfd, .events = POLLIN };
 	else if (io->watch >= 0 && !io->exited)
 		pfd[n++] = (struct pollfd){ .fd = io->watch, .events = POLLIN };
+	if (o->serve != NULL && o->serve_fd >= 0 && !io->exited && !io->termed)
+		pfd[i_serve = n++] = (struct pollfd){ .fd = o->serve_fd, .events = POLLIN };
 
 	if ((rc = poll(pfd, (nfds_t)n, poll_timeout(io, now))) <= 0) {
 		if (rc == -1 && errno != EINTR)
@@ -594,6 +597,8 @@ wait_once(struct spawn_io *io, int64_t now, struct kb_spawn_result *r)
 		drain_fd(io, &io->res, &r->result);
 	if (i_in >= 0 && pfd[i_in].revents != 0)
 		feed_stdin(io);
+	if (i_serve >= 0 && pfd[i_serve].revents != 0)
+		o->serve(o->serve_fd, o->serve_arg);
 }
 
 static void
@@ -632,7 +637,7 @@ run_loop(struct spawn_io *io, const struct kb_spawn_opts *o, int grace_ms,
 				io->killed = true;
 			}
 		}
-		wait_once(io, now, r);
+		wait_once(io, o, now, r);
 	}
 }
 

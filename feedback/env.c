@@ -144,6 +144,26 @@ cpu_threads(struct fb_env *e, const struct kb_config *cfg)
 	fb_env_set(e, "MKL_NUM_THREADS", text);
 }
 
+/* A step on a GPU runs on the few cores fb_build_cores leaves to such steps: torch's
+ * intra-op pool as large as that. Left to torch's default, each runner (forked from a
+ * server that saw every core) kept a thread a core of the host on its two: on an H200
+ * host the judge's one CPU-side scale and shift of a check's 8 MB input took 120 ms, the
+ * threads of each parallel region waiting on each other for a core. Where the steps are
+ * not pinned (a small host), torch's default stands. */
+static void
+gpu_step_threads(struct fb_env *e, const struct kb_config *cfg)
+{
+	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
+	long	n = cores - fb_build_cores(cfg, true, cores);
+	char	text[24];
+
+	if (n < 1)
+		return;
+	snprintf(text, sizeof(text), "%ld", n);
+	fb_env_set(e, "OMP_NUM_THREADS", text);
+	fb_env_set(e, "MKL_NUM_THREADS", text);
+}
+
 void
 fb_env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_dir,
 	     const char *cuda_visible, bool precompile)
@@ -196,6 +216,8 @@ fb_env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_di
 		fb_env_set(e, "MAX_JOBS", "2");
 	else if (cfg != NULL && cfg->eval.device != NULL && strcmp(cfg->eval.device, "cpu") == 0)
 		cpu_threads(e, cfg);
+	else if (cfg != NULL && cuda_visible != NULL && cuda_visible[0] != '\0')
+		gpu_step_threads(e, cfg);
 }
 
 /* Whether dir (a TMPDIR; unset is /tmp) is one every user may write in: sticky,

@@ -223,6 +223,14 @@ void	fb_outcome_clear(struct fb_outcome *o);
  * runner left processes behind gets the flag "stray_processes" (details.stray_processes:
  * how many). Call once, before the first fb_run. 0, or -KB_ESYS. */
 int	fb_adopt_strays(void);
+/* A child of this process that is no runner and outlives runners (a worker's agent,
+ * which asks for evaluations while it runs) is spared by that reaping; 0: none. */
+void	fb_strays_spare(pid_t pid);
+/* The sandbox spec (sandbox.h's kforge_sandbox_apply) an agent (llm.provider agent) is
+ * held to: as a runner, it reads neither the run directory, its staging directory nor
+ * the caches, but it writes its workspace and the temporary directory and keeps the
+ * network (its own model); strict as the runners are. Caller frees; NULL on OOM. */
+char	*fb_agent_sandbox_spec(const char *run_dir, const char *workspace);
 
 /* For a child subreaper whose own children are known (the supervisor, its workers): every
  * other live child is an orphan that came to it, such as a runner whose worker died, or

@@ -515,11 +515,19 @@ class Peer:
 
 
 def tensor_bytes(t):
-    """A plain tensor's bytes (a copy on the host), row-major."""
+    """A plain tensor's bytes on the host, row-major: a view of a host tensor's memory
+    (which the view keeps alive), copied only from a device or a strided tensor; a copy
+    where torch has no NumPy to make the view with."""
     import ctypes
+    import torch
     c = t.detach().contiguous().cpu()
     n = c.numel() * c.element_size()
-    return ctypes.string_at(c.data_ptr(), n) if n else b""
+    if not n:
+        return b""
+    try:
+        return memoryview(c.reshape(-1).view(torch.uint8).numpy())
+    except (RuntimeError, TypeError, ValueError):
+        return ctypes.string_at(c.data_ptr(), n)
 
 
 def pack_tensors(outs):
@@ -1133,8 +1141,13 @@ class Runner:
     # ------------------------------------------------------------ models, inputs
 
     def set_seed(self, seed):
+        """torch.manual_seed's effect on every generator a problem draws from (the CPU's,
+        Python's and, on a GPU, the device's), without its calls into torch's other
+        backends (MPS, XPU, MTIA), each of which, not started, queues a call with the
+        caller's stack formatted: about a millisecond a seed in a runner, and a timed
+        pass seeds an input set for every call."""
         torch = self.torch
-        torch.manual_seed(seed)
+        torch.random.default_generator.manual_seed(seed)
         random.seed(seed)
         if self.device.type == "cuda":
             torch.cuda.manual_seed(seed)
@@ -1376,17 +1389,22 @@ class Runner:
         total = sum(r.numel() * r.element_size() for r in ref_outs)
         return total * OUTPUT_FACTOR + OUTPUT_SLACK
 
-    def judge_trial(self, ref, model, k, seed, transform=None, atol=None, label=None):
+    def judge_trial(self, ref, model, k, seed, transform=None, atol=None, label=None,
+                    prepared=None):
         """One correctness trial: the candidate's outputs on the inputs of seed (and
-        transform) against the reference's. Returns (ok, max_abs_diff, avg_abs_diff,
-        ref_outs); shape and count mismatches end the evaluation."""
+        transform) against the reference's (prepared: what reference_on made for this
+        seed and transform, the reference's outputs then not computed again). Returns
+        (ok, max_abs_diff, avg_abs_diff, ref_outs); shape and count mismatches end the
+        evaluation."""
         torch = self.torch
         t0 = time.perf_counter()
         msg = {"op": "trial", "k": k, "seed": seed, "transform": transform}
         # The inputs as made, sent: the candidate's runner places the same bytes (no
         # second generation, and no problem whose inputs are not reproducible differs).
-        made = self.transformed(self.made_inputs(ref, seed), transform)
-        pristine = [self.place(x) for x in made]
+        made, pristine, ref_outs = prepared if prepared is not None else (None, None, None)
+        if made is None:
+            made = self.transformed(self.made_inputs(ref, seed), transform)
+            pristine = [self.place(x) for x in made]
         shipped = self.input_message(made)
         chunks = ()
         if shipped is not None:
@@ -1394,8 +1412,9 @@ class Runner:
         self.peer.send(msg, chunks)
         del made, shipped, chunks
         t1 = time.perf_counter()
-        ref_outs = self.outputs_as_list(
-            self.run_model(model, self.clone_inputs(pristine), "Model"), "Model")
+        if ref_outs is None:
+            ref_outs = self.outputs_as_list(
+                self.run_model(model, self.clone_inputs(pristine), "Model"), "Model")
         t2 = time.perf_counter()
         head, payload = self.expect("outputs", self.output_cap(ref_outs))
         t3 = time.perf_counter()
@@ -1491,14 +1510,23 @@ class Runner:
             return None
         return outs
 
+    def reference_on(self, ref, model, seed, transform):
+        """A check's inputs, made once for both of its uses: (as made and transformed, as
+        placed, the reference's outputs on them or None where it fails or is not
+        finite), for judge_trial's prepared."""
+        made = self.transformed(self.made_inputs(ref, seed), transform)
+        pristine = [self.place(x) for x in made]
+        return made, pristine, self.reference_finite(model, pristine)
+
     def second_distribution(self, ref, model, k):
         transform = {"scale": SECOND_SCALE, "shift": SECOND_SHIFT}
         seed = self.seed + 7919
-        if self.reference_finite(model, self.transformed(self.make_inputs(ref, seed), transform)) is None:
+        prepared = self.reference_on(ref, model, seed, transform)
+        if prepared[2] is None:
             self.details["second_distribution"] = "skipped: the reference fails or is not " \
                 "finite on inputs x%g%+g" % (SECOND_SCALE, SECOND_SHIFT)
             return
-        ok, md, _, _, _ = self.judge_trial(ref, model, k, seed, transform)
+        ok, md, _, _, _ = self.judge_trial(ref, model, k, seed, transform, prepared=prepared)
         self.details["second_distribution"] = "%s at x%g%+g (max_abs_diff %s)" % (
             "ok" if ok else "mismatch", SECOND_SCALE, SECOND_SHIFT, fmt(md))
         if not ok:
@@ -1514,14 +1542,15 @@ class Runner:
         an honest kernel still matches, a constant one no longer does."""
         transform = {"scale": DEGENERATE_SCALE, "shift": 0.0}
         seed = self.seed + 1
-        ref_outs = self.reference_finite(model, self.transformed(self.make_inputs(ref, seed),
-                                                                 transform))
+        prepared = self.reference_on(ref, model, seed, transform)
+        ref_outs = prepared[2]
         if ref_outs is None or self.degenerate(ref_outs):
             self.details["scaled_check"] = "reference still degenerate at x%g" % DEGENERATE_SCALE
             return
         scale = max([1.0] + [float(r.detach().float().abs().max()) for r in ref_outs
                              if r.is_floating_point() and r.numel()])
-        ok, md, _, _, _ = self.judge_trial(ref, model, k, seed, transform, atol=self.atol * scale)
+        ok, md, _, _, _ = self.judge_trial(ref, model, k, seed, transform, atol=self.atol * scale,
+                                           prepared=prepared)
         if not ok:
             self.details["scaled_check"] = "mismatch at x%g" % DEGENERATE_SCALE
             raise Outcome("value_mismatch",

@@ -93,6 +93,34 @@ fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req, bo
 	return r;
 }
 
+char *
+fb_agent_sandbox_spec(const char *run_dir, const char *workspace)
+{
+	struct kb_buf	 b = KB_BUF_INIT(16 << 10);
+	char		 cache[PATH_MAX], run[PATH_MAX];
+	const char	*tmp = getenv("TMPDIR");
+	int		 bad = 0;
+
+	/* Hidden as from a runner: the run's record, its staging directory, the caches. */
+	if (run_dir != NULL && realpath(run_dir, run) != NULL)
+		bad |= spec_line(&b, "hidden", run);
+	bad |= spec_line(&b, "hidden", fb_stage_root());
+	bad |= spec_line(&b, "hidden", fb_stage_dir());
+	if (fb_cache_root(cache, sizeof(cache)) == 0)
+		bad |= spec_line(&b, "hidden", cache);
+	/* Written: its workspace and the temporary directory (the tool's socket is there). */
+	bad |= spec_line(&b, "writable", workspace);
+	bad |= spec_line(&b, "writable", tmp != NULL && tmp[0] == '/' ? tmp : "/tmp");
+	bad |= kb_buf_printf(&b, "network\n") < 0;
+	if (fb_contain_strict())
+		bad |= kb_buf_append(&b, "strict\n", 7);
+	if (bad != 0) {
+		kb_buf_clear(&b);
+		return NULL;
+	}
+	return kb_buf_steal(&b);
+}
+
 void
 fb_contain_report(void)
 {

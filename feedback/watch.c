@@ -46,6 +46,7 @@
 #define FBW_OOM_SCORE_ADJ	"1000"
 
 static bool	adopting;
+static pid_t	spared;		/* fb_strays_spare's */
 
 struct proc_ent {
 	struct kb_proc_stat	st;
@@ -353,9 +354,16 @@ is_zombie(const struct proc_ent *e)
 }
 
 void
+fb_strays_spare(pid_t pid)
+{
+	spared = pid;
+}
+
+void
 fbw_reap_strays(struct fb_strays *out, const pid_t *keep, size_t nkeep)
 {
-	struct pid_set	 spare = { keep, nkeep };
+	pid_t		 all[FB_WARM_PIDS + 1];
+	struct pid_set	 spare = { all, 0 };
 	struct proc_ent	*v;
 	size_t		 n;
 	int		 status, found;
@@ -363,6 +371,10 @@ fbw_reap_strays(struct fb_strays *out, const pid_t *keep, size_t nkeep)
 	memset(out, 0, sizeof(*out));
 	if (!adopting)
 		return;
+	for (size_t i = 0; i < nkeep && i < FB_WARM_PIDS; i++)
+		all[spare.n++] = keep[i];
+	if (spared > 0)
+		all[spare.n++] = spared;
 	for (int round = 0; round < FBW_REAP_ROUNDS; round++) {
 		if ((v = proc_list(&n)) == NULL)
 			return;

@@ -265,7 +265,7 @@ call_model(struct task_run *t, const char *prompt, char **content)
 {
 	struct llm_request	 req = { 0 };
 	struct llm_reply	 reply = { 0 };
-	char			 err[512] = "";
+	char			 err[512] = "", ws[PATH_MAX], *confine[FSM_AGENT_CONFINE_ARGV];
 	struct lease		 lease = { t->ctx->pool, GPOOL_LLM, -1, 0, 0 };
 	json_t			*meta;
 	double			 cost_usd;
@@ -277,6 +277,20 @@ call_model(struct task_run *t, const char *prompt, char **content)
 	req.turn = t->turn;
 	/* A reply being paid for is awaited on a first stop request; a second aborts. */
 	req.should_stop = fsm_should_abort;
+	if (llm_is_agent(t->llm)) {
+		/* An agent is stopped at once: resume runs it again with the tool calls
+		 * its records leave it. */
+		if ((rc = fsm_agent_workspace(t, prompt, ws, sizeof(ws))) < 0)
+			return rc;
+		req.should_stop = fsm_should_stop;
+		req.workspace = ws;
+		req.tool_eval = fsm_agent_tool_eval;
+		req.tool_arg = t;
+		req.agent_started = fsm_agent_started;
+		if ((rc = fsm_agent_confine(t, ws, confine)) < 0)
+			return rc;
+		req.confine = (const char *const *)confine;
+	}
 	if ((rc = lease_take(t, &lease)) < 0)
 		return rc;
 	/* Paused while we took the slot. */
@@ -285,6 +299,9 @@ call_model(struct task_run *t, const char *prompt, char **content)
 		return -KB_ESTOPPED;
 	}
 	rc = llm_complete(t->llm, &req, &reply, err, sizeof(err));
+	fb_strays_spare(0);
+	if (req.confine != NULL)
+		fsm_agent_confine_clear(confine);
 	/* Paused before the slot is given back, so no waiter takes it and asks first. */
 	if (rc == -KB_ELLM_AUTH && pause_generation(t, err) == 0)
 		rc = -KB_ESTOPPED;
@@ -326,10 +343,14 @@ call_model(struct task_run *t, const char *prompt, char **content)
 		json_object_set_new(meta, "reasoning_tokens", json_integer(reply.reasoning_tokens));
 	if (meta != NULL && priced)
 		json_object_set_new(meta, "cost_usd", json_real(cost_usd));
+	if (meta != NULL && llm_is_agent(t->llm))
+		json_object_set_new(meta, "agent", fsm_agent_summary(t, &reply));
 	/* Metadata first, the response last: response.md existing is what says "this
 	 * reply was paid for, never ask again". */
 	rc = put_json(t, "response_meta", RD_RESPONSE_JSON, meta);
 	json_decref(meta);
+	if (rc == 0 && llm_is_agent(t->llm))
+		rc = fsm_agent_reply(t, &reply);
 	if (rc == 0 && reply.raw != NULL)
 		rc = fsm_put_artifact(t, "response_raw", RD_RESPONSE_RAW_JSON, reply.raw,
 				      strlen(reply.raw));
@@ -381,6 +402,8 @@ fsm_act_generate(struct task_run *t)
 	if ((content = read_turn_file(t, t->turn, RD_RESPONSE_MD)) != NULL) {
 		json_object_set_new(t->data, "reused_response", json_true());
 		reused_spend(t);
+		if (llm_is_agent(t->llm))
+			fsm_agent_reused(t);
 	} else {
 		/* Paused run-wide: stop here unlogged, as on a stop request. */
 		if (gpool_paused(t->ctx->pool, NULL, 0) != GPOOL_PAUSE_NONE)
@@ -1239,4 +1262,101 @@ fsm_act_feedback(struct task_run *t)
 	if (rc < 0)
 		return rc;
 	return search_on(t);
+}
+
+/* ----------------------------------------------------- an agent's tool call */
+
+int
+fsm_tool_evaluate(struct task_run *t, const char *kernel_path, const char *code,
+		  struct fsm_tool_outcome *out)
+{
+	struct fb_request	 req;
+	struct fb_precompiled	 p;
+	struct fb_executed	 ex = { 0 };
+	struct lease		 clease = { t->ctx->pool, GPOOL_COMPILE, -1, 0, 0 };
+	struct lease		 elease = { t->ctx->pool, GPOOL_EXEC, -1, 0, 0 };
+	struct compile_slot	 cs = { t, &clease };
+	struct candidate	 c;
+	struct step_ctx		 sc = { t, &clease, NULL };
+	struct fb_step_hooks	 hooks;
+	const char		*st;
+	char			 err[512] = "";
+	int			 rc;
+
+	memset(out, 0, sizeof(*out));
+	out->verdict = FB_VERDICT_INCORRECT;
+	out->status = FB_ST_CRASHED;
+	snprintf(c.kernel, sizeof(c.kernel), "%s", kernel_path);
+	build_dir_for(t, code, c.build, sizeof(c.build));
+	work_dir_for(t, c.work, sizeof(c.work));
+	sc.build_dir = c.build;
+	step_hooks(&sc, &hooks);
+	hooks.checked = NULL;	/* the findings stay the call's, not the turn's */
+	hooks.compile = (struct fb_slot){ compile_slot_take, compile_slot_ready,
+					  compile_slot_give, &cs };
+	step_request(t, &c, &req);
+	rc = fb_step_precompile(t->cfg, &req, t->ctx->run_dir, &hooks, &p, err, sizeof(err));
+	/* The record's "lease" is the execution's (the run's slot use); the build's apart. */
+	if (json_object_get(t->data, "lease") != NULL) {
+		json_object_set(t->data, "compile_lease", json_object_get(t->data, "lease"));
+		json_object_del(t->data, "lease");
+	}
+	if (rc < 0 || p.checks_failed) {
+		fb_precompiled_clear(&p);
+		if (rc == -KB_ESTOPPED || rc == -KB_ENOSPC)
+			return rc;
+		out->status = FB_ST_ENV_ERROR;
+		out->result = json_pack("{s:s, s:{s:s}}", "status", fb_status_name(FB_ST_ENV_ERROR),
+					"details", "message", err[0] ? err : kb_strerror(rc));
+		return 0;
+	}
+	if (p.rejected) {
+		out->result = json_incref(p.result);
+		out->verdict = FB_VERDICT_REJECTED;
+		out->status = FB_ST_COMPILE_ERROR;
+		(void)fb_status_parse(json_string_value(json_object_get(p.result, "status")),
+				      &out->status);
+		fb_precompiled_clear(&p);
+		return 0;
+	}
+	st = json_string_value(json_object_get(p.result, "status"));
+	if (st == NULL || strcmp(st, fb_status_name(FB_ST_OK)) != 0) {
+		out->result = json_incref(p.result);
+		if (fb_status_parse(st, &out->status) < 0)
+			out->status = FB_ST_CRASHED;
+		if (p.build.ran.log != NULL)
+			out->log = kb_strdup(p.build.ran.log);
+		fb_precompiled_clear(&p);
+		return 0;
+	}
+	out->compiled = true;
+	sc.lease = &elease;
+	rc = fb_step_execute(t->cfg, &req, t->task->problem_key, NULL, t->ctx->run_dir,
+			     p.findings, &hooks, &ex);
+	fb_precompiled_clear(&p);
+	if (rc == -KB_ESTOPPED || rc == -KB_ENOSPC) {
+		fb_executed_clear(&ex);
+		return rc;
+	}
+	if (rc < 0 || !ex.executed) {
+		char *msg = rc < 0 ? kb_strdup(kb_strerror(rc)) :
+			    fb_reference_failure(ex.baseline.record);
+
+		out->status = FB_ST_ENV_ERROR;
+		out->result = json_pack("{s:s, s:{s:s}}", "status", fb_status_name(FB_ST_ENV_ERROR),
+					"details", "message", msg);
+		free(msg);
+		fb_executed_clear(&ex);
+		return 0;
+	}
+	out->result = json_incref(ex.run.result);
+	json_object_set(out->result, "baseline", ex.baseline.record);
+	out->status = ex.run.status;
+	out->executed = true;
+	if (ex.judged)
+		out->verdict = ex.verdict;
+	out->log = ex.run.log;
+	ex.run.log = NULL;
+	fb_executed_clear(&ex);
+	return 0;
 }

@@ -25,6 +25,9 @@ static const struct fsm_rule rules[FSM_ST__N][FSM_EV__N] = {
 	R(GENERATE, no_code, FEEDBACK),
 	R(GENERATE, transient, GENERATE),	/* retried after a backoff */
 	R(GENERATE, fatal, FAILED),
+	/* One record per tool call of an agent (llm.provider agent) while it generates the
+	 * turn: the call's kernel and verdict, a node of the turn (rundir.h). */
+	R(GENERATE, tool_call, GENERATE),
 
 	R(PRECOMPILE, ok, EXECUTE),
 	R(PRECOMPILE, compile_error, FEEDBACK),

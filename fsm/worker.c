@@ -114,6 +114,14 @@ replay_record(const struct kb_tlog_rec *rec, void *arg)
 		    json_integer_value(v) <= rec->turn)
 			t->parent2 = (int)json_integer_value(v);
 	}
+	if (strcmp(rec->event, fsm_event_name(FSM_EV_tool_call)) == 0) {
+		/* An agent's calls so far in this turn: a rerun has what is left. */
+		if (t->tool_calls_turn != rec->turn)
+			t->tool_calls = 0;
+		t->tool_calls_turn = rec->turn;
+		t->tool_calls++;
+		return 0;
+	}
 	t->transients = strcmp(rec->event, "transient") == 0 ? t->transients + 1 : 0;
 	return 0;
 }

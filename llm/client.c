@@ -83,6 +83,8 @@ static const struct provider {
 	  llm_command_fini, llm_command_complete, command_endpoint },
 	{ "replay", LLM_PROVIDER_REPLAY, replay_check, replay_init, replay_fini,
 	  llm_replay_complete, replay_endpoint },
+	{ "agent", LLM_PROVIDER_AGENT, llm_agent_check, llm_agent_init, llm_command_fini,
+	  llm_agent_complete, command_endpoint },
 };
 #define N_PROVIDERS	(sizeof(providers) / sizeof(providers[0]))
 
@@ -204,7 +206,16 @@ llm_reply_clear(struct llm_reply *r)
 	free(r->reasoning);
 	free(r->raw);
 	free(r->finish_reason);
+	free(r->agent_stdout);
+	free(r->agent_stderr);
+	free(r->agent_end);
 	memset(r, 0, sizeof(*r));
+}
+
+bool
+llm_is_agent(const struct llm_client *c)
+{
+	return c != NULL && c->provider == LLM_PROVIDER_AGENT;
 }
 
 double

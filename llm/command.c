@@ -127,15 +127,15 @@ llm_command_fini(struct llm_client *c)
 	strv_free(c->command);
 	strv_free(c->command_env);
 	c->command = c->command_env = NULL;
-	if (c->provider == LLM_PROVIDER_COMMAND) {
+	if (c->provider == LLM_PROVIDER_COMMAND || c->provider == LLM_PROVIDER_AGENT) {
 		free(c->model);
 		free(c->reasoning_effort);
 		c->model = c->reasoning_effort = NULL;
 	}
 }
 
-static char *
-request_json(const struct llm_client *c, const struct llm_request *req)
+char *
+llm_command_request_json(const struct llm_client *c, const struct llm_request *req)
 {
 	json_t	*root;
 	char	*clean, *s;
@@ -288,7 +288,7 @@ llm_command_complete(struct llm_client *c, const struct llm_request *req,
 	int64_t			 t0 = kb_mono_ms();
 	int			 rc;
 
-	if ((a.input = request_json(c, req)) == NULL) {
+	if ((a.input = llm_command_request_json(c, req)) == NULL) {
 		snprintf(err, errlen, "command: cannot encode the request");
 		return -KB_ENOMEM;
 	}

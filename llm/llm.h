@@ -1,7 +1,8 @@
 /*
  * llm.h: talking to the model — providers (OpenAI-compatible chat completions and the
- * Anthropic Messages API over libcurl, a user's program per request, and replay of
- * recorded responses), the prompt texts, and code extraction.
+ * Anthropic Messages API over libcurl, a user's program per request, an agent program
+ * per turn with a tool it calls, and replay of recorded responses), the prompt texts,
+ * and code extraction.
  *
  * The command provider (llm.command, no shell) gets the request as JSON on stdin:
  * {model, messages: [{role: user, content}], max_tokens, temperature, task, turn, and
@@ -54,6 +55,19 @@ struct llm_request {
 	/* Polled during the request and backoff sleeps; true aborts with -KB_ESTOPPED. */
 	bool			(*should_stop)(void *arg);
 	void			*stop_arg;
+	/* The agent provider: the turn's workspace (made by the caller: the problem, the
+	 * prompt and bin/kforge-tool, rundir.h's RD_AGENT entries; final.py is read back
+	 * from it), and the tool: tool_eval is called once per `kforge-tool eval` the agent
+	 * makes, with the kernel it sent, and returns the JSON object the tool prints (NULL:
+	 * the call failed; an "error" is said). Both unused by the other providers. */
+	const char		*workspace;
+	json_t			*(*tool_eval)(void *arg, const char *kernel, size_t n);
+	void			*tool_arg;
+	/* argv put before the agent's own: a program that confines it and then runs it
+	 * (`kforge tool confine SPEC --`); NULL: none. */
+	const char *const	*confine;
+	/* The agent's pid once it runs (NULL: not told), with tool_arg. */
+	void			(*agent_started)(pid_t pid, void *arg);
 };
 
 struct llm_reply {
@@ -66,6 +80,12 @@ struct llm_reply {
 	int	 attempts;		/* requests sent, retries included */
 	double	 latency_s;		/* wall time of the whole call, retries included */
 	char	*finish_reason;
+	/* The agent provider: its transcript, each capped at llm.max_response_bytes (NULL
+	 * for the other providers), how it ended ("exited with status 0", ...), and whether
+	 * its final kernel is the content (else content says why there is none). */
+	char	*agent_stdout, *agent_stderr;
+	char	*agent_end;
+	bool	 agent_final;
 };
 
 /* 0 and a filled reply; or -KB_ELLM_AUTH (401/403), -KB_ELLM_REQUEST (other 4xx),
@@ -78,6 +98,27 @@ struct llm_reply {
 int	llm_complete(struct llm_client *c, const struct llm_request *req, struct llm_reply *out,
 		     char *err, size_t errlen);
 void	llm_reply_clear(struct llm_reply *r);
+
+/*
+ * The agent provider (llm.provider agent; docs/models.md): llm.command is run once per
+ * turn, as the command provider's program is (the same request JSON on stdin), in the
+ * turn's workspace (its cwd), with KFORGE_WORKSPACE, LLM_AGENT_SOCKET_ENV (the tool's
+ * socket), KFORGE_TASK and KFORGE_TURN set and the workspace's bin/ first on PATH, for
+ * at most llm.agent.timeout_s seconds (its tool calls included). It calls
+ * `kforge-tool eval KERNEL` (`kforge tool eval`, llm_agent_tool_call) to have a kernel
+ * evaluated, and leaves its answer in final.py. It exiting 0 with a final.py (at most
+ * llm.max_response_bytes) makes the reply that kernel in a fenced block; any other end
+ * a reply without code that says why (agent_end), so the turn is spent as on a reply
+ * without code. A stop request (should_stop) kills it: -KB_ESTOPPED.
+ */
+#define LLM_AGENT_SOCKET_ENV	"KFORGE_TOOL_SOCKET"
+/* The client runs an agent (its requests want a workspace and a tool). */
+bool	llm_is_agent(const struct llm_client *c);
+/* A tool call from inside the workspace: {"op": op, "kernel": kernel} to the socket
+ * named by LLM_AGENT_SOCKET_ENV, and the answer the provider's tool_eval gave (*answer,
+ * the caller's). -KB_ECONFIG (no socket named), -KB_ESYS (no answer) and the like, with err. */
+int	llm_agent_tool_call(const char *op, const char *kernel, size_t n, json_t **answer,
+			    char *err, size_t errlen);
 
 /* Where the client's requests go, for messages: the URL, the command's program, or
  * the replay directory. Borrowed from the client. */

@@ -8,7 +8,8 @@
 #include "llm/llm.h"
 
 enum llm_provider {
-	LLM_PROVIDER_OPENAI, LLM_PROVIDER_ANTHROPIC, LLM_PROVIDER_COMMAND, LLM_PROVIDER_REPLAY
+	LLM_PROVIDER_OPENAI, LLM_PROVIDER_ANTHROPIC, LLM_PROVIDER_COMMAND, LLM_PROVIDER_REPLAY,
+	LLM_PROVIDER_AGENT
 };
 
 struct llm_client {
@@ -29,7 +30,7 @@ struct llm_client {
 	unsigned int rng;		/* jitter */
 	void	*curl;			/* CURL *, reused so connections are kept */
 	bool	 curl_inited;
-	char	**command;		/* command: argv, argv[0] resolved to a path */
+	char	**command;		/* command, agent: argv, argv[0] resolved to a path */
 	char	**command_env;		/* command: the child's whole environment */
 	char	*replay_dir;
 	char	*device;		/* cfg->eval.device, for replay lookup */
@@ -77,6 +78,16 @@ int	llm_command_init(struct llm_client *c, const struct kb_config *cfg, char *er
 void	llm_command_fini(struct llm_client *c);
 int	llm_command_complete(struct llm_client *c, const struct llm_request *req,
 			     struct llm_reply *out, char *err, size_t errlen);
+/* The request JSON the program reads on stdin (the agent's too); NULL on OOM. */
+char	*llm_command_request_json(const struct llm_client *c, const struct llm_request *req);
+
+/* agent.c: an agent program per turn, its tool served meanwhile (its argv and
+ * environment made as the command provider's, llm_command_init). */
+int	llm_agent_check(const struct kb_config *cfg, char *err, size_t errlen);
+int	llm_agent_init(struct llm_client *c, const struct kb_config *cfg, char *err,
+		       size_t errlen);
+int	llm_agent_complete(struct llm_client *c, const struct llm_request *req,
+			   struct llm_reply *out, char *err, size_t errlen);
 
 int	llm_replay_complete(struct llm_client *c, const struct llm_request *req,
 			    struct llm_reply *out, char *err, size_t errlen);

@@ -1,14 +1,18 @@
 /* cli.c: the kforge command line — one table of commands, each with its help. */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "feedback/feedback.h"
+#include "fsm/fsm.h"
 #include "llm/llm.h"
 #include "orchestrator/orch_int.h"
 #include "rundir/rundir.h"
+#include "sandbox/sandbox.h"
 #include "base/banned.h"
 
 #define MAX_SETS 128
@@ -47,6 +51,7 @@ static int	cmd_config(int argc, char **argv);
 static int	cmd_subset(int argc, char **argv);
 static int	cmd_redteam(int argc, char **argv);
 static int	cmd_shard(int argc, char **argv);
+static int	cmd_tool(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ .name = "run", .run = cmd_run,
@@ -200,6 +205,19 @@ static const struct command commands[] = {
 	  "turn's response.md): its code is taken as a run's turn takes it (the last fenced\n"
 	  "block tagged python, else the last untagged one); a reply with none exits 2.",
 	  .more_help = orch_eval_help },
+	{ .name = "tool", .run = cmd_tool,
+	  .usage = "tool eval KERNEL | tool confine SPEC -- PROGRAM [ARG ...]",
+	  .help = "An agent's tool (llm.provider agent), run inside the turn's workspace as\n"
+	  "bin/kforge-tool: the kernel evaluated by the run that started the agent, as that\n"
+	  "turn's own kernel would be (static checks, build, correctness and timing, the\n"
+	  "verdict), counted against llm.agent.max_tool_calls and recorded in the task's\n"
+	  "trajectory. Prints the answer as JSON: call, calls_left, status, verdict,\n"
+	  "compiled, correct, speedup (when correct) and feedback (what a refinement prompt\n"
+	  "would say of it), or error. Exits 0 with an evaluation, 1 when the call was\n"
+	  "refused or failed, 2 outside a workspace or on a bad argument. confine is how\n"
+	  "the worker starts the agent: under the sandbox SPEC (sandbox.h's lines: it\n"
+	  "reads neither the run directory nor the caches, writes its workspace and the\n"
+	  "temporary directory), then PROGRAM." },
 	{ .name = "baseline", .run = cmd_baseline,
 	  .usage = "baseline CONFIG [--set key=value ...]",
 	  .help = "Time the reference of every problem of CONFIG's problem set, alone, as a run's\n"
@@ -680,6 +698,56 @@ cmd_eval(int argc, char **argv)
 		o.nsets++;
 	}
 	return orch_cmd_eval(o.problem, o.kernel, o.device, o.sets, o.nsets, o.json);
+}
+
+/* Inside an agent's workspace: a kernel sent to the run's worker, which evaluates and
+ * records it (llm/agent.c serves the call). */
+static int
+cmd_tool(int argc, char **argv)
+{
+	struct run_opts	 o = { 0 };
+	json_t		*answer = NULL;
+	char		**rest, *code = NULL, err[512];
+	size_t		 len = 0;
+	int		 nrest, rc;
+
+	/* What the worker runs its agent through: the sandbox, then the agent. */
+	if (argc >= 4 && strcmp(argv[1], "confine") == 0 && strcmp(argv[3], "--") == 0) {
+		char	report[512];
+
+		if (kforge_sandbox_apply(argv[2], report, sizeof(report)) < 0) {
+			fprintf(stderr, "kforge tool confine: %s\n", report);
+			return 126;
+		}
+		if (argc < 5 || argv[4][0] != '/') {
+			fprintf(stderr, "kforge tool confine: wants a program's absolute path\n");
+			return 2;
+		}
+		execv(argv[4], argv + 4);
+		fprintf(stderr, "kforge tool confine: %s: %s\n", argv[4], strerror(errno));
+		return 127;
+	}
+	PARSE_OR_RETURN("");
+	if (nrest != 2 || strcmp(rest[0], "eval") != 0)
+		return usage_error("wants eval and one KERNEL file%s", "");
+	if ((rc = kb_read_file(rest[1], FSM_MAX_SOURCE, &code, &len)) < 0) {
+		fprintf(stderr, "kforge tool: %s: %s\n", rest[1], kb_strerror(rc));
+		return 2;
+	}
+	rc = llm_agent_tool_call("eval", code, len, &answer, err, sizeof(err));
+	free(code);
+	if (rc < 0) {
+		fprintf(stderr, "kforge tool: %s\n", err);
+		return rc == -KB_ECONFIG ? 2 : 1;
+	}
+	json_dumpf(answer, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	printf("\n");
+	rc = json_object_get(answer, "error") != NULL ? 1 : 0;
+	if (rc != 0)
+		fprintf(stderr, "kforge tool: %s\n", json_string_value(json_object_get(answer,
+			"error")) ?: "refused");
+	json_decref(answer);
+	return rc;
 }
 
 static int

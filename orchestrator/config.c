@@ -146,6 +146,14 @@ static const struct cfg_key schema[] = {
 	{ KEY("llm.price_output_per_mtok", K_NUM, llm.price_output_per_mtok), .def = "0",
 	  .dlo = 0, .dhi = 1e6,
 	  .doc = "USD per million completion tokens (0: not priced)" },
+	{ KEY("llm.agent.max_tool_calls", K_INT, llm.agent_max_tool_calls), .def = "8",
+	  .lo = 0, .hi = 10000,
+	  .doc = "the agent provider: `kforge-tool eval` calls one turn's agent may make (each "
+		 "a build and an execution, recorded in the trajectory); later calls are refused" },
+	{ KEY("llm.agent.timeout_s", K_INT, llm.agent_timeout_s), .def = "1800", .lo = 1,
+	  .hi = 86400,
+	  .doc = "the agent provider: seconds one turn's agent may run, its tool calls included, "
+		 "before its process group is killed (the turn is then spent without a kernel)" },
 	{ KEY("refinement.turns", K_INT, refinement.turns), .def = "10", .lo = 1, .hi = 256,
 	  .doc = "turns per task: the first prompt and its refinements; under every "
 		 "refinement.strategy the most turns (search nodes) a task makes" },
@@ -332,14 +340,15 @@ static const struct cfg_key schema[] = {
 	{ KEY("cluster.mem", K_STR, cluster.mem), .def = "''",
 	  .doc = "slurm: sbatch --mem per shard, e.g. 64G ('' leaves Slurm's default)" },
 	{ KEY("cluster.time_limit", K_STR, cluster.time_limit), .def = "''",
-	  .doc = "slurm: sbatch --time per shard, e.g. 04:00:00; a shard told to stop before "
-		 "it stops at a turn's boundary, and resumes where it was if requeued" },
+	  .doc = "slurm: sbatch --time per shard, e.g. 04:00:00; warned 120 s before it "
+		 "(SIGUSR1), a shard stops at a safe point and, with cluster.requeue, requeues "
+		 "itself and resumes where it was" },
 	{ KEY("cluster.sbatch_args", K_ARGV, cluster.sbatch_args), .def = "[]",
 	  .flags = F_OPTIONS,
 	  .doc = "slurm: more sbatch options, one per item (e.g. [--qos=high, --exclusive])" },
 	{ KEY("cluster.requeue", K_BOOL, cluster.requeue), .def = "true",
-	  .doc = "slurm: a preempted or failed shard is requeued (sbatch --requeue) and takes "
-		 "back its own tasks" },
+	  .doc = "slurm: a preempted or failed shard is requeued (sbatch --requeue), one "
+		 "warned of its time limit requeues itself, and each takes back its own tasks" },
 	{ KEY("cluster.claim_timeout_s", K_INT, cluster.claim_timeout_s), .def = "120",
 	  .lo = 2, .hi = 86400,
 	  .doc = "slurm: a shard whose heartbeat stays unchanged this long is taken for dead "
@@ -362,6 +371,7 @@ static const struct {
 } required_also[] = {
 	{ "llm.model", "llm.provider", "anthropic" },
 	{ "llm.command", "llm.provider", "command" },
+	{ "llm.command", "llm.provider", "agent" },
 };
 
 /* --------------------------------------------------------------- context */
@@ -2114,19 +2124,23 @@ orch_config_reference(FILE *fp)
 	return 0;
 }
 
-/* How much of section path a (alen bytes, "refinement.budget") is already open after a
- * key of section b: the bytes of the whole components they share. */
-static size_t
-open_sections(const char *a, size_t alen, const char *b, size_t blen)
+/* How many whole leading sections two keys' section paths ("llm", "llm.agent") share. */
+static int
+sections_shared(const char *a, size_t alen, const char *b, size_t blen)
 {
-	size_t	i = 0, whole = 0;
+	int	n = 0;
 
-	for (; i < alen && i < blen && a[i] == b[i]; i++)
-		if (a[i] == '.')
-			whole = i;
-	if ((i == alen && (i == blen || b[i] == '.')) || (i == blen && a[i] == '.'))
-		whole = i;
-	return whole;
+	for (size_t i = 0; i <= alen && i <= blen; i++) {
+		bool	a_end = i == alen || a[i] == '.', b_end = i == blen || b[i] == '.';
+
+		if (a_end && b_end && i > 0)
+			n++;
+		else if (a_end || b_end || a[i] != b[i])
+			break;
+		if (i == alen || i == blen)
+			break;
+	}
+	return n;
 }
 
 int
@@ -2138,19 +2152,19 @@ orch_config_emit(const struct kb_config *c, FILE *fp)
 	fputs("# frozen by kforge: fully resolved config\n", fp);
 	for (int i = 0; i < NKEYS; i++) {
 		const char	*path = schema[i].path, *leaf = strrchr(path, '.');
-		size_t		 seclen = leaf != NULL ? (size_t)(leaf - path) : 0, start = 0;
-		size_t		 open = open_sections(path, seclen, prev, prevlen);
-		int		 depth = 0;
+		size_t		 seclen = leaf != NULL ? (size_t)(leaf - path) : 0, j = 0;
+		int		 shared = sections_shared(prev, prevlen, path, seclen), depth = 0;
 
-		/* keys of one section are adjacent: a section opens where its first key is,
-		 * each level indented two more */
-		for (size_t k = 0; k <= seclen && seclen > 0; k++) {
-			if (k < seclen && path[k] != '.')
-				continue;
-			if (k > open)
-				fprintf(fp, "%*s%.*s:\n", 2 * depth, "", (int)(k - start), path + start);
+		/* The sections this key shares with the previous one stay open (keys of one
+		 * section are adjacent); each further one opens a level deeper (llm.agent). */
+		while (j < seclen) {
+			const char	*dot = memchr(path + j, '.', seclen - j);
+			size_t		 end = dot != NULL ? (size_t)(dot - path) : seclen;
+
+			if (depth >= shared)
+				fprintf(fp, "%*s%.*s:\n", 2 * depth, "", (int)(end - j), path + j);
 			depth++;
-			start = k + 1;
+			j = end + 1;
 		}
 		fprintf(fp, "%*s%s: ", 2 * depth, "", leaf != NULL ? leaf + 1 : path);
 		kinds[schema[i].kind].emit(c, &schema[i], fp);

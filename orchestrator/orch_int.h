@@ -134,8 +134,11 @@ struct orch_sup_opts {
  * the message names and resume. EX_UNAVAILABLE of sysexits.h: "a support program or
  * file does not exist". */
 #define ORCH_EXIT_ENV 69
+/* A shard stopped on Slurm's warning that its time limit is near: orch_shard_main
+ * requeues it, then exits 0 (never kforge's own exit status). */
+#define ORCH_EXIT_TIME_LIMIT 3
 /* 0: finished, or stopped on request; 1: could not start or had to stop (halt);
- * ORCH_EXIT_LLM_PAUSED; ORCH_EXIT_ENV. */
+ * ORCH_EXIT_LLM_PAUSED; ORCH_EXIT_ENV; a shard's ORCH_EXIT_TIME_LIMIT. */
 int	orch_supervise(struct orch_run *run, const struct orch_sup_opts *opts);
 
 /* slurm.c: cluster.engine slurm (see the file's comment). */

@@ -10,7 +10,10 @@
  *
  * The follower holds the run's supervisor lock, so `kforge stop DIR` asks it, and it asks
  * Slurm (scancel); with no follower, stop asks Slurm itself. What Slurm says of the shards
- * comes from squeue (this Slurm keeps no accounting, so no sacct).
+ * comes from squeue while it lists them, and from sacct once they have ended (squeue
+ * forgets an ended job after MinJobAge): Slurm's accounting where the cluster keeps it,
+ * else its job completion log (sacct -c: jobcomp/filetxt, which tools/slurm/local.sh
+ * keeps), else nothing ("ended").
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,7 +34,10 @@ extern char **environ;
 
 #define SLURM_OUT_CAP		(4u << 20)	/* squeue of a large array */
 #define SLURM_TIMEOUT_MS	60000
-#define SLURM_TERM_BEFORE_S	120	/* --signal=B:TERM@: the warning before a time limit */
+#define SLURM_WARN_BEFORE_S	120	/* --signal=B:USR1@: the warning before a time limit */
+/* A shard requeues itself at its time limit's warning this many times at most: one whose
+ * time limit is shorter than a step would otherwise come back for ever. */
+#define SLURM_SELF_REQUEUE_MAX	20
 #define FOLLOW_LOOK_MS		5000	/* squeue this often while following */
 #define FOLLOW_GONE_LOOKS	2	/* no element for this many looks in a row: ended */
 
@@ -137,7 +143,9 @@ orch_slurm_submit(struct orch_run *run, int n, char *err, size_t errlen)
 	}
 	snprintf(array, sizeof(array), "--array=0-%d", n - 1);
 	snprintf(name, sizeof(name), "--job-name=kforge-%s", c->name);
-	snprintf(term, sizeof(term), "--signal=B:TERM@%d", SLURM_TERM_BEFORE_S);
+	/* USR1, not TERM: the shard tells its time limit (stop, then requeue itself) from a
+	 * cancel or a preemption (stop, and let its tasks go). */
+	snprintf(term, sizeof(term), "--signal=B:USR1@%d", SLURM_WARN_BEFORE_S);
 	args[na++] = array;
 	args[na++] = name;
 	args[na++] = out;
@@ -163,7 +171,7 @@ orch_slurm_submit(struct orch_run *run, int n, char *err, size_t errlen)
 	}
 	for (char **a = c->cluster.sbatch_args; a != NULL && *a != NULL && na < 240; a++)
 		args[na++] = *a;
-	/* exec: the batch shell becomes the shard, so that B:TERM reaches it. */
+	/* exec: the batch shell becomes the shard, so that Slurm's B:USR1 reaches it. */
 	if (kb_buf_printf(&wrap, "--wrap=exec ") < 0 || sh_quote(&wrap, self) < 0 ||
 	    kb_buf_printf(&wrap, " shard ") < 0 || sh_quote(&wrap, run->dir) < 0) {
 		kb_buf_clear(&wrap);
@@ -275,9 +283,78 @@ orch_slurm_cancel(const char *run_dir, bool hard, char *err, size_t errlen)
 	return rc;
 }
 
+/* The last state Slurm's records give each of the jobs named (the raw ids of array
+ * elements, as SLURM_JOB_ID names them, comma-separated): {raw id: state}, from its
+ * accounting (sacct -X, where slurmdbd keeps it) or else from its job completion log
+ * (sacct -c); empty where neither answers. A requeued element has a line for each life:
+ * the last one wins. */
+static json_t *
+sacct_states(const char *ids)
+{
+	const char *const	 ways[][12] = {
+		{ "sacct", "-X", "-n", "-P", "-o", "JobIDRaw,State", "-j", ids, NULL },
+		{ "sacct", "-c", "-n", "-P", "-o", "JobIDRaw,State", "-j", ids, NULL },
+	};
+	json_t			*out = json_object();
+	char			 err[256];
+
+	for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]) && json_object_size(out) == 0; w++) {
+		struct kb_spawn_result	 r;
+		char			*line, *save = NULL;
+
+		if (slurm_cmd((const char *const *)ways[w], &r, err, sizeof(err)) < 0)
+			continue;
+		/* "<id>|<STATE>[ by <uid>]"; the completion log's reader adds warnings of
+		 * its own (fields it does not know), which match no such line. */
+		for (line = strtok_r(r.out.p != NULL ? r.out.p : (char[]){ "" }, "\n", &save);
+		     line != NULL; line = strtok_r(NULL, "\n", &save)) {
+			size_t	 nid = strspn(line, "0123456789");
+			char	*state = line + nid + 1;
+
+			if (nid == 0 || line[nid] != '|' || *state < 'A' || *state > 'Z')
+				continue;
+			line[nid] = '\0';
+			state[strcspn(state, " |")] = '\0';
+			json_object_set_new(out, line, json_string(state));
+		}
+		kb_spawn_result_clear(&r);
+	}
+	return out;
+}
+
+/* A shard of orch_slurm_shards' list that squeue no longer lists. */
+static bool
+shard_ended(json_t *sh)
+{
+	const char *state = json_string_value(json_object_get(sh, "slurm_state"));
+
+	return state != NULL && strcmp(state, "ended") == 0;
+}
+
+/* The ended shards' jobs (their run.json's job: the raw id), as sacct wants them. */
+static json_t *
+ended_states(json_t *out)
+{
+	struct kb_buf	 ids = KB_BUF_INIT(1u << 16);
+	json_t		*sh, *states;
+	size_t		 i;
+
+	json_array_foreach(out, i, sh) {
+		const char *job = json_string_value(json_object_get(sh, "job"));
+
+		if (job != NULL && job[0] != '\0' && job[strspn(job, "0123456789")] == '\0' &&
+		    shard_ended(sh))
+			(void)kb_buf_printf(&ids, "%s%s", ids.p != NULL ? "," : "", job);
+	}
+	states = ids.p != NULL ? sacct_states(ids.p) : json_object();
+	kb_buf_clear(&ids);
+	return states;
+}
+
 /* Each shard's own record (shards/<id>/run.json) beside what squeue says of its element:
- * [{shard, slurm_state, node, status, host, beat_at, running_workers, restarts}]; an
- * element squeue does not list has ended, or is "unknown" where squeue failed (NULL). */
+ * [{shard, slurm_state, node, status, host, beat_at, running_workers, restarts, job}]; an
+ * element squeue does not list has ended: its state is sacct's where Slurm recorded it,
+ * else "ended", or "unknown" where squeue failed (NULL). */
 json_t *
 orch_slurm_shards(const char *run_dir, json_t *squeue)
 {
@@ -301,17 +378,30 @@ orch_slurm_shards(const char *run_dir, json_t *squeue)
 				continue;
 			q = json_object_get(seen, de->d_name);
 			json_array_append_new(out, json_pack(
-				"{s:s, s:s, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "shard", de->d_name,
+				"{s:s, s:s, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "shard", de->d_name,
 				"slurm_state", q != NULL ? json_string_value(json_object_get(q, "state")) :
 				squeue == NULL ? "unknown" : "ended", "node", json_object_get(q, "node"), "status",
 				json_object_get(info, "status"), "host", json_object_get(info, "host"),
 				"beat_at", json_object_get(info, "beat_at"), "running_workers",
 				json_object_get(info, "running_workers"), "restarts",
-				json_object_get(info, "restarts")));
+				json_object_get(info, "restarts"), "job", json_object_get(info, "job")));
 			json_object_del(seen, de->d_name);
 			json_decref(info);
 		}
 		closedir(d);
+	}
+	/* Those squeue no longer lists: their last state as Slurm recorded it, if it did. */
+	if (squeue != NULL) {
+		json_t	*states = ended_states(out), *sh;
+
+		json_array_foreach(out, i, sh) {
+			const char	*job = json_string_value(json_object_get(sh, "job"));
+			json_t		*st = json_object_get(states, job != NULL ? job : "");
+
+			if (st != NULL && shard_ended(sh))
+				json_object_set(sh, "slurm_state", st);
+		}
+		json_decref(states);
 	}
 	{
 		const char *id;
@@ -555,6 +645,33 @@ slurm_gpus(struct kb_config *c)
 	c->gpus.ndevices = n;
 }
 
+/* A shard stopped on its time limit's warning goes back to Slurm's queue as the same
+ * element (scontrol requeue of its own job, the last thing it does: Slurm ends the job
+ * at once), where the run allows it and work is left; else it has simply stopped. */
+static void
+requeue_self(struct orch_run *run, const struct orch_shard *shard)
+{
+	struct kb_spawn_result	 r;
+	const char		*args[] = { "scontrol", "requeue", shard->job, NULL };
+	char			 err[512];
+	int			 left = orch_run_unfinished(run, false);
+
+	if (!run->cfg.cluster.requeue || shard->job[0] == '\0' || left == 0)
+		return;
+	if (shard->restarts >= SLURM_SELF_REQUEUE_MAX) {
+		log_warnx("shard %s: requeued %d times at its time limit already; not again "
+			  "('kforge resume %s' submits shards for what is left)", shard->id,
+			  shard->restarts, run->dir);
+		return;
+	}
+	log_info("shard %s: requeueing job %s at its time limit (%d task(s) unfinished)",
+		 shard->id, shard->job, left);
+	if (slurm_cmd(args, &r, err, sizeof(err)) < 0)
+		log_warnx("shard %s: %s", shard->id, err);
+	else
+		kb_spawn_result_clear(&r);
+}
+
 int
 orch_shard_main(const char *dir, const char *id, const struct orch_sup_opts *opts)
 {
@@ -565,8 +682,17 @@ orch_shard_main(const char *dir, const char *id, const struct orch_sup_opts *opt
 				*restarts = getenv("SLURM_RESTART_COUNT");
 	char			 err[1024], path[PATH_MAX];
 	json_t			*gpus = NULL;
+	sigset_t		 early;
 	int			 rc;
 
+	/* Slurm may signal as soon as the job starts (a time limit's warning comes up to a
+	 * minute early): held until the supervisor's signalfd takes them. */
+	sigemptyset(&early);
+	sigaddset(&early, SIGTERM);
+	sigaddset(&early, SIGINT);
+	sigaddset(&early, SIGHUP);
+	sigaddset(&early, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &early, NULL);
 	if (orch_run_open(&run, dir, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		return 2;
@@ -617,6 +743,10 @@ orch_shard_main(const char *dir, const char *id, const struct orch_sup_opts *opt
 	sopts.detach = false;
 	sopts.quiet = true;
 	rc = orch_supervise(&run, &sopts);
+	if (rc == ORCH_EXIT_TIME_LIMIT) {
+		requeue_self(&run, &shard);
+		rc = 0;
+	}
 	orch_run_clear(&run);
 	return rc;
 }

@@ -54,6 +54,7 @@ struct sup {
 	struct task_slot	*slots;
 	int			 running;
 	int			 stop_signals;	/* SIGTERM/SIGINT/SIGHUP received */
+	bool			 time_up;	/* a shard's: Slurm's time limit is near (SIGUSR1) */
 	int			 sfd;		/* the signalfd */
 	sigset_t		 orig_mask;
 	pid_t			 self;
@@ -97,6 +98,7 @@ enum sup_stop {
 	SUP_STOP_LLM_AUTH,	/* the endpoint refused the credentials */
 	SUP_STOP_DISK_FULL,	/* a worker found no space left in the run directory */
 	SUP_STOP_NO_GPU,	/* every GPU quarantined */
+	SUP_STOP_TIME_LIMIT,	/* a shard's: Slurm's warning that its time limit is near */
 	SUP_STOP_REQUESTED,	/* a signal or `kforge stop` */
 };
 
@@ -110,6 +112,8 @@ static const struct {
 	[SUP_STOP_DISK_FULL] = { 1, "stopped for want of disk space; 'kforge resume %s' "
 				 "continues once space is freed" },
 	[SUP_STOP_NO_GPU] = { 1, NULL },
+	[SUP_STOP_TIME_LIMIT] = { ORCH_EXIT_TIME_LIMIT, "stopped before this shard's Slurm time "
+				  "limit; requeued, or 'kforge resume %s', it continues" },
 	[SUP_STOP_REQUESTED] = { 0, "stopped; 'kforge resume %s' continues" },
 };
 
@@ -124,6 +128,8 @@ stop_reason(const struct sup *s)
 		return SUP_STOP_DISK_FULL;
 	if (s->halt[0] != '\0')
 		return SUP_STOP_NO_GPU;
+	if (s->time_up)
+		return SUP_STOP_TIME_LIMIT;
 	return SUP_STOP_REQUESTED;
 }
 
@@ -507,6 +513,12 @@ drain_signals(struct sup *s)
 	while (read(s->sfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD)
 			continue;	/* reaped below in any case */
+		/* Slurm's warning (sbatch --signal=B:USR1@...): a stop like any other, which
+		 * orch_shard_main follows with a requeue. */
+		if (si.ssi_signo == SIGUSR1 && !s->time_up) {
+			s->time_up = true;
+			log_info("Slurm's time limit for this shard is near");
+		}
 		s->stop_signals++;
 		if (s->stop_signals == 1) {
 			log_info("stopping: %d workers finish their step (send again to hurry)",
@@ -1072,7 +1084,15 @@ sup_start(struct sup *s)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
+	if (s->shard != NULL)
+		sigaddset(&mask, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &mask, &s->orig_mask);
+	/* The workers get these back unblocked, also where the shard blocked them before
+	 * the supervisor started (orch_shard_main: a signal that early waits for us). */
+	sigdelset(&s->orig_mask, SIGTERM);
+	sigdelset(&s->orig_mask, SIGINT);
+	sigdelset(&s->orig_mask, SIGHUP);
+	sigdelset(&s->orig_mask, SIGUSR1);
 	if ((s->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) == -1) {
 		log_warn("signalfd");
 		return 1;
@@ -1233,7 +1253,7 @@ sup_finish(struct sup *s, bool all_done)
 
 		if (stop_rules[why].closing == NULL)
 			log_warnx("stopped: %s", s->halt);
-		else if (why == SUP_STOP_REQUESTED)
+		else if (why == SUP_STOP_REQUESTED || why == SUP_STOP_TIME_LIMIT)
 			log_info(stop_rules[why].closing, run->dir);
 		else
 			log_warnx(stop_rules[why].closing, run->dir);

@@ -24,6 +24,8 @@ static const struct {
 	{ "prompt", "Prompt" },
 	{ "response", "Reply" },
 	{ "response_raw", "Reply as received" },
+	{ "agent_stdout", "Agent transcript (stdout)" },
+	{ "agent_stderr", "Agent transcript (stderr)" },
 	{ "reply_refused", "Reply refused" },
 	{ "kernel", "Kernel" },
 	{ "static", "Static checks" },
@@ -467,6 +469,50 @@ artifact(struct kb_buf *out, const char *run_dir, const char *task, const char *
 	free(text);
 }
 
+/* An agent's tool calls in the turn (llm.provider agent): each a node of the turn, with
+ * its verdict and the kernel, result and output it was judged by. */
+static void
+tool_calls_section(struct kb_buf *out, const char *run_dir, const char *id, json_t *calls,
+		   bool live)
+{
+	static const struct {
+		const char	*key, *class, *label;
+	} files[] = { { "kernel", "tool_kernel", "kernel" }, { "result", "tool_result", "result" },
+		      { "log", "tool_log", "output" } };
+	size_t	 i;
+	json_t	*c;
+
+	if (json_array_size(calls) == 0)
+		return;
+	kb_buf_printf(out, "<h4>Agent tool calls</h4><table class=\"tool-calls\"><thead><tr>"
+		      "<th>call</th><th>under node</th><th>verdict</th><th>status</th>"
+		      "<th>speedup</th></tr></thead><tbody>");
+	json_array_foreach(calls, i, c) {
+		kb_buf_printf(out, "<tr>");
+		cell(out, json_object_get(c, "call"));
+		cell(out, json_object_get(c, "parent"));
+		cell(out, json_object_get(c, "verdict"));
+		cell(out, json_object_get(c, "status"));
+		cell(out, json_object_get(c, "speedup"));
+		kb_buf_printf(out, "</tr>");
+	}
+	kb_buf_printf(out, "</tbody></table>\n");
+	json_array_foreach(calls, i, c) {
+		for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+			const char	*rel = json_string_value(json_object_get(c, files[f].key));
+			char		*label;
+
+			if (rel == NULL)
+				continue;
+			label = kb_asprintf("Tool call %lld: %s",
+					    (long long)json_integer_value(json_object_get(c, "call")),
+					    files[f].label);
+			artifact(out, run_dir, id, files[f].class, label, rel, live);
+			free(label);
+		}
+	}
+}
+
 static void
 turn_section(struct kb_buf *out, const char *run_dir, json_t *task, json_t *row, size_t m,
 	     size_t t, const char *prev_kernel_rel, bool live)
@@ -526,6 +572,7 @@ turn_section(struct kb_buf *out, const char *run_dir, json_t *task, json_t *row,
 		if (!known)
 			artifact(out, run_dir, id, key, key, json_string_value(v), live);
 	}
+	tool_calls_section(out, run_dir, id, json_object_get(row, "tool_calls"), live);
 	kb_buf_printf(out, "</details>\n");
 }
 

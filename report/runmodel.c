@@ -167,6 +167,7 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 	int64_t		 wait = 0, acq = 0, rel = 0;
 	bool		 leased = lease_of(d, &wait, &acq, &rel);
 	bool		 start = strcmp(rec->event, "start") == 0;
+	bool		 tool_call = strcmp(rec->event, "tool_call") == 0;
 
 	if (json_array_size(rd->records) < MODEL_MAX_RECORDS) {
 		entry = json_pack("{s:I, s:s, s:i, s:s, s:s, s:s}", "seq", (json_int_t)rec->seq,
@@ -211,7 +212,30 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 			json_object_set_new(row, "cost_usd", json_real(json_number_value(v) +
 			    json_number_value(json_object_get(row, "cost_usd"))));
 	}
-	if (leased && !start) {
+	if (tool_call) {
+		/* An agent's tool call: a node of the turn, shown beside it (html.c). */
+		json_t	*calls = json_object_get(row, "tool_calls");
+		json_t	*arts = json_object_get(d, "artifacts"), *call;
+
+		if (calls == NULL)
+			json_object_set_new(row, "tool_calls", calls = json_array());
+		call = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}", "parent",
+				 json_object_get(d, RD_NODE_PARENT), "call",
+				 json_object_get(d, RD_NODE_CALL),
+				 "verdict", json_object_get(d, "verdict"), "status",
+				 json_object_get(d, "status"), "speedup", json_object_get(d, "speedup"));
+		json_object_foreach(arts, key, v) {
+			const char *path = json_string_value(json_object_get(v, "path"));
+
+			if (call != NULL && artifact_path_ok(path))
+				json_object_set_new(call, key, json_string(path));
+		}
+		if (call != NULL && json_array_size(calls) < MODEL_MAX_TURN)
+			json_array_append_new(calls, call);
+		else
+			json_decref(call);
+	}
+	if (leased && !start && !tool_call) {
 		for (size_t i = 0; i < rpt_nstages; i++) {
 			char	 name[40], lower[24];
 			size_t	 j;
@@ -227,6 +251,8 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 			snprintf(name, sizeof(name), "%s_hold_ms", lower);
 			add_int(row, name, rel - acq);
 		}
+	}
+	if (leased && !start) {
 		if (json_array_size(rd->leases) < MODEL_MAX_LEASES)
 			json_array_append_new(rd->leases, json_pack("{s:s?, s:O?, s:s, s:i, s:I, s:I}",
 				"class", json_string_value(json_object_get(json_object_get(d, "lease"),

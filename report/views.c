@@ -90,7 +90,9 @@ stage_times_add(const struct kb_tlog_rec *rec, void *arg)
 	json_t			*r = json_object_get(lease, "released_ms");
 	json_t			*rs = json_object_get(rec->data, RD_STEP_RUNNER_START_MS);
 
-	if (rpt_state_parse(rec->from, &from) < 0 || strcmp(rec->event, "start") == 0)
+	/* An agent's tool call is a node of its turn's GENERATE, not a step of the stage. */
+	if (rpt_state_parse(rec->from, &from) < 0 || strcmp(rec->event, "start") == 0 ||
+	    strcmp(rec->event, "tool_call") == 0)
 		return 0;
 	if (json_is_integer(rs) && json_integer_value(rs) >= 0 &&
 	    json_integer_value(rs) <= STAGE_MS_MAX) {
@@ -672,7 +674,7 @@ static char *
 format_record(const struct kb_tlog_rec *r)
 {
 	json_t		*d = r->data, *v;
-	char		 extra[512] = "";
+	char		 extra[1024] = "";
 	size_t		 n = 0;
 
 #define ADD(...) (n += (size_t)snprintf(extra + n, n < sizeof(extra) ? sizeof(extra) - n : 0, __VA_ARGS__))
@@ -682,8 +684,22 @@ format_record(const struct kb_tlog_rec *r)
 			ADD(" after %lld failed attempt%s", (long long)json_integer_value(v),
 			    json_integer_value(v) == 1 ? "" : "s");
 	}
+	if (strcmp(r->event, "tool_call") == 0)
+		ADD("  tool call %lld under node %lld: %s",
+		    (long long)json_integer_value(json_object_get(d, RD_NODE_CALL)),
+		    (long long)json_integer_value(json_object_get(d, RD_NODE_PARENT)),
+		    json_string_value(json_object_get(d, "verdict")) ?: "?");
 	if (json_is_string(v = json_object_get(d, "status")))
 		ADD("  %s", json_string_value(v));
+	if (json_is_object(v = json_object_get(d, "agent"))) {
+		ADD("  agent %s, %lld tool call%s",
+		    json_string_value(json_object_get(v, "end")) ?: "ended",
+		    (long long)json_integer_value(json_object_get(v, "tool_calls")),
+		    json_integer_value(json_object_get(v, "tool_calls")) == 1 ? "" : "s");
+		if (json_is_string(json_object_get(json_object_get(d, "agent_stdout"), "path")))
+			ADD(", transcript %s", json_string_value(json_object_get(
+			    json_object_get(d, "agent_stdout"), "path")));
+	}
 	if (json_is_number(v = json_object_get(d, "runtime_ms")))
 		ADD("  %.3f ms", json_number_value(v));
 	if (json_is_number(v = json_object_get(d, "speedup")))

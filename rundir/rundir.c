@@ -128,6 +128,39 @@ rd_turn_file(char *out, size_t n, const char *run_dir, const char *task_id, int 
 		     rd_table[RD_TURNS_DIR].name, turn, rd_table[e].name);
 }
 
+int
+rd_agent_file(char *out, size_t n, const char *run_dir, const char *task_id, int turn,
+	      enum rd_entry e)
+{
+	if (!of_level(e, RD_LEVEL_AGENT) || !component_ok(task_id) || turn < 1)
+		return fail(out, n, -KB_EINVAL);
+	return build(out, n, run_dir, "%s/%s/%s/%d/%s/%s", rd_table[RD_TASKS_DIR].name,
+		     task_id, rd_table[RD_TURNS_DIR].name, turn, rd_table[RD_AGENT_DIR].name,
+		     rd_table[e].name);
+}
+
+int
+rd_tool_call_dir(char *out, size_t n, const char *run_dir, const char *task_id, int turn,
+		 int call)
+{
+	if (!component_ok(task_id) || turn < 1 || call < 1)
+		return fail(out, n, -KB_EINVAL);
+	return build(out, n, run_dir, "%s/%s/%s/%d/%s/%d", rd_table[RD_TASKS_DIR].name,
+		     task_id, rd_table[RD_TURNS_DIR].name, turn,
+		     rd_table[RD_TOOL_CALLS_DIR].name, call);
+}
+
+int
+rd_tool_call_file(char *out, size_t n, const char *run_dir, const char *task_id, int turn,
+		  int call, enum rd_entry e)
+{
+	if (!of_level(e, RD_LEVEL_TOOL_CALL) || !component_ok(task_id) || turn < 1 || call < 1)
+		return fail(out, n, -KB_EINVAL);
+	return build(out, n, run_dir, "%s/%s/%s/%d/%s/%d/%s", rd_table[RD_TASKS_DIR].name,
+		     task_id, rd_table[RD_TURNS_DIR].name, turn,
+		     rd_table[RD_TOOL_CALLS_DIR].name, call, rd_table[e].name);
+}
+
 /* A device name as a path component. */
 static int
 device_slug(const char *in, char *out, size_t n)

@@ -7,6 +7,10 @@
  *     tasks/<task id>/          RD_TASK entries: trajectory.jsonl, lock, turns, work,
  *                               reference_profile.json
  *       turns/<k>/              RD_TURN entries: prompt.md, response.md, kernel.py, ...
+ *         agent/                RD_AGENT entries: an agent's workspace (llm.provider agent):
+ *                               problem.py, prompt.md, bin/kforge-tool, final.py
+ *         tool_calls/<n>/       RD_TOOL_CALL entries: kernel.py, result.json, run.log (the
+ *                               agent's n-th `kforge-tool eval`, from 1)
  *     baselines/<device>/       RD_BASELINE entries: <problem key>.json, <problem key>.lock
  *     redteam/                  RD_REDTEAM entries: index.json (a red-team run's findings)
  *     shards/<shard id>/        a Slurm shard's own supervisor files: the RD_RUN entries
@@ -72,6 +76,18 @@
 	X(PROFILE_FEEDBACK_MD,	TURN,	  "profile_feedback.md")	\
 	X(FEEDBACK_MD,		TURN,	  "feedback.md")		\
 	X(ENV_ERROR_JSON,	TURN,	  "env_error.json")		\
+	X(AGENT_DIR,		TURN,	  "agent")			\
+	X(AGENT_STDOUT,		TURN,	  "agent_stdout.txt")		\
+	X(AGENT_STDERR,		TURN,	  "agent_stderr.txt")		\
+	X(TOOL_CALLS_DIR,	TURN,	  "tool_calls")			\
+	X(AGENT_PROBLEM_PY,	AGENT,	  "problem.py")			\
+	X(AGENT_PROMPT_MD,	AGENT,	  "prompt.md")			\
+	X(AGENT_FINAL_PY,	AGENT,	  "final.py")			\
+	X(AGENT_BIN_DIR,	AGENT,	  "bin")			\
+	X(AGENT_TOOL,		AGENT,	  "bin/kforge-tool")		\
+	X(TOOL_KERNEL_PY,	TOOL_CALL, "kernel.py")			\
+	X(TOOL_RESULT_JSON,	TOOL_CALL, "result.json")		\
+	X(TOOL_LOG,		TOOL_CALL, "run.log")			\
 	X(BASELINE_JSON,	BASELINE, ".json")			\
 	X(BASELINE_LOCK,	BASELINE, ".lock")			\
 	X(REDTEAM_INDEX_JSON,	REDTEAM,  "index.json")			\
@@ -81,7 +97,7 @@
 	X(FINDING_SUITE_PY,	FINDING,  "suite.py")
 
 enum rd_level { RD_LEVEL_RUN, RD_LEVEL_TASK, RD_LEVEL_TURN, RD_LEVEL_BASELINE,
-		RD_LEVEL_REDTEAM, RD_LEVEL_FINDING };
+		RD_LEVEL_REDTEAM, RD_LEVEL_FINDING, RD_LEVEL_AGENT, RD_LEVEL_TOOL_CALL };
 
 #define RD_ENUM_(name, level, file) RD_##name,
 enum rd_entry { RD_ENTRIES(RD_ENUM_) RD_ENTRY__N };
@@ -108,6 +124,16 @@ int	rd_task_file(char *out, size_t n, const char *run_dir, const char *task_id,
 int	rd_turn_dir(char *out, size_t n, const char *run_dir, const char *task_id, int turn);
 int	rd_turn_file(char *out, size_t n, const char *run_dir, const char *task_id, int turn,
 		     enum rd_entry e);
+/* <run>/tasks/<task_id>/turns/<turn>/agent/<name>: the workspace an agent works in
+ * for the turn (an RD_LEVEL_AGENT entry; AGENT_TOOL is "bin/<the tool's name>"). */
+int	rd_agent_file(char *out, size_t n, const char *run_dir, const char *task_id, int turn,
+		      enum rd_entry e);
+/* <run>/tasks/<task_id>/turns/<turn>/tool_calls/<call> (call from 1) and an
+ * RD_LEVEL_TOOL_CALL entry in it: what one of the agent's tool calls evaluated. */
+int	rd_tool_call_dir(char *out, size_t n, const char *run_dir, const char *task_id,
+			 int turn, int call);
+int	rd_tool_call_file(char *out, size_t n, const char *run_dir, const char *task_id,
+			  int turn, int call, enum rd_entry e);
 /* <run>/baselines/<device>/: the reference timings a run measured, per device model.
  * device_name is any text (a GPU's name): every byte but [A-Za-z0-9.-] becomes '_'
  * (a name of only dots is refused). rd_baseline_file adds <problem_key><suffix>. */
@@ -171,7 +197,8 @@ int	rd_finding_file(char *out, size_t n, const char *run_dir, const char *task_i
 	X(profiled)	\
 	X(next_turn)	\
 	X(budget_spent)	\
-	X(env_error)
+	X(env_error)	\
+	X(tool_call)
 
 /* A turn's verdict, as its FEEDBACK record and result.json name it (feedback/verdict.c
  * judges; only correct counts, a suspect turn where its reasons are accepted). */
@@ -180,11 +207,15 @@ int	rd_finding_file(char *out, size_t n, const char *run_dir, const char *task_i
 #define RD_VERDICT_REJECTED	"rejected"
 #define RD_VERDICT_SUSPECT	"suspect"
 
-/* A task's search (docs/search.md): each turn is a node whose parent (0: the problem
- * alone) its GENERATE and FEEDBACK records name, with a second parent where the strategy
- * shows two (evolve); a next_turn FEEDBACK record names the next node's, so that a
- * replay rebuilds the search exactly. A log without them is a chain (parent: turn - 1). */
+/* A task's search (docs/search.md): each turn is a node, numbered by its turn, whose
+ * parent (0: the problem alone) its GENERATE and FEEDBACK records name, with a second
+ * parent where the strategy shows two (evolve); a next_turn FEEDBACK record names the
+ * next node's, so that a replay rebuilds the search exactly. A log without them is a
+ * chain (parent: turn - 1). An agent's tool call (the event tool_call, GENERATE to
+ * GENERATE, one record per call) is a leaf under its turn: parent the turn, RD_NODE_CALL
+ * its number within the turn. */
 #define RD_NODE_PARENT		"parent"
+#define RD_NODE_CALL		"call"
 #define RD_NODE_PARENT2		"parent2"
 #define RD_NEXT_PARENT		"next_parent"
 #define RD_NEXT_PARENT2		"next_parent2"

@@ -622,7 +622,7 @@ apply_landlock(const struct kb_sbx_policy *p, int abi, bool scope, char *err, si
 
 	attr.fs = LL_FS_ABI1 | (abi >= 2 ? LL_FS_REFER : 0) | (abi >= 3 ? LL_FS_TRUNCATE : 0) |
 		  (abi >= 5 ? LL_FS_IOCTL_DEV : 0);
-	attr.net = abi >= 4 ? LL_NET_BIND_TCP | LL_NET_CONNECT_TCP : 0;
+	attr.net = abi >= 4 && !p->network ? LL_NET_BIND_TCP | LL_NET_CONNECT_TCP : 0;
 	attr.scoped = scope ? LL_SCOPE_ABSTRACT_UNIX | (p->scope_signals ? LL_SCOPE_SIGNAL : 0)
 		    : 0;
 	/* An older kernel refuses a larger attribute with fields it does not know. */
@@ -661,7 +661,7 @@ out:
 /* ------------------------------------------------------------ seccomp */
 
 static int
-apply_seccomp(char *err, size_t elen)
+apply_seccomp(bool network, char *err, size_t elen)
 {
 	scmp_filter_ctx	ctx = seccomp_init(SCMP_ACT_ALLOW);
 	const uint64_t	new_ns = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
@@ -682,8 +682,8 @@ apply_seccomp(char *err, size_t elen)
 		    (rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0)) < 0)
 			goto fail;
 	}
-	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-				   SCMP_A0(SCMP_CMP_NE, AF_UNIX))) < 0)
+	if (!network && (rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket),
+					       1, SCMP_A0(SCMP_CMP_NE, AF_UNIX))) < 0)
 		goto fail;
 	/* A namespace of its own is an unshare by another name; clone3's flags are in
 	 * memory a filter cannot read, so it is "not there" and libc falls back to clone. */
@@ -743,7 +743,7 @@ kb_sbx_apply(const struct kb_sbx_policy *p, char *applied, size_t alen, char *er
 	if (c.have[KB_SBX_LANDLOCK] &&
 	    apply_landlock(p, c.landlock_abi, c.have[KB_SBX_SCOPE], err, elen) < 0)
 		return -1;
-	if (c.have[KB_SBX_SECCOMP] && apply_seccomp(err, elen) < 0)
+	if (c.have[KB_SBX_SECCOMP] && apply_seccomp(p->network, err, elen) < 0)
 		return -1;
 	say(applied, alen, "landlock=%d scope=%d seccomp=%d threads=%d%s%s",
 	    c.landlock_abi, c.have[KB_SBX_SCOPE] && p->scope_signals, c.have[KB_SBX_SECCOMP],
@@ -759,7 +759,7 @@ kforge_sandbox_apply(const char *spec, char *report, size_t reportlen)
 	const char	*writable[SBX_MAX_PATHS + 1], *hidden[SBX_MAX_PATHS + 1];
 	const char	*visible[SBX_MAX_PATHS + 1];
 	size_t		 nw = 0, nh = 0, nv = 0;
-	struct kb_sbx_policy p = { writable, hidden, visible, false, false };
+	struct kb_sbx_policy p = { writable, hidden, visible, false, false, false };
 	char		*copy, *line, *save = NULL, applied[256];
 	int		 rc;
 
@@ -776,6 +776,8 @@ kforge_sandbox_apply(const char *spec, char *report, size_t reportlen)
 			p.scope_signals = true;
 		} else if (strcmp(line, "strict") == 0) {
 			p.strict = true;
+		} else if (strcmp(line, "network") == 0) {
+			p.network = true;
 		} else if (arg != NULL && arg[0] == '/' && strcmp(line, "writable") == 0 &&
 			   nw < SBX_MAX_PATHS) {
 			writable[nw++] = arg;

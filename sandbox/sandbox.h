@@ -65,6 +65,9 @@ struct kb_sbx_policy {
 	bool	 scope_signals;		/* no signals out of the domain (not for the judge,
 					 * which stops the candidate's runner) */
 	bool	 strict;		/* a missing layer is an error */
+	/* TCP and every socket family allowed (an agent, which talks to its own model):
+	 * no Landlock network rule, and seccomp leaves socket() alone. */
+	bool	 network;
 };
 
 const char *kb_sbx_layer_name(enum kb_sbx_layer l);
@@ -76,7 +79,7 @@ int	kb_sbx_apply(const struct kb_sbx_policy *p, char *applied, size_t alen, char
 		     size_t elen);
 
 /* For ctypes: the policy as lines "writable PATH", "hidden PATH", "visible PATH",
- * "scope_signals", "strict"; report gets kb_sbx_apply's applied or err. */
+ * "scope_signals", "strict", "network"; report gets kb_sbx_apply's applied or err. */
 int	kforge_sandbox_apply(const char *spec, char *report, size_t reportlen);
 /* The probe as one line: "landlock=7 scope=1 seccomp=1" and the reasons of what lacks. */
 void	kforge_sandbox_probe(char *report, size_t reportlen);

@@ -44,6 +44,9 @@ set(kb_e2e_tests
   "e2e_test_llm_auth_pause|test_llm_auth_pause|e2e|1800"
   # the anthropic and command providers in a run: tokens and cost in status and report
   "e2e_test_providers|test_providers|e2e|1200"
+  # llm.provider agent: a scripted agent's tool calls (recorded, counted, limited), its
+  # final kernel judged, its transcript in tail and the report, a restarted agent turn
+  "e2e_test_agent|test_agent|e2e|1800"
   # kforge redteam with the replay and command providers: the red-team prompt, the
   # candidates kept (correct and suspect at redteam.min_speedup or more), --harvest, resume
   "e2e_test_redteam|test_redteam|e2e|1200"
@@ -56,6 +59,9 @@ set(kb_e2e_tests
   # cluster.engine slurm on a one-host Slurm: the CPU demo on shards, one killed mid-turn
   # and requeued, the follower killed and resumed with a shard added
   "e2e_test_slurm|test_slurm|e2e|2400"
+  # a shard's one-minute Slurm time limit: warned, stopped at a safe point, requeued by
+  # itself and finished, nothing asked twice; the ended shard's state from sacct
+  "e2e_test_slurm_time_limit|test_slurm_time_limit|e2e|1500"
   # as root, problems, run dir and KFORGE_HOME under a 0700 directory: runners work in
   # a staging directory, also after a cut run's staging directory was replaced by a link
   "e2e_test_reach|test_reach|e2e|1500"

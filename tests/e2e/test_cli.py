@@ -142,13 +142,13 @@ check(p.returncode == 2 and "usage: kforge config" in p.stderr, "config without 
 
 # kforge config --reference: exactly the keys a frozen config has, each with a type, a
 # default and one line of meaning
-# (sections nest by two spaces a level: refinement.budget.requests)
-frozen_keys, sections = [], []
+frozen_keys, sections = [], []	# the sections open, two spaces a level (llm.agent)
 for line in frozen.splitlines():
     if line.startswith("#") or not line.strip():
         continue
     key = line.strip().split(":", 1)[0]
-    del sections[(len(line) - len(line.lstrip(" "))) // 2:]
+    depth = (len(line) - len(line.lstrip(" "))) // 2
+    sections = sections[:depth]
     if line.rstrip().endswith(":"):
         sections.append(key)
     else:

@@ -19,6 +19,8 @@ static const struct {
 	{ FSM_ST_GENERATE, FSM_EV_no_code, FSM_ST_FEEDBACK, FSM_ST_FEEDBACK },
 	{ FSM_ST_GENERATE, FSM_EV_transient, FSM_ST_GENERATE, FSM_ST_GENERATE },
 	{ FSM_ST_GENERATE, FSM_EV_fatal, FSM_ST_FAILED, FSM_ST_FAILED },
+	/* An agent's tool call, recorded while its turn generates (llm.provider agent). */
+	{ FSM_ST_GENERATE, FSM_EV_tool_call, FSM_ST_GENERATE, FSM_ST_GENERATE },
 	{ FSM_ST_PRECOMPILE, FSM_EV_ok, FSM_ST_EXECUTE, FSM_ST_EXECUTE },
 	{ FSM_ST_PRECOMPILE, FSM_EV_compile_error, FSM_ST_FEEDBACK, FSM_ST_FEEDBACK },
 	{ FSM_ST_PRECOMPILE, FSM_EV_rejected, FSM_ST_FEEDBACK, FSM_ST_FEEDBACK },

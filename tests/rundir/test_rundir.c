@@ -52,6 +52,18 @@ static const struct {
 	{ RD_PROFILE_FEEDBACK_MD, RD_LEVEL_TURN, "profile_feedback.md" },
 	{ RD_FEEDBACK_MD, RD_LEVEL_TURN, "feedback.md" },
 	{ RD_ENV_ERROR_JSON, RD_LEVEL_TURN, "env_error.json" },
+	{ RD_AGENT_DIR, RD_LEVEL_TURN, "agent" },
+	{ RD_AGENT_STDOUT, RD_LEVEL_TURN, "agent_stdout.txt" },
+	{ RD_AGENT_STDERR, RD_LEVEL_TURN, "agent_stderr.txt" },
+	{ RD_TOOL_CALLS_DIR, RD_LEVEL_TURN, "tool_calls" },
+	{ RD_AGENT_PROBLEM_PY, RD_LEVEL_AGENT, "problem.py" },
+	{ RD_AGENT_PROMPT_MD, RD_LEVEL_AGENT, "prompt.md" },
+	{ RD_AGENT_FINAL_PY, RD_LEVEL_AGENT, "final.py" },
+	{ RD_AGENT_BIN_DIR, RD_LEVEL_AGENT, "bin" },
+	{ RD_AGENT_TOOL, RD_LEVEL_AGENT, "bin/kforge-tool" },
+	{ RD_TOOL_KERNEL_PY, RD_LEVEL_TOOL_CALL, "kernel.py" },
+	{ RD_TOOL_RESULT_JSON, RD_LEVEL_TOOL_CALL, "result.json" },
+	{ RD_TOOL_LOG, RD_LEVEL_TOOL_CALL, "run.log" },
 	{ RD_BASELINE_JSON, RD_LEVEL_BASELINE, ".json" },
 	{ RD_BASELINE_LOCK, RD_LEVEL_BASELINE, ".lock" },
 	{ RD_REDTEAM_INDEX_JSON, RD_LEVEL_REDTEAM, "index.json" },
@@ -122,6 +134,17 @@ test_table(void)
 		case RD_LEVEL_FINDING:
 			snprintf(want, sizeof(want), RUN "/redteam/" TASK "_t3/%s", name);
 			CHECK_PATH(rd_finding_file(out, sizeof(out), RUN, TASK, 3, e), out, want);
+			break;
+		case RD_LEVEL_AGENT:
+			snprintf(want, sizeof(want), RUN "/tasks/" TASK "/turns/3/agent/%s", name);
+			CHECK_PATH(rd_agent_file(out, sizeof(out), RUN, TASK, 3, e), out, want);
+			break;
+		case RD_LEVEL_TOOL_CALL:
+			snprintf(want, sizeof(want), RUN "/tasks/" TASK "/turns/3/tool_calls/2/%s",
+				 name);
+			CHECK_PATH(rd_tool_call_file(out, sizeof(out), RUN, TASK, 3, 2, e), out, want);
+			CHECK_FAILS(rd_tool_call_file(out, sizeof(out), RUN, TASK, 3, 0, e), out,
+				    -KB_EINVAL);
 			break;
 		}
 	}

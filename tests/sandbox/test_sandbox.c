@@ -74,7 +74,7 @@ static void
 confined(void)
 {
 	const char	*w[] = { scratch, NULL }, *h[] = { hidden, NULL }, *v[] = { shown, NULL };
-	struct kb_sbx_policy p = { w, h, v, true, true };
+	struct kb_sbx_policy p = { w, h, v, true, true, false };
 	char		 applied[256], err[256], path[400];
 	pid_t		 parent = getppid(), kid;
 	int		 fd, st;
@@ -114,7 +114,7 @@ static void
 judge(void)
 {
 	const char	*w[] = { scratch, NULL }, *h[] = { hidden, NULL };
-	struct kb_sbx_policy p = { w, h, NULL, false, true };
+	struct kb_sbx_policy p = { w, h, NULL, false, true, false };
 	char		 applied[256], err[256];
 
 	CHECKM(kb_sbx_apply(&p, applied, sizeof(applied), err, sizeof(err)) == 0, "apply: %s", err);
@@ -134,7 +134,7 @@ static void
 threaded(void)
 {
 	const char	*w[] = { scratch, NULL };
-	struct kb_sbx_policy p = { w, NULL, NULL, true, true };
+	struct kb_sbx_policy p = { w, NULL, NULL, true, true, false };
 	char		 applied[256], err[256];
 	pthread_t	 t;
 

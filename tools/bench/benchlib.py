@@ -7,6 +7,7 @@ $KFORGE_BIN or build/kforge; the LLM is the project's own mock server
 import atexit
 import datetime
 import json
+import re
 import os
 import shutil
 import signal
@@ -266,3 +267,95 @@ def median(v):
         return float("nan")
     n = len(v)
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0
+
+
+DONE_LINE = re.compile(r"\[task (\S+)\] DONE after")
+
+
+def read_records(run_dir, task):
+    """The task's trajectory records and what is wrong with the log itself."""
+    recs, flaw = [], None
+    try:
+        with open(trajectory_path(run_dir, task)) as f:
+            data = f.read()
+    except OSError:
+        return [], "no trajectory"
+    if data and not data.endswith("\n"):
+        flaw = "torn last line"
+    for n, line in enumerate(data.splitlines(), 1):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            flaw = flaw or "line %d is not JSON" % n
+            continue
+        if rec.get("seq") != n:
+            flaw = flaw or "seq %s at line %d" % (rec.get("seq"), n)
+        recs.append(rec)
+    return recs, flaw
+
+
+def judge_shards(run_dir):
+    """What a Slurm run's directory says (tools/bench/cluster, scale): the tasks each shard
+    finished ("[task ...] DONE" in shards/<id>/supervisor.log) and holds (claims/), the
+    tasks lost (their log does not end in DONE), duplicated (finished by two shards,
+    started twice) or whose log is flawed, and the LLM requests beyond one per turn (the
+    attempts of the GENERATE records that leave the state, one per reply received)."""
+    tasks = [t["id"] for t in read_json(os.path.join(run_dir, "tasks.json")) or []]
+    shards_dir = os.path.join(run_dir, "shards")
+    shard_ids = sorted(d for d in os.listdir(shards_dir)
+                       if os.path.isdir(os.path.join(shards_dir, d))) if os.path.isdir(shards_dir) else []
+    finished_by = {}
+    for sid in shard_ids:
+        try:
+            with open(os.path.join(shards_dir, sid, "supervisor.log"), errors="replace") as f:
+                for line in f:
+                    m = DONE_LINE.search(line)
+                    if m:
+                        finished_by.setdefault(m.group(1), []).append(sid)
+        except OSError:
+            pass
+    owners = {}
+    cdir = os.path.join(run_dir, "claims")
+    for name in os.listdir(cdir) if os.path.isdir(cdir) else []:
+        c = read_json(os.path.join(cdir, name))
+        if isinstance(c, dict) and c.get("shard"):
+            owners[name] = c["shard"]
+    lost, dup, repeated, flaws = [], [], [], []
+    requests = turns = 0
+    first = last = None
+    for t in tasks:
+        recs, flaw = read_records(run_dir, t)
+        if flaw:
+            flaws.append("%s: %s" % (t, flaw))
+        if not recs or recs[-1].get("to") != "DONE":
+            lost.append(t)
+        if len(finished_by.get(t, [])) > 1:
+            dup.append("%s finished by %s" % (t, ",".join(finished_by[t])))
+        starts = sum(1 for r in recs if r.get("event") == "start" and r.get("turn") == 1)
+        if starts > 1:
+            dup.append("%s started %d times" % (t, starts))
+        per_turn = {}
+        for r in recs:
+            if first is None or r["ts"] < first:
+                first = r["ts"]
+            if last is None or r["ts"] > last:
+                last = r["ts"]
+            if r.get("from") == "GENERATE" and r.get("event") != "start":
+                a = r.get("data", {}).get("attempts", 1)
+                per_turn[r["turn"]] = per_turn.get(r["turn"], 0) + (a if isinstance(a, int) else 1)
+        done_turns = sum(1 for r in recs if r.get("from") == "FEEDBACK")
+        turns += done_turns
+        requests += sum(per_turn.values())
+        for turn, n in sorted(per_turn.items()):
+            if n > 1:
+                repeated.append("%s turn %d: %d requests" % (t, turn, n))
+    per_shard = {sid: {"finished": 0, "claimed": 0} for sid in shard_ids}
+    for t, by in finished_by.items():
+        for sid in by:
+            per_shard[sid]["finished"] += 1
+    for t, sid in owners.items():
+        per_shard.setdefault(sid, {"finished": 0, "claimed": 0})["claimed"] += 1
+    span = (ts_ms(last) - ts_ms(first)) / 1000.0 if first and last else float("nan")
+    return {"tasks": len(tasks), "per_shard": per_shard, "lost": lost, "dup": dup,
+            "repeated": repeated, "flaws": flaws, "requests": requests, "turns": turns,
+            "span": span}

@@ -28,12 +28,15 @@ need() {
 pid_of() { [ -f "$dir/run/$1.pid" ] && kill -0 "$(cat "$dir/run/$1.pid")" 2>/dev/null && cat "$dir/run/$1.pid"; }
 
 write_conf() {
-  local cpus mem gpus
+  local cpus mem gpus cred_expire
   # More CPUs than the machine has (config_overrides below lets slurmd accept it): the
   # tests run several one-CPU shards at once, and a shard added mid-run must not pend.
   cpus=${KFORGE_SLURM_CPUS:-$(( $(nproc) > 8 ? $(nproc) : 8 ))}
   mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 * 9 / 10 ))
   gpus=${KFORGE_SLURM_GPUS:-$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU ' || true)}
+  # A requeued job may start again only once its old credential has expired: Slurm's
+  # default is 120 s; 20 s here keeps the tests' requeues short.
+  cred_expire=20
   [ "${gpus:-0}" -gt 0 ] || gpus=4
   mkdir -p "$dir/etc" "$dir/run" "$dir/log" "$dir/state" "$dir/spool"
   cat > "$conf" <<CONF
@@ -43,7 +46,7 @@ SlurmctldHost=$host
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket=$dir/run/munge.socket
+AuthInfo=socket=$dir/run/munge.socket,cred_expire=$cred_expire
 CredType=cred/munge
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
@@ -64,7 +67,8 @@ ReturnToService=2
 SlurmdParameters=config_overrides
 GresTypes=gpu
 AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$dir/log/jobcomp.log
 JobAcctGatherType=jobacct_gather/none
 KillWait=10
 SlurmctldTimeout=30
