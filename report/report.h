@@ -95,6 +95,11 @@ struct rpt_summary {
 	/* An execution found the reference's output near zero or constant on the problem's
 	 * inputs (degenerate_output): a property of the problem, reported per problem. */
 	bool		 degenerate_reference;
+	/* The search (docs/search.md): each finished node's depth (index k-1; 1 under the
+	 * problem itself) by the parent its FEEDBACK record names (a log without one is a
+	 * chain), and the deepest; best_turn is the best node. */
+	unsigned char	 node_depth[256];
+	int		 depth;
 };
 #define RPT_MAX_FLAGGED	8
 /* Reads tasks/<id>/trajectory.jsonl (read-only; a torn tail is ignored). A task with

@@ -193,6 +193,11 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 		    artifact_path_ok(path))
 			json_object_set_new(json_object_get(row, "artifacts"), key, json_string(path));
 	}
+	/* A node's parent as soon as its GENERATE names it, so that a node under way sits
+	 * where it grows in the search tree (html.c); its FEEDBACK says it again. */
+	if (strcmp(rec->from, rpt_state_name(RPT_ST_GENERATE)) == 0 && !tool_call &&
+	    json_is_integer(v = json_object_get(d, RD_NODE_PARENT)))
+		json_object_set(row, "parent", v);
 	if (strcmp(rec->from, rpt_state_name(RPT_ST_GENERATE)) == 0 && json_is_integer(json_object_get(d, "attempts"))) {
 		static const char *const counts[][2] = {
 			{ "attempts", "llm_requests" },

@@ -137,6 +137,7 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	struct rpt_summary	*s = z->s;
 	enum rpt_state		 to;
 	json_t			*d = rec->data, *v;
+	int			 parent = rec->turn - 1, depth;
 
 	if (rpt_state_parse(rec->to, &to) < 0)
 		return 0;
@@ -171,6 +172,13 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	if (strcmp(rec->from, rpt_state_name(RPT_ST_FEEDBACK)) != 0 || rec->turn < 1 || rec->turn > 256)
 		return 0;
 	s->turns_done = rec->turn;
+	if (json_is_integer(v = json_object_get(d, RD_NODE_PARENT)) &&
+	    json_integer_value(v) >= 0 && json_integer_value(v) < rec->turn)
+		parent = (int)json_integer_value(v);
+	depth = parent > 0 ? s->node_depth[parent - 1] + 1 : 1;
+	s->node_depth[rec->turn - 1] = (unsigned char)(depth < 255 ? depth : 255);
+	if (s->node_depth[rec->turn - 1] > s->depth)
+		s->depth = s->node_depth[rec->turn - 1];
 	if (json_is_string(v = json_object_get(d, "status")))
 		snprintf(s->last_status, sizeof(s->last_status), "%s", json_string_value(v));
 	if (json_is_true(json_object_get(d, "compiled")))

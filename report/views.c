@@ -412,6 +412,22 @@ llm_use_text(json_t *use, bool priced, char *out, size_t outlen)
 		snprintf(out, outlen, "  [%lld+%lld tokens]", p, c);
 }
 
+/* "  [4 nodes, depth 3, best node 2]" for a task's line of status in a search. */
+static void
+search_text(json_t *search, char *out, size_t outlen)
+{
+	json_t	*best = json_object_get(search, "best_node");
+
+	snprintf(out, outlen, "  [%lld node%s, depth %lld", (long long)json_integer_value(
+		 json_object_get(search, "nodes")), json_integer_value(json_object_get(search,
+		 "nodes")) == 1 ? "" : "s", (long long)json_integer_value(json_object_get(search,
+		 "depth")));
+	if (json_is_integer(best))
+		snprintf(out + strlen(out), outlen - strlen(out), ", best node %lld",
+			 (long long)json_integer_value(best));
+	snprintf(out + strlen(out), outlen - strlen(out), "]");
+}
+
 static bool
 run_priced(const struct kb_config *c)
 {
@@ -428,6 +444,7 @@ rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, boo
 	struct stage_times st[STAGE_ROWS];
 	struct rpt_summary *sums;
 	long		 reqs = 0, ptok = 0, ctok = 0, rtok = 0;
+	bool		 search;
 	double		 cost = 0;
 	bool		 priced, alive = sup->alive;
 
@@ -444,6 +461,8 @@ rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, boo
 	paused = env_paused != NULL ? env_paused : llm_paused != NULL ? llm_paused :
 		 json_string_value(json_object_get(json_object_get(pool, "paused"), "reason"));
 	priced = run_priced(run->cfg);
+	search = run->cfg->refinement.strategy != NULL &&
+		 strcmp(run->cfg->refinement.strategy, "chain") != 0;
 	memset(st, 0, sizeof(st));
 	if ((sums = summarize_all(run, NULL, st)) == NULL) {
 		fprintf(stderr, "kforge: out of memory\n");
@@ -459,13 +478,15 @@ rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, boo
 		rtok += s.reasoning_tokens;
 		cost += s.cost_usd;
 		json_array_append_new(tasks, json_pack("{s:s, s:s, s:i, s:i, s:o, s:s, s:s, s:s, "
-			"s:o}", "id", run->tasks[i].id, "state", rpt_state_name(s.state), "turn",
-			s.turn, "turns", (int)run->cfg->refinement.turns, "best_speedup",
+			"s:o, s:{s:i, s:i, s:o}}", "id", run->tasks[i].id, "state",
+			rpt_state_name(s.state), "turn", s.turn, "turns",
+			(int)run->cfg->refinement.turns, "best_speedup",
 			s.best_speedup >= 0 ? json_real(s.best_speedup) : json_null(),
 			"last_status", s.last_status, "fail_reason", s.fail_reason,
 			"env_error", s.env_error, "llm", llm_use_json(s.llm_requests,
 			s.prompt_tokens, s.completion_tokens, s.reasoning_tokens, s.cost_usd,
-			priced)));
+			priced), "search", "nodes", s.turns_done, "depth", s.depth, "best_node",
+			s.best_speedup >= 0 ? json_integer(s.best_turn) : json_null()));
 	}
 	unfinished = run->ntasks - counts[RPT_ST_DONE] - counts[RPT_ST_FAILED];
 	/* Whatever stopped it, a run with work left and no supervisor continues on resume. */
@@ -510,19 +531,22 @@ rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, boo
 		printf("run %s: %s, %d tasks: %d done, %d failed, %d in progress\n",
 		       run->cfg->name, state, run->ntasks, counts[RPT_ST_DONE],
 		       counts[RPT_ST_FAILED], unfinished);
-		printf("%-32s %-11s %7s %8s  %s\n", "TASK", "STATE", "TURN", "BEST", "LAST");
+		printf("%-32s %-11s %7s %8s  %s\n", "TASK", "STATE", search ? "NODES" : "TURN",
+		       "BEST", "LAST");
 		json_array_foreach(tasks, i, t) {
 			char		 best[32] = "-";
 			json_t		*b = json_object_get(t, "best_speedup");
 			const char	*env = json_string_value(json_object_get(t, "env_error"));
 			json_t		*use = json_object_get(t, "llm");
-			char		 spent[96] = "";
+			char		 spent[96] = "", tree[80] = "";
 
 			if (json_is_number(b))
 				snprintf(best, sizeof(best), "%.2fx", json_number_value(b));
 			if (json_integer_value(json_object_get(use, "requests")) > 0)
 				llm_use_text(use, priced, spent, sizeof(spent));
-			printf("%-32s %-11s %3lld/%-3lld %8s  %s%s%s%s%s%s%s\n",
+			if (search)
+				search_text(json_object_get(t, "search"), tree, sizeof(tree));
+			printf("%-32s %-11s %3lld/%-3lld %8s  %s%s%s%s%s%s%s%s\n",
 			       json_string_value(json_object_get(t, "id")),
 			       json_string_value(json_object_get(t, "state")),
 			       (long long)json_integer_value(json_object_get(t, "turn")),
@@ -530,7 +554,7 @@ rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, boo
 			       *env ? "paused on env_error — " : "", env, *env ? "; " : "",
 			       json_string_value(json_object_get(t, "last_status")),
 			       *json_string_value(json_object_get(t, "fail_reason")) ? " — " : "",
-			       json_string_value(json_object_get(t, "fail_reason")), spent);
+			       json_string_value(json_object_get(t, "fail_reason")), tree, spent);
 		}
 		if (json_is_object(pool)) {
 			printf("resources%s:\n", alive ? "" : " (at the last update)");
@@ -683,6 +707,17 @@ format_record(const struct kb_tlog_rec *r)
 		if (json_is_integer(v = json_object_get(d, "attempts")) && json_integer_value(v) > 0)
 			ADD(" after %lld failed attempt%s", (long long)json_integer_value(v),
 			    json_integer_value(v) == 1 ? "" : "s");
+	}
+	/* A node of a search that grew from another than the turn before (docs/search.md);
+	 * a second parent (evolve) beside it. */
+	if (strcmp(r->from, rpt_state_name(RPT_ST_GENERATE)) == 0 &&
+	    strcmp(r->event, "tool_call") != 0 &&
+	    json_is_integer(v = json_object_get(d, RD_NODE_PARENT)) &&
+	    (json_integer_value(v) != r->turn - 1 ||
+	     json_is_integer(json_object_get(d, RD_NODE_PARENT2)))) {
+		ADD("  from node %lld", (long long)json_integer_value(v));
+		if (json_is_integer(v = json_object_get(d, RD_NODE_PARENT2)))
+			ADD(" and %lld", (long long)json_integer_value(v));
 	}
 	if (strcmp(r->event, "tool_call") == 0)
 		ADD("  tool call %lld under node %lld: %s",
