@@ -384,6 +384,18 @@ struct kb_config {
 		long	 feedback_max_chars;	/* cap on E text */
 		bool	 profile_metrics;	/* P on cuda: a second, metrics run */
 		long	 profile_metrics_top;	/* ... over this many top kernels */
+		/* The search over a task's turns (docs/search.md; fsm/search.c's table). */
+		char	*strategy;		/* chain | best_of_n | beam | tree | evolve */
+		long	 width;			/* best_of_n's n; beam's children per kept node */
+		long	 keep;			/* beam's kept nodes per round; evolve's pool */
+		double	 explore;		/* tree: the share of random expansions */
+		long	 seed;			/* tree's and evolve's draws (with the task id) */
+		struct {			/* per task; 0: no limit */
+			long	 requests;	/* LLM requests (attempts) */
+			long	 tokens;	/* prompt + completion tokens */
+			double	 cost_usd;	/* needs the llm.price_* keys */
+			double	 gpu_s;		/* execution-slot seconds (EXECUTE, PROFILE) */
+		} budget;
 	} refinement;
 	struct {
 		char	*device;		/* cpu | cuda (auto is resolved before freezing) */

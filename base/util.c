@@ -431,7 +431,7 @@ kb_config_clear(struct kb_config *c)
 		&c->problems.ids_at, &c->problems.subset, &c->problems.exclude,
 		&c->problems.subset_at, &c->problems.exclude_at, &c->llm.provider, &c->llm.base_url, &c->llm.model,
 		&c->llm.api_key_env, &c->llm.replay_dir, &c->refinement.prompt,
-		&c->refinement.prompts_dir, &c->eval.device, &c->eval.precision,
+		&c->refinement.prompts_dir, &c->refinement.strategy, &c->eval.device, &c->eval.precision,
 		&c->eval.arch_list, &c->eval.inputs, &c->eval.format, &c->eval.torch_ops,
 		&c->eval.timing, &c->eval.backend, &c->eval.speedup, &c->eval.timing_preset,
 		&c->runner.python,

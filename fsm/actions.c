@@ -211,25 +211,34 @@ static int
 build_prompt(struct task_run *t, char **prompt, char *err, size_t errlen)
 {
 	struct llm_feedback	 fb = { 0 };
-	char			*prev = NULL, *exec_text = NULL, *prof = NULL;
+	char			*prev = NULL, *exec_text = NULL, *prof = NULL, *other = NULL;
 	int			 rc;
 
-	if (t->turn == 1)
+	/* The node's parent is the turn whose feedback it is shown (a chain's: the turn
+	 * before); a child of the problem alone gets the first prompt. */
+	if (t->parent < 1 || t->parent >= t->turn)
 		return llm_prompt_initial(t->cfg, hardware_of(t), t->problem_src, prompt, err, errlen);
 	if (t->cfg->refinement.feedback_g) {
-		prev = read_turn_file(t, t->turn - 1, RD_KERNEL_PY);
-		if (prev == NULL)	/* no code last turn: show what the model said */
-			prev = read_turn_file(t, t->turn - 1, RD_RESPONSE_MD);
+		prev = read_turn_file(t, t->parent, RD_KERNEL_PY);
+		if (prev == NULL)	/* no code that turn: show what the model said */
+			prev = read_turn_file(t, t->parent, RD_RESPONSE_MD);
 		fb.prev_kernel = prev;
 	}
 	if (t->cfg->refinement.feedback_e)
-		fb.exec_text = exec_text = read_turn_file(t, t->turn - 1, RD_FEEDBACK_MD);
+		fb.exec_text = exec_text = read_turn_file(t, t->parent, RD_FEEDBACK_MD);
 	if (t->cfg->refinement.feedback_p)
-		fb.profile_text = prof = read_turn_file(t, t->turn - 1, RD_PROFILE_FEEDBACK_MD);
+		fb.profile_text = prof = read_turn_file(t, t->parent, RD_PROFILE_FEEDBACK_MD);
+	/* evolve: a second parent's kernel, shown beside the first's feedback */
+	if (t->parent2 > 0 && t->parent2 < t->turn &&
+	    (other = read_turn_file(t, t->parent2, RD_KERNEL_PY)) != NULL) {
+		fb.other_kernel = other;
+		fb.other_speedup = t->nodes[t->parent2].speedup;
+	}
 	rc = llm_prompt_refine(t->cfg, hardware_of(t), t->problem_src, &fb, prompt, err, errlen);
 	free(prev);
 	free(exec_text);
 	free(prof);
+	free(other);
 	return rc;
 }
 
@@ -366,6 +375,24 @@ call_model(struct task_run *t, const char *prompt, char **content)
 	return rc;
 }
 
+/* A reply persisted by a worker that died before logging its GENERATE: the request was
+ * made and paid for once, so this record counts it (rd_spend_add) from the reply's
+ * metadata, as the lost record would have. */
+static void
+reused_spend(struct task_run *t)
+{
+	static const char *const keys[] = { "attempts", "prompt_tokens", "completion_tokens",
+					    "reasoning_tokens", "cost_usd" };
+	json_t	*meta = read_turn_json(t, t->turn, RD_RESPONSE_JSON);
+
+	if (meta == NULL)
+		return;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (json_is_number(json_object_get(meta, keys[i])))
+			json_object_set(t->data, keys[i], json_object_get(meta, keys[i]));
+	json_decref(meta);
+}
+
 int
 fsm_act_generate(struct task_run *t)
 {
@@ -374,6 +401,7 @@ fsm_act_generate(struct task_run *t)
 
 	if ((content = read_turn_file(t, t->turn, RD_RESPONSE_MD)) != NULL) {
 		json_object_set_new(t->data, "reused_response", json_true());
+		reused_spend(t);
 		if (llm_is_agent(t->llm))
 			fsm_agent_reused(t);
 	} else {
@@ -1130,6 +1158,59 @@ reason_rules(const json_t *result)
 	return rules;
 }
 
+/* The budget refinement.budget sets that the task's spend has reached, or NULL. A node
+ * begun is finished: the search stops after the node that reached a limit. */
+static const char *
+budget_reached(const struct task_run *t)
+{
+	const struct rd_spend	*s = &t->spent;
+
+	if (t->cfg->refinement.budget.requests > 0 &&
+	    s->requests >= t->cfg->refinement.budget.requests)
+		return "requests";
+	if (t->cfg->refinement.budget.tokens > 0 && s->tokens >= t->cfg->refinement.budget.tokens)
+		return "tokens";
+	if (t->cfg->refinement.budget.cost_usd > 0 &&
+	    s->cost_usd >= t->cfg->refinement.budget.cost_usd)
+		return "cost_usd";
+	if (t->cfg->refinement.budget.gpu_s > 0 && s->gpu_s >= t->cfg->refinement.budget.gpu_s)
+		return "gpu_s";
+	return NULL;
+}
+
+/* This turn joins the search as a node; then the search ends (refinement.turns nodes,
+ * or a budget reached) or names the next node's parents, recorded with the event. The
+ * spend so far is in t->spent (this turn's own records included: FEEDBACK spends
+ * nothing). */
+static int
+search_on(struct task_run *t)
+{
+	const char	*budget;
+	int		 p = 0, p2 = 0;
+
+	if (t->turn >= 1 && t->turn <= FSM_MAX_NODES) {
+		fsm_node_of_record(t->data, t->turn, &t->nodes[t->turn]);
+		t->nnodes = t->turn;
+	}
+	json_object_set_new(t->data, "spent", json_pack("{s:I, s:I, s:f, s:f}", "requests",
+			    (json_int_t)t->spent.requests, "tokens", (json_int_t)t->spent.tokens,
+			    "cost_usd", t->spent.cost_usd, "gpu_s", t->spent.gpu_s));
+	if (t->turn >= t->cfg->refinement.turns)
+		return FSM_EV_budget_spent;
+	if ((budget = budget_reached(t)) != NULL) {
+		json_object_set_new(t->data, "budget", json_string(budget));
+		return FSM_EV_budget_spent;
+	}
+	if (fsm_search_next(t->cfg, t->task->id, t->nodes, t->nnodes, &p, &p2) < 0)
+		return FSM_EV_budget_spent;
+	t->next_parent = p;
+	t->next_parent2 = p2;
+	json_object_set_new(t->data, RD_NEXT_PARENT, json_integer(p));
+	if (p2 > 0)
+		json_object_set_new(t->data, RD_NEXT_PARENT2, json_integer(p2));
+	return FSM_EV_next_turn;
+}
+
 int
 fsm_act_feedback(struct task_run *t)
 {
@@ -1180,7 +1261,7 @@ fsm_act_feedback(struct task_run *t)
 	fb_outcome_clear(&o);
 	if (rc < 0)
 		return rc;
-	return t->turn >= t->cfg->refinement.turns ? FSM_EV_budget_spent : FSM_EV_next_turn;
+	return search_on(t);
 }
 
 /* ----------------------------------------------------- an agent's tool call */

@@ -162,7 +162,7 @@ fsm_agent_tool_eval(void *arg, const char *kernel, size_t n)
 	struct task_run		*t = arg;
 	struct fsm_tool_outcome	 o;
 	json_t			*saved = t->data, *rec = NULL, *files, *answer = NULL, *v;
-	char			 dir[PATH_MAX], kpath[PATH_MAX], node[32], parent[32], *text;
+	char			 dir[PATH_MAX], kpath[PATH_MAX], *text;
 	double			 speedup = -1;
 	int			 call, rc;
 
@@ -182,10 +182,8 @@ fsm_agent_tool_eval(void *arg, const char *kernel, size_t n)
 		json_decref(files);
 		return NULL;
 	}
-	snprintf(node, sizeof(node), RD_NODE_TOOL_CALL_FMT, t->turn, call);
-	snprintf(parent, sizeof(parent), RD_NODE_TURN_FMT, t->turn);
 	/* The steps' leases and health probes are the call's: its record gets them. */
-	rec = json_pack("{s:s, s:s, s:i}", RD_REC_NODE, node, RD_REC_PARENT, parent, "call", call);
+	rec = json_pack("{s:i, s:i}", RD_NODE_PARENT, t->turn, RD_NODE_CALL, call);
 	t->data = rec;
 	rc = fsm_tool_evaluate(t, kpath, kernel, &o);
 	t->data = saved;

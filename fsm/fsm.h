@@ -39,6 +39,9 @@ bool		 fsm_state_terminal(enum fsm_state s);
  * feedback_p selects whether a correct EXECUTE goes to PROFILE. */
 enum fsm_state	 fsm_next(enum fsm_state s, enum fsm_event e, bool feedback_p);
 
+/* refinement.strategy's names (fsm/search.c's table), NULL-ended. */
+const char *const *fsm_strategy_names(void);
+
 /* The largest problem or kernel source a task reads: a run's creation refuses a larger
  * problem file up front (it hashes each into tasks.json) rather than its worker later. */
 #define FSM_MAX_SOURCE	(4u << 20)

@@ -13,6 +13,24 @@
 /* The per-task caps on files read back from the run directory (FSM_MAX_SOURCE: fsm.h). */
 #define FSM_GENERATE_RETRIES 5	/* transient LLM failures tolerated per turn, after the client's own retries */
 
+/* A node of the task's search (fsm/search.c, docs/search.md): a turn, with its parents
+ * and what its FEEDBACK record says of it. Turns are nodes 1..turns; 0 is the problem. */
+#define FSM_MAX_NODES	256	/* refinement.turns' largest */
+enum fsm_rank { FSM_RANK_NONE, FSM_RANK_CODE, FSM_RANK_BUILT, FSM_RANK_CORRECT };
+struct fsm_node {
+	int		 parent, parent2;	/* parent2: 0 when one parent */
+	enum fsm_rank	 rank;
+	double		 speedup;		/* a correct node's (0: not timed); else -1 */
+};
+/* The next node's parents after nodes[1..n] (nodes[0] unused), by refinement.strategy's
+ * row: 0, or -KB_EINVAL past FSM_MAX_NODES. Deterministic: the same nodes, config and
+ * task give the same parents. */
+int	fsm_search_next(const struct kb_config *cfg, const char *task_id,
+			const struct fsm_node *nodes, int n, int *parent, int *parent2);
+/* A node as a FEEDBACK record's data describes it (turn: the record's; a log without
+ * parents is a chain). */
+int	fsm_node_of_record(const json_t *d, int turn, struct fsm_node *out);
+
 struct task_run {
 	const struct fsm_ctx	*ctx;
 	const struct kb_config	*cfg;
@@ -27,6 +45,13 @@ struct task_run {
 	char			*problem_src;
 	double			 best_speedup;
 	int			 best_turn;
+	/* The search so far: nodes[1..nnodes] (the turns with a FEEDBACK record), the
+	 * current turn's parents, and what the task has spent (refinement.budget). */
+	struct fsm_node		 nodes[FSM_MAX_NODES + 1];
+	int			 nnodes;
+	int			 parent, parent2;
+	int			 next_parent, next_parent2;	/* FEEDBACK's choice */
+	struct rd_spend		 spent;
 	json_t			*data;		/* what the current action reports in its record */
 	char			 fail_reason[256];
 	int			 tool_calls;		/* an agent's, in turn tool_calls_turn */

@@ -87,6 +87,7 @@ replay_record(const struct kb_tlog_rec *rec, void *arg)
 		return -KB_ECORRUPT;
 	t->state = to;
 	t->turn = rec->turn;
+	rd_spend_add(&t->spent, rec->from, rec->data);
 	if (strcmp(rec->event, "next_turn") == 0)
 		t->turn = rec->turn + 1;
 	if (strcmp(rec->from, "FEEDBACK") == 0) {
@@ -95,6 +96,23 @@ replay_record(const struct kb_tlog_rec *rec, void *arg)
 			t->best_speedup = json_number_value(v);
 			t->best_turn = (int)json_integer_value(json_object_get(rec->data, "best_turn"));
 		}
+		if (rec->turn >= 1 && rec->turn <= FSM_MAX_NODES) {
+			fsm_node_of_record(rec->data, rec->turn, &t->nodes[rec->turn]);
+			t->nnodes = rec->turn;
+		}
+	}
+	/* The next node's parents, as the search chose them (a chain's log names none). */
+	if (strcmp(rec->event, "next_turn") == 0) {
+		t->parent = rec->turn;
+		t->parent2 = 0;
+		v = json_object_get(rec->data, RD_NEXT_PARENT);
+		if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+		    json_integer_value(v) <= rec->turn)
+			t->parent = (int)json_integer_value(v);
+		v = json_object_get(rec->data, RD_NEXT_PARENT2);
+		if (json_is_integer(v) && json_integer_value(v) > 0 &&
+		    json_integer_value(v) <= rec->turn)
+			t->parent2 = (int)json_integer_value(v);
 	}
 	if (strcmp(rec->event, fsm_event_name(FSM_EV_tool_call)) == 0) {
 		/* An agent's calls so far in this turn: a rerun has what is left. */
@@ -212,6 +230,12 @@ step(struct task_run *t)
 	int		 ev, rc;
 
 	t->data = json_object();
+	/* A node's parents in each of its GENERATE and FEEDBACK records. */
+	if (t->state == FSM_ST_GENERATE || t->state == FSM_ST_FEEDBACK) {
+		json_object_set_new(t->data, RD_NODE_PARENT, json_integer(t->parent));
+		if (t->parent2 > 0)
+			json_object_set_new(t->data, RD_NODE_PARENT2, json_integer(t->parent2));
+	}
 	if ((rc = rd_turn_dir(t->turn_dir, sizeof(t->turn_dir), t->ctx->run_dir, t->task->id,
 			      t->turn)) < 0 ||
 	    (rc = kb_mkdir_p(t->turn_dir, 0755)) < 0) {
@@ -253,9 +277,13 @@ step(struct task_run *t)
 	/* The run is paused for the environment: stop here, logged; resume redoes the step. */
 	if (ev == FSM_EV_env_error)
 		rc = -KB_ESTOPPED;
+	rd_spend_add(&t->spent, fsm_state_name(t->state), t->data);
 	t->transients = ev == FSM_EV_transient ? t->transients + 1 : 0;
-	if (ev == FSM_EV_next_turn)
+	if (ev == FSM_EV_next_turn) {
 		t->turn++;
+		t->parent = t->next_parent;
+		t->parent2 = t->next_parent2;
+	}
 	t->state = next;
 	if (ev == FSM_EV_transient)	/* 2 s, 4 s, ... 32 s: let an outage pass */
 		sleep_interruptible((int64_t)((double)(1000LL << (t->transients < 5 ?

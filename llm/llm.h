@@ -139,6 +139,10 @@ struct llm_feedback {
 	const char	*prev_kernel;	/* G: the previous generation (NULL: none/not enabled) */
 	const char	*exec_text;	/* E: compiler/execution output, already truncated */
 	const char	*profile_text;	/* P: profiler summary (NULL: none/not enabled) */
+	/* A search's second parent (refinement.strategy evolve): another correct kernel
+	 * shown after the feedback, and its speedup (<= 0: not timed); NULL: none. */
+	const char	*other_kernel;
+	double		 other_speedup;
 };
 
 /* The device a task's code runs on, for the prompt's hardware block

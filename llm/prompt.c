@@ -40,7 +40,9 @@
 	X(FEEDBACK, "feedback")		/* feedback_{g,e,p}.md, refine only */ \
 	X(PREV_KERNEL, "prev_kernel")                                          \
 	X(EXEC_TEXT, "exec_text")                                              \
-	X(PROFILE_TEXT, "profile_text")
+	X(PROFILE_TEXT, "profile_text")                                        \
+	X(OTHER_KERNEL, "other_kernel")	/* evolve: a second parent */          \
+	X(OTHER_SPEEDUP, "other_speedup")	/* "1.23x", or "untimed" */
 
 #define PV_ENUM_(id, name) PV_##id,
 enum prompt_var { PROMPT_VARS(PV_ENUM_) PV__N };
@@ -403,22 +405,27 @@ llm_prompt_refine(const struct kb_config *cfg, const struct llm_hardware *hw,
 		{ PV_PREV_KERNEL, "feedback_g.md" },
 		{ PV_EXEC_TEXT, "feedback_e.md" },
 		{ PV_PROFILE_TEXT, "feedback_p.md" },
+		{ PV_OTHER_KERNEL, "feedback_other.md" },
 	};
 	struct prompt_ctx	 x;
 	struct kb_buf		 all = KB_BUF_INIT(PROMPT_OUT_CAP);
-	const char		*text[3] = { fb->prev_kernel, fb->exec_text, fb->profile_text };
-	bool			 on[3] = { cfg->refinement.feedback_g, cfg->refinement.feedback_e,
-				    cfg->refinement.feedback_p };
+	const char		*text[4] = { fb->prev_kernel, fb->exec_text, fb->profile_text,
+					     fb->other_kernel };
+	bool			 on[4] = { cfg->refinement.feedback_g, cfg->refinement.feedback_e,
+				    cfg->refinement.feedback_p, true };
 	char			*s;
 	int			 rc;
 
 	*out = NULL;
 	if ((rc = ctx_init(&x, cfg, hw, problem_src, err, errlen)) < 0)
 		goto out;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		if (on[i] && text[i] != NULL)
 			ctx_set_owned(&x, sections[i].var, trimmed_copy(text[i], ""));
-	for (int i = 0; i < 3; i++) {
+	if (fb->other_kernel != NULL)
+		ctx_set_owned(&x, PV_OTHER_SPEEDUP, fb->other_speedup > 0 ?
+			      kb_asprintf("%.2fx", fb->other_speedup) : kb_strdup("untimed"));
+	for (int i = 0; i < 4; i++) {
 		if (!on[i] || text[i] == NULL)
 			continue;
 		if ((rc = render(&x, sections[i].file, true, &s)) < 0)

@@ -20,6 +20,7 @@
 #include <yaml.h>
 
 #include "feedback/feedback.h"
+#include "fsm/fsm.h"
 #include "llm/llm.h"
 #include "orchestrator/config_int.h"
 #include "orchestrator/orchestrator.h"
@@ -154,7 +155,8 @@ static const struct cfg_key schema[] = {
 	  .doc = "the agent provider: seconds one turn's agent may run, its tool calls included, "
 		 "before its process group is killed (the turn is then spent without a kernel)" },
 	{ KEY("refinement.turns", K_INT, refinement.turns), .def = "10", .lo = 1, .hi = 256,
-	  .doc = "turns per task: the first prompt and its refinements" },
+	  .doc = "turns per task: the first prompt and its refinements; under every "
+		 "refinement.strategy the most turns (search nodes) a task makes" },
 	{ KEY("refinement.feedback", K_FEEDBACK, refinement.feedback_g), .def = "[G, E]",
 	  .doc = "what refinement prompts show: G previous kernel, E build and execution result, P profile" },
 	{ KEY("refinement.prompt", K_ENUM, refinement.prompt), .def = "one_shot",
@@ -175,6 +177,37 @@ static const struct cfg_key schema[] = {
 	{ KEY("refinement.profile_metrics_top", K_INT, refinement.profile_metrics_top),
 	  .def = "3", .lo = 1, .hi = 20,
 	  .doc = "P on a GPU: how many of the profile's top kernels refinement.profile_metrics measures" },
+	{ KEY("refinement.strategy", K_ENUM, refinement.strategy), .def = "chain",
+	  .allowed_of = fsm_strategy_names,
+	  .doc = "the search over a task's turns (docs/search.md): chain (each turn refines the "
+		 "last), best_of_n (refinement.width first turns, then a chain from the best), beam, "
+		 "tree or evolve; every strategy makes at most refinement.turns turns" },
+	{ KEY("refinement.width", K_INT, refinement.width), .def = "4", .lo = 1, .hi = 64,
+	  .doc = "best_of_n: the independent first turns; beam: the children of each kept turn "
+		 "per round (and the first round's turns); evolve: the first turns, from the problem "
+		 "alone" },
+	{ KEY("refinement.keep", K_INT, refinement.keep), .def = "2", .lo = 1, .hi = 64,
+	  .doc = "beam: the turns kept after each round, by verdict then speedup; evolve: the "
+		 "pool of correct kernels kept, by speedup" },
+	{ KEY("refinement.explore", K_NUM, refinement.explore), .def = "0.25", .dlo = 0, .dhi = 1,
+	  .doc = "tree: the share of turns that expand a node drawn at random (the problem "
+		 "included) rather than the best; evolve: the share of children with one parent" },
+	{ KEY("refinement.seed", K_INT, refinement.seed), .def = "0", .lo = 0, .hi = LONG_MAX,
+	  .doc = "the seed of tree's and evolve's draws, mixed with the task's id: a resume "
+		 "draws the same" },
+	{ KEY("refinement.budget.requests", K_INT, refinement.budget.requests), .def = "0",
+	  .lo = 0, .hi = 1000000,
+	  .doc = "per task: stop the search once this many LLM requests were made (0: no limit)" },
+	{ KEY("refinement.budget.tokens", K_INT, refinement.budget.tokens), .def = "0",
+	  .lo = 0, .hi = LONG_MAX,
+	  .doc = "per task: stop once the replies' prompt and completion tokens reach this (0: no limit)" },
+	{ KEY("refinement.budget.cost_usd", K_NUM, refinement.budget.cost_usd), .def = "0",
+	  .dlo = 0, .dhi = 1e9,
+	  .doc = "per task: stop once the requests cost this many USD (needs llm.price_*; 0: no limit)" },
+	{ KEY("refinement.budget.gpu_s", K_NUM, refinement.budget.gpu_s), .def = "0",
+	  .dlo = 0, .dhi = 1e9,
+	  .doc = "per task: stop once executions and profiles held their device this many "
+		 "seconds (0: no limit)" },
 	{ KEY("eval.device", K_ENUM, eval.device), .def = "auto", .allowed = eval_devices,
 	  .doc = "where candidates run: cpu, cuda, or auto (cuda when a GPU is visible)" },
 	{ KEY("eval.precision", K_ENUM, eval.precision), .def = "fp32", .allowed = precisions,
@@ -1808,6 +1841,23 @@ string_of(const struct kb_config *c, const char *path)
 	return NULL;
 }
 
+/* A cost budget counts the replies' cost, which only prices make: without them it
+ * could never be reached, so it is refused rather than ignored. */
+static int
+check_cost_budget(struct cfg_ctx *x)
+{
+	int	i = 0;
+
+	if (x->c->refinement.budget.cost_usd <= 0 || x->c->llm.price_input_per_mtok > 0 ||
+	    x->c->llm.price_output_per_mtok > 0)
+		return 0;
+	while (i < NKEYS && strcmp(schema[i].path, "refinement.budget.cost_usd") != 0)
+		i++;
+	return loc_err(x, i < NKEYS ? &x->where[i] : NULL, "refinement.budget.cost_usd",
+		       "a cost budget needs prices: set llm.price_input_per_mtok or "
+		       "llm.price_output_per_mtok");
+}
+
 /* Required keys, defaults, then keys required by another key's value. */
 static int
 finish(struct cfg_ctx *x)
@@ -1840,6 +1890,8 @@ finish(struct cfg_ctx *x)
 		return loc_err(x, &x->where[i], schema[i].path,
 			       "must not be empty when %s is %s", schema[i].when, schema[i].is);
 	}
+	if ((rc = check_cost_budget(x)) < 0)
+		return rc;
 	for (size_t r = 0; r < sizeof(required_also) / sizeof(required_also[0]); r++) {
 		const char	*v = string_of(x->c, required_also[r].when);
 		int		 i = 0;

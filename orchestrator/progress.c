@@ -312,9 +312,13 @@ gather(struct orch_progress *p, struct orch_progress_stats *st)
 	*st = p->pool;
 	st->run_name = p->run->cfg.name;
 	st->ntasks = p->run->ntasks;
-	st->turns_total = turns * p->run->ntasks;
+	st->turns_total = 0;
 	for (int i = 0; i < p->run->ntasks; i++) {
 		const struct task_view *v = &p->tasks[i];
+
+		/* A task DONE early (its search's budget spent: docs/search.md) had all the
+		 * turns it will have. */
+		st->turns_total += v->state == RPT_ST_DONE ? v->turns_done : turns;
 
 		if (rpt_state_finished(v->state) || v->has_worker)
 			st->in_state[v->state]++;

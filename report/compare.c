@@ -238,6 +238,34 @@ tally_value(json_t *report, const struct cmp_metric *m)
 	return json_real_value(json_object_get(json_object_get(overall, "fast_p"), key));
 }
 
+/* A run's search where it is not a plain chain without budgets (docs/search.md): runs
+ * compared at equal cost say what each searched with. */
+static void
+search_note(const struct kb_config *c)
+{
+	const char	*st = c->refinement.strategy != NULL ? c->refinement.strategy : "chain";
+	const long	 req = c->refinement.budget.requests, tok = c->refinement.budget.tokens;
+
+	if (strcmp(st, "chain") == 0 && req == 0 && tok == 0 &&
+	    c->refinement.budget.cost_usd <= 0 && c->refinement.budget.gpu_s <= 0)
+		return;
+	printf("  [search %s", st);
+	if (req > 0 || tok > 0 || c->refinement.budget.cost_usd > 0 ||
+	    c->refinement.budget.gpu_s > 0) {
+		const char *sep = "; a task's budget";
+
+		if (req > 0)
+			printf("%s %ld requests", sep, req), sep = ",";
+		if (tok > 0)
+			printf("%s %ld tokens", sep, tok), sep = ",";
+		if (c->refinement.budget.cost_usd > 0)
+			printf("%s $%g", sep, c->refinement.budget.cost_usd), sep = ",";
+		if (c->refinement.budget.gpu_s > 0)
+			printf("%s %g execution s", sep, c->refinement.budget.gpu_s);
+	}
+	printf("]");
+}
+
 int
 rpt_cmd_compare(const struct rpt_run *runs, int ndirs, bool as_json, const char *const *accept)
 {
@@ -325,8 +353,11 @@ rpt_cmd_compare(const struct rpt_run *runs, int ndirs, bool as_json, const char 
 		if (json_array_size(dropped) > 0)
 			printf(" (%zu left out: not in every run)", json_array_size(dropped));
 		printf("\n\n");
-		for (int k = 0; k < ndirs; k++)
-			printf("  %c: %s  %s\n", 'A' + (k % 26), r[k].label, r[k].run->dir);
+		for (int k = 0; k < ndirs; k++) {
+			printf("  %c: %s  %s", 'A' + (k % 26), r[k].label, r[k].run->dir);
+			search_note(r[k].run->cfg);
+			printf("\n");
+		}
 		printf("\n%-14s", "metric");
 		for (int k = 0; k < ndirs; k++)
 			printf("  %8c", 'A' + (k % 26));

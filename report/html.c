@@ -56,7 +56,13 @@ static const char page_css[] =
 	 * (one on a narrow window), each drawing scaled to its column */
 	".plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,560px),1fr));"
 	"gap:8px}.plots svg{width:100%;height:auto;border:1px solid #eee;box-sizing:border-box}"
-	".note{color:#666}#live{color:#080}";
+	".note{color:#666}#live{color:#080}"
+	/* a task's search tree: edges, the best path heavier, nodes filled by verdict */
+	".tree{display:block;margin:.4em 0}.tree .edge{stroke:#aaa;stroke-width:1.5;fill:none}"
+	".tree .edge.best{stroke:#06c;stroke-width:3.5}.tree .best>circle,.tree .best>rect"
+	"{stroke:#06c;stroke-width:3}.tree circle,.tree rect{stroke:#555;stroke-width:1}"
+	".tree text{font-size:10px;text-anchor:middle;dominant-baseline:central;"
+	"pointer-events:none}";
 
 /* Sorting (click a header: numbers by value, text by collation, again to reverse) and,
  * when live, the polling that swaps in the page rendered anew, keeping open sections. */
@@ -73,6 +79,10 @@ static const char page_js[] =
 	"rows.forEach(function(r){b.appendChild(r);});}\n"
 	"function wire(){document.querySelectorAll('table.sortable th').forEach(function(th){"
 	"th.addEventListener('click',function(){sortBy(th);});});}\n"
+	/* a node of a search tree opens its turn's section before the link scrolls to it */
+	"document.addEventListener('click',function(e){var a=e.target.closest?"
+	"e.target.closest('a.node-link'):null;if(!a)return;var d=document.getElementById("
+	"a.getAttribute('href').slice(1));if(d)d.open=true;});\n"
 	"wire();\n"
 	"if(document.body.getAttribute('data-live')!=='1')return;\n"
 	"var stamp=document.getElementById('main').getAttribute('data-stamp');\n"
@@ -485,14 +495,12 @@ tool_calls_section(struct kb_buf *out, const char *run_dir, const char *id, json
 	if (json_array_size(calls) == 0)
 		return;
 	kb_buf_printf(out, "<h4>Agent tool calls</h4><table class=\"tool-calls\"><thead><tr>"
-		      "<th>node</th><th>parent</th><th>verdict</th><th>status</th>"
+		      "<th>call</th><th>under node</th><th>verdict</th><th>status</th>"
 		      "<th>speedup</th></tr></thead><tbody>");
 	json_array_foreach(calls, i, c) {
-		kb_buf_printf(out, "<tr><td>");
-		esc(out, json_string_value(json_object_get(c, "node")) ?: "");
-		kb_buf_printf(out, "</td><td>");
-		esc(out, json_string_value(json_object_get(c, "parent")) ?: "");
-		kb_buf_printf(out, "</td>");
+		kb_buf_printf(out, "<tr>");
+		cell(out, json_object_get(c, "call"));
+		cell(out, json_object_get(c, "parent"));
 		cell(out, json_object_get(c, "verdict"));
 		cell(out, json_object_get(c, "status"));
 		cell(out, json_object_get(c, "speedup"));
@@ -506,8 +514,8 @@ tool_calls_section(struct kb_buf *out, const char *run_dir, const char *id, json
 
 			if (rel == NULL)
 				continue;
-			label = kb_asprintf("Tool call %s: %s",
-					    json_string_value(json_object_get(c, "node")) ?: "?",
+			label = kb_asprintf("Tool call %lld: %s",
+					    (long long)json_integer_value(json_object_get(c, "call")),
 					    files[f].label);
 			artifact(out, run_dir, id, files[f].class, label, rel, live);
 			free(label);
@@ -515,9 +523,180 @@ tool_calls_section(struct kb_buf *out, const char *run_dir, const char *id, json
 	}
 }
 
+/* ------------------------------------------------------------ a task's search tree */
+
+#define TREE_NODES_MAX	(256 + 256)	/* turns, and tool calls drawn as leaves */
+#define TREE_DX		56		/* px from a depth to the next */
+#define TREE_DY		24		/* px from a row of leaves to the next */
+#define TREE_R		9
+
+struct tree_node {
+	int		 parent;	/* index; -1 for the problem itself (index 0) */
+	int		 depth, first, last, next;	/* children: first..next chain */
+	double		 y;
+	bool		 best, call;
+	long long	 turn, callno;
+	json_t		*row;		/* the turn's, a call's own object */
+};
+
+static const struct {
+	const char	*verdict, *fill;
+} verdict_fill[] = {
+	{ RD_VERDICT_CORRECT, "#4b4" },
+	{ RD_VERDICT_SUSPECT, "#f2a93b" },
+	{ RD_VERDICT_REJECTED, "#aaa" },
+	{ RD_VERDICT_INCORRECT, "#e55" },
+};
+
+static const char *
+node_fill(json_t *row)
+{
+	const char *v = json_string_value(json_object_get(row, "verdict"));
+
+	for (size_t i = 0; v != NULL && i < sizeof(verdict_fill) / sizeof(verdict_fill[0]); i++)
+		if (strcmp(verdict_fill[i].verdict, v) == 0)
+			return verdict_fill[i].fill;
+	return "#fff";	/* under way, or no verdict */
+}
+
+static void
+tree_adopt(struct tree_node *n, int child)
+{
+	struct tree_node *p = &n[n[child].parent];
+
+	n[child].depth = p->depth + 1;
+	n[child].next = -1;
+	if (p->first < 0)
+		p->first = child;
+	else
+		n[p->last].next = child;
+	p->last = child;
+}
+
+/* Leaves one row each in the order they grew, a parent level with its middle child. */
+static void
+tree_place(struct tree_node *n, int i, int *rows)
+{
+	if (n[i].first < 0) {
+		n[i].y = (*rows)++;
+		return;
+	}
+	for (int c = n[i].first; c >= 0; c = n[c].next)
+		tree_place(n, c, rows);
+	n[i].y = (n[n[i].first].y + n[n[i].last].y) / 2;
+}
+
+/* The search over a task's turns as an SVG: each node a turn (its parent the record's,
+ * a chain's the turn before), an agent's tool calls small squares under their turn,
+ * filled by verdict; the path from the problem to the best correct node drawn heavier;
+ * each node a link to its turn's section (prompt, kernel, results). */
+static void
+search_tree(struct kb_buf *out, json_t *task, size_t m, size_t t)
+{
+	static struct tree_node	 n[TREE_NODES_MAX + 1];
+	json_t			*rows = json_object_get(task, "rows"), *row, *call;
+	size_t			 k, c;
+	int			 count = 1, rows_used = 0, best = -1, maxdepth = 0;
+	double			 best_speedup = -1;
+
+	memset(&n[0], 0, sizeof(n[0]));
+	n[0].parent = -1;
+	n[0].first = n[0].last = n[0].next = -1;
+	json_array_foreach(rows, k, row) {
+		json_t		*p = json_object_get(row, "parent"), *s;
+		long long	 turn = (long long)k + 1;
+
+		if (count > TREE_NODES_MAX / 2)
+			break;
+		memset(&n[count], 0, sizeof(n[count]));
+		n[count].first = n[count].last = -1;
+		n[count].turn = turn;
+		n[count].row = row;
+		n[count].parent = json_is_integer(p) && json_integer_value(p) >= 0 &&
+				  json_integer_value(p) < turn ? (int)json_integer_value(p) :
+				  (int)turn - 1;
+		tree_adopt(n, count);
+		s = json_object_get(row, "speedup");
+		if (json_is_number(s) && json_number_value(s) > best_speedup &&
+		    strcmp(json_string_value(json_object_get(row, "verdict")) ?: "",
+			   RD_VERDICT_CORRECT) == 0) {
+			best_speedup = json_number_value(s);
+			best = count;
+		}
+		count++;
+	}
+	/* the tool calls after every turn, so that a turn's index stays its number */
+	for (int i = 1, turns = count; i < turns; i++)
+		json_array_foreach(json_object_get(n[i].row, "tool_calls"), c, call) {
+			if (count >= TREE_NODES_MAX)
+				break;
+			memset(&n[count], 0, sizeof(n[count]));
+			n[count].first = n[count].last = -1;
+			n[count].parent = i;
+			n[count].call = true;
+			n[count].turn = n[i].turn;
+			n[count].callno = json_integer_value(json_object_get(call, "call"));
+			n[count].row = call;
+			tree_adopt(n, count);
+			count++;
+		}
+	for (int i = best; i > 0; i = n[i].parent)
+		n[i].best = true;
+	tree_place(n, 0, &rows_used);
+	for (int i = 0; i < count; i++)
+		maxdepth = n[i].depth > maxdepth ? n[i].depth : maxdepth;
+	kb_buf_printf(out, "<svg class=\"tree\" xmlns=\"http://www.w3.org/2000/svg\" "
+		      "width=\"%d\" height=\"%d\" data-nodes=\"%d\" data-best=\"%lld\">"
+		      "<title>search tree: %d node(s)</title>", (maxdepth + 1) * TREE_DX + 2 *
+		      TREE_R + 4, (rows_used > 0 ? rows_used : 1) * TREE_DY + 4, count - 1,
+		      best > 0 ? n[best].turn : 0LL, count - 1);
+#define TX(i) (TREE_R + 2 + n[i].depth * TREE_DX)
+#define TY(i) (TREE_DY / 2 + 2 + n[i].y * TREE_DY)
+	for (int i = 1; i < count; i++)
+		kb_buf_printf(out, "<line class=\"edge%s\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" "
+			      "y2=\"%.1f\"/>", n[i].best ? " best" : "", TX(n[i].parent),
+			      TY(n[i].parent), TX(i), TY(i));
+	kb_buf_printf(out, "<g class=\"node root\"><rect x=\"%d\" y=\"%.1f\" width=\"%d\" "
+		      "height=\"%d\" fill=\"#ddd\"/><text x=\"%d\" y=\"%.1f\">P</text>"
+		      "<title>the problem</title></g>", TX(0) - TREE_R, TY(0) - TREE_R, 2 * TREE_R,
+		      2 * TREE_R, TX(0), TY(0));
+	for (int i = 1; i < count; i++) {
+		json_t	*s = json_object_get(n[i].row, "speedup");
+
+		kb_buf_printf(out, "<a href=\"#turn-%zu-%zu-%lld\" class=\"node-link%s\" "
+			      "data-node=\"%lld\" data-parent=\"%lld\"%s>", m, t, n[i].turn,
+			      n[i].best ? " best" : "", n[i].call ? 0LL : n[i].turn,
+			      n[i].call ? n[i].turn : n[n[i].parent].turn,
+			      n[i].call ? " data-call=\"1\"" : "");
+		if (n[i].call)
+			kb_buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%d\" "
+				      "fill=\"%s\"/><text x=\"%d\" y=\"%.1f\">c%lld</text>",
+				      TX(i) - TREE_R * 0.7, TY(i) - TREE_R * 0.7, (int)(TREE_R * 1.4),
+				      (int)(TREE_R * 1.4), node_fill(n[i].row), TX(i), TY(i),
+				      n[i].callno);
+		else
+			kb_buf_printf(out, "<circle cx=\"%d\" cy=\"%.1f\" r=\"%d\" fill=\"%s\"/>"
+				      "<text x=\"%d\" y=\"%.1f\">%lld</text>", TX(i), TY(i), TREE_R,
+				      node_fill(n[i].row), TX(i), TY(i), n[i].turn);
+		kb_buf_printf(out, "<title>");
+		if (n[i].call)
+			kb_buf_printf(out, "tool call %lld of turn %lld", n[i].callno, n[i].turn);
+		else
+			kb_buf_printf(out, "turn %lld", n[i].turn);
+		kb_buf_printf(out, ": ");
+		esc(out, json_string_value(json_object_get(n[i].row, "verdict")) ?: "under way");
+		if (json_is_number(s))
+			kb_buf_printf(out, ", speedup %.3gx", json_number_value(s));
+		kb_buf_printf(out, "</title></a>");
+	}
+#undef TX
+#undef TY
+	kb_buf_printf(out, "</svg>\n");
+}
+
 static void
 turn_section(struct kb_buf *out, const char *run_dir, json_t *task, json_t *row, size_t m,
-	     size_t t, const char *prev_kernel_rel, bool live)
+	     size_t t, const char *prev_kernel_rel, long long prev_turn, bool live)
 {
 	const char	*id = json_string_value(json_object_get(task, "id"));
 	json_t		*arts = json_object_get(row, "artifacts"), *v;
@@ -556,10 +735,13 @@ turn_section(struct kb_buf *out, const char *run_dir, json_t *task, json_t *row,
 			char	*new = read_artifact(run_dir, id, rel, &c2);
 
 			if (prev_kernel_rel == NULL)
-				kb_buf_printf(out, "<p class=\"note nodiff\">the first kernel of the "
-					      "task: no diff</p>");
+				kb_buf_printf(out, "<p class=\"note nodiff\">%s: no diff</p>",
+					      prev_turn > 0 ? "its parent wrote no kernel" : k > 1 ?
+					      "grown from the problem alone" :
+					      "the first kernel of the task");
 			else if (old != NULL && new != NULL) {
-				kb_buf_printf(out, "<h4>Kernel diff against turn %lld</h4>", k - 1);
+				/* against the node it refined: the turn before in a chain */
+				kb_buf_printf(out, "<h4>Kernel diff against turn %lld</h4>", prev_turn);
 				rpt_html_diff(old, new, out);
 			}
 			free(old);
@@ -582,7 +764,10 @@ static void
 task_section(struct kb_buf *out, json_t *model, json_t *task, size_t m, size_t t, bool live)
 {
 	const char	*run_dir = json_string_value(json_object_get(model, "dir"));
-	const char	*prev_kernel = NULL;
+	const char	*strategy = json_string_value(json_object_get(json_object_get(
+				json_object_get(model, "report"), "search"), "strategy"));
+	const char	*kernels[256] = { NULL };	/* turn k's at k - 1 */
+	bool		 tree = strategy != NULL && strcmp(strategy, "chain") != 0;
 	size_t		 k;
 	json_t		*row;
 
@@ -594,13 +779,24 @@ task_section(struct kb_buf *out, json_t *model, json_t *task, size_t m, size_t t
 	esc(out, json_string_value(json_object_get(task, "state")));
 	kb_buf_printf(out, ", %zu turn(s)</summary>\n",
 		      json_array_size(json_object_get(task, "rows")));
+	json_array_foreach(json_object_get(task, "rows"), k, row)
+		tree = tree || json_array_size(json_object_get(row, "tool_calls")) > 0;
+	if (tree)
+		search_tree(out, task, m, t);
 	timeline(out, json_object_get(task, "records"));
 	json_array_foreach(json_object_get(task, "rows"), k, row) {
-		turn_section(out, run_dir, task, row, m, t, prev_kernel, live);
-		/* The previous kernel of the next turn: this one's, if it wrote one. */
-		if (json_is_string(json_object_get(json_object_get(row, "artifacts"), "kernel")))
-			prev_kernel = json_string_value(json_object_get(json_object_get(row,
-									"artifacts"), "kernel"));
+		json_t		*p = json_object_get(row, "parent");
+		long long	 parent = json_is_integer(p) && json_integer_value(p) >= 0 &&
+				 json_integer_value(p) <= (json_int_t)k ?
+				 (long long)json_integer_value(p) : (long long)k;
+
+		if (k >= sizeof(kernels) / sizeof(kernels[0]))
+			break;
+		/* The diff is against the kernel of the node this turn refined. */
+		turn_section(out, run_dir, task, row, m, t, parent > 0 ? kernels[parent - 1] : NULL,
+			     parent, live);
+		kernels[k] = json_string_value(json_object_get(json_object_get(row, "artifacts"),
+							       "kernel"));
 	}
 	kb_buf_printf(out, "</details>\n");
 }

@@ -287,6 +287,72 @@ plot_fast1_by_turn(json_t *models, struct kb_buf *out)
 	chart_close(&c);
 }
 
+/* ------------------------------------------------------------ fast_1 by spend */
+
+/* fast_1 against what the tasks spent of measure (the report's by_spend steps), a step
+ * line per run from 0 to the most a task of it spent, labelled with its strategy: two
+ * searches compared at equal cost (docs/search.md). */
+static void
+plot_fast1_by(json_t *models, struct kb_buf *out, const char *measure, const char *id,
+	      const char *title, const char *xlabel)
+{
+	struct chart	 c = { out, 0, 1, 0, 1, 0 };
+	size_t		 m, k;
+	json_t		*model, *st;
+	char		 label[160];
+
+	json_array_foreach(models, m, model) {
+		double most = json_number_value(json_object_get(json_object_get(json_object_get(
+			json_object_get(model, "report"), "by_spend"), measure), "max"));
+
+		if (most > c.x1)
+			c.x1 = most;
+	}
+	chart_open(&c, id, title, "share of tasks whose search found a kernel faster than the "
+		   "reference within a spend");
+	chart_axes(&c, xlabel, "fast_1", 5, 5, "%.3g", "%.1f", NULL);
+	json_array_foreach(models, m, model) {
+		json_t		*report = json_object_get(model, "report");
+		json_t		*by = json_object_get(json_object_get(report, "by_spend"), measure);
+		json_t		*steps = json_object_get(by, "fast_1");
+		const char	*strategy = json_string_value(json_object_get(json_object_get(report,
+							"search"), "strategy"));
+		double		 xs[2 * 256 + 2], ys[2 * 256 + 2], y = 0;
+		int		 n = 0;
+
+		xs[n] = 0;
+		ys[n++] = 0;
+		json_array_foreach(steps, k, st) {
+			if (n + 3 > (int)(sizeof(xs) / sizeof(xs[0])))
+				break;
+			xs[n] = json_number_value(json_array_get(st, 0));
+			ys[n++] = y;
+			y = json_number_value(json_array_get(st, 1));
+			xs[n] = xs[n - 1];
+			ys[n++] = y;
+		}
+		xs[n] = json_number_value(json_object_get(by, "max"));
+		ys[n++] = y;
+		run_label(models, m, strategy != NULL ? strategy : "", label, sizeof(label));
+		chart_series(&c, label, palette[m % NPALETTE], xs, ys, n);
+	}
+	chart_close(&c);
+}
+
+static void
+plot_fast1_by_requests(json_t *models, struct kb_buf *out)
+{
+	plot_fast1_by(models, out, "requests", "fast1_by_requests",
+		      "fast_1 against LLM requests spent", "LLM requests per task");
+}
+
+static void
+plot_fast1_by_gpu_s(json_t *models, struct kb_buf *out)
+{
+	plot_fast1_by(models, out, "gpu_s", "fast1_by_gpu_s",
+		      "fast_1 against execution seconds spent", "execution seconds per task");
+}
+
 /* ------------------------------------------------------------ speedups */
 
 /* Bins of half a power of two: (2^(i/2), 2^((i+1)/2)], so that the bins above 1 hold
@@ -653,6 +719,8 @@ plot_slot_use(json_t *models, struct kb_buf *out)
 const struct rpt_plot rpt_plots[] = {
 	{ "fast_p", "fast_p against p, per level", plot_fast_p },
 	{ "fast1_by_turn", "fast_1 by turn", plot_fast1_by_turn },
+	{ "fast1_by_requests", "fast_1 against LLM requests spent", plot_fast1_by_requests },
+	{ "fast1_by_gpu_s", "fast_1 against execution seconds spent", plot_fast1_by_gpu_s },
 	{ "speedups", "speedups of correct kernels", plot_speedups },
 	{ "turn_status", "status of every turn", plot_turn_status },
 	{ "slot_use", "execution (GPU or CPU) and compile slot use over time", plot_slot_use },

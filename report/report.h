@@ -51,6 +51,7 @@ bool		 rpt_state_finished(enum rpt_state s);	/* DONE or FAILED */
 
 /* A task rebuilt from its log (status, tail, report; the supervisor and its progress
  * display). */
+#define RPT_SPEND_LEVELS 5	/* fast_0 and the report's four fast_p */
 struct rpt_summary {
 	enum rpt_state	 state;
 	int		 turn;		/* current or last turn */
@@ -84,9 +85,21 @@ struct rpt_summary {
 		char	 reasons[160];	/* rule names, comma-separated */
 	} flagged[8];
 	int		 nflagged;
+	/* What the task spent (rundir's rd_spend_add over its records), in all and when
+	 * its best first counted as fast_0 (index 0) and as each fast_p the report shows
+	 * (index 1 + i: the report's i-th level, 0.5, 1, 1.5, 2): fast_p against budget
+	 * spent (docs/search.md). fast_reached[k] false: not (yet). */
+	struct rd_spend	 spent;
+	struct rd_spend	 fast_spent[RPT_SPEND_LEVELS];
+	bool		 fast_reached[RPT_SPEND_LEVELS];
 	/* An execution found the reference's output near zero or constant on the problem's
 	 * inputs (degenerate_output): a property of the problem, reported per problem. */
 	bool		 degenerate_reference;
+	/* The search (docs/search.md): each finished node's depth (index k-1; 1 under the
+	 * problem itself) by the parent its FEEDBACK record names (a log without one is a
+	 * chain), and the deepest; best_turn is the best node. */
+	unsigned char	 node_depth[256];
+	int		 depth;
 };
 #define RPT_MAX_FLAGGED	8
 /* Reads tasks/<id>/trajectory.jsonl (read-only; a torn tail is ignored). A task with

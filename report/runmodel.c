@@ -40,6 +40,10 @@ const struct rpt_column rpt_turn_columns[] = {
 	{ "completion_tokens", "completion tokens" },
 	{ "reasoning_tokens", "of the completion tokens, reasoning (where the server says)" },
 	{ "cost_usd", "the turn's model cost in USD (priced runs: llm.price_*_per_mtok)" },
+	{ "parent", "the search node this turn refined (0: the problem alone; docs/search.md)" },
+	{ "spent_requests", "the task's LLM requests up to this turn, included (refinement.budget)" },
+	{ "spent_tokens", "the task's prompt and completion tokens up to this turn" },
+	{ "spent_gpu_s", "the task's execution-slot seconds up to this turn" },
 	{ NULL, NULL },
 };
 
@@ -54,6 +58,7 @@ struct reading {
 	json_t			*rows;		/* turn k at index k-1 */
 	json_t			*records;
 	json_t			*leases;	/* the run's, shared by its tasks */
+	const struct rpt_summary *sum;	/* the task's, read in the same pass */
 };
 
 static json_t *
@@ -188,6 +193,11 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 		    artifact_path_ok(path))
 			json_object_set_new(json_object_get(row, "artifacts"), key, json_string(path));
 	}
+	/* A node's parent as soon as its GENERATE names it, so that a node under way sits
+	 * where it grows in the search tree (html.c); its FEEDBACK says it again. */
+	if (strcmp(rec->from, rpt_state_name(RPT_ST_GENERATE)) == 0 && !tool_call &&
+	    json_is_integer(v = json_object_get(d, RD_NODE_PARENT)))
+		json_object_set(row, "parent", v);
 	if (strcmp(rec->from, rpt_state_name(RPT_ST_GENERATE)) == 0 && json_is_integer(json_object_get(d, "attempts"))) {
 		static const char *const counts[][2] = {
 			{ "attempts", "llm_requests" },
@@ -214,9 +224,9 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 
 		if (calls == NULL)
 			json_object_set_new(row, "tool_calls", calls = json_array());
-		call = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "node",
-				 json_object_get(d, RD_REC_NODE), "parent",
-				 json_object_get(d, RD_REC_PARENT), "call", json_object_get(d, "call"),
+		call = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}", "parent",
+				 json_object_get(d, RD_NODE_PARENT), "call",
+				 json_object_get(d, RD_NODE_CALL),
 				 "verdict", json_object_get(d, "verdict"), "status",
 				 json_object_get(d, "status"), "speedup", json_object_get(d, "speedup"));
 		json_object_foreach(arts, key, v) {
@@ -256,8 +266,15 @@ read_record(const struct kb_tlog_rec *rec, void *arg)
 				"task", rd->task->id, "turn", rec->turn,
 				"acquired_ms", (json_int_t)acq, "released_ms", (json_int_t)rel));
 	}
-	if (strcmp(rec->from, rpt_state_name(RPT_ST_FEEDBACK)) == 0)
+	if (strcmp(rec->from, rpt_state_name(RPT_ST_FEEDBACK)) == 0) {
 		take_outcome(row, d);
+		/* the summary has read this record already: its spend includes the turn */
+		if (json_is_integer(v = json_object_get(d, RD_NODE_PARENT)))
+			json_object_set(row, "parent", v);
+		json_object_set_new(row, "spent_requests", json_integer(rd->sum->spent.requests));
+		json_object_set_new(row, "spent_tokens", json_integer(rd->sum->spent.tokens));
+		json_object_set_new(row, "spent_gpu_s", json_real(rd->sum->spent.gpu_s));
+	}
 	return 0;
 }
 
@@ -277,7 +294,7 @@ rpt_run_model(const struct rpt_run *run, const char *const *accept)
 	for (int i = 0; i < run->ntasks; i++) {
 		struct rpt_summary	*s = &sums[i];
 		struct reading		 rd = { run, &run->tasks[i], json_array(), json_array(),
-						leases };
+						leases, s };
 
 		rpt_summarize_with(run->dir, run->tasks[i].id, accept, s, read_record, &rd);
 		json_array_append_new(tasks, json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:o, "

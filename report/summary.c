@@ -15,6 +15,8 @@ static const char *const state_names[RPT_ST__N] = { RD_TASK_STATES(NAME_) };
 #define RPT_STAGE_ROW_(n, takes_slot)	{ RPT_ST_##n, takes_slot },
 const struct rpt_stage rpt_stages[] = { RD_TASK_STAGES(RPT_STAGE_ROW_) };
 const size_t rpt_nstages = sizeof(rpt_stages) / sizeof(rpt_stages[0]);
+/* The fast_p levels the report shows (and the summary's spend marks, RPT_SPEND_LEVELS). */
+const double rpt_fast_p_levels[RPT_N_FAST_P] = { 0.5, 1.0, 1.5, 2.0 };
 
 const char *
 rpt_state_name(enum rpt_state s)
@@ -135,6 +137,7 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	struct rpt_summary	*s = z->s;
 	enum rpt_state		 to;
 	json_t			*d = rec->data, *v;
+	int			 parent = rec->turn - 1, depth;
 
 	if (rpt_state_parse(rec->to, &to) < 0)
 		return 0;
@@ -143,6 +146,7 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	s->last_seq = rec->seq;
 	if (strcmp(rec->event, "next_turn") == 0)
 		s->turn = rec->turn + 1;
+	rd_spend_add(&s->spent, rec->from, d);
 	s->env_error[0] = '\0';
 	if (strcmp(rec->event, "env_error") == 0) {
 		s->env_errors++;
@@ -168,6 +172,13 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	if (strcmp(rec->from, rpt_state_name(RPT_ST_FEEDBACK)) != 0 || rec->turn < 1 || rec->turn > 256)
 		return 0;
 	s->turns_done = rec->turn;
+	if (json_is_integer(v = json_object_get(d, RD_NODE_PARENT)) &&
+	    json_integer_value(v) >= 0 && json_integer_value(v) < rec->turn)
+		parent = (int)json_integer_value(v);
+	depth = parent > 0 ? s->node_depth[parent - 1] + 1 : 1;
+	s->node_depth[rec->turn - 1] = (unsigned char)(depth < 255 ? depth : 255);
+	if (s->node_depth[rec->turn - 1] > s->depth)
+		s->depth = s->node_depth[rec->turn - 1];
 	if (json_is_string(v = json_object_get(d, "status")))
 		snprintf(s->last_status, sizeof(s->last_status), "%s", json_string_value(v));
 	if (json_is_true(json_object_get(d, "compiled")))
@@ -190,6 +201,12 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	for (int k = s->nbest; k < rec->turn; k++)
 		s->best_at_turn[k] = k > 0 ? s->best_at_turn[k - 1] : -1;
 	s->best_at_turn[rec->turn - 1] = s->best_speedup;
+	for (int i = 0; i < RPT_SPEND_LEVELS; i++)
+		if (!s->fast_reached[i] && s->any_correct &&
+		    (i == 0 || s->best_speedup > rpt_fast_p_levels[i - 1])) {
+			s->fast_reached[i] = true;
+			s->fast_spent[i] = s->spent;
+		}
 	if (rec->turn > s->nbest)
 		s->nbest = rec->turn;
 	return 0;

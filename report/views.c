@@ -14,8 +14,6 @@
 #include "report/report_int.h"
 #include "base/banned.h"
 
-const double rpt_fast_p_levels[RPT_N_FAST_P] = { 0.5, 1.0, 1.5, 2.0 };
-
 static json_t *
 load_json_in(const char *dir, enum rd_entry file)
 {
@@ -414,6 +412,22 @@ llm_use_text(json_t *use, bool priced, char *out, size_t outlen)
 		snprintf(out, outlen, "  [%lld+%lld tokens]", p, c);
 }
 
+/* "  [4 nodes, depth 3, best node 2]" for a task's line of status in a search. */
+static void
+search_text(json_t *search, char *out, size_t outlen)
+{
+	json_t	*best = json_object_get(search, "best_node");
+
+	snprintf(out, outlen, "  [%lld node%s, depth %lld", (long long)json_integer_value(
+		 json_object_get(search, "nodes")), json_integer_value(json_object_get(search,
+		 "nodes")) == 1 ? "" : "s", (long long)json_integer_value(json_object_get(search,
+		 "depth")));
+	if (json_is_integer(best))
+		snprintf(out + strlen(out), outlen - strlen(out), ", best node %lld",
+			 (long long)json_integer_value(best));
+	snprintf(out + strlen(out), outlen - strlen(out), "]");
+}
+
 static bool
 run_priced(const struct kb_config *c)
 {
@@ -430,6 +444,7 @@ rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, boo
 	struct stage_times st[STAGE_ROWS];
 	struct rpt_summary *sums;
 	long		 reqs = 0, ptok = 0, ctok = 0, rtok = 0;
+	bool		 search;
 	double		 cost = 0;
 	bool		 priced, alive = sup->alive;
 
@@ -446,6 +461,8 @@ rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, boo
 	paused = env_paused != NULL ? env_paused : llm_paused != NULL ? llm_paused :
 		 json_string_value(json_object_get(json_object_get(pool, "paused"), "reason"));
 	priced = run_priced(run->cfg);
+	search = run->cfg->refinement.strategy != NULL &&
+		 strcmp(run->cfg->refinement.strategy, "chain") != 0;
 	memset(st, 0, sizeof(st));
 	if ((sums = summarize_all(run, NULL, st)) == NULL) {
 		fprintf(stderr, "kforge: out of memory\n");
@@ -461,13 +478,15 @@ rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, boo
 		rtok += s.reasoning_tokens;
 		cost += s.cost_usd;
 		json_array_append_new(tasks, json_pack("{s:s, s:s, s:i, s:i, s:o, s:s, s:s, s:s, "
-			"s:o}", "id", run->tasks[i].id, "state", rpt_state_name(s.state), "turn",
-			s.turn, "turns", (int)run->cfg->refinement.turns, "best_speedup",
+			"s:o, s:{s:i, s:i, s:o}}", "id", run->tasks[i].id, "state",
+			rpt_state_name(s.state), "turn", s.turn, "turns",
+			(int)run->cfg->refinement.turns, "best_speedup",
 			s.best_speedup >= 0 ? json_real(s.best_speedup) : json_null(),
 			"last_status", s.last_status, "fail_reason", s.fail_reason,
 			"env_error", s.env_error, "llm", llm_use_json(s.llm_requests,
 			s.prompt_tokens, s.completion_tokens, s.reasoning_tokens, s.cost_usd,
-			priced)));
+			priced), "search", "nodes", s.turns_done, "depth", s.depth, "best_node",
+			s.best_speedup >= 0 ? json_integer(s.best_turn) : json_null()));
 	}
 	unfinished = run->ntasks - counts[RPT_ST_DONE] - counts[RPT_ST_FAILED];
 	/* Whatever stopped it, a run with work left and no supervisor continues on resume. */
@@ -512,19 +531,22 @@ rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, boo
 		printf("run %s: %s, %d tasks: %d done, %d failed, %d in progress\n",
 		       run->cfg->name, state, run->ntasks, counts[RPT_ST_DONE],
 		       counts[RPT_ST_FAILED], unfinished);
-		printf("%-32s %-11s %7s %8s  %s\n", "TASK", "STATE", "TURN", "BEST", "LAST");
+		printf("%-32s %-11s %7s %8s  %s\n", "TASK", "STATE", search ? "NODES" : "TURN",
+		       "BEST", "LAST");
 		json_array_foreach(tasks, i, t) {
 			char		 best[32] = "-";
 			json_t		*b = json_object_get(t, "best_speedup");
 			const char	*env = json_string_value(json_object_get(t, "env_error"));
 			json_t		*use = json_object_get(t, "llm");
-			char		 spent[96] = "";
+			char		 spent[96] = "", tree[80] = "";
 
 			if (json_is_number(b))
 				snprintf(best, sizeof(best), "%.2fx", json_number_value(b));
 			if (json_integer_value(json_object_get(use, "requests")) > 0)
 				llm_use_text(use, priced, spent, sizeof(spent));
-			printf("%-32s %-11s %3lld/%-3lld %8s  %s%s%s%s%s%s%s\n",
+			if (search)
+				search_text(json_object_get(t, "search"), tree, sizeof(tree));
+			printf("%-32s %-11s %3lld/%-3lld %8s  %s%s%s%s%s%s%s%s\n",
 			       json_string_value(json_object_get(t, "id")),
 			       json_string_value(json_object_get(t, "state")),
 			       (long long)json_integer_value(json_object_get(t, "turn")),
@@ -532,7 +554,7 @@ rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, boo
 			       *env ? "paused on env_error — " : "", env, *env ? "; " : "",
 			       json_string_value(json_object_get(t, "last_status")),
 			       *json_string_value(json_object_get(t, "fail_reason")) ? " — " : "",
-			       json_string_value(json_object_get(t, "fail_reason")), spent);
+			       json_string_value(json_object_get(t, "fail_reason")), tree, spent);
 		}
 		if (json_is_object(pool)) {
 			printf("resources%s:\n", alive ? "" : " (at the last update)");
@@ -686,9 +708,21 @@ format_record(const struct kb_tlog_rec *r)
 			ADD(" after %lld failed attempt%s", (long long)json_integer_value(v),
 			    json_integer_value(v) == 1 ? "" : "s");
 	}
+	/* A node of a search that grew from another than the turn before (docs/search.md);
+	 * a second parent (evolve) beside it. */
+	if (strcmp(r->from, rpt_state_name(RPT_ST_GENERATE)) == 0 &&
+	    strcmp(r->event, "tool_call") != 0 &&
+	    json_is_integer(v = json_object_get(d, RD_NODE_PARENT)) &&
+	    (json_integer_value(v) != r->turn - 1 ||
+	     json_is_integer(json_object_get(d, RD_NODE_PARENT2)))) {
+		ADD("  from node %lld", (long long)json_integer_value(v));
+		if (json_is_integer(v = json_object_get(d, RD_NODE_PARENT2)))
+			ADD(" and %lld", (long long)json_integer_value(v));
+	}
 	if (strcmp(r->event, "tool_call") == 0)
-		ADD("  tool call %lld (%s): %s", (long long)json_integer_value(json_object_get(d,
-		    "call")), json_string_value(json_object_get(d, RD_REC_NODE)) ?: "?",
+		ADD("  tool call %lld under node %lld: %s",
+		    (long long)json_integer_value(json_object_get(d, RD_NODE_CALL)),
+		    (long long)json_integer_value(json_object_get(d, RD_NODE_PARENT)),
 		    json_string_value(json_object_get(d, "verdict")) ?: "?");
 	if (json_is_string(v = json_object_get(d, "status")))
 		ADD("  %s", json_string_value(v));
@@ -1076,7 +1110,83 @@ struct report {
 	double		 cost_usd;
 	bool		 priced;
 	json_t		*llm_tasks;
+	json_t		*by_spend;	/* by_spend_json's */
 };
+
+_Static_assert(RPT_SPEND_LEVELS == 1 + RPT_N_FAST_P, "fast_0 and every fast_p by spend");
+
+static const char *const spend_measures[] = {
+#define SPEND_NAME_(m) #m,
+	RD_SPEND_MEASURES(SPEND_NAME_)
+#undef SPEND_NAME_
+};
+#define NSPEND_MEASURES (sizeof(spend_measures) / sizeof(spend_measures[0]))
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double	x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* fast_p against budget spent (docs/search.md): for each measure of rd_spend, the most a
+ * task spent ("max") and for fast_0 and each fast_p the steps [spent, share] where the
+ * share of the n tasks whose best was fast_p within that spend rises: a task counts from
+ * the spend at which its search first found such a kernel. */
+static json_t *
+by_spend_json(const struct rpt_summary *const *sums, int n)
+{
+	json_t	*out = json_object();
+	double	*v = calloc((size_t)n + 1, sizeof(double));
+	char	 key[16];
+
+	for (size_t m = 0; v != NULL && m < NSPEND_MEASURES; m++) {
+		json_t	*one = json_object();
+		double	 most = 0;
+
+		for (int i = 0; i < n; i++)
+			if (rd_spend_get(&sums[i]->spent, spend_measures[m]) > most)
+				most = rd_spend_get(&sums[i]->spent, spend_measures[m]);
+		json_object_set_new(one, "max", json_real(most));
+		for (int k = 0; k < RPT_SPEND_LEVELS; k++) {
+			json_t	*steps = json_array();
+			int	 c = 0;
+
+			for (int i = 0; i < n; i++)
+				if (sums[i]->fast_reached[k])
+					v[c++] = rd_spend_get(&sums[i]->fast_spent[k], spend_measures[m]);
+			qsort(v, (size_t)c, sizeof(double), cmp_double);
+			for (int j = 0; j < c; j++)
+				if (j + 1 == c || v[j + 1] != v[j])
+					json_array_append_new(steps, json_pack("[f, f]", v[j],
+							      (double)(j + 1) / n));
+			if (k == 0)
+				snprintf(key, sizeof(key), "fast_0");
+			else
+				snprintf(key, sizeof(key), "fast_%g", rpt_fast_p_levels[k - 1]);
+			json_object_set_new(one, key, steps);
+		}
+		json_object_set_new(out, spend_measures[m], one);
+	}
+	free(v);
+	return out;
+}
+
+/* The share of the tasks whose best was fast_1 within spend x of measure, from
+ * by_spend_json's steps. */
+static double
+fast1_within(const json_t *by_spend, const char *measure, double x)
+{
+	json_t	*steps = json_object_get(json_object_get(by_spend, measure), "fast_1"), *st;
+	double	 share = 0;
+	size_t	 i;
+
+	json_array_foreach(steps, i, st)
+		if (json_number_value(json_array_get(st, 0)) <= x + 1e-9)
+			share = json_number_value(json_array_get(st, 1));
+	return share;
+}
 
 /* sums: every task's summary, in task order; keep: a JSON object whose keys are the
  * problem keys to count, NULL: every task. */
@@ -1084,6 +1194,9 @@ static void
 report_build(const struct rpt_run *run, const struct rpt_summary *sums, const json_t *keep,
 	     struct report *r)
 {
+	const struct rpt_summary	**counted;
+	int				  ncounted = 0;
+
 	memset(r, 0, sizeof(*r));
 	r->tf = calloc((size_t)run->ntasks + 1, sizeof(*r->tf));
 	r->failed = json_array();
@@ -1095,6 +1208,7 @@ report_build(const struct rpt_run *run, const struct rpt_summary *sums, const js
 	tally_init(&r->all, r->nturns);
 	for (int l = 0; l <= KB_MAX_LEVELS; l++)
 		tally_init(&r->lv[l], r->nturns);
+	counted = calloc((size_t)run->ntasks + 1, sizeof(*counted));
 	for (int i = 0; i < run->ntasks; i++) {
 		const struct rpt_summary	*s = &sums[i];
 		int				 l = run->tasks[i].level;
@@ -1103,6 +1217,8 @@ report_build(const struct rpt_run *run, const struct rpt_summary *sums, const js
 			l = 0;
 		if (keep != NULL && json_object_get(keep, run->tasks[i].problem_key) == NULL)
 			continue;
+		if (counted != NULL)
+			counted[ncounted++] = s;
 		if (r->tf != NULL) {
 			struct task_fast *f = &r->tf[r->ntf++];
 
@@ -1143,6 +1259,8 @@ report_build(const struct rpt_run *run, const struct rpt_summary *sums, const js
 				run->tasks[i].id, "reason",
 				s->fail_reason[0] ? s->fail_reason : "no reason recorded"));
 	}
+	r->by_spend = by_spend_json(counted, ncounted);
+	free(counted);
 }
 
 static void
@@ -1155,6 +1273,7 @@ report_clear(struct report *r)
 	json_decref(r->flagged);
 	json_decref(r->degenerate);
 	json_decref(r->llm_tasks);
+	json_decref(r->by_spend);
 	tally_clear(&r->all);
 	for (int l = 0; l <= KB_MAX_LEVELS; l++)
 		tally_clear(&r->lv[l]);
@@ -1332,6 +1451,19 @@ redteam_json(const struct rpt_run *run)
 	return out;
 }
 
+/* The run's search and budgets, as its config set them (docs/search.md). */
+static json_t *
+search_json(const struct kb_config *c)
+{
+	return json_pack("{s:s?, s:i, s:i, s:i, s:f, s:{s:I, s:I, s:f, s:f}}", "strategy",
+			 c->refinement.strategy, "turns", (int)c->refinement.turns, "width",
+			 (int)c->refinement.width, "keep", (int)c->refinement.keep, "explore",
+			 c->refinement.explore, "budget", "requests",
+			 (json_int_t)c->refinement.budget.requests, "tokens",
+			 (json_int_t)c->refinement.budget.tokens, "cost_usd",
+			 c->refinement.budget.cost_usd, "gpu_s", c->refinement.budget.gpu_s);
+}
+
 static json_t *
 report_json(const struct rpt_run *run, const struct report *r, const char *const *accept)
 {
@@ -1356,6 +1488,8 @@ report_json(const struct rpt_run *run, const struct report *r, const char *const
 		json_t *ak = at_k_json(r), *rt = redteam_json(run);
 
 		json_object_set(out, "degenerate_problems", r->degenerate);
+		json_object_set(out, "by_spend", r->by_spend);
+		json_object_set_new(out, "search", search_json(run->cfg));
 		json_object_set_new(out, "timing", timing_json(run));
 		if (ak != NULL)
 			json_object_set_new(out, "at_k", ak);
@@ -1439,6 +1573,20 @@ redteam_mark(const struct rpt_run *run)
 	json_decref(rt);
 }
 
+/* fast_1 against the LLM requests spent, a column per request (at most 64). */
+static void
+by_spend_print(const struct rpt_run *run, const struct report *r)
+{
+	double	most = json_number_value(json_object_get(json_object_get(r->by_spend,
+							"requests"), "max"));
+
+	printf("\nfast_1 by LLM requests spent (search %s; best kernel within N requests):\n ",
+	       run->cfg->refinement.strategy != NULL ? run->cfg->refinement.strategy : "chain");
+	for (int k = 1; k <= (int)most && k <= 64; k++)
+		printf(" %d:%.1f%%", k, 100.0 * fast1_within(r->by_spend, "requests", k));
+	printf("\n");
+}
+
 int
 rpt_cmd_report(const struct rpt_run *run, bool as_json, const char *const *accept)
 {
@@ -1485,6 +1633,7 @@ rpt_cmd_report(const struct rpt_run *run, bool as_json, const char *const *accep
 			printf(" %d:%.1f%%", k + 1,
 			       100.0 * all->fast1_at[k] / (all->tasks > 0 ? all->tasks : 1));
 		printf("\n");
+		by_spend_print(run, &r);
 		at_k_print(&r);
 		printf("\nlast status of each task:");
 		{

@@ -1,4 +1,5 @@
 /* rundir.c: the run directory's layout table and the paths built from it. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -232,4 +233,58 @@ rd_finding_file(char *out, size_t n, const char *run_dir, const char *task_id, i
 		return fail(out, n, -KB_EINVAL);
 	return build(out, n, run_dir, "%s/%s_t%d/%s", rd_table[RD_REDTEAM_DIR].name, task_id,
 		     turn, rd_table[e].name);
+}
+
+/* A count of a record, or 0 when it is not a plausible one: sums over a log must not
+ * overflow, whatever the log holds. */
+static long
+plausible_count(const json_t *d, const char *key)
+{
+	json_t	*v = json_object_get(d, key);
+
+	return json_is_integer(v) && json_integer_value(v) >= 0 &&
+	       json_integer_value(v) <= INT_MAX ? (long)json_integer_value(v) : 0;
+}
+
+void
+rd_spend_add(struct rd_spend *s, const char *from, const json_t *data)
+{
+	json_t	*v, *lease;
+	double	 held;
+
+	if (strcmp(from, "GENERATE") == 0 && json_is_integer(json_object_get(data, "attempts"))) {
+		s->requests += plausible_count(data, "attempts");
+		s->tokens += plausible_count(data, "prompt_tokens") +
+			     plausible_count(data, "completion_tokens");
+		if (json_is_number(v = json_object_get(data, "cost_usd")) &&
+		    json_number_value(v) >= 0 && json_number_value(v) < 1e9)
+			s->cost_usd += json_number_value(v);
+		return;
+	}
+	if (strcmp(from, "EXECUTE") != 0 && strcmp(from, "PROFILE") != 0)
+		return;
+	lease = json_object_get(data, "lease");
+	v = json_object_get(lease, "class");
+	if (!json_is_string(v) || strcmp(json_string_value(v), "exec") != 0 ||
+	    !json_is_integer(json_object_get(lease, "acquired_ms")) ||
+	    !json_is_integer(json_object_get(lease, "released_ms")))
+		return;
+	held = (double)(json_integer_value(json_object_get(lease, "released_ms")) -
+			json_integer_value(json_object_get(lease, "acquired_ms"))) / 1000.0;
+	if (held > 0 && held < 1e7)
+		s->gpu_s += held;
+}
+
+double
+rd_spend_get(const struct rd_spend *s, const char *measure)
+{
+	if (strcmp(measure, "requests") == 0)
+		return (double)s->requests;
+	if (strcmp(measure, "tokens") == 0)
+		return (double)s->tokens;
+	if (strcmp(measure, "cost_usd") == 0)
+		return s->cost_usd;
+	if (strcmp(measure, "gpu_s") == 0)
+		return s->gpu_s;
+	return -1;
 }

@@ -200,21 +200,41 @@ int	rd_finding_file(char *out, size_t n, const char *run_dir, const char *task_i
 	X(env_error)	\
 	X(tool_call)
 
-/* A node of the task's search tree, as records name it: a record's "node" and the
- * "parent" it grew from. A turn is node "t<turn>"; an agent's tool call within a turn
- * (the event tool_call, GENERATE to GENERATE, one record per call) is node
- * "t<turn>.c<call>", its parent the turn's node. */
-#define RD_REC_NODE		"node"
-#define RD_REC_PARENT		"parent"
-#define RD_NODE_TURN_FMT	"t%d"
-#define RD_NODE_TOOL_CALL_FMT	"t%d.c%d"
-
 /* A turn's verdict, as its FEEDBACK record and result.json name it (feedback/verdict.c
  * judges; only correct counts, a suspect turn where its reasons are accepted). */
 #define RD_VERDICT_CORRECT	"correct"
 #define RD_VERDICT_INCORRECT	"incorrect"
 #define RD_VERDICT_REJECTED	"rejected"
 #define RD_VERDICT_SUSPECT	"suspect"
+
+/* A task's search (docs/search.md): each turn is a node, numbered by its turn, whose
+ * parent (0: the problem alone) its GENERATE and FEEDBACK records name, with a second
+ * parent where the strategy shows two (evolve); a next_turn FEEDBACK record names the
+ * next node's, so that a replay rebuilds the search exactly. A log without them is a
+ * chain (parent: turn - 1). An agent's tool call (the event tool_call, GENERATE to
+ * GENERATE, one record per call) is a leaf under its turn: parent the turn, RD_NODE_CALL
+ * its number within the turn. */
+#define RD_NODE_PARENT		"parent"
+#define RD_NODE_CALL		"call"
+#define RD_NODE_PARENT2		"parent2"
+#define RD_NEXT_PARENT		"next_parent"
+#define RD_NEXT_PARENT2		"next_parent2"
+
+/* What a task has spent (refinement.budget), summed over its records in order: the one
+ * reading of it, for the worker's budgets (fsm/) and the report's fast_p against spend
+ * (report/) alike. requests: a GENERATE record's attempts (a retried request counts each
+ * time); tokens: its prompt and completion tokens; cost_usd: its cost (priced runs);
+ * gpu_s: the execution slot's hold of EXECUTE and PROFILE records (their lease, from
+ * acquired to released: on the CPU, the CPU execution slot's). */
+struct rd_spend {
+	long	 requests, tokens;
+	double	 cost_usd, gpu_s;
+};
+void	rd_spend_add(struct rd_spend *s, const char *from, const json_t *data);
+/* The spend's measures by name, for the report's tables: "requests", "tokens",
+ * "cost_usd", "gpu_s"; rd_spend_get reads one (-1 for a name not listed). */
+#define RD_SPEND_MEASURES(X) X(requests) X(tokens) X(cost_usd) X(gpu_s)
+double	rd_spend_get(const struct rd_spend *s, const char *measure);
 
 /* Lines of supervisor.log that `kforge tail` shows beside the transitions: the
  * supervisor writes them with these formats, and tail recognises them by the same. */

@@ -10,6 +10,8 @@ set(kb_e2e_tests
   # the loop, resume, restarts, detach/stop, the CLI
   "e2e_test_e2e_cpu|test_e2e_cpu|e2e|1800"
   "e2e_test_resume|test_resume|e2e|1800"
+  # refinement.strategy: each search's parents, budgets, a beam round killed and resumed
+  "e2e_test_search|test_search|e2e|2400"
   "e2e_test_worker_restart|test_worker_restart|e2e|1800"
   "e2e_test_detach_stop|test_detach_stop|e2e|1800"
   "e2e_test_cli|test_cli|e2e|1800"

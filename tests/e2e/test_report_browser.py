@@ -150,7 +150,7 @@ try:
     rows = page.eval("Array.from(document.querySelectorAll('#tasks-0 tbody tr')).map(r => r.getAttribute('data-task'))")
     check(sorted(rows) == sorted(tasks) and len(rows) == len(tasks), "the report's task table: %s" % rows)
     check_turn2(page, "report")
-    check(page.eval("document.querySelectorAll('svg.plot').length") == 5, "the report does not show its five plots")
+    check(page.eval("document.querySelectorAll('svg.plot').length") == 7, "the report does not show its seven plots")
     # the plots fill the window's width (columns of at least 560 px, each drawing scaled
     # to its column), and the slot plot of this CPU run names no GPU
     boxes = page.eval("Array.from(document.querySelectorAll('svg.plot')).map(s => {"

@@ -178,6 +178,24 @@ test_refine_sections(void)
 		free(p);
 	}
 
+	/* A search's second parent (evolve): its kernel and speedup after the feedback,
+	 * whatever G, E and P say; none without one. */
+	fb.other_kernel = "class ModelNew:  # the other parent\n    pass\n";
+	fb.other_speedup = 1.25;
+	for (int mask = 0; mask < 8; mask += 7) {
+		cfg.refinement.feedback_g = mask & 1;
+		cfg.refinement.feedback_e = mask & 2;
+		cfg.refinement.feedback_p = mask & 4;
+		p = NULL;
+		CHECK_RC(llm_prompt_refine(&cfg, NULL, problem, &fb, &p, err, sizeof(err)), 0);
+		CHECK_HAS(p, "# the other parent");
+		CHECK_HAS(p, "1.25x");
+		CHECK(p == NULL || strstr(p, "# the other parent") < strstr(p, "Please fix the errors"));
+		CHECK(p == NULL || mask == 0 || strstr(p, p_head) < strstr(p, "# the other parent"));
+		free(p);
+	}
+	fb.other_kernel = NULL;
+
 	/* Enabled, but the previous turn left no profile (it did not run correctly). */
 	fb.profile_text = NULL;
 	CHECK_RC(llm_prompt_refine(&cfg, NULL, problem, &fb, &p, err, sizeof(err)), 0);
@@ -452,9 +470,11 @@ test_prompts_dir_overrides(void)
 	/* the refinement prompt's own templates */
 	{
 		static const char *const refine_files[] = { "refine.md", "feedback_g.md",
-			"feedback_e.md", "feedback_p.md", "statement_cuda.md", "example.md" };
+			"feedback_e.md", "feedback_p.md", "feedback_other.md", "statement_cuda.md",
+			"example.md" };
 		struct llm_feedback fb = { .prev_kernel = "prev", .exec_text = "exec",
-					   .profile_text = "prof" };
+					   .profile_text = "prof", .other_kernel = "other",
+					   .other_speedup = 1.5 };
 
 		tu_config(&cfg, "replay", NULL);
 		tu_set(&cfg.refinement.prompts_dir, dir);

@@ -21,3 +21,8 @@ kb_add_test(report_stats SOURCES ${CMAKE_CURRENT_LIST_DIR}/report_stats.c
 kb_add_script_test(unit_report_compare
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/report_compare.py
                    LABELS unit TIMEOUT 300)
+# a search's views on a hand-built tree: status's nodes, depth and best node, tail's
+# parents, the HTML page's tree (links, parents, verdicts, the best path), parent diffs
+kb_add_script_test(unit_report_search
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/report_search.py
+                   LABELS unit TIMEOUT 300)

@@ -125,6 +125,18 @@ def expected_rows(run_name, task_defs, recs_by_task):
             row["reasoning_tokens"] = str(sum(reasoned)) if reasoned else ""
             priced = [d["cost_usd"] for d in gen if "cost_usd" in d]
             row["cost_usd"] = sum(priced, 0.0) if priced else None
+            # the search's columns: the node's parent where the log names it, and the
+            # task's spend through this turn's FEEDBACK record (rundir's rd_spend_add)
+            row["parent"] = str(out["parent"]) if "parent" in out else ""
+            row["spent_requests"] = row["spent_tokens"] = row["spent_gpu_s"] = None
+            if fb:
+                upto = [r for r in recs if r["seq"] <= fb[-1]["seq"]]
+                g = [r["data"] for r in upto if r["from"] == "GENERATE" and "attempts" in r["data"]]
+                held = [r["data"]["lease"] for r in upto if r["from"] in ("EXECUTE", "PROFILE")
+                        and r["data"].get("lease", {}).get("class") == "exec"]
+                row["spent_requests"] = str(sum(d["attempts"] for d in g))
+                row["spent_tokens"] = str(sum(d.get("prompt_tokens", 0) + d.get("completion_tokens", 0) for d in g))
+                row["spent_gpu_s"] = sum((l["released_ms"] - l["acquired_ms"]) / 1000.0 for l in held) + 0.0
             rows.append(row)
     return rows
 
@@ -177,7 +189,8 @@ def svgs(runs, *extra):
     p = kforge("report", *runs, "--svg", d, *extra)
     check("wrote the plots to" in p.stderr and p.stdout == "", "report --svg: %r %r" % (p.stdout, p.stderr))
     out = {}
-    for name in ("fast_p", "fast1_by_turn", "speedups", "turn_status", "slot_use"):
+    for name in ("fast_p", "fast1_by_turn", "fast1_by_requests", "fast1_by_gpu_s", "speedups",
+                 "turn_status", "slot_use"):
         path = os.path.join(d, name + ".svg")
         check(os.path.exists(path), "no %s" % path)
         out[name] = ET.parse(path).getroot()
@@ -239,6 +252,29 @@ def best_speedups(recs_by_task, accepted):
     return best
 
 
+def fast1_by_requests(recs_by_task, accepted):
+    """(steps, most): the requests at which each task's search first counted a kernel
+    above 1.0x, as the report's by_spend steps [spend, share of tasks], and the most
+    requests a task made; read from the records alone."""
+    firsts, most = [], 0
+    for recs in recs_by_task.values():
+        spent, found = 0, None
+        for r in recs:
+            d = r["data"]
+            if r["from"] == "GENERATE" and "attempts" in d:
+                spent += d["attempts"]
+            if found is None and r["from"] == "FEEDBACK" and d.get("correct") and d.get("speedup", 0) > 1 and \
+                    (d.get("verdict", "correct") == "correct" or
+                     (d["verdict"] == "suspect" and d["reasons"] and all(x in accepted for x in d["reasons"]))):
+                found = spent
+        most = max(most, spent)
+        if found is not None:
+            firsts.append(found)
+    firsts.sort()
+    n = len(recs_by_task)
+    return [(float(v), (j + 1) / n) for j, v in enumerate(firsts) if j + 1 == len(firsts) or firsts[j + 1] != v], most
+
+
 def check_plots(runs, recs_list, csv_rows, *extra):
     plots = svgs(runs, *extra)
     reps = [report_json(r, *extra) for r in runs]
@@ -252,6 +288,21 @@ def check_plots(runs, recs_list, csv_rows, *extra):
     want = {(pf.strip() if pf else rep["run"]): [(float(k + 1), v) for k, v in enumerate(rep["overall"]["fast_1_at_turn"])]
             for rep, pf in zip(reps, prefix)}
     check_close(series_points(plots["fast1_by_turn"]), want, "fast1_by_turn.svg")
+    # fast_1 against requests spent: the report's by_spend, from the records, drawn as steps
+    want = {}
+    for i, (rep, pf) in enumerate(zip(reps, prefix)):
+        steps, most = fast1_by_requests(recs_list[i], extra[1:] if extra else ())
+        by = rep["by_spend"]["requests"]
+        check([tuple(x) for x in by["fast_1"]] == steps and by["max"] == most,
+              "%s: by_spend requests %s, want %s up to %d" % (rep["run"], by, steps, most))
+        pts, y = [(0.0, 0.0)], 0.0
+        for x, share in steps:
+            pts += [(x, y), (x, share)]
+            y = share
+        pts.append((float(most), y))
+        want[pf + rep["search"]["strategy"]] = pts
+    check(any(len(v) > 2 for v in want.values()), "no task of the runs is fast_1: the plot says nothing")
+    check_close(series_points(plots["fast1_by_requests"]), want, "fast1_by_requests.svg")
     # speedups: each task's best correct speedup falls in exactly one bar of its run
     for i, (rep, st) in enumerate(zip(reps, sts)):
         label = prefix[i].strip() if prefix[i] else rep["run"]
