@@ -170,6 +170,24 @@ check(len(fb) == 1 and fb[0]["data"].get("budget") == "tokens", "tokens budget: 
 p = kforge("config", config("cost", "{turns: 2, budget: {cost_usd: 1}}"), check_rc=False)
 check(p.returncode == 2 and "refinement.budget.cost_usd" in p.stderr and "price" in p.stderr,
       "a cost budget without prices: %d %r" % (p.returncode, p.stderr))
+# an execution-seconds budget stops a tree after its first executed node, a cost budget
+# (priced at a dollar a token, so the first request passes it) after its first request
+run_dir = os.path.join(work, "gpu_s")
+kforge("run", config("gpu_s", "{turns: 4, strategy: tree, budget: {gpu_s: 0.001}}"), "--run-dir",
+       run_dir, "--quiet", timeout=1500)
+fb = feedback_records(records(run_dir, "L1_2_LeakyReLU_s0"))
+check(len(fb) == 1 and fb[0]["data"].get("budget") == "gpu_s" and
+      fb[0]["data"]["spent"]["gpu_s"] > 0.001, "gpu_s budget: %s" % [r["data"] for r in fb])
+priced = config("priced", "{turns: 4, strategy: tree, budget: {cost_usd: 0.5}}")
+text = open(priced).read()
+check("llm: {provider: command, " in text, "the config's llm line changed: %s" % text)
+open(priced, "w").write(text.replace("llm: {provider: command, ", "llm: {provider: command, "
+                                     "price_input_per_mtok: 1000000, price_output_per_mtok: 1000000, "))
+run_dir = os.path.join(work, "priced")
+kforge("run", priced, "--run-dir", run_dir, "--quiet", timeout=1500)
+fb = feedback_records(records(run_dir, "L1_2_LeakyReLU_s0"))
+check(len(fb) == 1 and fb[0]["data"].get("budget") == "cost_usd" and
+      fb[0]["data"]["spent"]["cost_usd"] > 0.5, "cost budget: %s" % [r["data"] for r in fb])
 
 # --- kill in the middle of a beam round, resume
 log = os.path.join(work, "kill.log")
