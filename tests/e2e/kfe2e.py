@@ -17,6 +17,7 @@ import time
 
 SKIP = 77
 HOME = os.environ.get("KFORGE_HOME", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+LOCAL_SLURM = os.path.join(HOME, "tools", "slurm", "local.sh")
 BIN = os.environ.get("KFORGE_BIN", os.path.join(HOME, "build", "kforge"))
 REPLIES = os.path.join(HOME, "tests", "data", "e2e", "replies")
 
@@ -156,6 +157,34 @@ def copy_problems(dest, keys):
         os.makedirs(os.path.join(dest, os.path.dirname(key)), exist_ok=True)
         shutil.copy(os.path.join(HOME, "problems", key), os.path.join(dest, key))
     return dest
+
+
+# The ports of each user of a one-host Slurm (tools/slurm/local.sh): (first, how many
+# pairs), so that tests run at once never share one (tools/bench/cluster: 31000-).
+SLURM_PORTS = {"tools_slurm_local": (21000, 2000), "e2e_test_slurm": (25000, 2000),
+               "e2e_test_slurm_time_limit": (29000, 1000)}
+
+
+def local_slurm(work, gpus, user):
+    """tools/slurm/local.sh started in work/slurm with gpus fake GPUs on user's ports:
+    (slurm_env to stop it with, env with SLURM_CONF for its commands); exits the test with
+    SKIP where Slurm cannot start here."""
+    first, pairs = SLURM_PORTS[user]
+    slurm_env = dict(os.environ, KFORGE_SLURM_DIR=os.path.join(work, "slurm"),
+                     KFORGE_SLURM_GPUS=str(gpus),
+                     KFORGE_SLURM_PORT=str(first + os.getpid() % pairs * 2))
+    p = subprocess.run([LOCAL_SLURM, "start"], env=slurm_env, capture_output=True, text=True,
+                       timeout=300)
+    if p.returncode == SKIP:
+        print("SKIP: " + p.stdout.strip())
+        sys.exit(SKIP)
+    check(p.returncode == 0, "local slurm did not start: %s %s" % (p.stdout, p.stderr))
+    return slurm_env, dict(slurm_env, SLURM_CONF=os.path.join(work, "slurm", "etc", "slurm.conf"))
+
+
+def local_slurm_stop(slurm_env):
+    subprocess.run([LOCAL_SLURM, "stop"], env=slurm_env, capture_output=True, text=True,
+                   timeout=300)
 
 
 def write_config(path, text):

@@ -27,19 +27,11 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from kfe2e import *  # noqa: E402,F401
 
-SCRIPT = os.path.join(HOME, "tools", "slurm", "local.sh")
 WAIT_S = 900   # a bound on any one wait on a loaded 2-core machine
 
 py = torch_python()
 work = scratch("e2e-slurm")
-slurm_env = dict(os.environ, KFORGE_SLURM_DIR=os.path.join(work, "slurm"), KFORGE_SLURM_GPUS="2",
-                 KFORGE_SLURM_PORT=str(25000 + os.getpid() % 2000 * 2))  # tools_slurm_local: 21000-24999
-p = subprocess.run([SCRIPT, "start"], env=slurm_env, capture_output=True, text=True, timeout=300)
-if p.returncode == SKIP:
-    print("SKIP: " + p.stdout.strip())
-    sys.exit(SKIP)
-check(p.returncode == 0, "local slurm did not start: %s %s" % (p.stdout, p.stderr))
-env = dict(slurm_env, SLURM_CONF=os.path.join(work, "slurm", "etc", "slurm.conf"))
+slurm_env, env = local_slurm(work, 2, "e2e_test_slurm")
 
 
 def slurm(*args):
@@ -244,4 +236,4 @@ try:
     print("ok: kforge stop stopped the shard mid-run (%d task(s) let go), resume submitted a new "
           "array and finished them" % len(left))
 finally:
-    subprocess.run([SCRIPT, "stop"], env=slurm_env, capture_output=True, text=True, timeout=300)
+    local_slurm_stop(slurm_env)

@@ -16,7 +16,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-from kfe2e import SKIP, check  # noqa: E402
+from kfe2e import SKIP, SLURM_PORTS, check  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, "tools", "slurm", "local.sh")
 WAIT_S = 180   # a bound on waiting for the daemons and jobs on a loaded machine
@@ -25,8 +25,9 @@ WAIT_S = 180   # a bound on waiting for the daemons and jobs on a loaded machine
 base = os.environ.get("KFORGE_TEST_TMP") or tempfile.gettempdir()
 os.makedirs(base, exist_ok=True)
 state = tempfile.mkdtemp(prefix="slurm-local-", dir=base)
+first, pairs = SLURM_PORTS["tools_slurm_local"]
 env = dict(os.environ, KFORGE_SLURM_DIR=state, KFORGE_SLURM_GPUS="4",
-           KFORGE_SLURM_PORT=str(21000 + os.getpid() % 2000 * 2))
+           KFORGE_SLURM_PORT=str(first + os.getpid() % pairs * 2))
 p = subprocess.run([SCRIPT, "start"], env=env, capture_output=True, text=True, timeout=WAIT_S)
 if p.returncode == SKIP:
     print("SKIP: " + p.stdout.strip())
