@@ -5,7 +5,9 @@ the demo's recorded replies and variations of them), each checked against the st
 rule over the nodes the log records: every turn names its parent, its prompt shows its
 parent's kernel and feedback (the first prompt for a child of the problem), the request
 log holds one request per node and no node twice; budgets stop a search (requests,
-tokens) and a cost budget without prices is refused. Then a beam run of two tasks is
+tokens, execution seconds, a priced cost) and a cost budget without prices is refused; a
+node whose kernel crashes its runner is a crashed node of a search that goes on. Then a
+beam run of two tasks is
 killed (SIGKILL to the supervisor) in the middle of a round and resumed: no request is
 made twice and every node is there, each with the parent the rule gives."""
 import json
@@ -188,6 +190,29 @@ kforge("run", priced, "--run-dir", run_dir, "--quiet", timeout=1500)
 fb = feedback_records(records(run_dir, "L1_2_LeakyReLU_s0"))
 check(len(fb) == 1 and fb[0]["data"].get("budget") == "cost_usd" and
       fb[0]["data"]["spent"]["cost_usd"] > 0.5, "cost budget: %s" % [r["data"] for r in fb])
+
+# --- a node whose kernel crashes its runner is a node with that result, nothing more:
+# ReLU's replies with steps 1 and 2 writing far past their output (a segfault), step 3 as
+# recorded; a tree of three nodes records each, crashed or not, and goes on
+crashing = os.path.join(work, "crash_responses", "L1_1_ReLU")
+os.makedirs(crashing)
+for k in (1, 2, 3):
+    text = open(os.path.join(RESPONSES, "L1_1_ReLU", "%d.md" % k)).read()
+    if k < 3:
+        check("dst[i] = v > 0.0f ? v : 0.0f;" in text, "ReLU's reply %d changed" % k)
+        text = text.replace("dst[i] = v > 0.0f ? v : 0.0f;",
+                            "dst[i + ((int64_t)1 << 40)] = v > 0.0f ? v : 0.0f;")
+    open(os.path.join(crashing, "%d.md" % k), "w").write(text)
+run_dir = os.path.join(work, "crash")
+kforge("run", config("crash", "{turns: 3, strategy: tree, explore: 0, feedback: [G, E]}", ids="1",
+                     extra=("--responses", os.path.dirname(crashing))),
+       "--run-dir", run_dir, "--quiet", timeout=1500)
+fb = feedback_records(records(run_dir, "L1_1_ReLU_s0"))
+statuses = [r["data"].get("status") for r in fb]
+check(len(fb) == 3 and "crashed" in statuses and
+      json.loads(kforge("status", run_dir, "--json").stdout)["tasks"][0]["state"] == "DONE",
+      "crashing nodes: %s" % [(r["data"].get("parent"), r["data"].get("status")) for r in fb])
+check(len(requests(os.path.join(work, "crash.log"))) == 3, "crash: not one request per node")
 
 # --- kill in the middle of a beam round, resume
 log = os.path.join(work, "kill.log")
