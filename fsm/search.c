@@ -274,13 +274,8 @@ fsm_node_of_record(const json_t *d, int turn, struct fsm_node *out)
 	bool		 correct;
 
 	memset(out, 0, sizeof(*out));
-	out->parent = turn - 1;
-	if (json_is_integer(v = json_object_get(d, RD_NODE_PARENT)) &&
-	    json_integer_value(v) >= 0 && json_integer_value(v) < turn)
-		out->parent = (int)json_integer_value(v);
-	if (json_is_integer(v = json_object_get(d, RD_NODE_PARENT2)) &&
-	    json_integer_value(v) > 0 && json_integer_value(v) < turn)
-		out->parent2 = (int)json_integer_value(v);
+	out->parent = rd_node_named(d, RD_NODE_PARENT, turn, turn - 1);
+	out->parent2 = rd_node_named(d, RD_NODE_PARENT2, turn, 0);
 	/* Only a correct verdict counts, as the worker's best and the report's fast_p. */
 	correct = json_is_true(json_object_get(d, "correct")) &&
 		  (verdict == NULL || strcmp(verdict, RD_VERDICT_CORRECT) == 0);

@@ -103,16 +103,8 @@ replay_record(const struct kb_tlog_rec *rec, void *arg)
 	}
 	/* The next node's parents, as the search chose them (a chain's log names none). */
 	if (strcmp(rec->event, "next_turn") == 0) {
-		t->parent = rec->turn;
-		t->parent2 = 0;
-		v = json_object_get(rec->data, RD_NEXT_PARENT);
-		if (json_is_integer(v) && json_integer_value(v) >= 0 &&
-		    json_integer_value(v) <= rec->turn)
-			t->parent = (int)json_integer_value(v);
-		v = json_object_get(rec->data, RD_NEXT_PARENT2);
-		if (json_is_integer(v) && json_integer_value(v) > 0 &&
-		    json_integer_value(v) <= rec->turn)
-			t->parent2 = (int)json_integer_value(v);
+		t->parent = rd_node_named(rec->data, RD_NEXT_PARENT, rec->turn + 1, rec->turn);
+		t->parent2 = rd_node_named(rec->data, RD_NEXT_PARENT2, rec->turn + 1, 0);
 	}
 	if (strcmp(rec->event, fsm_event_name(FSM_EV_tool_call)) == 0) {
 		/* An agent's calls so far in this turn: a rerun has what is left. */

@@ -603,7 +603,7 @@ search_tree(struct kb_buf *out, json_t *task, size_t m, size_t t)
 	n[0].parent = -1;
 	n[0].first = n[0].last = n[0].next = -1;
 	json_array_foreach(rows, k, row) {
-		json_t		*p = json_object_get(row, "parent"), *s;
+		json_t		*s;
 		long long	 turn = (long long)k + 1;
 
 		if (count > TREE_NODES_MAX / 2)
@@ -612,9 +612,7 @@ search_tree(struct kb_buf *out, json_t *task, size_t m, size_t t)
 		n[count].first = n[count].last = -1;
 		n[count].turn = turn;
 		n[count].row = row;
-		n[count].parent = json_is_integer(p) && json_integer_value(p) >= 0 &&
-				  json_integer_value(p) < turn ? (int)json_integer_value(p) :
-				  (int)turn - 1;
+		n[count].parent = rd_node_named(row, RD_NODE_PARENT, (int)turn, (int)turn - 1);
 		tree_adopt(n, count);
 		s = json_object_get(row, "speedup");
 		if (json_is_number(s) && json_number_value(s) > best_speedup &&
@@ -785,10 +783,7 @@ task_section(struct kb_buf *out, json_t *model, json_t *task, size_t m, size_t t
 		search_tree(out, task, m, t);
 	timeline(out, json_object_get(task, "records"));
 	json_array_foreach(json_object_get(task, "rows"), k, row) {
-		json_t		*p = json_object_get(row, "parent");
-		long long	 parent = json_is_integer(p) && json_integer_value(p) >= 0 &&
-				 json_integer_value(p) <= (json_int_t)k ?
-				 (long long)json_integer_value(p) : (long long)k;
+		int	parent = rd_node_named(row, RD_NODE_PARENT, (int)k + 1, (int)k);
 
 		if (k >= sizeof(kernels) / sizeof(kernels[0]))
 			break;

@@ -137,7 +137,7 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	struct rpt_summary	*s = z->s;
 	enum rpt_state		 to;
 	json_t			*d = rec->data, *v;
-	int			 parent = rec->turn - 1, depth;
+	int			 parent, depth;
 
 	if (rpt_state_parse(rec->to, &to) < 0)
 		return 0;
@@ -172,9 +172,7 @@ summarize_record(const struct kb_tlog_rec *rec, void *arg)
 	if (strcmp(rec->from, rpt_state_name(RPT_ST_FEEDBACK)) != 0 || rec->turn < 1 || rec->turn > 256)
 		return 0;
 	s->turns_done = rec->turn;
-	if (json_is_integer(v = json_object_get(d, RD_NODE_PARENT)) &&
-	    json_integer_value(v) >= 0 && json_integer_value(v) < rec->turn)
-		parent = (int)json_integer_value(v);
+	parent = rd_node_named(d, RD_NODE_PARENT, rec->turn, rec->turn - 1);
 	depth = parent > 0 ? s->node_depth[parent - 1] + 1 : 1;
 	s->node_depth[rec->turn - 1] = (unsigned char)(depth < 255 ? depth : 255);
 	if (s->node_depth[rec->turn - 1] > s->depth)

@@ -711,13 +711,14 @@ format_record(const struct kb_tlog_rec *r)
 	/* A node of a search that grew from another than the turn before (docs/search.md);
 	 * a second parent (evolve) beside it. */
 	if (strcmp(r->from, rpt_state_name(RPT_ST_GENERATE)) == 0 &&
-	    strcmp(r->event, "tool_call") != 0 &&
-	    json_is_integer(v = json_object_get(d, RD_NODE_PARENT)) &&
-	    (json_integer_value(v) != r->turn - 1 ||
-	     json_is_integer(json_object_get(d, RD_NODE_PARENT2)))) {
-		ADD("  from node %lld", (long long)json_integer_value(v));
-		if (json_is_integer(v = json_object_get(d, RD_NODE_PARENT2)))
-			ADD(" and %lld", (long long)json_integer_value(v));
+	    strcmp(r->event, "tool_call") != 0) {
+		int p = rd_node_named(d, RD_NODE_PARENT, r->turn, r->turn - 1);
+		int p2 = rd_node_named(d, RD_NODE_PARENT2, r->turn, 0);
+
+		if (p != r->turn - 1 || p2 > 0)
+			ADD("  from node %d", p);
+		if (p2 > 0)	/* evolve's second parent, beside the first */
+			ADD(" and %d", p2);
 	}
 	if (strcmp(r->event, "tool_call") == 0)
 		ADD("  tool call %lld under node %lld: %s",

@@ -237,6 +237,15 @@ rd_finding_file(char *out, size_t n, const char *run_dir, const char *task_id, i
 
 /* A count of a record, or 0 when it is not a plausible one: sums over a log must not
  * overflow, whatever the log holds. */
+int
+rd_node_named(const json_t *data, const char *key, int node, int none)
+{
+	json_t	*v = json_object_get(data, key);
+
+	return json_is_integer(v) && json_integer_value(v) >= 0 &&
+	       json_integer_value(v) < node ? (int)json_integer_value(v) : none;
+}
+
 static long
 plausible_count(const json_t *d, const char *key)
 {

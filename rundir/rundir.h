@@ -219,6 +219,11 @@ int	rd_finding_file(char *out, size_t n, const char *run_dir, const char *task_i
 #define RD_NODE_PARENT2		"parent2"
 #define RD_NEXT_PARENT		"next_parent"
 #define RD_NEXT_PARENT2		"next_parent2"
+/* The node that data's key (one of the above) names for node `node`: an earlier one (0,
+ * the problem, to node - 1), else none, what a log that names no valid one means (a
+ * parent: node - 1, the chain; a second parent: 0). The one reading of a recorded parent,
+ * for the worker's replay (fsm/) and the views (report/) alike. */
+int	rd_node_named(const json_t *data, const char *key, int node, int none);
 
 /* What a task has spent (refinement.budget), summed over its records in order: the one
  * reading of it, for the worker's budgets (fsm/) and the report's fast_p against spend

@@ -272,10 +272,33 @@ test_refused(void)
 		    -KB_EINVAL);
 }
 
+/* rd_node_named: an earlier node as named, else what a log naming none means. */
+static void
+test_node_named(void)
+{
+	json_t	*d = json_pack("{s:i, s:i, s:i, s:s, s:f}", RD_NODE_PARENT, 2, RD_NODE_PARENT2, 0,
+			       RD_NEXT_PARENT, 5, "bad", "1", "real", 1.0);
+
+	CHECK(rd_node_named(d, RD_NODE_PARENT, 4, 3) == 2);	/* named, earlier */
+	CHECK(rd_node_named(d, RD_NODE_PARENT, 3, 2) == 2);	/* the node just before */
+	CHECK(rd_node_named(d, RD_NODE_PARENT, 2, 1) == 1);	/* not earlier than 2: none */
+	CHECK(rd_node_named(d, RD_NODE_PARENT2, 4, 0) == 0);	/* 0 is the problem */
+	CHECK(rd_node_named(d, RD_NEXT_PARENT, 6, 5) == 5);	/* next_turn: up to its turn */
+	CHECK(rd_node_named(d, RD_NEXT_PARENT2, 6, 0) == 0);	/* absent */
+	CHECK(rd_node_named(d, "bad", 4, 3) == 3);		/* not an integer */
+	CHECK(rd_node_named(d, "real", 4, 3) == 3);
+	CHECK(rd_node_named(NULL, RD_NODE_PARENT, 4, 3) == 3);
+	json_decref(d);
+	d = json_pack("{s:i}", RD_NODE_PARENT, -1);
+	CHECK(rd_node_named(d, RD_NODE_PARENT, 4, 3) == 3);	/* below the problem */
+	json_decref(d);
+}
+
 int
 main(void)
 {
 	test_table();
+	test_node_named();
 	test_levels();
 	test_overflow();
 	test_refused();
