@@ -593,11 +593,14 @@ tree_place(struct tree_node *n, int i, int *rows)
 static void
 search_tree(struct kb_buf *out, json_t *task, size_t m, size_t t)
 {
-	static struct tree_node	 n[TREE_NODES_MAX + 1];
+	struct tree_node	*n = calloc(TREE_NODES_MAX + 1, sizeof(*n));
 	json_t			*rows = json_object_get(task, "rows"), *row, *call;
 	size_t			 k, c;
 	int			 count = 1, rows_used = 0, best = -1, maxdepth = 0;
 	double			 best_speedup = -1;
+
+	if (n == NULL)
+		return;		/* the page without this task's tree */
 
 	memset(&n[0], 0, sizeof(n[0]));
 	n[0].parent = -1;
@@ -690,6 +693,7 @@ search_tree(struct kb_buf *out, json_t *task, size_t m, size_t t)
 #undef TX
 #undef TY
 	kb_buf_printf(out, "</svg>\n");
+	free(n);
 }
 
 static void
