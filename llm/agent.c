@@ -215,18 +215,6 @@ agent_env(const struct llm_client *c, const struct llm_request *req, const char 
 	return env;
 }
 
-static void
-env_free(char **env)
-{
-	if (env == NULL)
-		return;
-	for (char **p = env; *p != NULL; p++) {
-		explicit_bzero(*p, strlen(*p));	/* the key may be among them */
-		free(*p);
-	}
-	free(env);
-}
-
 /* The agent's argv after the request's confine prefix (the strings borrowed). */
 static const char **
 agent_argv(const struct llm_client *c, const struct llm_request *req)
@@ -352,7 +340,7 @@ out:
 		(void)unlink(sock);
 		(void)rmdir(dir);
 	}
-	env_free(env);
+	llm_strv_free(env);
 	free(argv);
 	free(input);
 	return rc;

@@ -109,8 +109,8 @@ llm_command_init(struct llm_client *c, const struct kb_config *cfg, char *err, s
 	return llm_backoff_scale_env(&c->backoff_scale, err, errlen);
 }
 
-static void
-strv_free(char **v)
+void
+llm_strv_free(char **v)
 {
 	if (v == NULL)
 		return;
@@ -124,8 +124,8 @@ strv_free(char **v)
 void
 llm_command_fini(struct llm_client *c)
 {
-	strv_free(c->command);
-	strv_free(c->command_env);
+	llm_strv_free(c->command);
+	llm_strv_free(c->command_env);
 	c->command = c->command_env = NULL;
 	if (c->provider == LLM_PROVIDER_COMMAND || c->provider == LLM_PROVIDER_AGENT) {
 		free(c->model);

@@ -76,6 +76,9 @@ int	llm_command_check(const struct kb_config *cfg, char *err, size_t errlen);
 int	llm_command_init(struct llm_client *c, const struct kb_config *cfg, char *err,
 			 size_t errlen);
 void	llm_command_fini(struct llm_client *c);
+/* Frees a NULL-terminated vector of strings, each wiped first (an environment may hold
+ * the API key). */
+void	llm_strv_free(char **v);
 int	llm_command_complete(struct llm_client *c, const struct llm_request *req,
 			     struct llm_reply *out, char *err, size_t errlen);
 /* The request JSON the program reads on stdin (the agent's too); NULL on OOM. */
