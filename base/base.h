@@ -134,6 +134,8 @@ int	kb_mkdir_p(const char *path, mode_t mode);
 int	kb_rmtree(const char *path);
 /* tmp in the same directory -> write -> fsync -> rename -> fsync(dir). */
 int	kb_write_atomic(const char *path, const void *data, size_t n);
+/* All n bytes to fd, again after an interrupted write; -1 (errno set) where a write fails. */
+int	kb_write_all(int fd, const void *data, size_t n);
 /* ------------------------------------------------------------- processes */
 
 /* The fields kforge reads from a process's /proc/<pid>/stat line. */

@@ -164,19 +164,18 @@ kb_rmtree(const char *path)
 	return rmtree_err != 0 ? -kb_errno_to_err(rmtree_err) : 0;
 }
 
-static int
-write_all(int fd, const void *data, size_t n)
+int
+kb_write_all(int fd, const void *data, size_t n)
 {
 	const char	*p = data;
 
 	while (n > 0) {
 		ssize_t w = write(fd, p, n);
 
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
 			return -1;
-		}
 		p += w;
 		n -= (size_t)w;
 	}
@@ -248,7 +247,7 @@ kb_write_atomic(const char *path, const void *data, size_t n)
 		return -KB_EINVAL;
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) == -1)
 		return -kb_errno_to_err(errno);
-	if (write_all(fd, data, n) == -1 || fsync(fd) == -1)
+	if (kb_write_all(fd, data, n) == -1 || fsync(fd) == -1)
 		goto out_unlink;
 	if (close(fd) == -1) {
 		fd = -1;

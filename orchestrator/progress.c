@@ -346,26 +346,10 @@ gather(struct orch_progress *p, struct orch_progress_stats *st)
 
 /* ------------------------------------------------------------- output */
 
-static int
-write_all(int fd, const char *s, size_t n)
-{
-	while (n > 0) {
-		ssize_t	w = write(fd, s, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		s += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void
 out_write(struct orch_progress *p, const char *s, size_t n)
 {
-	if (!p->out_gone && write_all(1, s, n) < 0)
+	if (!p->out_gone && kb_write_all(1, s, n) < 0)
 		p->out_gone = true;
 }
 
@@ -447,10 +431,10 @@ log_line_out(const char *line, size_t n, void *arg)
 	bool			 drawn = p->drawn_lines > 0;
 
 	erase_block(p);
-	if (write_all(2, line, n) < 0) {
+	if (kb_write_all(2, line, n) < 0) {
 		/* nowhere left to say it: as the plain logger */
 	}
-	if (n > 0 && line[n - 1] != '\n' && write_all(2, "\n", 1) < 0) {
+	if (n > 0 && line[n - 1] != '\n' && kb_write_all(2, "\n", 1) < 0) {
 		/* likewise */
 	}
 	if (drawn)
