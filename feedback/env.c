@@ -134,12 +134,13 @@ fb_cpu_turn(const char *root, long cores)
 	return (long)(kb_fnv1a(KB_FNV1A_START, root, strlen(root)) % (uint64_t)cores);
 }
 
+/* n threads for torch's intra-op pool and the BLAS libraries. */
 static void
-cpu_threads(struct fb_env *e, const struct kb_config *cfg)
+threads_env(struct fb_env *e, long n)
 {
 	char	text[24];
 
-	snprintf(text, sizeof(text), "%ld", fb_cpu_threads(cfg));
+	snprintf(text, sizeof(text), "%ld", n);
 	fb_env_set(e, "OMP_NUM_THREADS", text);
 	fb_env_set(e, "MKL_NUM_THREADS", text);
 }
@@ -147,21 +148,17 @@ cpu_threads(struct fb_env *e, const struct kb_config *cfg)
 /* A step on a GPU runs on the few cores fb_build_cores leaves to such steps: torch's
  * intra-op pool as large as that. Left to torch's default, each runner (forked from a
  * server that saw every core) kept a thread a core of the host on its two: on an H200
- * host the judge's one CPU-side scale and shift of a check's 8 MB input took 120 ms, the
- * threads of each parallel region waiting on each other for a core. Where the steps are
- * not pinned (a small host), torch's default stands. */
+ * host one CPU-side scale and shift of an 8 MB input took 131 ms so, 3.8 ms with two
+ * threads, the threads of each parallel region waiting on each other for a core. Where
+ * the steps are not pinned (a small host), torch's default stands. */
 static void
 gpu_step_threads(struct fb_env *e, const struct kb_config *cfg)
 {
 	long	cores = sysconf(_SC_NPROCESSORS_ONLN);
 	long	n = cores - fb_build_cores(cfg, true, cores);
-	char	text[24];
 
-	if (n < 1)
-		return;
-	snprintf(text, sizeof(text), "%ld", n);
-	fb_env_set(e, "OMP_NUM_THREADS", text);
-	fb_env_set(e, "MKL_NUM_THREADS", text);
+	if (n >= 1)
+		threads_env(e, n);
 }
 
 void
@@ -215,7 +212,7 @@ fb_env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_di
 	if (precompile)
 		fb_env_set(e, "MAX_JOBS", "2");
 	else if (cfg != NULL && cfg->eval.device != NULL && strcmp(cfg->eval.device, "cpu") == 0)
-		cpu_threads(e, cfg);
+		threads_env(e, fb_cpu_threads(cfg));
 	else if (cfg != NULL && cuda_visible != NULL && cuda_visible[0] != '\0')
 		gpu_step_threads(e, cfg);
 }
