@@ -87,6 +87,10 @@ def descendants(root):
 
 
 def last_state(run_dir, task):
+    """The task's state as its log last says; None before its first record (a task is
+    claimed before its worker writes one)."""
+    if not os.path.exists(os.path.join(run_dir, "tasks", task, "trajectory.jsonl")):
+        return None
     recs = records(run_dir, task)
     return recs[-1]["to"] if recs else None
 
