@@ -315,9 +315,11 @@ int	kb_spawn_fork(int ctl, const struct kb_spawn_opts *o, const char *msg, int t
  * (a process of the server's that forks the child, waits for it, and answers on conn
  * "exit STATUS RUNNING KILLED" with the orphans it killed), and is closed with s, or
  * here on failure. The child is not this process's: it is signalled through conn
- * (a signal number a line), and a closed conn has the watcher kill its group. */
-int	kb_spawn_fork_watched(int conn, const struct kb_spawn_opts *o, const char *msg,
-			      int timeout_ms, struct kb_spawn **s);
+ * (a signal number a line), and a closed conn has the watcher kill its group. hold
+ * (-1: none) is sent too, for the watcher to keep open till the child and its orphans
+ * are gone and never to give the child: one who reads its other end learns so. */
+int	kb_spawn_fork_watched(int conn, int hold, const struct kb_spawn_opts *o,
+			      const char *msg, int timeout_ms, struct kb_spawn **s);
 /* Frees s without touching its child (a detached one, left running). */
 void	kb_spawn_release(struct kb_spawn *s);
 pid_t	kb_spawn_pid(const struct kb_spawn *s);

@@ -859,11 +859,14 @@ kb_spawn_start(const struct kb_spawn_opts *o, struct kb_spawn **out)
 	return spawn_start(o, out, &failed);
 }
 
-/* Sends msg with the child ends of the pipes (stdin, output, result) over ctl. */
+/* Sends msg with the child ends of the pipes (stdin, output, result) over ctl, and hold
+ * (kb_spawn_fork_watched) where it is one. */
 static int
-fork_send(int ctl, const char *msg, const struct spawn_plan *pl)
+fork_send(int ctl, const char *msg, const struct spawn_plan *pl, int hold)
 {
-	int		 fds[3] = { pl->fd_in, pl->fd_out, pl->fd_res >= 0 ? pl->fd_res : pl->fd_out };
+	int		 fds[4] = { pl->fd_in, pl->fd_out, pl->fd_res >= 0 ? pl->fd_res : pl->fd_out,
+				    hold };
+	size_t		 nfds = hold >= 0 ? 4 : 3;
 	char		 cbuf[CMSG_SPACE(sizeof(fds))];
 	struct iovec	 iov = { .iov_base = (void *)msg, .iov_len = strlen(msg) };
 	struct msghdr	 mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
@@ -872,11 +875,12 @@ fork_send(int ctl, const char *msg, const struct spawn_plan *pl)
 	ssize_t		 n;
 
 	memset(cbuf, 0, sizeof(cbuf));
+	mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 	cm = CMSG_FIRSTHDR(&mh);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
 	do
 		n = sendmsg(ctl, &mh, MSG_NOSIGNAL);
 	while (n == -1 && errno == EINTR);
@@ -919,10 +923,10 @@ fork_answer(int ctl, int timeout_ms)
 }
 
 /* Asks the server on ctl for a child (msg, and the pipes o asks for); with watch, ctl
- * is a connection of this child's alone, kept as its watcher's, else the child must come
- * to this process as a subreaper's orphan. */
+ * is a connection of this child's alone, kept as its watcher's (given hold, where >= 0),
+ * else the child must come to this process as a subreaper's orphan. */
 static int
-fork_child(int ctl, bool watch, const struct kb_spawn_opts *o, const char *msg,
+fork_child(int ctl, bool watch, int hold, const struct kb_spawn_opts *o, const char *msg,
 	   int timeout_ms, struct kb_spawn **out)
 {
 	struct spawn_plan	 pl = { .fd_in = -1, .fd_out = -1, .fd_res = -1, .fd_err = -1,
@@ -938,7 +942,7 @@ fork_child(int ctl, bool watch, const struct kb_spawn_opts *o, const char *msg,
 	}
 	rc = -KB_EEXEC;
 	close_fd(&s->io.err);	/* no exec here to report on */
-	if (fork_send(ctl, msg, &pl) == -1 || (pid = fork_answer(ctl, timeout_ms)) == 0)
+	if (fork_send(ctl, msg, &pl, hold) == -1 || (pid = fork_answer(ctl, timeout_ms)) == 0)
 		goto out;
 	if (watch) {
 		if (set_nonblock(ctl) == -1)
@@ -969,14 +973,14 @@ int
 kb_spawn_fork(int ctl, const struct kb_spawn_opts *o, const char *msg, int timeout_ms,
 	      struct kb_spawn **out)
 {
-	return fork_child(ctl, false, o, msg, timeout_ms, out);
+	return fork_child(ctl, false, -1, o, msg, timeout_ms, out);
 }
 
 int
-kb_spawn_fork_watched(int conn, const struct kb_spawn_opts *o, const char *msg,
+kb_spawn_fork_watched(int conn, int hold, const struct kb_spawn_opts *o, const char *msg,
 		      int timeout_ms, struct kb_spawn **out)
 {
-	int	rc = fork_child(conn, true, o, msg, timeout_ms, out);
+	int	rc = fork_child(conn, true, hold, o, msg, timeout_ms, out);
 
 	if (rc < 0)
 		(void)close(conn);

@@ -262,6 +262,18 @@ bool	fb_warm_keep_servers(const struct kb_config *cfg);
  * found in the cache, or started here, which ends runner.server_idle_s seconds after its
  * last runner; 0: this process's own server, ended with it). */
 void	fb_warm_share(const struct kb_config *cfg);
+/* A run's fork server (warm.c has the story), in its supervisor: fb_warm_serve starts it
+ * (with runner.warm; -KB_EEXEC where it cannot be: the workers then keep their own);
+ * fb_warm_serve_pid is its pid (0: none); fb_warm_serve_reaped says whether a child the supervisor reaped was it (then
+ * forgotten); fb_warm_serve_end kills it at the run's end. In a worker forked after it
+ * started, fb_warm_hold(fd): fd, the write end of a pipe the supervisor reads, is held by
+ * the watcher of every runner the server forks for this worker until that runner and what
+ * it left are gone, and never by a runner. */
+int	fb_warm_serve(const struct kb_config *cfg);
+pid_t	fb_warm_serve_pid(void);
+bool	fb_warm_serve_reaped(pid_t pid);
+void	fb_warm_serve_end(void);
+void	fb_warm_hold(int fd);
 
 
 /* Containment of the runner (contain.c): a network namespace of its own where the host

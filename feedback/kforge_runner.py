@@ -3589,12 +3589,15 @@ def zygote():
             return False
 
 
+ZYGOTE_FDS = 4          # stdin, output, result and, for a watcher, the hold descriptor
+
+
 def zygote_receive(conn):
     """One message and the descriptors that came with it, (msg, [fd, ...]); None at EOF."""
     import array
     import socket
     fds = array.array("i")
-    msg, anc, _, _ = conn.recvmsg(ZYGOTE_MSG_CAP, socket.CMSG_SPACE(3 * fds.itemsize))
+    msg, anc, _, _ = conn.recvmsg(ZYGOTE_MSG_CAP, socket.CMSG_SPACE(ZYGOTE_FDS * fds.itemsize))
     for level, kind, data in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
@@ -3693,7 +3696,8 @@ def zygote_listen(lsock):
     this server that forks the runner, waits for it and reports its end on the
     connection (kb_spawn_fork_watched). The server ends once no runner it made still runs
     and nobody connected for the idle time since the last one ended, or its marks
-    changed (zygote_marks). Returns False to end, True in a child that is a runner now."""
+    changed (zygote_marks); with an idle time of 0, only then. Returns False to end, True
+    in a child that is a runner now."""
     import socket
     args = sys.argv[1:]
     path = args[args.index("--listen") + 1] if "--listen" in args[:-1] else ""
@@ -3708,7 +3712,8 @@ def zygote_listen(lsock):
     while True:
         if zygote_reap_watchers(watchers):
             last = time.monotonic()
-        ending = time.monotonic() - last > idle or zygote_marks(path) != marks
+        # --idle 0: a run's server, which its supervisor ends (warm.c, fb_warm_serve).
+        ending = (idle > 0 and time.monotonic() - last > idle) or zygote_marks(path) != marks
         # Never while a runner it made still runs: its watcher would be orphaned, and
         # the kforge that started this server, a subreaper, would kill it as a stray.
         if ending and not watchers:
@@ -3740,7 +3745,7 @@ def zygote_listen(lsock):
             conn.close()
             continue
         msg, fds = got
-        if len(fds) != 3:
+        if len(fds) not in (3, 4):
             for fd in fds:
                 os.close(fd)
             conn.close()
@@ -3785,7 +3790,13 @@ def zygote_watch(conn, fds, msg):
     """In a watcher: forks the runner (returns True in it), answers its pid, then passes on
     the signals the connection asks for (a number a line) until the runner ends, or kills
     it when the connection closes (its kforge is gone); then kills its group and its
-    orphans (this process is their subreaper) and answers "exit STATUS RUNNING KILLED"."""
+    orphans (this process is their subreaper) and answers "exit STATUS RUNNING KILLED".
+    A fourth descriptor (a kforge run's worker sends one: the write end of a pipe its
+    supervisor reads) is held till then and never given to the runner, so that the
+    supervisor, once its worker is dead, sees the pipe's end only when every runner the
+    worker had, and everything those left, is gone (warm.c, fb_warm_hold). The watcher
+    leads a group of its own: a server that dies, killed with its group, takes no
+    watcher with it, and so no runner in the middle of its step."""
     import ctypes
     import select
     import signal
@@ -3793,15 +3804,20 @@ def zygote_watch(conn, fds, msg):
     if req is None:
         conn.sendall(b"0\n")
         return False
-    _, idle, visible, ahead = req
+    _, idle, visible, ahead, drop = req
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(36, 1, 0, 0, 0)     # PR_SET_CHILD_SUBREAPER: the runner's orphans come here
     me = os.getpid()
     child = os.fork()
     if child == 0:
-        zygote_child(conn, fds, me, visible, ahead)
+        zygote_child(conn, fds[:3], me, visible, ahead, drop, fds[3:])
         return True
-    for fd in fds:
+    zygote_watch_name(conn, libc)   # after the fork: the runner keeps the server's name
+    for fd in fds[:3]:
         os.close(fd)
     try:
         zygote_place(child, idle)
@@ -3845,6 +3861,20 @@ def zygote_watch(conn, fds, msg):
     except OSError:
         pass
     return False
+
+
+def zygote_watch_name(conn, libc):
+    """Names this watcher after the process it watches for (PR_SET_NAME "kfw-PID", PID
+    the connection's peer, a worker or an eval): ps, and a test, tell whose runner the
+    watcher's child is, which is no child of that process."""
+    import socket
+    import struct
+    try:
+        peer = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                   struct.calcsize("3i")))[0]
+        libc.prctl(15, ("kfw-%d" % peer).encode()[:15], 0, 0, 0)     # PR_SET_NAME
+    except (OSError, struct.error):
+        pass
 
 
 def zygote_signal(child, sig):
@@ -3895,19 +3925,24 @@ def zygote_place(child, idle):
 
 
 def zygote_request(msg):
-    """A fork request's (parent, idle, visible, ahead): the pid the child must come to (0:
-    none named), whether it waits under SCHED_IDLE, its CUDA_VISIBLE_DEVICES (None: unset)
-    and whether it starts CUDA's driver before its request (cuda_ahead); None for a
-    malformed one."""
+    """A fork request's (parent, idle, visible, ahead, drop): the pid the child must come
+    to (0: none named), whether it waits under SCHED_IDLE, its CUDA_VISIBLE_DEVICES (None:
+    unset), whether it starts CUDA's driver before its request (cuda_ahead), and the
+    (uid, gid) it runs as where a server kept as root makes it (None: the server's own);
+    None for a malformed one."""
     try:
         m = json.loads(msg.decode())
         parent, idle, visible = int(m.get("parent", 0)), bool(m.get("idle")), m.get("visible")
         ahead = bool(m.get("cuda_ahead"))
-    except (ValueError, AttributeError, TypeError):
+        drop = m.get("drop")
+        drop = None if drop is None else (int(drop[0]), int(drop[1]))
+    except (ValueError, AttributeError, TypeError, IndexError, KeyError):
         return None
     if visible is not None and not isinstance(visible, str):
         return None
-    return parent, idle, visible, ahead
+    if drop is not None and (drop[0] <= 0 or drop[1] < 0):
+        return None
+    return parent, idle, visible, ahead, drop
 
 
 def zygote_fork(ctl, fds, msg):
@@ -3915,7 +3950,7 @@ def zygote_fork(ctl, fds, msg):
     req = zygote_request(msg)
     if req is None:
         return 0
-    parent, idle, visible, ahead = req
+    parent, idle, visible, ahead, drop = req
     try:
         r, w = os.pipe()
     except OSError:
@@ -3935,7 +3970,7 @@ def zygote_fork(ctl, fds, msg):
         if child == 0:
             try:
                 os.close(w)
-                zygote_child(ctl, fds, parent, visible, ahead)
+                zygote_child(ctl, fds, parent, visible, ahead, drop)
             except BaseException:
                 os._exit(127)
             return -1
@@ -3951,13 +3986,15 @@ def zygote_fork(ctl, fds, msg):
     return int(got) if got.isdigit() else 0
 
 
-def zygote_child(ctl, fds, parent, visible, ahead):
-    """In the forked child: its own group, the message's pipes as fds 0 to 3, killed with
+def zygote_child(ctl, fds, parent, visible, ahead, drop, close=()):
+    """In the forked child: its own group, the message's pipes as fds 0 to 3, close (the
+    watcher's) closed, its user where drop names one (a server kept as root: every
+    runner runs as runner.user, and its watcher stays root, out of its reach), killed with
     kforge (PR_SET_PDEATHSIG, armed once kforge is its parent: the middle process exits
-    first), and the GPUs its step is to see (visible: CUDA_VISIBLE_DEVICES, None for
-    unset). The server never initialised CUDA, so the driver reads them at this
-    process's first CUDA call, as it would in a runner started with them; ahead: what
-    main starts of it before the request (cuda_ahead)."""
+    first, and after the drop, which clears it), and the GPUs its step is to see
+    (visible: CUDA_VISIBLE_DEVICES, None for unset). The server never initialised CUDA,
+    so the driver reads them at this process's first CUDA call, as it would in a runner
+    started with them; ahead: what main starts of it before the request (cuda_ahead)."""
     import ctypes
     global WARM_VISIBLE, CUDA_AHEAD
     WARM_VISIBLE = visible
@@ -3969,11 +4006,20 @@ def zygote_child(ctl, fds, parent, visible, ahead):
             os.environ[name] = value
     os.setpgid(0, 0)
     ctl.close()
+    for fd in close:
+        os.close(fd)
     for target, fd in zip((0, 1, 2, 3), (fds[0], fds[1], fds[1], fds[2])):
         os.dup2(fd, target)
     for fd in set(fds):
         if fd > 3:
             os.close(fd)
+    if drop is not None:
+        try:    # most to least privileged, as kforge's own spawn does (base/spawn.c)
+            os.setgroups([drop[1]])
+            os.setgid(drop[1])
+            os.setuid(drop[0])
+        except OSError:
+            os._exit(127)
     deadline = time.monotonic() + 5
     while os.getppid() != parent and time.monotonic() < deadline:
         time.sleep(0.001)

@@ -104,9 +104,17 @@ static struct {
 	struct kb_spawn	*server;
 	int		 ctl;		/* our end of its socket */
 	char		 python[PATH_MAX], runner[PATH_MAX];
-	int		 share_idle_s;	/* > 0: a shared server's (fb_warm_share) */
-	struct kb_spawn	*shared;	/* a shared server this process started */
 } zygote;
+
+/* Servers shared with other processes: an eval's (fb_warm_share), found by its key, or a
+ * run's (fb_warm_serve), which its workers join (fb_warm_hold). */
+static struct {
+	int		 idle_s;	/* > 0: an eval's, started here where none is found */
+	struct kb_spawn	*started;	/* a shared server this process started */
+	bool		 run;		/* started is a run's: ended by fb_warm_serve_end */
+	char		 path[PATH_MAX];	/* a run's server's socket; "": none */
+	int		 hold;		/* what its watchers hold for the supervisor; -1 */
+} share = { .hold = -1 };
 
 /* Whether this process's server, live or not, is the one for python and runner. */
 static bool
@@ -148,8 +156,10 @@ fb_warm_end(void)
 {
 	fb_warm_drop();
 	zygote_end();
-	kb_spawn_release(zygote.shared);	/* it outlives us, for the next process */
-	zygote.shared = NULL;
+	if (!share.run) {
+		kb_spawn_release(share.started);	/* it outlives us, for the next process */
+		share.started = NULL;
+	}
 }
 
 size_t
@@ -161,8 +171,8 @@ fb_warm_pids(pid_t out[FB_WARM_PIDS])
 		out[n++] = kb_spawn_pid(warm.child);
 	if (zygote.server != NULL)
 		out[n++] = kb_spawn_pid(zygote.server);
-	if (zygote.shared != NULL)
-		out[n++] = kb_spawn_pid(zygote.shared);
+	if (share.started != NULL)
+		out[n++] = kb_spawn_pid(share.started);
 	return n;
 }
 
@@ -203,8 +213,8 @@ fb_warm_share(const struct kb_config *cfg)
 {
 	(void)fb_adopt_strays();
 	fb_warm_enable();
-	zygote.share_idle_s = cfg->runner.warm && cfg->runner.server_idle_s > 0 ?
-			      (int)cfg->runner.server_idle_s : 0;
+	share.idle_s = cfg->runner.warm && cfg->runner.server_idle_s > 0 ?
+		       (int)cfg->runner.server_idle_s : 0;
 }
 
 /* The shared server's key for runners started as o from python: 32 hex digits. */
@@ -289,19 +299,62 @@ shared_connect(const char *path)
 	return fd;
 }
 
+static void	warm_opts(const struct kb_config *cfg, const char *const *argv,
+			  const char *visible, struct kb_spawn_opts *o, struct fb_env *env);
+static int	warm_paths(const struct kb_config *cfg, char python[PATH_MAX],
+			   char staged[PATH_MAX]);
+
+/* A shared server's start: the fork server's (server_opts), listening on lfd, ending
+ * after idle seconds without use (0: never; a run's, which its supervisor ends), and
+ * kept as the user kforge runs as where runners run as runner.user: each fork drops to
+ * it (shared_msg), so that the runner's watcher, which stays, is out of the reach of the
+ * candidate it watches (no signal, no trace), whatever sandbox layer the host lacks. */
+static int
+shared_spawn(const struct kb_spawn_opts *warm_o, const char *python, const char *runner,
+	     const char *path, int lfd, int idle_s, bool detach, struct kb_spawn **srv)
+{
+	struct kb_spawn_opts	 o;
+	char			 idle[24];
+	const char		*argv[] = { python, runner, "--zygote", "--listen", path, "--idle",
+					    idle, NULL };
+
+	snprintf(idle, sizeof(idle), "%d", idle_s);
+	o = server_opts(warm_o, argv, lfd);
+	o.drop_user = false;
+	o.detach = detach;	/* detached: no result pipe either, nothing of it is read */
+	return kb_spawn_start(&o, srv);
+}
+
+/* A socket listening at path (-1 where none can be), replacing what was there. */
+static int
+shared_listen(const char *path)
+{
+	struct sockaddr_un	a;
+	int			lfd = -1, dirfd = -1;
+
+	(void)unlink(path);
+	if (!shared_addr(path, &a, &dirfd) ||
+	    (lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    bind(lfd, (struct sockaddr *)&a, sizeof(a)) == -1 || chmod(path, 0600) == -1 ||
+	    listen(lfd, 64) == -1) {
+		log_warn("cannot listen at %s", path);
+		if (lfd >= 0)
+			(void)close(lfd);
+		lfd = -1;
+	}
+	if (dirfd >= 0)
+		(void)close(dirfd);
+	return lfd;
+}
+
 /* A connection to a server at path, started here (o as a warm runner's, its argv
  * replaced) unless another process started one first; -1 where none can be. */
 static int
 shared_start(const struct kb_spawn_opts *warm_o, const char *python, const char *runner,
 	     const char *path, const char *lock_path)
 {
-	struct sockaddr_un	 a;
-	struct kb_spawn_opts	 o;
 	struct kb_spawn		*srv;
-	char			 idle[24];
-	const char		*argv[] = { python, runner, "--zygote", "--listen", path, "--idle",
-					    idle, NULL };
-	int			 lock, lfd = -1, conn = -1, dirfd = -1;
+	int			 lock, lfd = -1, conn = -1;
 
 	if ((lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1)
 		return -1;
@@ -309,65 +362,175 @@ shared_start(const struct kb_spawn_opts *warm_o, const char *python, const char 
 		;
 	if ((conn = shared_connect(path)) >= 0)		/* another process was first */
 		goto out;
-	(void)unlink(path);
-	if (!shared_addr(path, &a, &dirfd) ||
-	    (lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
-	    bind(lfd, (struct sockaddr *)&a, sizeof(a)) == -1 || chmod(path, 0600) == -1 ||
-	    listen(lfd, 64) == -1) {
-		log_warn("cannot listen at %s", path);
+	if ((lfd = shared_listen(path)) < 0 ||
+	    shared_spawn(warm_o, python, runner, path, lfd, share.idle_s, true, &srv) < 0)
 		goto out;
-	}
-	snprintf(idle, sizeof(idle), "%d", zygote.share_idle_s);
-	o = server_opts(warm_o, argv, lfd);
-	o.detach = true;	/* no result pipe either: nothing of it is read */
-	if (kb_spawn_start(&o, &srv) < 0)
-		goto out;
-	kb_spawn_release(zygote.shared);
-	zygote.shared = srv;
+	kb_spawn_release(share.started);
+	share.started = srv;
 	conn = shared_connect(path);
 out:
 	if (lfd >= 0)
 		(void)close(lfd);
-	if (dirfd >= 0)
-		(void)close(dirfd);
 	(void)close(lock);
 	return conn;
 }
 
+/* A shared server's fork request for o's start, seeing the GPUs visible, told ahead
+ * (warm_cuda_ahead): with the user the child drops to where the server stays
+ * (shared_spawn); NULL without memory. */
+static char *
+shared_msg(const struct kb_spawn_opts *o, const char *visible, bool ahead)
+{
+	json_t	*m = json_pack("{s:b, s:s, s:b}", "idle", o->sched_idle, "visible", visible,
+			       "cuda_ahead", ahead);
+	char	*msg;
+
+	if (m != NULL && o->drop_user)
+		json_object_set_new(m, "drop", json_pack("[i, i]", (int)o->uid, (int)o->gid));
+	msg = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
+	json_decref(m);
+	return msg;
+}
+
 /* A warm runner forked by the shared server for o's start from python and runner, for a
- * step that sees the GPUs visible, told ahead (warm_cuda_ahead); 0 on success. */
+ * step that sees the GPUs visible, told ahead (warm_cuda_ahead): the run's server where
+ * this process is a run's worker (fb_warm_hold), never another; else the eval's found by
+ * its key, or started; 0 on success. */
 static int
 shared_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const char *python,
 	    const char *runner, const char *visible, bool ahead, struct kb_spawn **child)
 {
 	char	 dir[PATH_MAX], path[PATH_MAX], lock[PATH_MAX], key[33], *msg;
-	json_t	*m;
 	int	 conn, rc = -KB_EEXEC;
 
+	if ((msg = shared_msg(o, visible, ahead)) == NULL)
+		return -KB_ENOMEM;
+	if (share.path[0] != '\0') {
+		if ((conn = shared_connect(share.path)) >= 0)
+			rc = kb_spawn_fork_watched(conn, share.hold, o, msg,
+						   FB_START_ALLOWANCE_S * 1000, child);
+		if (rc < 0)
+			log_info("the run's fork server at %s made no runner; using this "
+				 "process's own", share.path);
+		free(msg);
+		return rc;
+	}
 	if (shared_key(cfg, o, python, key) < 0 ||
 	    fb_cache_dir("servers", NULL, dir, sizeof(dir)) < 0 ||
 	    snprintf(path, sizeof(path), "%s/%s.sock", dir, key) >= (int)sizeof(path) ||
-	    snprintf(lock, sizeof(lock), "%s/%s.lock", dir, key) >= (int)sizeof(lock))
+	    snprintf(lock, sizeof(lock), "%s/%s.lock", dir, key) >= (int)sizeof(lock)) {
+		free(msg);
 		return -KB_EEXEC;
-	m = json_pack("{s:b, s:s, s:b}", "idle", o->sched_idle, "visible", visible, "cuda_ahead",
-		      ahead);
-	msg = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
-	json_decref(m);
-	if (msg == NULL)
-		return -KB_ENOMEM;
+	}
 	/* The server found may be ending (its idle time just ran out): then one of ours. */
 	for (int attempt = 0; attempt < 2 && rc < 0; attempt++) {
 		if ((attempt > 0 || (conn = shared_connect(path)) < 0) &&
 		    (conn = shared_start(o, python, runner, path, lock)) < 0)
 			break;
 		/* A new server answers once it has imported torch: a runner's start. */
-		rc = kb_spawn_fork_watched(conn, o, msg, FB_START_ALLOWANCE_S * 1000, child);
+		rc = kb_spawn_fork_watched(conn, -1, o, msg, FB_START_ALLOWANCE_S * 1000, child);
 	}
 	if (rc < 0)
 		log_info("the shared fork server at %s made no runner; using this process's own",
 			 path);
 	free(msg);
 	return rc;
+}
+
+/*
+ * A run's fork server (fb_warm_serve): one for the run's workers on this host, instead of
+ * one each, so that a task's steps cost forks and no import of torch (0.75 s of CPU a
+ * one-turn task on the 2-core machine, 43% of it each worker's server importing torch:
+ * tools/bench/README.md, scale). It is the supervisor's child, listening on a socket of
+ * its own in the cache (servers/run-HOST-PID.sock: a shared cache's other hosts and runs
+ * have theirs), kept as kforge's user where runners drop (shared_spawn), and killed with
+ * its group when the run ends or the supervisor dies (PDEATHSIG); each watcher leads a
+ * group of its own and outlives it. A worker, forked from the supervisor, knows the path;
+ * it sends with each request the write end of a pipe the supervisor reads (fb_warm_hold),
+ * which every watcher of its runners keeps open until its runner and what that left are
+ * gone: a dead worker's supervisor waits for the pipe's end before it frees the worker's
+ * GPU slot and starts it again, as it waits for the runners that come to it (reap_all),
+ * so that no compiler of the dead worker writes into the build its successor builds.
+ */
+int
+fb_warm_serve(const struct kb_config *cfg)
+{
+	struct kb_spawn_opts	 o;
+	struct fb_env		 env = { .n = 0 };
+	char			 python[PATH_MAX], staged[PATH_MAX], dir[PATH_MAX], host[64] = "";
+	const char		*argv[] = { NULL };
+	int			 lfd, rc;
+
+	if (!cfg->runner.warm || share.started != NULL || warm_paths(cfg, python, staged) < 0 ||
+	    fb_cache_dir("servers", NULL, dir, sizeof(dir)) < 0)
+		return -KB_EEXEC;
+	(void)gethostname(host, sizeof(host) - 1);
+	for (char *c = host; *c != '\0'; c++)
+		if (*c == '/')
+			*c = '_';
+	if (snprintf(share.path, sizeof(share.path), "%s/run-%s-%d.sock", dir, host,
+		     (int)getpid()) >= (int)sizeof(share.path) ||
+	    (lfd = shared_listen(share.path)) < 0) {
+		share.path[0] = '\0';
+		return -KB_EEXEC;
+	}
+	warm_opts(cfg, argv, "", &o, &env);
+	rc = shared_spawn(&o, python, staged, share.path, lfd, 0, false, &share.started);
+	fb_env_clear(&env);
+	(void)close(lfd);
+	if (rc < 0) {
+		(void)unlink(share.path);
+		share.path[0] = '\0';
+		share.started = NULL;
+		return rc;
+	}
+	share.run = true;
+	log_info("runners: forked from the run's server %d (%s)",
+		 (int)kb_spawn_pid(share.started), share.path);
+	return 0;
+}
+
+pid_t
+fb_warm_serve_pid(void)
+{
+	return share.run && share.started != NULL ? kb_spawn_pid(share.started) : 0;
+}
+
+bool
+fb_warm_serve_reaped(pid_t pid)
+{
+	if (!share.run || share.started == NULL || kb_spawn_pid(share.started) != pid)
+		return false;
+	log_warnx("the run's fork server %d ended; workers fork from servers of their own",
+		  (int)pid);
+	kb_spawn_release(share.started);
+	share.started = NULL;
+	(void)unlink(share.path);
+	share.path[0] = '\0';
+	return true;
+}
+
+void
+fb_warm_serve_end(void)
+{
+	if (!share.run)
+		return;
+	kb_spawn_discard(share.started);
+	share.started = NULL;
+	share.run = false;
+	if (share.path[0] != '\0')
+		(void)unlink(share.path);
+	share.path[0] = '\0';
+}
+
+void
+fb_warm_hold(int fd)
+{
+	/* The supervisor's: not ours to end or spare (the server is no child of ours). */
+	kb_spawn_release(share.started);
+	share.started = NULL;
+	share.run = false;
+	share.hold = fd;
 }
 
 /* The server for python and runner, started (o as a warm runner's, its argv replaced,
@@ -415,7 +578,7 @@ zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *r
 static bool
 zygote_serves(const char *python, const char *runner)
 {
-	return zygote.share_idle_s > 0 ||
+	return share.idle_s > 0 || share.path[0] != '\0' ||
 	       (zygote_is_for(python, runner) && !kb_spawn_exited(zygote.server));
 }
 
@@ -429,7 +592,7 @@ zygote_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const ch
 	char	*msg;
 	int	 rc;
 
-	if (zygote.share_idle_s > 0 &&
+	if ((share.idle_s > 0 || share.path[0] != '\0') &&
 	    shared_fork(cfg, o, python, runner, visible, ahead, child) == 0)
 		return 0;
 	if (zygote_for(o, python, runner) < 0)

@@ -41,6 +41,9 @@ struct task_slot {
 	/* A shard's: the task is claimed by this shard; by another live one (left alone
 	 * until that one dies or lets it go); lost to another while a worker ran it. */
 	bool		 mine, elsewhere, lost;
+	/* While its worker runs: the read end of the pipe whose write end its runners'
+	 * watchers hold (fb_warm_hold); -1 otherwise. */
+	int		 runners_fd;
 };
 
 /* The supervisor of a run, from sup_start to sup_close. What it holds — descriptors,
@@ -214,7 +217,7 @@ mark_failed(struct sup *s, int i, const char *reason)
 }
 
 static pid_t
-fork_worker(struct sup *s, int i)
+fork_worker(struct sup *s, int i, int hold)
 {
 	struct fsm_ctx	ctx;
 	pid_t		pid;
@@ -223,9 +226,14 @@ fork_worker(struct sup *s, int i)
 	if ((pid = fork()) != 0)
 		return pid;
 	/* The worker: its own signals back, and it dies (gracefully) with us. It must not
-	 * keep the supervisor's lock, or a resume after our death would be refused. */
+	 * keep the supervisor's lock, or a resume after our death would be refused, nor the
+	 * ends of the other workers' runner pipes. */
 	close(s->sfd);
 	close(s->lock_fd);
+	for (int k = 0; k < s->run->ntasks; k++)
+		if (s->slots[k].runners_fd >= 0)
+			close(s->slots[k].runners_fd);
+	fb_warm_hold(hold);
 	signal(SIGCHLD, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &s->orig_mask, NULL);
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 || getppid() != s->self)
@@ -280,16 +288,26 @@ launch_ready(struct sup *s)
 	for (int i = 0; i < s->run->ntasks && s->running < s->run->cfg.workers; i++) {
 		struct task_slot *ts = &s->slots[i];
 		pid_t		  pid;
+		int		  runners[2];
 
 		if (ts->state != TASK_PENDING || ts->not_before_ms > now || ts->elsewhere)
 			continue;
 		if (s->shard != NULL && !shard_claim(s, i))
 			continue;
-		if ((pid = fork_worker(s, i)) == -1) {
+		if (pipe2(runners, O_CLOEXEC) == -1) {
 			log_warn("cannot fork a worker for %s", s->run->tasks[i].id);
 			ts->not_before_ms = now + 1000;
 			return;
 		}
+		if ((pid = fork_worker(s, i, runners[1])) == -1) {
+			log_warn("cannot fork a worker for %s", s->run->tasks[i].id);
+			(void)close(runners[0]);
+			(void)close(runners[1]);
+			ts->not_before_ms = now + 1000;
+			return;
+		}
+		(void)close(runners[1]);
+		ts->runners_fd = runners[0];
 		{
 			struct rpt_summary sum;
 
@@ -456,10 +474,65 @@ worker_slot(const struct sup *s, pid_t pid)
 	return -1;
 }
 
+/* The children fb_kill_orphans spares: the workers, the run's fork server, and the
+ * watchers of live workers' runners that came to us when that server died (each named
+ * "kfw-<worker pid>" by the server: feedback/kforge_runner.py), whose runners are in the
+ * middle of another task's step. */
 static bool
-is_worker(pid_t pid, void *arg)
+is_worker_or_server(pid_t pid, void *arg)
 {
-	return worker_slot(arg, pid) >= 0;
+	char	path[64], name[32] = "";
+	long	worker;
+	char	*end;
+	FILE	*f;
+
+	if (worker_slot(arg, pid) >= 0 || pid == fb_warm_serve_pid())
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return false;
+	if (fgets(name, sizeof(name), f) == NULL)
+		name[0] = '\0';
+	fclose(f);
+	if (strncmp(name, "kfw-", 4) != 0)
+		return false;
+	worker = strtol(name + 4, &end, 10);
+	return (*end == '\n' || *end == '\0') && worker > 0 && worker < INT32_MAX &&
+	       worker_slot(arg, (pid_t)worker) >= 0;
+}
+
+/* How long a dead worker's runners forked by the run's server may take to go: their
+ * watchers kill them when the worker's connection closes, and reap what they left. */
+#define SUP_RUNNERS_GONE_MS	30000
+
+/* Waits for the runners of worker i's that the run's server forked: no children of ours,
+ * they do not come back to be reaped, but their watchers hold the pipe whose read end is
+ * runners_fd until each runner and what it left is gone (fb_warm_hold). Before the
+ * worker's GPU slot is reclaimed and it is started again, as for the runners that do. */
+static void
+runners_gone(struct sup *s, int i)
+{
+	struct task_slot	*ts = &s->slots[i];
+	int64_t			 end = kb_mono_ms() + SUP_RUNNERS_GONE_MS, left;
+	char			 buf[64];
+	ssize_t			 n = -1;
+
+	if (ts->runners_fd < 0)
+		return;
+	while ((left = end - kb_mono_ms()) > 0) {
+		struct pollfd	pfd = { ts->runners_fd, POLLIN, 0 };
+
+		if (poll(&pfd, 1, (int)left) == -1 && errno != EINTR)
+			break;
+		if (pfd.revents != 0 && ((n = read(ts->runners_fd, buf, sizeof(buf))) == 0 ||
+					 (n == -1 && errno != EINTR && errno != EAGAIN)))
+			break;
+	}
+	if (n != 0)
+		log_warnx("%s: the runners of its worker %d are not known gone after %d s",
+			  s->run->tasks[i].id, (int)ts->pid, SUP_RUNNERS_GONE_MS / 1000);
+	(void)close(ts->runners_fd);
+	ts->runners_fd = -1;
 }
 
 static void
@@ -480,10 +553,13 @@ reap_all(struct sup *s)
 		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == -1 || si.si_pid == 0)
 			break;
 		pid = si.si_pid;
-		if ((i = worker_slot(s, pid)) < 0 && killpg(pid, SIGKILL) == 0)
+		if ((i = worker_slot(s, pid)) < 0 && !fb_warm_serve_reaped(pid) &&
+		    killpg(pid, SIGKILL) == 0)
 			log_debug("killed what was left of the group of orphan %d", (int)pid);
 		if (waitpid(pid, &status, 0) != pid)
 			break;
+		if (i >= 0)
+			runners_gone(s, i);
 		gpool_reclaim(s->pool, pid);
 		if (i >= 0) {
 			/* What the dead worker's runner started in process groups of their
@@ -491,7 +567,7 @@ reap_all(struct sup *s)
 			 * the worker is restarted, or a compiler would go on writing into
 			 * the build the restarted worker builds again. The loop reaps them. */
 			if (!WIFEXITED(status) || WEXITSTATUS(status) != KB_EXIT_DONE)
-				(void)fb_kill_orphans(is_worker, s);
+				(void)fb_kill_orphans(is_worker_or_server, s);
 			worker_exited(s, i, status);
 		}
 	}
@@ -1113,6 +1189,8 @@ sup_start(struct sup *s)
 		log_warnx("out of memory");
 		return 1;
 	}
+	for (int i = 0; i < run->ntasks; i++)
+		s->slots[i].runners_fd = -1;
 	for (int i = 0; i < run->ntasks; i++) {
 		struct rpt_summary	sum;
 		char			owner[ORCH_SHARD_ID_MAX];
@@ -1157,6 +1235,9 @@ sup_start(struct sup *s)
 	s->clocks = lock_clocks(s);
 	log_info(RD_LOG_SUP_START, run->cfg.name, run->dir, selftest.python);
 	fb_contain_report();
+	/* One fork server for the workers (without, each keeps its own). */
+	if (orch_run_unfinished(run, true) > 0)
+		(void)fb_warm_serve(&run->cfg);
 	s->progress = orch_progress_start(run, orch_progress_mode_for(opts->quiet, opts->detach),
 					  opts->progress_interval_s);
 	return 0;
@@ -1289,9 +1370,13 @@ sup_close(struct sup *s)
 	if (s->made_reserve &&
 	    rd_run_file(path, sizeof(path), HOME(s->run), RD_SUPERVISOR_RESERVE) == 0)
 		unlink(path);
+	fb_warm_serve_end();
 	gpool_destroy(s->pool);
 	orch_shard_watch_free(s->watch);
 	json_decref(s->quarantined);
+	for (int i = 0; s->slots != NULL && i < s->run->ntasks; i++)
+		if (s->slots[i].runners_fd >= 0)
+			close(s->slots[i].runners_fd);
 	free(s->slots);
 	if (s->sfd >= 0)
 		close(s->sfd);

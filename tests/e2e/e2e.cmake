@@ -27,6 +27,9 @@ set(kb_e2e_tests
   "e2e_test_eval_cache|test_eval_cache|e2e|1800"
   # the fork server an eval leaves for the next: shared, watched runners, its ends
   "e2e_test_eval_server|test_eval_server|e2e|1800"
+  # a run's one fork server: the process tree and its users, a worker killed (its runner
+  # gone before it restarts), the server killed (no turn lost), nothing left
+  "e2e_test_run_server|test_run_server|e2e|1800"
   # eval.format raw: its prompt, the static check, a raw build run, judged and cached
   "e2e_test_raw_format|test_raw_format|e2e|1200"
   # cheating and honest CPU candidates (tests/data/{adversarial,honest}/cpu): each one's

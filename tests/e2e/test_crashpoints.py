@@ -59,6 +59,34 @@ workers: 2
 
 # ------------------------------------------------------------------ processes
 
+def comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def runners_of(worker):
+    """The runners a worker started: its children where it started them or forked them
+    from a server of its own, else the children of watchers named for it (the run's fork
+    server forks each runner under a watcher, "kfw-<worker pid>": feedback/warm.c)."""
+    ps = procs()
+    watchers = {p["pid"] for p in ps if comm(p["pid"]) == "kfw-%d" % worker}
+    return [p["pid"] for p in ps if p["ppid"] == worker or p["ppid"] in watchers]
+
+
+def worker_above(pid, workers):
+    """The worker whose runner pid is, or whose runner's descendant: the nearest worker
+    among its ancestors, or the one a watcher among them is named for."""
+    while pid > 1 and pid not in workers:
+        name = comm(pid)
+        if name.startswith("kfw-") and name[4:].isdigit():
+            return int(name[4:])
+        pid = next((p["ppid"] for p in procs() if p["pid"] == pid), 1)
+    return pid
+
+
 def procs():
     out = []
     for d in os.listdir("/proc"):
@@ -318,11 +346,10 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, hold=False, cut=False
             check(fired(), "%s: the run ended without reaching %s" % (name, crash))
             worker = int(open(marker).read())
             if hold:
-                # The worker waits at the crash point, its runner spawned (the worker's
-                # only children are runners); the orphan check: that runner's group,
-                # once its worker is killed there.
+                # The worker waits at the crash point, its runner spawned; the orphan
+                # check: that runner's group, once its worker is killed there.
                 runner = wait_for("%s: the runner of the held worker" % name,
-                                  lambda: [p["pid"] for p in procs() if p["ppid"] == worker], sup)[0]
+                                  lambda: runners_of(worker), sup)[0]
                 workers_before = workers_of(sup)
                 pgids = groups_of_tree(runner)
                 os.kill(worker, signal.SIGKILL)
@@ -349,10 +376,9 @@ def scenario(name, ref, crash=None, task=TASKS[0], skip=0, hold=False, cut=False
             workers_before = workers_of(sup)
             pgids = groups_of_tree(r["pid"])
             # Its worker: the nearest of its ancestors that is one (between them, where
-            # the runner has namespaces of its own, its init and its waiter).
-            w = r["pid"]
-            while w > 1 and w not in workers_before:
-                w = next((p["ppid"] for p in procs() if p["pid"] == w), 1)
+            # the runner has namespaces of its own, its init and its waiter), or the one
+            # its watcher is named for.
+            w = worker_above(r["pid"], workers_before)
             check(w in workers_before, "%s: no worker above the compiling runner %d" % (name, r["pid"]))
             os.kill(w, signal.SIGKILL)
             check_group_ends(name, pgids, sup, workers_before)

@@ -17,8 +17,9 @@ The candidate tries, from its module's top level (so in the precompile and the e
   - SIGKILL to its parent and to that victim;
   - a TCP connect to a listener of the test on 127.0.0.1;
   - a runner of its own from the fork server a `kforge eval` before the run left in the
-    cache (its socket's path given): connected, it asks for a fork, which would be a
-    process under no sandbox that runs the request it is handed;
+    cache (its socket's path given), and from the run's own server (its socket's name
+    found by trying the pids the supervisor's may have): connected, it asks for a fork,
+    which would be a process under no sandbox that runs the request it is handed;
   - what it sees of the host's processes (its pid, its parent's, /proc), and a daemon
     (setsid, then a grandchild) left behind.
 It writes what each attempt met to its scratch directory (the one place it may write),
@@ -119,7 +120,7 @@ def _attack():
         rep["connect"] = "connected"
     except OSError as e:
         rep["connect"] = err(e)
-    for path in SERVERS:
+    def ask(path):
         try:
             s = socket.socket(socket.AF_UNIX)
             s.settimeout(20)
@@ -138,6 +139,23 @@ def _attack():
                 else "refused %r" % answer
         except OSError as e:
             rep["server"][path] = err(e)
+    for path in SERVERS:
+        ask(path)
+    # The run's own server: servers/run-HOST-PID.sock, PID its supervisor's, which is
+    # found by trying the pids from where the test says the run began.
+    try:
+        d = os.open(SERVERS_DIR, os.O_PATH | os.O_DIRECTORY)
+        host = socket.gethostname().replace("/", "_")
+        for pid in range(PID_FROM, PID_FROM + 20000):
+            name = "run-%s-%d.sock" % (host, pid)
+            try:
+                os.stat(name, dir_fd=d)
+            except FileNotFoundError:
+                continue
+            ask(os.path.join(SERVERS_DIR, name))
+            break
+    except OSError as e:
+        rep["server"]["run"] = err(e)
     with open("hostile-%s.json" % os.urandom(6).hex(), "w") as f:   # pid 2 in each step
         json.dump(rep, f)
     # A daemon left behind: it must end with the runner's namespace, and be counted.
@@ -245,7 +263,10 @@ def attempt(label, user):
     servers = [os.path.join(cache, "servers", n) for n in os.listdir(os.path.join(cache, "servers"))
                if n.endswith(".sock")] if os.path.isdir(os.path.join(cache, "servers")) else []
     check(servers, "%s: kforge eval left no fork server in %s" % (label, cache))
-    code = code.replace("SERVERS", repr(servers))
+    code = code.replace("SERVERS_DIR", repr(os.path.join(cache, "servers"))).replace(
+        "SERVERS", repr(servers))
+    with open("/proc/sys/kernel/ns_last_pid") as f:   # the run's supervisor comes after it
+        code = code.replace("PID_FROM", f.read().strip())
     script = {"rules": [{"match": "Elementwise leaky ReLU",
                          "replies": [{"content": "```python\n" + code + "```\n"}]}],
               "default": {"status": 500, "content": "unexpected prompt"}}
@@ -326,9 +347,13 @@ workers: 1
               "%s: signals: %s" % (label, rep["kill"]))
         check(rep.get("connect") not in (None, "connected"),
               "%s: the candidate connected: %s" % (label, rep.get("connect")))
-        check(len(rep["server"]) == len(servers) and
+        # The eval's server and the run's own, each reached and each refusing (an answer
+        # of no child, or the connection closed on it).
+        check(len(rep["server"]) == len(servers) + 1 and
+              any("/run-" in k and (v.startswith("refused") or v in ("ECONNRESET", "EPIPE"))
+                  for k, v in rep["server"].items()) and
               not any(v.startswith("forked") for v in rep["server"].values()),
-              "%s: the fork server: %s" % (label, rep["server"]))
+              "%s: the fork servers: %s" % (label, rep["server"]))
     check(alive, "%s: the victim process was killed" % label)
     check(listener.accepted == 1, "%s: the listener accepted %d connections" % (label, listener.accepted))
     check(not os.path.exists(tmp_target), "%s: the candidate wrote %s" % (label, tmp_target))
