@@ -280,6 +280,79 @@ def processes_marked(marker, exclude=()):
     return found
 
 
+def procs():
+    """The host's processes as /proc shows them, each {pid, state, ppid, pgid, cwd, cmd
+    (its argv joined by spaces), comm, uid}; one gone while read is left out."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+            rest = stat[stat.rindex(")") + 2:].split()
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open("/proc/%s/comm" % d) as f:
+                comm = f.read().strip()
+            with open("/proc/%s/status" % d) as f:
+                uid = int([ln for ln in f if ln.startswith("Uid:")][0].split()[1])
+            try:
+                cwd = os.readlink("/proc/%s/cwd" % d)
+            except OSError:
+                cwd = ""
+        except (OSError, ValueError, IndexError):
+            continue
+        out.append({"pid": int(d), "state": rest[0], "ppid": int(rest[1]), "pgid": int(rest[2]),
+                    "cwd": cwd, "cmd": cmd, "comm": comm, "uid": uid})
+    return out
+
+
+def alive(p):
+    return p["state"] not in ("Z", "X")
+
+
+def watched_for(p):
+    """The worker (or eval) a watcher of a fork server is named for ("kfw-PID": each runner
+    such a server forks is that watcher's child, not its worker's: feedback/warm.c), None
+    for a process that is no watcher."""
+    name = p["comm"]
+    return int(name[4:]) if name.startswith("kfw-") and name[4:].isdigit() else None
+
+
+def own_pid_namespace(pid):
+    """Whether pid is in a PID namespace beneath this one (its NSpid names two pids): a
+    runner of candidate code is, the judge never is (feedback/policy.c)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return any(line.startswith("NSpid:") and len(line.split()) > 2 for line in f)
+    except OSError:
+        return False
+
+
+def last_to(run_dir, task):
+    """The state task's last record went to (where it is now), None before its first."""
+    try:
+        with open(os.path.join(run_dir, "tasks", task, "trajectory.jsonl")) as f:
+            lines = [line for line in f.read().split("\n") if line]
+        return json.loads(lines[-1])["to"]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def wait_for(what, cond, run=None, timeout=2 * STARTUP_WAIT_S):
+    """cond()'s first true value, looked for every 50 ms; fails when run (a Popen of kforge,
+    or None) ends first, or after timeout seconds (a bound for a loaded machine)."""
+    deadline = time.time() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        check(run is None or run.poll() is None, "the run ended before " + what)
+        check(time.time() < deadline, "timed out waiting for " + what)
+        time.sleep(0.05)
+
+
 def demo_check(run_dir, device):
     """tools/demo_check.py, the one judge of a demo run (tools/demo.sh uses it too): the
     finished process, whose stderr names every task whose turns differ from expected.json."""

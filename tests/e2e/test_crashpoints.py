@@ -59,58 +59,24 @@ workers: 2
 
 # ------------------------------------------------------------------ processes
 
-def comm(pid):
-    try:
-        with open("/proc/%d/comm" % pid) as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
 def runners_of(worker):
     """The runners a worker started: its children where it started them or forked them
     from a server of its own, else the children of watchers named for it (the run's fork
-    server forks each runner under a watcher, "kfw-<worker pid>": feedback/warm.c)."""
+    server forks each runner under a watcher: kfe2e.watched_for)."""
     ps = procs()
-    watchers = {p["pid"] for p in ps if comm(p["pid"]) == "kfw-%d" % worker}
+    watchers = {p["pid"] for p in ps if watched_for(p) == worker}
     return [p["pid"] for p in ps if p["ppid"] == worker or p["ppid"] in watchers]
 
 
 def worker_above(pid, workers):
     """The worker whose runner pid is, or whose runner's descendant: the nearest worker
     among its ancestors, or the one a watcher among them is named for."""
-    while pid > 1 and pid not in workers:
-        name = comm(pid)
-        if name.startswith("kfw-") and name[4:].isdigit():
-            return int(name[4:])
-        pid = next((p["ppid"] for p in procs() if p["pid"] == pid), 1)
+    ps = {p["pid"]: p for p in procs()}
+    while pid > 1 and pid not in workers and pid in ps:
+        if watched_for(ps[pid]) is not None:
+            return watched_for(ps[pid])
+        pid = ps[pid]["ppid"]
     return pid
-
-
-def procs():
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                stat = f.read()
-            rest = stat[stat.rindex(")") + 2:].split()
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            try:
-                cwd = os.readlink("/proc/%s/cwd" % d)
-            except OSError:
-                cwd = ""
-        except (OSError, ValueError):
-            continue
-        out.append({"pid": int(d), "state": rest[0], "ppid": int(rest[1]), "pgid": int(rest[2]),
-                    "cwd": cwd, "cmd": cmd})
-    return out
-
-
-def alive(p):
-    return p["state"] not in ("Z", "X")
 
 
 def of_the_run(p):
@@ -137,43 +103,13 @@ def runners():
     return out
 
 
-def last_to(task):
-    try:
-        with open(os.path.join(RUN, "tasks", task, "trajectory.jsonl")) as f:
-            lines = [line for line in f.read().split("\n") if line]
-        return json.loads(lines[-1])["to"]
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def own_pid_namespace(pid):
-    """Whether pid is in a PID namespace beneath this one (its NSpid names two pids): a
-    runner of candidate code is, the judge never is (feedback/policy.c)."""
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            return any(line.startswith("NSpid:") and len(line.split()) > 2 for line in f)
-    except OSError:
-        return False
-
-
 def runner_in(state, candidate=False):
     """A runner whose task's log says it is in state (candidate: one that runs candidate
     code, not an execute's judge)."""
     for r in runners():
-        if last_to(r["task"]) == state and (not candidate or own_pid_namespace(r["pid"])):
+        if last_to(RUN, r["task"]) == state and (not candidate or own_pid_namespace(r["pid"])):
             return r
     return None
-
-
-def wait_for(what, cond, sup, timeout=600):
-    deadline = time.time() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        check(sup is None or sup.poll() is None, "the run ended before " + what)
-        check(time.time() < deadline, "timed out waiting for " + what)
-        time.sleep(0.05)
 
 
 def power_cut(sup):

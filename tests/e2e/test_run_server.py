@@ -13,10 +13,12 @@ file of the test's is there, turn 2 a correct one. Seen from outside:
 - a worker SIGKILLed while its runner waits: the supervisor starts no worker again before
   that runner and everything it started are gone (the watchers hold a pipe the
   supervisor waits on), and the restarted worker finishes the task;
-- the server SIGKILLed while both tasks' runners wait: their watchers live on, and once
-  the files go each turn is judged correct as if nothing happened (the runner of the
-  server that died among them), the supervisor says the server ended, and the next
-  steps fork from the workers' own servers;
+- the server SIGKILLed while both tasks' runners wait: their watchers live on (the
+  supervisor's children now); the first task's worker killed again: no restart before its
+  runner is gone, and the other task's watcher is spared as a live worker's; once the
+  files go each turn is judged correct as if nothing happened (the other task's runner
+  from the server that died), the supervisor says the server ended, and the next steps
+  fork from the workers' own servers;
 - at the end: both tasks DONE with the reference statuses, one request per turn, no
   server or watcher left, the socket file gone, the pool released.
 """
@@ -30,8 +32,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kfe2e import (BIN, HOME, STARTUP_WAIT_S, MockLLM, check, check_pool_released,  # noqa: E402
-                   feedback_records, records, scratch, torch_python, write_config)
+from kfe2e import (BIN, HOME, STARTUP_WAIT_S, MockLLM, alive, check, check_pool_released,  # noqa: E402
+                   feedback_records, last_to, own_pid_namespace, procs, records, scratch,
+                   torch_python, wait_for, watched_for, write_config)
 
 py = torch_python()
 ROOT = os.geteuid() == 0
@@ -60,77 +63,31 @@ def fenced(candidate, hold=None):
             "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}}
 
 
-def procs():
-    out = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                rest = f.read().rsplit(")", 1)[1].split()
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open("/proc/%s/comm" % d) as f:
-                comm = f.read().strip()
-            with open("/proc/%s/status" % d) as f:
-                uid = int([ln for ln in f if ln.startswith("Uid:")][0].split()[1])
-            try:
-                cwd = os.readlink("/proc/%s/cwd" % d)
-            except OSError:
-                cwd = ""
-        except (OSError, ValueError, IndexError):
-            continue
-        if rest[0] in "ZX":
-            continue
-        out[int(d)] = {"pid": int(d), "ppid": int(rest[1]), "pgid": int(rest[2]), "cmd": cmd,
-                       "comm": comm, "uid": uid, "cwd": cwd}
-    return out
-
-
-def last_to(task):
-    try:
-        with open(os.path.join(RUN, "tasks", task, "trajectory.jsonl")) as f:
-            lines = [line for line in f.read().split("\n") if line]
-        return json.loads(lines[-1])["to"]
-    except (OSError, ValueError, IndexError):
-        return None
+def live():
+    """The live processes by pid."""
+    return {p["pid"]: p for p in procs() if alive(p)}
 
 
 def hanging_runner(task):
-    """The runner of task's execute that runs the candidate (its working directory is the
-    task's turn; a PID namespace beneath ours), once its task's log says EXECUTE."""
-    if last_to(task) != "EXECUTE":
+    """The runner of task's execute that runs the candidate (its working directory under
+    the task's; a PID namespace beneath ours), once its task's log says EXECUTE."""
+    if last_to(RUN, task) != "EXECUTE":
         return None
-    for p in procs().values():
-        if "kforge_runner.py" in p["cmd"] and p["cwd"].startswith(os.path.join(RUN, "tasks", task) + "/"):
-            try:
-                with open("/proc/%d/status" % p["pid"]) as f:
-                    if any(ln.startswith("NSpid:") and len(ln.split()) > 2 for ln in f):
-                        return p
-            except OSError:
-                continue
+    for p in live().values():
+        if "kforge_runner.py" in p["cmd"] and p["cwd"].startswith(os.path.join(RUN, "tasks", task) + "/") \
+                and own_pid_namespace(p["pid"]):
+            return p
     return None
-
-
-def wait_for(what, cond, sup, timeout=STARTUP_WAIT_S * 2):
-    deadline = time.time() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        check(sup is None or sup.poll() is None, "the run ended before " + what)
-        check(time.time() < deadline, "timed out waiting for " + what)
-        time.sleep(0.05)
 
 
 def watcher_of(ps, runner):
     """The watcher above a candidate's runner: its namespace's init, then the waiter
     outside (the pid kforge knows), then the watcher."""
     chain, p = [], ps.get(runner["ppid"])
-    while p is not None and not p["comm"].startswith("kfw-") and len(chain) < 3:
+    while p is not None and watched_for(p) is None and len(chain) < 3:
         chain.append(p["comm"])
         p = ps.get(p["ppid"])
-    check(p is not None and p["comm"].startswith("kfw-"),
+    check(p is not None and watched_for(p) is not None,
           "no watcher above the runner: %s, then %s" % (chain, p and p["comm"]))
     return p
 
@@ -144,8 +101,27 @@ def tree_groups(ps, root):
     return {ps[p]["pgid"] for p in tree if p in ps} | {root}
 
 
+def kill_and_check_order(sup, worker, runner):
+    """SIGKILLs worker and checks that no worker starts before the process groups of its
+    runner's tree are gone (each look asks first whether a new worker is up, then whether
+    a group is left: both at once is the failure)."""
+    before = workers(sup)
+    pgids = tree_groups(live(), runner["pid"])
+    os.kill(worker, signal.SIGKILL)
+    deadline = time.time() + STARTUP_WAIT_S
+    while True:
+        restarted = workers(sup) - before
+        left = [p for p in live().values() if p["pgid"] in pgids]
+        if not left:
+            return
+        check(not restarted, "worker %s started while the dead worker's runner group runs: %s" % (
+            sorted(restarted), [p["cmd"][:80] for p in left]))
+        check(time.time() < deadline, "the dead worker's runner never ended: %s" % [p["cmd"][:80] for p in left])
+        time.sleep(0.02)
+
+
 def workers(sup):
-    return {p["pid"] for p in procs().values() if p["ppid"] == sup.pid and p["pgid"] == sup.pid}
+    return {p["pid"] for p in live().values() if p["ppid"] == sup.pid and p["pgid"] == sup.pid}
 
 
 problems = os.path.join(work, "problems", "level1")
@@ -182,9 +158,9 @@ try:
     # ---- the tree: supervisor > server > watcher "kfw-<worker>" > runner
     kill_worker, kill_server = list(TASKS)
     r = wait_for("the first task's waiting runner", lambda: hanging_runner(kill_worker), sup)
-    ps = procs()
+    ps = live()
     watcher = watcher_of(ps, r)
-    worker = int(watcher["comm"][4:])
+    worker = watched_for(watcher)
     server = ps.get(watcher["ppid"])
     sock = "run-%s-%d.sock" % (socket.gethostname().replace("/", "_"), sup.pid)
     check(server is not None and "--zygote" in server["cmd"] and "--listen" in server["cmd"] and
@@ -204,29 +180,26 @@ try:
           "(uids %d/%d/%d)" % (watcher["comm"], worker, server["pid"], server["uid"], watcher["uid"], r["uid"]))
 
     # ---- a worker killed while its runner waits: no restart before the runner's groups end
-    before = workers(sup)
-    pgids = tree_groups(ps, r["pid"])
-    os.kill(worker, signal.SIGKILL)
-    deadline = time.time() + STARTUP_WAIT_S
-    while True:
-        restarted = workers(sup) - before
-        left = [p for p in procs().values() if p["pgid"] in pgids]
-        if not left:
-            break
-        check(not restarted, "worker %s started while the dead worker's runner group runs: %s" % (
-            sorted(restarted), [p["cmd"][:80] for p in left]))
-        check(time.time() < deadline, "the dead worker's runner never ended: %s" % [p["cmd"][:80] for p in left])
-        time.sleep(0.02)
+    kill_and_check_order(sup, worker, r)
     print("ok: the dead worker's runner was gone before its worker was started again")
 
     # ---- the server killed while both tasks' runners wait (the first task's restarted)
     waiting = [wait_for("%s's waiting runner" % t, lambda t=t: hanging_runner(t), sup) for t in TASKS]
-    watchers = [watcher_of(procs(), x)["pid"] for x in waiting]
+    watchers = [watcher_of(live(), x)["pid"] for x in waiting]
     os.kill(server["pid"], signal.SIGKILL)
-    wait_for("the server's end", lambda: server["pid"] not in procs(), sup)
+    wait_for("the server's end", lambda: server["pid"] not in live(), sup)
     time.sleep(1)
-    check(all(w in procs() for w in watchers), "a watcher died with the server: %s of %s" % (
-        [w for w in watchers if w not in procs()], watchers))
+    check(all(w in live() for w in watchers), "a watcher died with the server: %s of %s" % (
+        [w for w in watchers if w not in live()], watchers))
+    # ---- and the first task's worker killed again: its watcher, the supervisor's now,
+    # still holds the pipe (no restart before its runner is gone), and the other task's
+    # watcher, the supervisor's too, is spared as the live worker's it is
+    kill_and_check_order(sup, watched_for(live()[watchers[0]]), waiting[0])
+    # The supervisor kills a dead worker's orphans before it logs the restart.
+    wait_for("the second restart", lambda: "death 2 of" in open(os.path.join(RUN, "supervisor.log")).read(), sup)
+    check(watchers[1] in live(), "the other task's watcher was killed with the dead worker's orphans")
+    print("ok: with the server dead, a worker killed: its runner gone before the restart, "
+          "the other task's watcher spared")
     for f in HOLD.values():
         os.unlink(f)
     rc = sup.wait(timeout=1800)
@@ -255,9 +228,9 @@ with open(os.path.join(RUN, "tasks", kill_server, "turns", "2", "result.json")) 
 check(d2.get("start") in ("forked", "warm", "cold") and d2.get("server") != server["pid"],
       "a step after the server's end came from it: %s" % {k: d2.get(k) for k in ("start", "server")})
 # Its server, and any watcher whose worker is gone (this run's, or any other's).
-ps = procs()
+ps = live()
 left = [p for p in ps.values() if sock in p["cmd"] or
-        (p["comm"].startswith("kfw-") and p["comm"][4:].isdigit() and int(p["comm"][4:]) not in ps)]
+        (watched_for(p) is not None and watched_for(p) not in ps)]
 check(not left, "processes of the run's server left: %s" % [(p["pid"], p["comm"]) for p in left])
 check(not os.path.exists(os.path.join(CACHE, "servers", sock)), "the run's socket file is left")
 check_pool_released(RUN)
