@@ -146,8 +146,8 @@ def _attack():
     try:
         d = os.open(SERVERS_DIR, os.O_PATH | os.O_DIRECTORY)
         host = socket.gethostname().replace("/", "_")
-        for pid in range(PID_FROM, PID_FROM + 20000):
-            name = "run-%s-%d.sock" % (host, pid)
+        for k in range(20000):
+            name = "run-%s-%d.sock" % (host, (PID_FROM + k) % PID_MAX)
             try:
                 os.stat(name, dir_fd=d)
             except FileNotFoundError:
@@ -267,6 +267,8 @@ def attempt(label, user):
         "SERVERS", repr(servers))
     with open("/proc/sys/kernel/ns_last_pid") as f:   # the run's supervisor comes after it
         code = code.replace("PID_FROM", f.read().strip())
+    with open("/proc/sys/kernel/pid_max") as f:         # where pids wrap
+        code = code.replace("PID_MAX", f.read().strip())
     script = {"rules": [{"match": "Elementwise leaky ReLU",
                          "replies": [{"content": "```python\n" + code + "```\n"}]}],
               "default": {"status": 500, "content": "unexpected prompt"}}
