@@ -80,16 +80,18 @@ def hanging_runner(task):
     return None
 
 
-def watcher_of(ps, runner):
-    """The watcher above a candidate's runner: its namespace's init, then the waiter
-    outside (the pid kforge knows), then the watcher."""
-    chain, p = [], ps.get(runner["ppid"])
-    while p is not None and watched_for(p) is None and len(chain) < 3:
-        chain.append(p["comm"])
-        p = ps.get(p["ppid"])
-    check(p is not None and watched_for(p) is not None,
-          "no watcher above the runner: %s, then %s" % (chain, p and p["comm"]))
-    return p
+def watcher_of(runner):
+    """The watcher above a candidate's runner (its namespace's init and the waiter outside,
+    the pid kforge knows, between them), looked for until the chain reads whole: a process
+    of it caught between fork and exec may not read in one look of /proc."""
+    def find():
+        ps = live()
+        chain, p = [], ps.get(runner["ppid"])
+        while p is not None and watched_for(p) is None and len(chain) < 3:
+            chain.append(p["comm"])
+            p = ps.get(p["ppid"])
+        return p if p is not None and watched_for(p) is not None else None
+    return wait_for("a watcher above the runner %d" % runner["pid"], find, None, 30)
 
 
 def tree_groups(ps, root):
@@ -158,8 +160,8 @@ try:
     # ---- the tree: supervisor > server > watcher "kfw-<worker>" > runner
     kill_worker, kill_server = list(TASKS)
     r = wait_for("the first task's waiting runner", lambda: hanging_runner(kill_worker), sup)
+    watcher = watcher_of(r)
     ps = live()
-    watcher = watcher_of(ps, r)
     worker = watched_for(watcher)
     server = ps.get(watcher["ppid"])
     sock = "run-%s-%d.sock" % (socket.gethostname().replace("/", "_"), sup.pid)
@@ -185,7 +187,7 @@ try:
 
     # ---- the server killed while both tasks' runners wait (the first task's restarted)
     waiting = [wait_for("%s's waiting runner" % t, lambda t=t: hanging_runner(t), sup) for t in TASKS]
-    watchers = [watcher_of(live(), x)["pid"] for x in waiting]
+    watchers = [watcher_of(x)["pid"] for x in waiting]
     os.kill(server["pid"], signal.SIGKILL)
     wait_for("the server's end", lambda: server["pid"] not in live(), sup)
     time.sleep(1)
