@@ -268,12 +268,14 @@ void	fb_warm_share(const struct kb_config *cfg);
  * forgotten); fb_warm_serve_end kills it at the run's end. In a worker forked after it
  * started, fb_warm_hold(fd): fd, the write end of a pipe the supervisor reads, is held by
  * the watcher of every runner the server forks for this worker until that runner and what
- * it left are gone, and never by a runner. */
+ * it left are gone, and never by a runner. fb_warm_watcher_for: the process a watcher of a
+ * shared server watches for (its name says), 0 for a process that is none. */
 int	fb_warm_serve(const struct kb_config *cfg);
 pid_t	fb_warm_serve_pid(void);
 bool	fb_warm_serve_reaped(pid_t pid);
 void	fb_warm_serve_end(void);
 void	fb_warm_hold(int fd);
+pid_t	fb_warm_watcher_for(pid_t pid);
 
 
 /* Containment of the runner (contain.c): a network namespace of its own where the host

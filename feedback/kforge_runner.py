@@ -3804,7 +3804,7 @@ def zygote_watch(conn, fds, msg):
     if req is None:
         conn.sendall(b"0\n")
         return False
-    _, idle, visible, ahead, drop = req
+    _, idle, visible, ahead, drop, name = req
     try:
         os.setpgid(0, 0)
     except OSError:
@@ -3816,7 +3816,8 @@ def zygote_watch(conn, fds, msg):
     if child == 0:
         zygote_child(conn, fds[:3], me, visible, ahead, drop, fds[3:])
         return True
-    zygote_watch_name(conn, libc)   # after the fork: the runner keeps the server's name
+    if name:    # after the fork: the runner keeps the server's name
+        libc.prctl(15, name.encode(), 0, 0, 0)     # PR_SET_NAME
     for fd in fds[:3]:
         os.close(fd)
     try:
@@ -3861,20 +3862,6 @@ def zygote_watch(conn, fds, msg):
     except OSError:
         pass
     return False
-
-
-def zygote_watch_name(conn, libc):
-    """Names this watcher after the process it watches for (PR_SET_NAME "kfw-PID", PID
-    the connection's peer, a worker or an eval): ps, and a test, tell whose runner the
-    watcher's child is, which is no child of that process."""
-    import socket
-    import struct
-    try:
-        peer = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                   struct.calcsize("3i")))[0]
-        libc.prctl(15, ("kfw-%d" % peer).encode()[:15], 0, 0, 0)     # PR_SET_NAME
-    except (OSError, struct.error):
-        pass
 
 
 def zygote_signal(child, sig):
@@ -3925,24 +3912,27 @@ def zygote_place(child, idle):
 
 
 def zygote_request(msg):
-    """A fork request's (parent, idle, visible, ahead, drop): the pid the child must come
-    to (0: none named), whether it waits under SCHED_IDLE, its CUDA_VISIBLE_DEVICES (None:
-    unset), whether it starts CUDA's driver before its request (cuda_ahead), and the
-    (uid, gid) it runs as where a server kept as root makes it (None: the server's own);
-    None for a malformed one."""
+    """A fork request's (parent, idle, visible, ahead, drop, name): the pid the child must
+    come to (0: none named), whether it waits under SCHED_IDLE, its CUDA_VISIBLE_DEVICES
+    (None: unset), whether it starts CUDA's driver before its request (cuda_ahead), the
+    (uid, gid) it runs as where a server kept as root makes it (None: the server's own),
+    and the name its watcher takes ("kfw-PID", PID the requester's: feedback/warm.c,
+    FB_WATCHER_NAME; "": none); None for a malformed one."""
     try:
         m = json.loads(msg.decode())
         parent, idle, visible = int(m.get("parent", 0)), bool(m.get("idle")), m.get("visible")
         ahead = bool(m.get("cuda_ahead"))
         drop = m.get("drop")
         drop = None if drop is None else (int(drop[0]), int(drop[1]))
+        name = m.get("name") or ""
     except (ValueError, AttributeError, TypeError, IndexError, KeyError):
         return None
-    if visible is not None and not isinstance(visible, str):
+    if (visible is not None and not isinstance(visible, str)) or not isinstance(name, str) \
+            or len(name) > 15:
         return None
     if drop is not None and (drop[0] <= 0 or drop[1] < 0):
         return None
-    return parent, idle, visible, ahead, drop
+    return parent, idle, visible, ahead, drop, name
 
 
 def zygote_fork(ctl, fds, msg):
@@ -3950,7 +3940,7 @@ def zygote_fork(ctl, fds, msg):
     req = zygote_request(msg)
     if req is None:
         return 0
-    parent, idle, visible, ahead, drop = req
+    parent, idle, visible, ahead, drop, _ = req
     try:
         r, w = os.pipe()
     except OSError:

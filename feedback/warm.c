@@ -116,6 +116,18 @@ static struct {
 	int		 hold;		/* what its watchers hold for the supervisor; -1 */
 } share = { .hold = -1 };
 
+/* Whether runners are forked by a server shared with other processes. */
+static bool
+sharing(void)
+{
+	return share.idle_s > 0 || share.path[0] != '\0';
+}
+
+/* A watcher's name (PR_SET_NAME, 15 characters at most), sent with each shared fork
+ * request (shared_msg): the pid of the process it watches for, whose runner is its child
+ * and not that process's (ps; the supervisor's orphan reaping: fb_warm_watcher_for). */
+#define FB_WATCHER_NAME		"kfw-%d"
+
 /* Whether this process's server, live or not, is the one for python and runner. */
 static bool
 zygote_is_for(const char *python, const char *runner)
@@ -381,9 +393,13 @@ out:
 static char *
 shared_msg(const struct kb_spawn_opts *o, const char *visible, bool ahead)
 {
-	json_t	*m = json_pack("{s:b, s:s, s:b}", "idle", o->sched_idle, "visible", visible,
-			       "cuda_ahead", ahead);
+	char	 name[16];
+	json_t	*m;
 	char	*msg;
+
+	snprintf(name, sizeof(name), FB_WATCHER_NAME, (int)getpid());
+	m = json_pack("{s:b, s:s, s:b, s:s}", "idle", o->sched_idle, "visible", visible,
+		      "cuda_ahead", ahead, "name", name);
 
 	if (m != NULL && o->drop_user)
 		json_object_set_new(m, "drop", json_pack("[i, i]", (int)o->uid, (int)o->gid));
@@ -437,6 +453,21 @@ shared_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const ch
 	return rc;
 }
 
+/* The run's server let go of: killed with its group (kill), else only forgotten (reaped
+ * already, or never started); its socket file removed. */
+static void
+run_server_forget(bool kill)
+{
+	if (kill)
+		kb_spawn_discard(share.started);
+	else
+		kb_spawn_release(share.started);
+	share.started = NULL;
+	if (share.path[0] != '\0')
+		(void)unlink(share.path);
+	share.path[0] = '\0';
+}
+
 /*
  * A run's fork server (fb_warm_serve): one for the run's workers on this host, instead of
  * one each, so that a task's steps cost forks and no import of torch (0.75 s of CPU a
@@ -479,9 +510,8 @@ fb_warm_serve(const struct kb_config *cfg)
 	fb_env_clear(&env);
 	(void)close(lfd);
 	if (rc < 0) {
-		(void)unlink(share.path);
-		share.path[0] = '\0';
 		share.started = NULL;
+		run_server_forget(false);
 		return rc;
 	}
 	share.run = true;
@@ -503,10 +533,7 @@ fb_warm_serve_reaped(pid_t pid)
 		return false;
 	log_warnx("the run's fork server %d ended; workers fork from servers of their own",
 		  (int)pid);
-	kb_spawn_release(share.started);
-	share.started = NULL;
-	(void)unlink(share.path);
-	share.path[0] = '\0';
+	run_server_forget(false);
 	return true;
 }
 
@@ -515,12 +542,24 @@ fb_warm_serve_end(void)
 {
 	if (!share.run)
 		return;
-	kb_spawn_discard(share.started);
-	share.started = NULL;
+	run_server_forget(true);
 	share.run = false;
-	if (share.path[0] != '\0')
-		(void)unlink(share.path);
-	share.path[0] = '\0';
+}
+
+pid_t
+fb_warm_watcher_for(pid_t pid)
+{
+	char	 path[64], *name = NULL;
+	size_t	 len;
+	int	 watched = 0, end = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if (kb_read_file(path, 64, &name, &len) < 0 ||
+	    sscanf(name, FB_WATCHER_NAME "%n", &watched, &end) != 1 ||
+	    (name[end] != '\n' && name[end] != '\0') || watched <= 0)
+		watched = 0;
+	free(name);
+	return (pid_t)watched;
 }
 
 void
@@ -578,8 +617,7 @@ zygote_for(const struct kb_spawn_opts *warm_o, const char *python, const char *r
 static bool
 zygote_serves(const char *python, const char *runner)
 {
-	return share.idle_s > 0 || share.path[0] != '\0' ||
-	       (zygote_is_for(python, runner) && !kb_spawn_exited(zygote.server));
+	return sharing() || (zygote_is_for(python, runner) && !kb_spawn_exited(zygote.server));
 }
 
 /* A warm runner forked by the server for python and runner, for a step that sees the GPUs
@@ -592,8 +630,7 @@ zygote_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const ch
 	char	*msg;
 	int	 rc;
 
-	if ((share.idle_s > 0 || share.path[0] != '\0') &&
-	    shared_fork(cfg, o, python, runner, visible, ahead, child) == 0)
+	if (sharing() && shared_fork(cfg, o, python, runner, visible, ahead, child) == 0)
 		return 0;
 	if (zygote_for(o, python, runner) < 0)
 		return -KB_EEXEC;

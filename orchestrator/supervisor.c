@@ -475,30 +475,15 @@ worker_slot(const struct sup *s, pid_t pid)
 }
 
 /* The children fb_kill_orphans spares: the workers, the run's fork server, and the
- * watchers of live workers' runners that came to us when that server died (each named
- * "kfw-<worker pid>" by the server: feedback/kforge_runner.py), whose runners are in the
- * middle of another task's step. */
+ * watchers of live workers' runners that came to us when that server died, whose runners
+ * are in the middle of another task's step. */
 static bool
 is_worker_or_server(pid_t pid, void *arg)
 {
-	char	path[64], name[32] = "";
-	long	worker;
-	char	*end;
-	FILE	*f;
+	pid_t	watched;
 
-	if (worker_slot(arg, pid) >= 0 || pid == fb_warm_serve_pid())
-		return true;
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return false;
-	if (fgets(name, sizeof(name), f) == NULL)
-		name[0] = '\0';
-	fclose(f);
-	if (strncmp(name, "kfw-", 4) != 0)
-		return false;
-	worker = strtol(name + 4, &end, 10);
-	return (*end == '\n' || *end == '\0') && worker > 0 && worker < INT32_MAX &&
-	       worker_slot(arg, (pid_t)worker) >= 0;
+	return worker_slot(arg, pid) >= 0 || pid == fb_warm_serve_pid() ||
+	       ((watched = fb_warm_watcher_for(pid)) > 0 && worker_slot(arg, watched) >= 0);
 }
 
 /* How long a dead worker's runners forked by the run's server may take to go: their
@@ -1189,12 +1174,11 @@ sup_start(struct sup *s)
 		log_warnx("out of memory");
 		return 1;
 	}
-	for (int i = 0; i < run->ntasks; i++)
-		s->slots[i].runners_fd = -1;
 	for (int i = 0; i < run->ntasks; i++) {
 		struct rpt_summary	sum;
 		char			owner[ORCH_SHARD_ID_MAX];
 
+		s->slots[i].runners_fd = -1;
 		if (rpt_summarize(run->dir, run->tasks[i].id, &sum) == 0 &&
 		    rpt_state_finished(sum.state))
 			s->slots[i].state = TASK_FINISHED;
