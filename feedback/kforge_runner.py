@@ -56,6 +56,7 @@ import builtins
 import faulthandler
 import fcntl
 import functools
+import gc
 import glob
 import importlib.util
 import io
@@ -1592,7 +1593,7 @@ class Runner:
         t0 = time.perf_counter()
         switches = involuntary_switches()
         ms = []
-        with self.torch.no_grad():
+        with self.torch.no_grad(), gc_paused():
             for s in seeds:
                 inputs = fixed if fixed is not None else self.timed_inputs(ref, s)
                 t, out = self.trial(model, inputs, method, flush_buf, keep=True)
@@ -2029,7 +2030,7 @@ class Runner:
         fp_seed = int(head.get("fp_seed", 0))
         ms, fps = [], []
         try:
-            with self.torch.no_grad():
+            with self.torch.no_grad(), gc_paused():
                 for s in seeds:
                     inputs = fixed if fixed is not None else self.timed_inputs(ref, int(s))
                     t, out = self.trial(model_new, inputs, method, flush_buf, keep=True)
@@ -2202,8 +2203,9 @@ class Runner:
             return self.time_do_bench(model, inputs)
         with self.torch.no_grad():
             self.warm_up_models((model,), inputs, warmup)
-            samples = [self.trial(model, inputs, method, flush_buf)
-                       for _ in range(trials + discard)][discard:]
+            with gc_paused():
+                samples = [self.trial(model, inputs, method, flush_buf)
+                           for _ in range(trials + discard)][discard:]
             st = stats(samples)
             st["method"], st["l2_flush"] = method, flush_buf is not None
             if self.hold_cycles:
@@ -3363,6 +3365,26 @@ def stats(samples):
             "mad_ms": median_of([abs(s - med) for s in samples]), "trials": n}
 
 
+class gc_paused:
+    """Python's cyclic collector off for a timed loop, back on after it (as timeit
+    does): a collection that falls inside a call's events is timed as the call's, and
+    each timed call makes Python objects (the fingerprint's, the inputs'), so over
+    many calls the collector would run inside some. The garbage waits until the loop
+    ends. Not what puts calls of 0.1-0.2 ms among 9 us ones in KernelBench-style loops
+    on an H200: those came in bursts with the collector off too (tools/bench/README.md,
+    kbcheck)."""
+
+    def __enter__(self):
+        self.was = gc.isenabled()
+        gc.disable()
+        return self
+
+    def __exit__(self, *exc):
+        if self.was:
+            gc.enable()
+        return False
+
+
 def median_of(xs):
     srt = sorted(xs)
     n = len(srt)
@@ -3481,7 +3503,6 @@ def warm_up(build):
     set_dumpable(False)
     global WARM_VISIBLE
     WARM_VISIBLE = os.environ.get("CUDA_VISIBLE_DEVICES")
-    import gc
     gc.disable()
     try:
         import torch  # noqa: F401  (a failure is reported by the request's own import)
@@ -3540,7 +3561,6 @@ def zygote():
     ZYGOTE_PID = os.getpid()
     os.environ[NVML_CHECK] = "1"
     warm_up(True)
-    import gc
     gc.freeze()
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
