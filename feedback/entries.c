@@ -5,7 +5,7 @@
  * keep beside it; a problem's baseline, whose key hashes everything its reference's
  * timing depends on, and its record. Apart from cache.c, so that the place depends on
  * nothing of the runner's environment, which keeps its own memo there (env.c,
- * imports_torch).
+ * has_torch).
  */
 #include <limits.h>
 #include <stdio.h>
