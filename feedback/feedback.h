@@ -84,7 +84,7 @@ const char	*fb_status_name(enum fb_status st);
 int		 fb_status_parse(const char *s, enum fb_status *out);	/* -KB_EINVAL */
 
 /* Finds the Python that runs the runner: cfg->runner.python, then $KFORGE_PYTHON,
- * then python3 on a short list of places, where the first that imports torch wins. An
+ * then python3 on a short list of places, where the first that has torch wins. An
  * explicit choice (runner.python or $KFORGE_PYTHON) is taken as given when it is an
  * executable, never replaced by another Python: if it cannot import torch, the runner
  * (and fb_selftest, stage "torch") reports that as an environment error naming it. The
@@ -188,6 +188,8 @@ struct fb_selftest {
 	double	build_s, run_s;		/* < 0: not reached */
 	char	python[PATH_MAX];	/* the Python that ran it ("" if none found) */
 	char	torch[64];		/* torch.__version__, "" when not importable */
+	char	start[16];		/* how its runner started: "forked" (from the run's
+					 * server), "cold"; "" when cached */
 	char	stage[32];		/* where it failed: "python", "torch", "headers",
 					 * "pybind11", "compiler", "ninja", "build", "run",
 					 * "cuda"; "" when ok */

@@ -121,8 +121,9 @@ int	fb_ns_trailer_take(struct kb_buf *result);
  * and never handed its request, kept for the next step where none waits, else ended.
  * fb_warm_start_next: the runner of the step after req, started now where a runner step
  * is to follow (done: req's outcome once there is one; NULL while it runs).
- * fb_warm_fork_judge: an execute's judge, forked as a warm runner would be by the same
- * server; -KB_EEXEC where none serves python and runner. fb_warm_pids: the processes a
+ * fb_warm_fork: a runner whose request comes at once (an execute's judge, a selftest),
+ * forked as a warm runner would be by the same server; -KB_EEXEC where none serves
+ * python and runner. fb_warm_pids: the processes a
  * step's reaping of strays spares (the warm runner, the servers), at most FB_WARM_PIDS. */
 struct kb_spawn	*fb_warm_take_for(const struct kb_config *cfg, const struct fb_request *req,
 				  const char *python, const char *runner, const char *visible);
@@ -130,7 +131,7 @@ int	fb_warm_request(json_t *jreq, const struct fb_env *env, const struct kb_spaw
 void	fb_warm_put_back(struct kb_spawn *child);
 void	fb_warm_start_next(const struct kb_config *cfg, const struct fb_request *req,
 			   const char *python, const char *runner, const struct fb_outcome *done);
-int	fb_warm_fork_judge(const struct kb_config *cfg, const char *python, const char *runner,
+int	fb_warm_fork(const struct kb_config *cfg, const char *python, const char *runner,
 			   const char *visible, struct kb_spawn **child);
 #define FB_WARM_PIDS	3
 size_t	fb_warm_pids(pid_t out[FB_WARM_PIDS]);

@@ -356,7 +356,7 @@ judge_start(const struct kb_config *cfg, const struct fb_request *staged, json_t
 		      INT_MAX / 1000 : deadline + FB_START_ALLOWANCE_S + FB_JUDGE_GRACE_S);
 	j->o.stdin_data = "";	/* a pipe, written by judge_wait */
 	if (cuda_visible == NULL ||
-	    fb_warm_fork_judge(cfg, python, runner, cuda_visible, &j->child) < 0 ||
+	    fb_warm_fork(cfg, python, runner, cuda_visible, &j->child) < 0 ||
 	    (rc = fb_warm_request(j->jreq, &j->env, &j->o)) < 0) {
 		kb_spawn_discard(j->child);
 		j->child = NULL;

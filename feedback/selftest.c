@@ -324,6 +324,8 @@ read_outcome(const struct fb_outcome *o, const char *device, struct fb_selftest 
 	*torch_file = json_string_value(json_object_get(env, "torch_file"));
 	out->build_s = seconds(details, "build_s");
 	out->run_s = seconds(details, "run_s");
+	snprintf(out->start, sizeof(out->start), "%s",
+		 json_string_value(json_object_get(details, "start")) ?: "");
 	if (o->status == FB_ST_OK && o->correct) {
 		out->ok = true;
 		return;

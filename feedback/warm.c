@@ -879,7 +879,7 @@ fb_warm_request(json_t *jreq, const struct fb_env *env, const struct kb_spawn_op
 }
 
 int
-fb_warm_fork_judge(const struct kb_config *cfg, const char *python, const char *runner,
+fb_warm_fork(const struct kb_config *cfg, const char *python, const char *runner,
 		   const char *visible, struct kb_spawn **child)
 {
 	struct kb_spawn_opts	 o;
@@ -904,6 +904,11 @@ fb_warm_take_for(const struct kb_config *cfg, const struct fb_request *req, cons
 
 	if (visible != NULL && visible[0] != '\0')
 		snprintf(warm.last_gpu, sizeof(warm.last_gpu), "%s", visible);
+	/* The selftest, before the run's first step: the run's server imports torch beside
+	 * it (sup_start), and a fork of that spares a second import reading the same
+	 * libraries (on a fresh GPU host, both cold). */
+	if (req->mode == FB_SELFTEST && sharing() && !req->cold)
+		return fb_warm_fork(cfg, python, runner, visible, &ahead) == 0 ? ahead : NULL;
 	if (!warm_mode(req->mode) || req->cold)
 		return NULL;
 	ahead = warm_take(python, runner, visible);

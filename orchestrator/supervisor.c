@@ -1116,6 +1116,12 @@ sup_start(struct sup *s)
 	/* Before any model request, and before detaching so that the caller hears it. */
 	kb_log_init("sup", 2);
 	kb_log_tee(s->log_file);
+	/* The run's fork server imports torch while the environment is checked, rather than
+	 * after: the first turns' runners are its forks, and on a fresh GPU host they waited
+	 * for its import (4 s of the cold demo's 65). A detached supervisor is not this
+	 * process: its server starts after the fork (the server dies with its parent). */
+	if (!opts->detach && orch_run_unfinished(run, true) > 0)
+		(void)fb_warm_serve(&run->cfg);
 	rc = check_environment(run, &selftest);
 	kb_log_tee(-1);
 	if (rc != 0)
@@ -1197,12 +1203,12 @@ sup_start(struct sup *s)
 	kb_iso8601(kb_now_ms(), ts);
 	/* A new pool has every GPU back: what an earlier supervisor quarantined is history. */
 	s->quarantined = json_array();
-	fields = json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:n, s:n, s:n, s:{s:s, s:b, s:f}, "
-			   "s:s?}", "status", "running", "pid", (int)s->self, "started", ts,
+	fields = json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:n, s:n, s:n, s:{s:s, s:b, s:f, "
+			   "s:s}, s:s?}", "status", "running", "pid", (int)s->self, "started", ts,
 			   "python", selftest.python, "device", run->cfg.eval.device, "quarantined",
 			   "stop_reason", "llm_paused", "env_error", "selftest", "torch",
 			   selftest.torch, "cached", selftest.cached, "build_s", selftest.build_s,
-			   "stage_dir", fb_stage_dir());
+			   "start", selftest.start, "stage_dir", fb_stage_dir());
 	orch_run_update(run, fields);
 	json_decref(fields);
 	if (s->shard != NULL &&
@@ -1219,7 +1225,8 @@ sup_start(struct sup *s)
 	s->clocks = lock_clocks(s);
 	log_info(RD_LOG_SUP_START, run->cfg.name, run->dir, selftest.python);
 	fb_contain_report();
-	/* One fork server for the workers (without, each keeps its own). */
+	/* One fork server for the workers (without, each keeps its own); started above
+	 * unless detached, and fb_warm_serve starts one server at most. */
 	if (orch_run_unfinished(run, true) > 0)
 		(void)fb_warm_serve(&run->cfg);
 	s->progress = orch_progress_start(run, orch_progress_mode_for(opts->quiet, opts->detach),
