@@ -306,8 +306,8 @@ fb_python_snippet(const struct kb_config *cfg, const char *python, const char *c
 /* Whether this Python has torch, as the runner's user finds it: the import system
  * locates the package without running it. Importing it here took 5 s of a fresh GPU
  * host's 65 s cold demo, reading torch's libraries before anything else could start;
- * the import itself is proved by the selftest's runner and the run's fork server, which
- * make it at the same time (an env_error naming this Python if it fails). A Python
+ * the import itself is proved by the run's fork server and the selftest forked from it
+ * (an env_error naming this Python if it fails). A Python
  * found is remembered in the shared cache under fb_env_key (the Python's identity and
  * the torch under it, among the rest), so that the next kforge process starts none. */
 static bool

@@ -766,7 +766,7 @@ watch_pause(struct sup *s)
  * failed and the fix, and the status is ORCH_EXIT_ENV; the run directory stays, so
  * 'kforge resume DIR' continues once the machine is fixed. */
 static int
-check_environment(struct orch_run *run, struct fb_selftest *st)
+check_environment(struct orch_run *run, bool unfinished, struct fb_selftest *st)
 {
 	const char	*device = run->cfg.eval.device;
 	char		 line[2048], ts[32];
@@ -780,7 +780,7 @@ check_environment(struct orch_run *run, struct fb_selftest *st)
 		log_info("runner.selftest is false: no environment check before the first request");
 		goto skip;
 	}
-	if (orch_run_unfinished(run, true) > 0)
+	if (unfinished)
 		goto check;
 	/* Every task is finished: nothing will be built, nothing to prove. */
 skip:
@@ -1063,6 +1063,7 @@ sup_start(struct sup *s)
 	sigset_t			 mask, pipe_mask;
 	char				 path[PATH_MAX], err[512], pidtext[32], ts[32];
 	int				 ready_fd = -1, rc;
+	bool				 unfinished;
 	json_t				*fields;
 
 	/* The directory first: an unwritable or full one fails at once, before any probe. */
@@ -1097,8 +1098,8 @@ sup_start(struct sup *s)
 	/* A finished run makes no request: resuming it needs no key (nor replay dir). A
 	 * worker of an unfinished task opens its LLM client even in its last turn past
 	 * GENERATE, so any unfinished task needs the key. */
-	if (orch_run_unfinished(run, true) > 0 &&
-	    llm_check_config(&run->cfg, err, sizeof(err)) < 0) {
+	unfinished = orch_run_unfinished(run, true) > 0;
+	if (unfinished && llm_check_config(&run->cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kforge: %s\n", err);
 		return 1;
 	}
@@ -1120,9 +1121,9 @@ sup_start(struct sup *s)
 	 * after: the first turns' runners are its forks, and on a fresh GPU host they waited
 	 * for its import (4 s of the cold demo's 65). A detached supervisor is not this
 	 * process: its server starts after the fork (the server dies with its parent). */
-	if (!opts->detach && orch_run_unfinished(run, true) > 0)
+	if (!opts->detach && unfinished)
 		(void)fb_warm_serve(&run->cfg);
-	rc = check_environment(run, &selftest);
+	rc = check_environment(run, unfinished, &selftest);
 	kb_log_tee(-1);
 	if (rc != 0)
 		return rc;
@@ -1227,7 +1228,7 @@ sup_start(struct sup *s)
 	fb_contain_report();
 	/* One fork server for the workers (without, each keeps its own); started above
 	 * unless detached, and fb_warm_serve starts one server at most. */
-	if (orch_run_unfinished(run, true) > 0)
+	if (unfinished)
 		(void)fb_warm_serve(&run->cfg);
 	s->progress = orch_progress_start(run, orch_progress_mode_for(opts->quiet, opts->detach),
 					  opts->progress_interval_s);
