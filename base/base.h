@@ -122,6 +122,10 @@ void	kb_sha256_hex(const void *data, size_t n, char out[65]);
  * over several pieces; start from KB_FNV1A_START. */
 #define KB_FNV1A_START	1469598103934665603ULL
 uint64_t kb_fnv1a(uint64_t h, const void *data, size_t n);
+/* This build of kforge: the executable's GNU build id (the linker's digest of it) in hex,
+ * for what is computed from a run and kept beside it only as long as the code that
+ * computed it runs; -KB_ENOENT where it was linked without one. */
+int	kb_self_build_id(char *out, size_t n);
 char	*kb_strdup(const char *s);	/* NULL-safe; aborts on OOM (small strings only) */
 char	*kb_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));	/* aborts on OOM */
 int	kb_parse_int(const char *s, long lo, long hi, long *out);	/* whole string or -KB_EINVAL */

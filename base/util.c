@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <elf.h>
 #include <ftw.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -61,6 +63,61 @@ kb_sha256_hex(const void *data, size_t n, char out[65])
 		out[2 * i + 1] = hex[md[i] & 15];
 	}
 	out[64] = '\0';
+}
+
+/* dl_iterate_phdr's first object is the executable: its PT_NOTE segments, searched for
+ * the GNU build id (name "GNU", type NT_GNU_BUILD_ID), written out as hex. */
+struct build_id_search {
+	char	*out;
+	size_t	 n;
+	int	 rc;
+};
+
+static int
+build_id_of_executable(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	struct build_id_search	*b = arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+		const unsigned char *end = p + ph->p_memsz;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)(const void *)p;
+			const unsigned char *name = p + sizeof(*nh);
+			const unsigned char *desc = name + ((nh->n_namesz + 3) & ~3u);
+
+			if (desc + nh->n_descsz > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0 && nh->n_descsz > 0 &&
+			    2 * (size_t)nh->n_descsz < b->n) {
+				for (unsigned k = 0; k < nh->n_descsz; k++) {
+					b->out[2 * k] = hex[desc[k] >> 4];
+					b->out[2 * k + 1] = hex[desc[k] & 15];
+				}
+				b->out[2 * nh->n_descsz] = '\0';
+				b->rc = 0;
+				return 1;
+			}
+			p = desc + ((nh->n_descsz + 3) & ~3u);
+		}
+	}
+	return 1;	/* the executable alone */
+}
+
+int
+kb_self_build_id(char *out, size_t n)
+{
+	struct build_id_search	b = { out, n, -KB_ENOENT };
+
+	(void)dl_iterate_phdr(build_id_of_executable, &b);
+	return b.rc;
 }
 
 uint64_t

@@ -306,20 +306,31 @@ write_tasks(const char *dir, const struct kb_task *tasks, int n, char *err, size
 	return rc;
 }
 
+#define TASKS_JSON_CAP	(1u << 30)	/* a million tasks are about 350 MB */
+
 static int
 read_tasks(const char *dir, struct kb_task **out, int *n, char *err, size_t errlen)
 {
 	char		 path[PATH_MAX];
 	json_error_t	 jerr;
 	json_t		*arr, *t;
-	size_t		 i;
-	char		*next;
+	size_t		 i, len;
+	char		*next, *text;
+	int		 rc;
 
 	if (rd_run_file(path, sizeof(path), dir, RD_TASKS_JSON) < 0) {
 		snprintf(err, errlen, "%s: path too long", dir);
 		return -KB_ETOOBIG;
 	}
-	if ((arr = json_load_file(path, 0, &jerr)) == NULL || !json_is_array(arr)) {
+	/* Read whole, then parsed: json_load_file takes a byte at a time through stdio's
+	 * locks, a quarter of a status's time at 10,000 tasks (3.5 MB). */
+	if ((rc = kb_read_file(path, TASKS_JSON_CAP, &text, &len)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, kb_strerror(rc));
+		return -KB_ECORRUPT;
+	}
+	arr = json_loadb(text, len, 0, &jerr);
+	free(text);
+	if (arr == NULL || !json_is_array(arr)) {
 		snprintf(err, errlen, "%s: %s", path, arr == NULL ? jerr.text : "not a list");
 		json_decref(arr);
 		return -KB_ECORRUPT;

@@ -40,6 +40,20 @@ bool	rpt_summary_fast_by(const struct rpt_summary *s, int turn, double p);
 extern const double rpt_fast_p_levels[];
 #define RPT_N_FAST_P 4
 
+/* statcache.c: what status took from each task's log, kept in the run's status.cache
+ * for the next status while the log and kforge's build are the same (see the file's
+ * head). open: the cache as the file has it (empty where it has none, NULL without
+ * memory). get: task i's value if its entry holds for its log as it is now (a new
+ * reference), else NULL; *ident (the log's identity, the caller's to release, NULL for a
+ * task with no log) goes with the value the caller then puts. Each task by one thread.
+ * close: writes the file where an entry changed and keep (the run directory writable),
+ * then frees; NULL is fine. */
+struct rpt_statcache;
+struct rpt_statcache *rpt_statcache_open(const struct rpt_run *run);
+json_t	*rpt_statcache_get(struct rpt_statcache *c, int i, json_t **ident);
+void	 rpt_statcache_put(struct rpt_statcache *c, int i, json_t *ident, json_t *value);
+void	 rpt_statcache_close(struct rpt_statcache *c, bool keep);
+
 /* runmodel.c: a run read back for the CSV, the plots and the page: {dir, name, device,
  * turns, report (rpt_report_json), tasks: [{id, level, problem, state, turn,
  * turns_done, best_speedup, last_status, fail_reason, rows: [one per turn, keyed by

@@ -308,9 +308,133 @@ struct summary_share {
 	struct rpt_summary	*sums;
 	int			 first, step;
 	bool			 timed;		/* stage times wanted */
+	struct rpt_statcache	*cache;		/* status's (statcache.c), or NULL */
 	struct stage_times	 st[STAGE_ROWS];
 	int			 rc;
 };
+
+/* One task's stage times added to the share's, from's arrays freed. */
+static int
+stage_times_merge(struct stage_times to[STAGE_ROWS], struct stage_times from[STAGE_ROWS])
+{
+	int	rc = 0;
+
+	for (int k = 0; k < STAGE_ROWS; k++) {
+		to[k].steps += from[k].steps;
+		for (int j = 0; j < from[k].n && rc == 0; j++)
+			rc = stage_times_push(&to[k], from[k].wait[j], from[k].hold[j]);
+		free(from[k].wait);
+		free(from[k].hold);
+	}
+	return rc;
+}
+
+/*
+ * What status keeps of a task in the status cache: the summary's fields status shows and
+ * the task's stage times, {"s": [state, turn, turns_done, best_speedup, best_turn, depth,
+ * requests, prompt_tokens, completion_tokens, reasoning_tokens, cost_usd], "ls":
+ * last_status, "fr": fail_reason, "ee": env_error, "st": [[row, steps, wait, hold, wait,
+ * hold, ...] for each row with steps]}. status_of reads one back whole or not at all.
+ */
+static json_t *
+status_entry(const struct rpt_summary *s, struct stage_times st[STAGE_ROWS])
+{
+	json_t	*rows = json_array(), *v;
+
+	for (int k = 0; k < STAGE_ROWS && rows != NULL; k++) {
+		json_t *row = st[k].steps > 0 ? json_pack("[i, i]", k, st[k].steps) : NULL;
+
+		for (int j = 0; row != NULL && j < st[k].n; j++) {
+			json_array_append_new(row, json_integer(st[k].wait[j]));
+			json_array_append_new(row, json_integer(st[k].hold[j]));
+		}
+		if (row != NULL)
+			json_array_append_new(rows, row);
+	}
+	v = json_pack("{s:[i, i, i, f, i, i, I, I, I, I, f], s:s, s:s, s:s, s:o*}", "s",
+		      (int)s->state, s->turn, s->turns_done, s->best_speedup, s->best_turn,
+		      s->depth, (json_int_t)s->llm_requests, (json_int_t)s->prompt_tokens,
+		      (json_int_t)s->completion_tokens, (json_int_t)s->reasoning_tokens,
+		      s->cost_usd, "ls", s->last_status, "fr", s->fail_reason, "ee", s->env_error,
+		      "st", rows);
+	return v;
+}
+
+static int
+status_of(json_t *v, struct rpt_summary *s, struct stage_times st[STAGE_ROWS])
+{
+	json_t		*f = json_object_get(v, "s"), *row;
+	json_int_t	 state = json_integer_value(json_array_get(f, 0));
+	const char	*ls = json_string_value(json_object_get(v, "ls"));
+	const char	*fr = json_string_value(json_object_get(v, "fr"));
+	const char	*ee = json_string_value(json_object_get(v, "ee"));
+	size_t		 i;
+
+	if (json_array_size(f) != 11 || state < 0 || state >= RPT_ST__N || ls == NULL ||
+	    fr == NULL || ee == NULL || !json_is_array(json_object_get(v, "st")))
+		return -KB_EINVAL;
+	for (i = 0; i < 11; i++)
+		if (!json_is_number(json_array_get(f, i)))
+			return -KB_EINVAL;
+	memset(s, 0, sizeof(*s));
+	s->state = (enum rpt_state)state;
+	s->turn = (int)json_integer_value(json_array_get(f, 1));
+	s->turns_done = (int)json_integer_value(json_array_get(f, 2));
+	s->best_speedup = json_number_value(json_array_get(f, 3));
+	s->best_turn = (int)json_integer_value(json_array_get(f, 4));
+	s->depth = (int)json_integer_value(json_array_get(f, 5));
+	s->llm_requests = (long)json_integer_value(json_array_get(f, 6));
+	s->prompt_tokens = (long)json_integer_value(json_array_get(f, 7));
+	s->completion_tokens = (long)json_integer_value(json_array_get(f, 8));
+	s->reasoning_tokens = (long)json_integer_value(json_array_get(f, 9));
+	s->cost_usd = json_number_value(json_array_get(f, 10));
+	snprintf(s->last_status, sizeof(s->last_status), "%s", ls);
+	snprintf(s->fail_reason, sizeof(s->fail_reason), "%s", fr);
+	snprintf(s->env_error, sizeof(s->env_error), "%s", ee);
+	json_array_foreach(json_object_get(v, "st"), i, row) {
+		json_int_t	k = json_integer_value(json_array_get(row, 0));
+		size_t		n = json_array_size(row);
+
+		if (k < 0 || k >= STAGE_ROWS || n < 2 || n % 2 != 0)
+			return -KB_EINVAL;
+		st[k].steps += (int)json_integer_value(json_array_get(row, 1));
+		for (size_t j = 2; j + 1 < n; j += 2)
+			if (stage_times_push(&st[k], json_integer_value(json_array_get(row, j)),
+					     json_integer_value(json_array_get(row, j + 1))) < 0)
+				return -KB_ENOMEM;
+	}
+	return 0;
+}
+
+/* Task i's summary (and stage times), from the status cache where its entry still holds,
+ * else from its log (and then kept in the cache). */
+static int
+summarize_cached(struct summary_share *sh, int i)
+{
+	struct stage_times	 st[STAGE_ROWS];
+	json_t			*ident = NULL, *v = rpt_statcache_get(sh->cache, i, &ident);
+	int			 rc;
+
+	memset(st, 0, sizeof(st));
+	if (v == NULL || (rc = status_of(v, &sh->sums[i], st)) < 0) {
+		for (int k = 0; k < STAGE_ROWS; k++) {	/* a partial read discarded */
+			free(st[k].wait);
+			free(st[k].hold);
+		}
+		memset(st, 0, sizeof(st));
+		rc = rpt_summarize_with(sh->run->dir, sh->run->tasks[i].id, NULL, &sh->sums[i],
+					stage_times_add, st);
+		if (rc == 0) {
+			json_t *entry = status_entry(&sh->sums[i], st);
+
+			rpt_statcache_put(sh->cache, i, ident, entry);
+			json_decref(entry);
+		}
+	}
+	json_decref(v);
+	json_decref(ident);
+	return stage_times_merge(sh->st, st) < 0 ? -KB_ENOMEM : rc;
+}
 
 static void *
 summarize_share(void *arg)
@@ -318,9 +442,10 @@ summarize_share(void *arg)
 	struct summary_share *sh = arg;
 
 	for (int i = sh->first; i < sh->run->ntasks; i += sh->step)
-		if (rpt_summarize_with(sh->run->dir, sh->run->tasks[i].id, sh->accept,
-				       &sh->sums[i], sh->timed ? stage_times_add : NULL,
-				       sh->st) == -KB_ENOMEM)
+		if ((sh->cache != NULL ? summarize_cached(sh, i) :
+		     rpt_summarize_with(sh->run->dir, sh->run->tasks[i].id, sh->accept,
+					&sh->sums[i], sh->timed ? stage_times_add : NULL,
+					sh->st)) == -KB_ENOMEM)
 			sh->rc = -KB_ENOMEM;
 	return NULL;
 }
@@ -338,12 +463,18 @@ summarize_all(const struct rpt_run *run, const char *const *accept,
 	bool			 failed = sums == NULL;
 	bool			 started[SUMMARY_THREADS] = { false };
 
+	struct rpt_statcache	*cache = NULL;
+
 	if (run->ntasks < 256)
 		n = 1;
 	json_object_seed(0);	/* before threads make objects: jansson's one shared seed */
+	/* status's summaries (all of them, every turn as judged: no --accept) are kept. */
+	if (st != NULL && accept == NULL && !failed)
+		cache = rpt_statcache_open(run);
 	for (int t = 0; t < n && !failed; t++) {
 		sh[t] = (struct summary_share){ .run = run, .accept = accept, .sums = sums,
-						.first = t, .step = n, .timed = st != NULL };
+						.first = t, .step = n, .timed = st != NULL,
+						.cache = cache };
 		started[t] = t > 0 && pthread_create(&th[t], NULL, summarize_share, &sh[t]) == 0;
 	}
 	/* Shares no thread took (and the first) are this thread's. */
@@ -366,6 +497,7 @@ summarize_all(const struct rpt_run *run, const char *const *accept,
 		}
 		failed = failed || sh[t].rc < 0;
 	}
+	rpt_statcache_close(cache, !failed);
 	if (failed) {
 		free(sums);
 		return NULL;

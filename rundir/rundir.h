@@ -56,6 +56,7 @@
 	X(REDTEAM_DIR,		RUN,	  "redteam")			\
 	X(SHARDS_DIR,		RUN,	  "shards")			\
 	X(CLAIMS_DIR,		RUN,	  "claims")			\
+	X(STATUS_CACHE,		RUN,	  "status.cache")		\
 	X(TRAJECTORY,		TASK,	  "trajectory.jsonl")		\
 	X(TASK_LOCK,		TASK,	  "lock")			\
 	X(TURNS_DIR,		TASK,	  "turns")			\

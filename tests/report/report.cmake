@@ -26,3 +26,8 @@ kb_add_script_test(unit_report_compare
 kb_add_script_test(unit_report_search
                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/report_search.py
                    LABELS unit TIMEOUT 300)
+# status's cache of the logs it read: the same words with it as without, read where it
+# holds, every log read again that changed, any bad cache read as none
+kb_add_script_test(unit_status_cache
+                   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/status_cache.py
+                   LABELS unit TIMEOUT 300)
