@@ -111,6 +111,13 @@ void	fb_outcome_fill(struct fb_outcome *o, json_t *res);
  * namespace's init killed, taken off the end of its result (FB_NS_TRAILER and the
  * count, its waiter's last line); 0 where there is none. */
 int	fb_ns_trailer_take(struct kb_buf *result);
+/* What a runner writes first on its result pipe when it is about to run the candidate's
+ * code (the request's "candidate_mark"): a pipe keeps what was written, so a result
+ * that follows it cannot say that no candidate code ran (details.candidate_ran, which
+ * spares the turn: fsm/actions.c, runner_failure). fb_candidate_mark_take takes it off
+ * the front of a result and says whether it was there. */
+#define FB_CANDIDATE_MARK	"\x1ekforge-candidate\n"
+bool	fb_candidate_mark_take(struct kb_buf *result);
 
 /* warm.c: the runners started ahead and the fork servers they come from (warm.c has the
  * whole story; their state is its own). fb_warm_take_for: the runner waiting for a step

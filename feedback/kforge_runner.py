@@ -817,6 +817,12 @@ class Runner:
         self.hold_us, self.hold_cycles = 0.0, 0   # timing_setup: eval.timing_hold_us
         self.preempted = 0      # the judge's involuntary switches in its timed blocks
         self.fp_cache = {}      # fingerprint weights (fp_weights)
+        # Whether any of the candidate's code has run in this process (its module's
+        # import, where load_inline also builds): a failure of the runner's own before
+        # it is no failure of the candidate's (details.candidate_ran; fsm/actions.c,
+        # runner_failure). The judge runs none but reads what the candidate sends, so it
+        # never says none ran.
+        self.candidate_ran = self.mode == "judge"
 
     # ------------------------------------------------------------ plumbing
 
@@ -826,6 +832,15 @@ class Runner:
     def flag(self, name):
         if name not in self.flags:
             self.flags.append(name)
+
+    def mark_candidate(self):
+        """Says on the result pipe, before the candidate's code first runs here, that it
+        is about to (the request's candidate_mark): written, it stays, so kforge knows
+        whatever this process reports after it may be the candidate's doing."""
+        if not self.candidate_ran and self.req.get("candidate_mark"):
+            self.result_file.write(str(self.req["candidate_mark"]))
+            self.result_file.flush()
+        self.candidate_ran = True
 
     def write_result(self, status, message=None):
         if message is not None:
@@ -859,6 +874,7 @@ class Runner:
             status, message = o.status, o.message
         except BaseException as e:  # an internal runner error: still one result
             self.flag("runner_error")
+            self.details["candidate_ran"] = self.candidate_ran
             self.details["exception"] = describe_exception(e)
             self.details["traceback"] = tail(traceback.format_exc(), TRACEBACK_CAP)
             status, message = error_status(e), "runner error: %s" % first_line(e)
@@ -1035,6 +1051,9 @@ class Runner:
                     record_loads(cpp_extension, build_dir)
             except Exception:
                 pass
+        if self.req.get("fault") == "before_candidate":   # kforge's tests (feedback/run.c)
+            raise RuntimeError("a fault the test asked for (runner-fault), before the "
+                               "candidate's code")
         lock_fd = self.build_lock()
         t0 = time.monotonic()
         exc = None
@@ -1042,6 +1061,7 @@ class Runner:
         try:
             with FdTee() as tee:
                 try:
+                    self.mark_candidate()
                     cand = self.load_module(path, "kforge_candidate")
                 except BaseException as e:  # SystemExit from candidate code too
                     exc = e
@@ -4279,6 +4299,7 @@ def main():
     except Exception as e:
         r = Runner({"mode": "unknown"}, result_file)
         r.flag("runner_error")
+        r.details["candidate_ran"] = False
         r.details["exception"] = describe_exception(e)
         r.write_result("runtime_error", "bad request: %s" % first_line(e))
         return 0

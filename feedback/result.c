@@ -252,6 +252,18 @@ fb_ns_trailer_take(struct kb_buf *result)
 	return (int)left;
 }
 
+bool
+fb_candidate_mark_take(struct kb_buf *result)
+{
+	const size_t	n = sizeof(FB_CANDIDATE_MARK) - 1;
+
+	if (result->p == NULL || result->len < n || memcmp(result->p, FB_CANDIDATE_MARK, n) != 0)
+		return false;
+	memmove(result->p, result->p + n, result->len - n + 1);	/* its NUL too */
+	result->len -= n;
+	return true;
+}
+
 /* The runner's own result, if it wrote a well-formed one. */
 static json_t *
 parse_result(const struct kb_spawn_result *r, char *why, size_t whylen)

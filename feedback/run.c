@@ -113,6 +113,14 @@ build_request(const struct kb_config *cfg, const struct fb_request *req)
 	json_object_set_new(r, "cpus", step_cpus(cfg, req, cuda));
 	if (timed_from_start(req, started, sizeof(started)))
 		json_object_set_new(r, "started_file", json_string(started));
+	json_object_set_new(r, "candidate_mark", json_string(FB_CANDIDATE_MARK));
+	/* The tests' way to make the runner fail in its own code before the candidate's
+	 * runs (KFORGE_CRASHPOINT=runner-fault-precompile or -execute, armed as base/err.c
+	 * arms crash points): the failure that spends no turn (fsm/actions.c,
+	 * runner_failure). */
+	if ((req->mode == FB_PRECOMPILE && kb_crashpoint_due("runner-fault-precompile")) ||
+	    (req->mode == FB_EXECUTE && kb_crashpoint_due("runner-fault-execute")))
+		json_object_set_new(r, "fault", json_string("before_candidate"));
 	return r;
 }
 
@@ -442,7 +450,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	int			 deadline, exec_limit_s = 0, rc, build_lock = -1, pch_lock = -1;
 	int			 kprof_lock = -1;
 	char			 pch[PATH_MAX] = "", kprof[PATH_MAX] = "", started[PATH_MAX];
-	bool			 rebuild = false, writes_build, next_after;
+	bool			 rebuild = false, writes_build, next_after, candidate_ran = false;
 	pid_t			 keep[FB_WARM_PIDS];
 	struct judge		 judge = { .running = false };
 	json_t			*jres = NULL;
@@ -575,6 +583,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	strays.running += r.strays_running;	/* a watched runner's, its watcher's count */
 	strays.killed += r.strays_killed;
 	strays.running += fb_ns_trailer_take(&r.result);	/* its namespace's init's count */
+	candidate_ran = fb_candidate_mark_take(&r.result);
 	if (pch[0] != '\0')
 		fb_contain_seal_closed(pch, pch_lock);
 	if (kprof[0] != '\0')
@@ -594,6 +603,9 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 		goto out;
 	}
 	fb_result_note_leftovers(res, &r, &watch, &strays);
+	/* Past the mark, whatever the result says: the candidate's code may have written it. */
+	if (candidate_ran && json_is_object(json_object_get(res, "details")))
+		json_object_set_new(json_object_get(res, "details"), "candidate_ran", json_true());
 	if (req->mode == FB_EXECUTE) {
 		res = fbj_merge(res, jres, jwhy);
 		jres = NULL;

@@ -138,6 +138,34 @@ env_failure_from(struct task_run *t, json_t *result)
 			   json_string_value(json_object_get(d, "fix")));
 }
 
+/* The runner failed in its own code before any of the candidate's ran (a runner_error
+ * whose details say candidate_ran false: a lock it could not take, a bug of kforge's):
+ * nothing the model wrote did it, so it spends no turn. The step is retried after the
+ * transient backoff FSM_RUNNER_RETRIES times, then the run pauses on it as on any
+ * environment error (resume redoes the step). 0 for any other result. */
+static int
+runner_failure(struct task_run *t, json_t *result)
+{
+	json_t		*d = json_object_get(result, "details");
+	const char	*msg = json_string_value(json_object_get(d, "message"));
+
+	if (!kb_json_has_string(json_object_get(result, "flags"), "runner_error") ||
+	    !json_is_false(json_object_get(d, "candidate_ran")))
+		return 0;
+	msg = msg != NULL && msg[0] != '\0' ? msg : "no message";
+	if (t->transients < FSM_RUNNER_RETRIES) {
+		json_object_set_new(t->data, "status", json_incref(json_object_get(result,
+								     "status")));
+		json_object_set_new(t->data, "runner_error", json_string(msg));
+		log_warnx("turn %d: %s: the runner failed before the candidate ran (%s); "
+			  "again after a pause", t->turn, fsm_state_name(t->state), msg);
+		return FSM_EV_transient;
+	}
+	return env_failure(t, result, "runner", msg, "kforge's runner failed before the "
+			   "candidate ran, again and again: see the turn's env_error.json, and "
+			   "report it with that file");
+}
+
 /* fb_run could not find the runner's Python (it was there when the run started). */
 static int
 env_failure_python(struct task_run *t, int rc)
@@ -738,6 +766,10 @@ fsm_act_precompile(struct task_run *t)
 		json_decref(result);
 		return ev;
 	}
+	if ((ev = runner_failure(t, result)) != 0) {
+		json_decref(result);
+		return ev;
+	}
 	rc = put_json(t, "compile", RD_COMPILE_JSON, result);
 	{
 		const char *st = json_string_value(json_object_get(result, "status"));
@@ -895,6 +927,11 @@ fsm_act_execute(struct task_run *t)
 	}
 	if (o.status == FB_ST_ENV_ERROR) {
 		ev = env_failure_from(t, o.result);
+		json_decref(base);
+		fb_outcome_clear(&o);
+		return ev;
+	}
+	if ((ev = runner_failure(t, o.result)) != 0) {
 		json_decref(base);
 		fb_outcome_clear(&o);
 		return ev;

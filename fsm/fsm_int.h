@@ -11,6 +11,9 @@
 #include "rundir/rundir.h"
 
 /* The per-task caps on files read back from the run directory (FSM_MAX_SOURCE: fsm.h). */
+/* A runner's own failure before the candidate ran, retried before the run pauses on it
+ * (actions.c, runner_failure). */
+#define FSM_RUNNER_RETRIES 2
 #define FSM_GENERATE_RETRIES 5	/* transient LLM failures tolerated per turn, after the client's own retries */
 
 /* A node of the task's search (fsm/search.c, docs/search.md): a turn, with its parents

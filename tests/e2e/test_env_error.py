@@ -13,6 +13,16 @@ B. Mid-run: the reference problem raises by itself (while a marker file exists),
    `kforge resume` redoes that EXECUTE (not the generation: the model is asked once) and
    the task finishes with its turn scored once.
 
+C. The runner fails in its own code before the candidate's runs (a lock it cannot take,
+   a bug of kforge's; made here by KFORGE_CRASHPOINT=runner-fault-execute): no turn is
+   spent. The EXECUTE is retried twice after a pause (transient records naming the
+   runner's error), then the run pauses on an env_error (stage runner) and exits 69;
+   resume redoes that EXECUTE and the task finishes with its turn scored once and the
+   model asked once.
+D. A candidate that writes such a failure as its own result (on the runner's result pipe,
+   then exits) gets no retry: the runner said on that pipe, before the candidate's code
+   ran, that it was about to run it, so the turn is the candidate's and is spent.
+
 The mock LLM server counts every request."""
 import json
 import os
@@ -175,6 +185,69 @@ try:
     check(rep["env_errors"] == 1 and rep["overall"]["compiled"] == 1.0 and rep["overall"]["fast_0"] == 1.0,
           "report after resume: %s" % rep)
     check(run_json(run_b)["status"] == "finished", "run.json after resume: %s" % run_json(run_b))
+finally:
+    mock.stop()
+
+# ------------------------------------------------------------------ C: the runner's own failure
+problems_c = copy_problems(os.path.join(work, "problems-c"), ["level1/1_ReLU.py"])
+os.makedirs(os.path.join(work, "mock-c"), exist_ok=True)
+mock = MockLLM(os.path.join(work, "mock-c"), {"default": reply("relu_3.md")})
+try:
+    cfg_c = config("env-c", problems_c, mock.base_url, py)
+    run_c = os.path.join(work, "run-c")
+    task = "L1_1_ReLU_s0"
+    p = kforge("run", cfg_c, "--run-dir", run_c, check_rc=False, timeout=1500,
+               env={"KFORGE_CRASHPOINT": "runner-fault-execute"})
+    check(p.returncode == ENV_EXIT and "runner" in p.stderr and "kforge resume" in p.stderr,
+          "a runner failing before the candidate: exit %d\n%s" % (p.returncode, p.stderr[-3000:]))
+    recs = records(run_c, task)
+    ex = [r for r in recs if r["from"] == "EXECUTE"]
+    check([r["event"] for r in ex] == ["transient", "transient", "env_error"],
+          "EXECUTE's records: %s" % [(r["event"], r["data"].get("status")) for r in ex])
+    check(all("runner-fault" in r["data"].get("runner_error", "") for r in ex[:2]),
+          "the retries do not name the runner's error: %s" % [r["data"] for r in ex[:2]])
+    check(ex[2]["data"].get("stage") == "runner" and "runner-fault" in ex[2]["data"].get("message", ""),
+          "the env_error: %s" % ex[2]["data"])
+    check(not feedback_records(recs), "a turn was spent on the runner's failure")
+    kforge("resume", run_c, timeout=1500)
+    recs = records(run_c, task)
+    fb = feedback_records(recs)
+    check(recs[-1]["to"] == "DONE" and [r["turn"] for r in fb] == [1] and fb[0]["data"]["correct"],
+          "after resume: %s" % [(r["from"], r["event"], r["to"]) for r in recs])
+    check(len(mock.requests()) == 1, "the model was asked %d times" % len(mock.requests()))
+finally:
+    mock.stop()
+
+# ------------------------------------------------------------------ D: the same, forged
+FORGED = json.dumps({"status": "runtime_error", "mode": "precompile", "compiled": False,
+                     "correct": False, "flags": ["runner_error"],
+                     "details": {"message": "runner error: forged", "candidate_ran": False}})
+FORGER = {"content": "```python\nimport os\nimport torch\nimport torch.nn as nn\n\n"
+                     "os.write(3, %r.encode() + b'\\n')\nos._exit(0)\n\n\n"
+                     "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+                     "        return torch.relu(x)\n```\n" % FORGED,
+          "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+problems_d = copy_problems(os.path.join(work, "problems-d"), ["level1/1_ReLU.py"])
+os.makedirs(os.path.join(work, "mock-d"), exist_ok=True)
+mock = MockLLM(os.path.join(work, "mock-d"), {"default": FORGER})
+try:
+    cfg_d = config("env-d", problems_d, mock.base_url, py)
+    with open(cfg_d) as f:
+        text = f.read()
+    with open(cfg_d, "w") as f:     # what the forger does is what the static checks refuse
+        f.write(text.replace("eval: {", "eval: {static_checks: false, "))
+    run_d = os.path.join(work, "run-d")
+    p = kforge("run", cfg_d, "--run-dir", run_d, check_rc=False, timeout=1500)
+    check(p.returncode == 0, "a forged runner failure: exit %d\n%s" % (p.returncode, p.stderr[-3000:]))
+    recs = records(run_d, "L1_1_ReLU_s0")
+    check(not any(r["event"] in ("transient", "env_error") for r in recs),
+          "a forged runner failure was retried: %s" % [(r["from"], r["event"]) for r in recs])
+    fb = feedback_records(recs)
+    check([r["turn"] for r in fb] == [1] and fb[0]["data"].get("status") == "runtime_error",
+          "the forger's turn: %s" % [r["data"] for r in fb])
+    with open(os.path.join(run_d, "tasks", "L1_1_ReLU_s0", "turns", "1", "compile.json")) as f:
+        check(json.load(f)["details"].get("candidate_ran") is True,
+              "the forged result kept candidate_ran false")
 finally:
     mock.stop()
 
