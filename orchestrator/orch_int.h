@@ -247,6 +247,10 @@ int64_t	orch_eta_next(struct orch_eta *e, long turns_done, long turns_left, int 
  * a supervisor holds the run, and a Slurm run's shards. A run that cannot be opened is a
  * line on stderr and 1; else report/'s exit status. */
 int	orch_cmd_status(const char *dir, bool json);
+/* What status reads of every task's log, read now and kept (report's status cache), so
+ * that the first status after a run needs no log read; quiet, and nothing where the run
+ * cannot be opened. The supervisor, at a run's end. */
+void	orch_status_cache_fill(const char *dir);
 int	orch_cmd_tail(const char *dir, const char *task, bool follow);
 /* accept: NULL-ended rules whose suspect turns count as correct (report --accept). */
 int	orch_cmd_report(const char *dir, bool json, const char *const *accept);

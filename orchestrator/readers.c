@@ -106,6 +106,20 @@ orch_cmd_status(const char *dir, bool json)
 	return rc;
 }
 
+void
+orch_status_cache_fill(const char *dir)
+{
+	struct opened	o;
+	char		err[1024];
+
+	if (orch_run_open(&o.run, dir, err, sizeof(err)) < 0)
+		return;
+	o.view = (struct rpt_run){ .dir = o.run.dir, .named = dir, .cfg = &o.run.cfg,
+				   .tasks = o.run.tasks, .ntasks = o.run.ntasks };
+	rpt_status_cache_fill(&o.view);
+	orch_run_clear(&o.run);
+}
+
 int
 orch_cmd_tail(const char *dir, const char *task, bool follow)
 {

@@ -1319,6 +1319,9 @@ sup_finish(struct sup *s, bool all_done)
 	if (all_done && s->shard != NULL) {
 		log_info("shard %s: nothing left to claim", s->shard->id);
 	} else if (all_done) {
+		/* The first status after the run then reads no log (at 10,000 tasks about a
+		 * second of parsing, spent here once). */
+		orch_status_cache_fill(run->dir);
 		log_info("all %d tasks finished; 'kforge report %s' for the results", run->ntasks,
 			 run->dir);
 	} else {

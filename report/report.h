@@ -123,6 +123,9 @@ struct rpt_supervision {
 	json_t	*shards;	/* a Slurm run's shards with their Slurm states, or NULL */
 };
 int	rpt_cmd_status(const struct rpt_run *run, const struct rpt_supervision *sup, bool json);
+/* Reads what status reads of every task's log and keeps it in the run's status cache
+ * (statcache.c), printing nothing: the next status reads no log that has not changed. */
+void	rpt_status_cache_fill(const struct rpt_run *run);
 /* task: one task's id or problem key, NULL: all. follow (-f) goes on until the followed
  * tasks finish or supervisor_pid(dir) (as rpt_supervision's pid) says none is left. */
 int	rpt_cmd_tail(const struct rpt_run *run, const char *task, bool follow,

@@ -505,6 +505,19 @@ summarize_all(const struct rpt_run *run, const char *const *accept,
 	return sums;
 }
 
+void
+rpt_status_cache_fill(const struct rpt_run *run)
+{
+	struct stage_times	st[STAGE_ROWS];
+
+	memset(st, 0, sizeof(st));
+	free(summarize_all(run, NULL, st));
+	for (int k = 0; k < STAGE_ROWS; k++) {
+		free(st[k].wait);
+		free(st[k].hold);
+	}
+}
+
 static const char *
 run_state(json_t *info, bool alive)
 {

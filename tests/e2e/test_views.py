@@ -107,6 +107,18 @@ while res.poll() is None and not json.loads(kforge("status", run_dir, "--json").
     time.sleep(0.1)
 follow = subprocess.Popen([BIN, "tail", run_dir, "-f"], stdout=subprocess.PIPE, text=True)
 check(res.wait(timeout=1500) == 0, "resume failed: %s" % open(os.path.join(work, "resume.err")).read()[-3000:])
+# The run's end kept what status reads of each log (its status cache), the logs as they
+# ended: the first status after a run reads none (the status calls above kept them as
+# they were then).
+with open(os.path.join(run_dir, "status.cache")) as f:
+    cached = [json.loads(line) for line in f.read().splitlines()[1:]]
+for t, entry in zip(tasks, cached):
+    st_ = os.stat(os.path.join(run_dir, "tasks", t, "trajectory.jsonl"))
+    check(entry.get("id") == t and entry.get("log") == [st_.st_dev, st_.st_ino, st_.st_size,
+                                                        st_.st_mtime_ns // 10**9,
+                                                        st_.st_mtime_ns % 10**9],
+          "the run's end did not keep %s's log as it ended: %s" % (t, entry))
+check(len(cached) == len(tasks), "the status cache has %d entries for %d tasks" % (len(cached), len(tasks)))
 followed, _ = follow.communicate(timeout=120)
 check(follow.returncode == 0, "tail -f exited %d" % follow.returncode)
 for t in tasks:
