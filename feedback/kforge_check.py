@@ -479,6 +479,13 @@ _kernel("dynamic_loading", "loads a library or looks a symbol up at run time", _
                  "cuGetExportTable", "cudaGetExportTable"))
 _kernel("concurrency", "starts a thread", _WHY_KERNEL_CONCURRENCY, ("std", "boost"),
         ("thread", "jthread", "async"))
+# PyTorch's own pools: at::launch runs a task on the inter-op pool and returns at once
+# (the rest of forward's work then runs with the timer stopped), as std::async does;
+# at::parallel_for, which returns when its work is done, stays allowed.
+_kernel("concurrency", "hands work to a thread pool", _WHY_KERNEL_CONCURRENCY,
+        ("at", "c10", "torch", "caffe2"),
+        ("launch", "intraop_launch", "intraop_launch_future", "ThreadPool", "TaskThreadPool",
+         "TaskThreadPoolBase", "get_thread_pool", "PTThreadPool", "ThreadPoolRegistry"))
 _kernel("concurrency", "starts a thread", _WHY_KERNEL_CONCURRENCY, "libc",
         ("pthread_create", "thrd_create", "CreateThread", "_beginthread", "_beginthreadex"))
 _kernel("concurrency", "starts a process", _WHY_KERNEL_CONCURRENCY, "libc",
