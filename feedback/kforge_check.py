@@ -228,6 +228,11 @@ def _calls(rule, why, names, severity=None):
 _calls("concurrency", _WHY_CONCURRENCY, (
     "os.fork", "os.forkpty", "os.system", "os.popen", "os.posix_spawn", "os.posix_spawnp",
     "os.spawn*", "os.exec*"))
+# TorchScript's fork runs a call on the inter-op pool and returns a future at once: what
+# it computes can land after forward has returned and the timer stopped.
+_calls("concurrency", _WHY_CONCURRENCY, (
+    "torch.jit.fork", "torch.jit._fork", "torch._C._jit_fork", "torch.futures.", "torch.jit.wait",
+    "torch.jit._wait"))
 _calls("stream_creation", _WHY_STREAM, (
     "torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.ExternalStream", "torch.cuda.graph",
     "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables", "torch.cuda.streams.",
