@@ -265,6 +265,24 @@ _calls("tensor_subclass",
        "loading a library of custom operators may be legitimate, but check the work is your "
        "own kernel", ("torch.ops.load_library",), severity="warning")
 
+# Modules that are another name for one the rules name: the C modules under them (posix
+# is os's, _ctypes ctypes's, _posixsubprocess subprocess's) and the import machinery's
+# own. A candidate that imports posix and calls posix.fork is judged as os.fork is.
+CANONICAL_MODULES = {
+    "posix": "os", "nt": "os", "_io": "io", "_ctypes": "ctypes",
+    "_posixsubprocess": "subprocess", "_multiprocessing": "multiprocessing",
+    "_posixshmem": "multiprocessing", "_asyncio": "asyncio", "_socket": "socket",
+    "_signal": "signal", "_pickle": "pickle", "_imp": "importlib",
+    "_frozen_importlib": "importlib", "_frozen_importlib_external": "importlib",
+}
+
+
+def canonical(dotted):
+    """dotted with its top module's other name replaced by the one the rules name."""
+    top, dot, rest = dotted.partition(".")
+    return CANONICAL_MODULES.get(top, top) + dot + rest
+
+
 # Imports judged on their own: module (or package prefix) -> (rule, why).
 IMPORT_RULES = {
     "threading": ("concurrency", _WHY_CONCURRENCY),
@@ -676,18 +694,19 @@ class Names:
         for node in nodes[ast.Import]:
             for alias in node.names:
                 if alias.asname:
-                    self.aliases[alias.asname] = alias.name
+                    self.aliases[alias.asname] = canonical(alias.name)
                 else:
                     top = alias.name.split(".")[0]
-                    self.aliases[top] = top
+                    self.aliases[top] = canonical(top)
         for node in nodes[ast.ImportFrom]:
             if node.level or not node.module:
                 continue        # relative imports name the candidate's own package
             for alias in node.names:
                 if alias.name == "*":
-                    self.star_modules.append(node.module)
+                    self.star_modules.append(canonical(node.module))
                 else:
-                    self.aliases[alias.asname or alias.name] = node.module + "." + alias.name
+                    self.aliases[alias.asname or alias.name] = \
+                        canonical(node.module + "." + alias.name)
         self.bound = bound_names(nodes) | set(self.aliases)
         # Names assigned an imported thing are aliases too (F = torch.nn.functional,
         # mm = torch.matmul); twice, for an alias of an alias.
@@ -726,7 +745,7 @@ class Names:
         if isinstance(node, ast.Subscript):             # sys.modules["torch"]
             key = const_str(node.slice)
             if key and self.qualname(node.value) == "sys.modules":
-                return key
+                return canonical(key)
             return None
         if isinstance(node, ast.Call) and node.args:
             func = self.qualname(node.func)
@@ -735,9 +754,9 @@ class Names:
                 base = self.qualname(node.args[0])
                 return base + "." + const_str(node.args[1]) if base else None
             if func == "builtins.__import__" and first:
-                return first.split(".")[0]
+                return canonical(first.split(".")[0])
             if func == "importlib.import_module" and first:
-                return first
+                return canonical(first)
         return None
 
 
@@ -1177,7 +1196,7 @@ class ModuleChecks:
                         not node.module.startswith("torch"):
                     self.add("inherits_reference", node, reference_use(alias.name))
         for module in modules:
-            for key in prefixes(module):
+            for key in prefixes(canonical(module)):
                 if key in IMPORT_RULES:
                     rule, why = IMPORT_RULES[key]
                     self.add(rule, node, "imports %s: %s" % (module, why))
