@@ -233,6 +233,11 @@ _calls("concurrency", _WHY_CONCURRENCY, (
 _calls("concurrency", _WHY_CONCURRENCY, (
     "torch.jit.fork", "torch.jit._fork", "torch._C._jit_fork", "torch.futures.", "torch.jit.wait",
     "torch.jit._wait"))
+# Other libraries' doors to the same: numpy's ctypes (a foreign library loaded and called),
+# a DataLoader's worker processes, torch.distributed's processes, threads and sockets.
+_calls("concurrency", _WHY_CONCURRENCY, (
+    "numpy.ctypeslib.", "torch.utils.data.DataLoader", "torch.utils.data.dataloader.",
+    "torch.distributed."))
 _calls("stream_creation", _WHY_STREAM, (
     "torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.ExternalStream", "torch.cuda.graph",
     "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables", "torch.cuda.streams.",
@@ -295,6 +300,8 @@ IMPORT_RULES = {
     "asyncio": ("concurrency", _WHY_CONCURRENCY),
     "ctypes": ("concurrency", _WHY_CONCURRENCY),
     "cffi": ("concurrency", _WHY_CONCURRENCY),
+    "numpy.ctypeslib": ("concurrency", _WHY_CONCURRENCY),
+    "torch.distributed": ("concurrency", _WHY_CONCURRENCY),
     "socket": ("io_access", _WHY_IO),
     "urllib": ("io_access", _WHY_IO),
     "urllib3": ("io_access", _WHY_IO),
