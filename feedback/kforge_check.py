@@ -1163,6 +1163,9 @@ class ModuleChecks:
         self.precision = precision
         self.env_writes = set()        # ids of os.environ nodes already judged as writes
         self.inner_attrs = set()       # ids of attributes inside a longer chain
+        # Names given a class reached through a value (cls = type(t)), anywhere.
+        self.value_classes = {t.id for a in cand.nodes[ast.Assign] if self.class_of_value(a.value)
+                              for t in a.targets if isinstance(t, ast.Name)}
 
     def run(self):
         nodes = self.cand.nodes
@@ -1226,6 +1229,12 @@ class ModuleChecks:
 
     def check_attribute_store(self, node, target, value):
         owner = self.names.qualname(target.value)
+        if not owner and self.class_of_value(target.value):
+            # type(t).__add__ = ..., t.__class__.mul = ...: the class of a value the code
+            # holds, a tensor's say, changed for every value of it, the evaluator's too.
+            self.add("patching", node, "assigns %s.%s, changing the class of a value: patching "
+                     "library classes is not allowed" % (source_text(target.value), target.attr))
+            return
         if not owner:
             return
         full = owner + "." + target.attr
@@ -1235,6 +1244,19 @@ class ModuleChecks:
                 not (isinstance(value, ast.Constant) and value.value is False):
             self.add("lower_precision", node, "sets %s with --precision fp32: reduced-precision "
                      "math is not allowed when the problem is judged in fp32" % full)
+
+    def class_of_value(self, node):
+        """Whether node is type(x) or x.__class__, or a name given one: a class reached
+        through a value."""
+        def own(v):     # type(self): the candidate's own class, its to change
+            return isinstance(v, ast.Name) and v.id == "self"
+        if isinstance(node, ast.Call) and self.names.builtin(node.func) == "type" and \
+                len(node.args) == 1:
+            return not own(node.args[0])
+        if isinstance(node, ast.Name):
+            return node.id in getattr(self, "value_classes", ())
+        return isinstance(node, ast.Attribute) and node.attr == "__class__" and \
+            not own(node.value)
 
     def check_subscript_store(self, node, target):
         container = target.value
@@ -1271,11 +1293,16 @@ class ModuleChecks:
             self.add(rule_name, node, "calls %s: %s" % (name.replace("builtins.", ""), why),
                      severity)
         short = name.replace("builtins.", "")
-        if name in ("builtins.setattr", "builtins.delattr") and node.args:
+        # setattr, and the same through a class's own slot (object.__setattr__(torch, ...),
+        # type.__setattr__(torch.Tensor, ...)).
+        if (name in ("builtins.setattr", "builtins.delattr") or
+                name.startswith(("builtins.object.", "builtins.type.")) and
+                name.endswith(("__setattr__", "__delattr__"))) and node.args:
             owner = self.names.qualname(node.args[0])
-            if owner:
+            if owner or self.class_of_value(node.args[0]):
                 self.add("patching", node, "calls %s on %s, an imported module or class: "
-                         "changing library state is not allowed" % (short, owner))
+                         "changing library state is not allowed"
+                         % (short, owner or source_text(node.args[0])))
         elif name == "builtins.getattr" and len(node.args) >= 2 and \
                 const_str(node.args[1]) is None and self.names.qualname(node.args[0]):
             self.add("exec_eval", node, "calls getattr on %s with a computed name, which hides "
@@ -1296,6 +1323,14 @@ class ModuleChecks:
         elif receiver == "sys.modules" and func.attr in MAPPING_WRITERS:
             self.add("patching", node, "calls sys.modules.%s: replacing modules is not "
                      "allowed" % func.attr)
+        elif (receiver or "").endswith(".__dict__") and func.attr in MAPPING_WRITERS:
+            self.add("patching", node, "calls %s.%s: changing library or interpreter state "
+                     "is not allowed" % (receiver, func.attr))
+        elif isinstance(func.value, ast.Call) and func.attr in MAPPING_WRITERS and \
+                self.names.builtin(func.value.func) == "vars" and func.value.args and \
+                self.names.qualname(func.value.args[0]):
+            self.add("patching", node, "calls vars(%s).%s: changing library state is not "
+                     "allowed" % (source_text(func.value.args[0]), func.attr))
         elif isinstance(func.value, ast.Call) and func.attr in MAPPING_WRITERS and \
                 self.names.builtin(func.value.func) in ("globals", "locals"):
             self.add("exec_eval", node, "calls %s().%s, which rebinds names behind the code's "

@@ -449,6 +449,36 @@ case("concurrency_kernel_threads", cxx(r'''static void side() {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));  // #! concurrency warning
 }
 ''') + RETURN_RELU)
+case("concurrency_kernel_pools", cxx(r'''static void side(torch::Tensor x) {
+    at::launch([x] { (void)x; });  // #! concurrency error, torch_compute warning
+    c10::ThreadPool pool(2);  // #! concurrency error
+    at::parallel_for(0, 8, 1, [](int64_t b, int64_t e) {});
+}
+''') + RETURN_RELU)
+case("concurrency_other_names", CPU_BASE + '''import posix
+import _ctypes  #! concurrency error
+from _posixsubprocess import fork_exec  #! concurrency error
+import numpy as np
+import torch.distributed  #! concurrency error
+from torch.utils.data import DataLoader
+posix.fork()  #! concurrency error
+np.ctypeslib.load_library("libc.so.6", "/lib")  #! concurrency error
+_loader = DataLoader([1, 2], num_workers=2)  #! concurrency error
+''' + MODEL + '''        out = torch.empty_like(x)
+        torch.jit.fork(ext.relu_forward, x)  #! concurrency error
+        return ext.relu_forward(x)
+''')
+case("patching_through_classes", CPU_BASE + '''import time
+object.__setattr__(torch.nn.functional, "relu", None)  #! patching error
+type.__setattr__(torch.Tensor, "relu", None)  #! patching error
+type(torch.ones(1)).__add__ = None  #! patching error
+cls = torch.ones(1).__class__
+cls.mul = None  #! patching error
+time.__dict__.update(perf_counter=None)  #! patching error
+vars(time).update(perf_counter=None)  #! patching error
+''' + MODEL + '''        type(self).calls = 1
+        return ext.relu_forward(x)
+''')
 case("concurrency_kernel_processes", cxx(r'''/* a comment: fork(), system("ls")
    and kill(1, 9) are no calls */
 static void side() {
