@@ -32,6 +32,7 @@ static const struct {
 	{ RD_REDTEAM_DIR, RD_LEVEL_RUN, "redteam" },
 	{ RD_SHARDS_DIR, RD_LEVEL_RUN, "shards" },
 	{ RD_CLAIMS_DIR, RD_LEVEL_RUN, "claims" },
+	{ RD_STATUS_CACHE, RD_LEVEL_RUN, "status.cache" },
 	{ RD_TRAJECTORY, RD_LEVEL_TASK, "trajectory.jsonl" },
 	{ RD_TASK_LOCK, RD_LEVEL_TASK, "lock" },
 	{ RD_TURNS_DIR, RD_LEVEL_TASK, "turns" },
