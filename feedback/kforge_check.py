@@ -480,6 +480,10 @@ _kernel("global_context", "switches a setting of PyTorch's global context", _WHY
 _kernel("global_context", "sets the process's thread count", _WHY_GLOBAL, "call",
         ("set_num_threads", "set_num_interop_threads", "mkl_set_num_threads*",
          "openblas_set_num_threads", "goto_set_num_threads"))
+# The same settings from Python, as the C++ ones above and setFlushDenormal are judged.
+_calls("global_context", _WHY_GLOBAL, (
+    "torch.set_num_threads", "torch.set_num_interop_threads", "torch.set_flush_denormal",
+    "torch._C._set_num_threads", "torch._C._set_num_interop_threads"))
 _kernel("global_context", "changes the floating-point mode", _WHY_GLOBAL, "word",
         ("_MM_SET_FLUSH_ZERO_MODE", "_MM_SET_DENORMALS_ZERO_MODE", "_mm_setcsr", "fesetround",
          "fesetenv", "feenableexcept", "fesetexceptflag"))
@@ -753,6 +757,8 @@ class Names:
             key = const_str(node.slice)
             if key and self.qualname(node.value) == "sys.modules":
                 return canonical(key)
+            if key and self.qualname(node.value) == "builtins":     # __builtins__["exec"]
+                return "builtins." + key
             return None
         if isinstance(node, ast.Call) and node.args:
             func = self.qualname(node.func)
@@ -1083,7 +1089,8 @@ class Candidate:
 
 NODE_KINDS = (ast.Import, ast.ImportFrom, ast.Name, ast.arg, ast.FunctionDef,
               ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AugAssign, ast.AnnAssign,
-              ast.Delete, ast.Call, ast.Attribute, ast.Constant, ast.Try, ast.Return) + \
+              ast.Delete, ast.Call, ast.Attribute, ast.Constant, ast.Try, ast.Return,
+              ast.Subscript) + \
     ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 
 
@@ -1180,6 +1187,12 @@ class ModuleChecks:
             self.check_attribute(node)
         for node in nodes[ast.Name]:
             self.check_name(node)
+        for node in nodes[ast.Subscript]:
+            # __builtins__[name] with a computed name: exec or eval by another spelling.
+            if isinstance(node.ctx, ast.Load) and const_str(node.slice) is None and \
+                    self.names.qualname(node.value) == "builtins":
+                self.add("exec_eval", node, "reads %s[...] with a computed name, which hides "
+                         "what is called: %s" % (source_text(node.value), _WHY_EXEC))
         for node in nodes[ast.ClassDef]:
             self.check_class(node)
         for node in nodes[ast.FunctionDef] + nodes[ast.AsyncFunctionDef]:

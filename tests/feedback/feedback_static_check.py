@@ -468,6 +468,13 @@ _loader = DataLoader([1, 2], num_workers=2)  #! concurrency error
         torch.jit.fork(ext.relu_forward, x)  #! concurrency error
         return ext.relu_forward(x)
 ''')
+case("builtins_by_subscript", CPU_BASE + '''name = "ex" + "ec"
+__builtins__[name]("x = 1")  #! exec_eval error
+__builtins__["eval"]("1")  #! exec_eval error
+torch.set_num_threads(8)  #! global_context error
+torch.set_flush_denormal(True)  #! global_context error
+''' + MODEL + '''        return ext.relu_forward(x)
+''')
 case("patching_through_classes", CPU_BASE + '''import time
 object.__setattr__(torch.nn.functional, "relu", None)  #! patching error
 type.__setattr__(torch.Tensor, "relu", None)  #! patching error
