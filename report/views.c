@@ -79,6 +79,33 @@ stage_times_push(struct stage_times *s, int64_t wait, int64_t hold)
 	return 0;
 }
 
+/* Every row's arrays freed, the rows emptied. */
+static void
+stage_times_free(struct stage_times st[STAGE_ROWS])
+{
+	for (int k = 0; k < STAGE_ROWS; k++) {
+		free(st[k].wait);
+		free(st[k].hold);
+	}
+	memset(st, 0, STAGE_ROWS * sizeof(*st));
+}
+
+/* from's steps added to to's (a task's to a share's, a share's to the command's), from
+ * freed; < 0 without memory (the pushes stop, from is freed all the same). */
+static int
+stage_times_merge(struct stage_times to[STAGE_ROWS], struct stage_times from[STAGE_ROWS])
+{
+	int	rc = 0;
+
+	for (int k = 0; k < STAGE_ROWS; k++) {
+		to[k].steps += from[k].steps;
+		for (int j = 0; j < from[k].n && rc == 0; j++)
+			rc = stage_times_push(&to[k], from[k].wait[j], from[k].hold[j]);
+	}
+	stage_times_free(from);
+	return rc;
+}
+
 static int
 stage_times_add(const struct kb_tlog_rec *rec, void *arg)
 {
@@ -163,10 +190,7 @@ stage_times_json(struct stage_times st[STAGE_ROWS])
 				  st[STAGE_RUNNER_START].steps, "wait_ms",
 				  ms_stats(st[STAGE_RUNNER_START].wait, st[STAGE_RUNNER_START].n),
 				  "hold_ms"));
-	for (int i = 0; i < STAGE_ROWS; i++) {
-		free(st[i].wait);
-		free(st[i].hold);
-	}
+	stage_times_free(st);
 	return out;
 }
 
@@ -313,22 +337,6 @@ struct summary_share {
 	int			 rc;
 };
 
-/* One task's stage times added to the share's, from's arrays freed. */
-static int
-stage_times_merge(struct stage_times to[STAGE_ROWS], struct stage_times from[STAGE_ROWS])
-{
-	int	rc = 0;
-
-	for (int k = 0; k < STAGE_ROWS; k++) {
-		to[k].steps += from[k].steps;
-		for (int j = 0; j < from[k].n && rc == 0; j++)
-			rc = stage_times_push(&to[k], from[k].wait[j], from[k].hold[j]);
-		free(from[k].wait);
-		free(from[k].hold);
-	}
-	return rc;
-}
-
 /*
  * What status keeps of a task in the status cache: the summary's fields status shows and
  * the task's stage times, {"s": [state, turn, turns_done, best_speedup, best_turn, depth,
@@ -417,11 +425,7 @@ summarize_cached(struct summary_share *sh, int i)
 
 	memset(st, 0, sizeof(st));
 	if (v == NULL || (rc = status_of(v, &sh->sums[i], st)) < 0) {
-		for (int k = 0; k < STAGE_ROWS; k++) {	/* a partial read discarded */
-			free(st[k].wait);
-			free(st[k].hold);
-		}
-		memset(st, 0, sizeof(st));
+		stage_times_free(st);	/* a partial read discarded */
 		rc = rpt_summarize_with(sh->run->dir, sh->run->tasks[i].id, NULL, &sh->sums[i],
 					stage_times_add, st);
 		if (rc == 0) {
@@ -462,7 +466,6 @@ summarize_all(const struct rpt_run *run, const char *const *accept,
 	int			 n = cpus < 1 ? 1 : cpus > SUMMARY_THREADS ? SUMMARY_THREADS : (int)cpus;
 	bool			 failed = sums == NULL;
 	bool			 started[SUMMARY_THREADS] = { false };
-
 	struct rpt_statcache	*cache = NULL;
 
 	if (run->ntasks < 256)
@@ -486,15 +489,8 @@ summarize_all(const struct rpt_run *run, const char *const *accept,
 			pthread_join(th[t], NULL);
 	/* The shares' stage times, put together. */
 	for (int t = 0; t < n && !failed; t++) {
-		for (int k = 0; st != NULL && k < STAGE_ROWS; k++) {
-			struct stage_times *from = &sh[t].st[k], *to = &st[k];
-
-			to->steps += from->steps;
-			for (int j = 0; j < from->n && !failed; j++)
-				failed = stage_times_push(to, from->wait[j], from->hold[j]) < 0;
-			free(from->wait);
-			free(from->hold);
-		}
+		if (st != NULL)
+			failed = stage_times_merge(st, sh[t].st) < 0;
 		failed = failed || sh[t].rc < 0;
 	}
 	rpt_statcache_close(cache, !failed);
@@ -512,10 +508,7 @@ rpt_status_cache_fill(const struct rpt_run *run)
 
 	memset(st, 0, sizeof(st));
 	free(summarize_all(run, NULL, st));
-	for (int k = 0; k < STAGE_ROWS; k++) {
-		free(st[k].wait);
-		free(st[k].hold);
-	}
+	stage_times_free(st);
 }
 
 static const char *
