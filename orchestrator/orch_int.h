@@ -248,9 +248,9 @@ int64_t	orch_eta_next(struct orch_eta *e, long turns_done, long turns_left, int 
  * line on stderr and 1; else report/'s exit status. */
 int	orch_cmd_status(const char *dir, bool json);
 /* What status reads of every task's log, read now and kept (report's status cache), so
- * that the first status after a run needs no log read; quiet, and nothing where the run
- * cannot be opened. The supervisor, at a run's end. */
-void	orch_status_cache_fill(const char *dir);
+ * that the first status after a run needs no log read. The supervisor, at a run's end,
+ * with the run it holds open. */
+void	orch_status_cache_fill(const struct orch_run *run);
 int	orch_cmd_tail(const char *dir, const char *task, bool follow);
 /* accept: NULL-ended rules whose suspect turns count as correct (report --accept). */
 int	orch_cmd_report(const char *dir, bool json, const char *const *accept);

@@ -107,17 +107,12 @@ orch_cmd_status(const char *dir, bool json)
 }
 
 void
-orch_status_cache_fill(const char *dir)
+orch_status_cache_fill(const struct orch_run *run)
 {
-	struct opened	o;
-	char		err[1024];
+	const struct rpt_run	view = { .dir = run->dir, .named = run->dir, .cfg = &run->cfg,
+					 .tasks = run->tasks, .ntasks = run->ntasks };
 
-	if (orch_run_open(&o.run, dir, err, sizeof(err)) < 0)
-		return;
-	o.view = (struct rpt_run){ .dir = o.run.dir, .named = dir, .cfg = &o.run.cfg,
-				   .tasks = o.run.tasks, .ntasks = o.run.ntasks };
-	rpt_status_cache_fill(&o.view);
-	orch_run_clear(&o.run);
+	rpt_status_cache_fill(&view);
 }
 
 int

@@ -1321,7 +1321,7 @@ sup_finish(struct sup *s, bool all_done)
 	} else if (all_done) {
 		/* The first status after the run then reads no log (at 10,000 tasks about a
 		 * second of parsing, spent here once). */
-		orch_status_cache_fill(run->dir);
+		orch_status_cache_fill(run);
 		log_info("all %d tasks finished; 'kforge report %s' for the results", run->ntasks,
 			 run->dir);
 	} else {
