@@ -1171,6 +1171,7 @@ class ModuleChecks:
         self.env_writes = set()        # ids of os.environ nodes already judged as writes
         self.inner_attrs = set()       # ids of attributes inside a longer chain
         # Names given a class reached through a value (cls = type(t)), anywhere.
+        self.value_classes = set()
         self.value_classes = {t.id for a in cand.nodes[ast.Assign] if self.class_of_value(a.value)
                               for t in a.targets if isinstance(t, ast.Name)}
 
@@ -1267,7 +1268,7 @@ class ModuleChecks:
                 len(node.args) == 1:
             return not own(node.args[0])
         if isinstance(node, ast.Name):
-            return node.id in getattr(self, "value_classes", ())
+            return node.id in self.value_classes
         return isinstance(node, ast.Attribute) and node.attr == "__class__" and \
             not own(node.value)
 
