@@ -43,10 +43,11 @@ tree_dump() {
 # 721 s so, 678 s with one more; at 2925688, 599 s with one more and 509 s with two
 # (tools/bench/README.md, inner).
 # In a session of its own: a signal a test sends its own process group (kill(0, ...))
-# reaches ctest and the tests, not this watch. An interrupt here ends it.
+# reaches ctest and the tests, not this watch. An interrupt here ends it, and its tests
+# with it (the group setsid made, ctest's pid its id).
 setsid ctest --test-dir build --output-on-failure -j "$(( $(nproc) + 2 ))" --timeout 900 &
 ctest_pid=$!
-trap 'kill -TERM "$ctest_pid" 2>/dev/null; rm -rf build/test-cache/servers' EXIT
+trap 'kill -TERM -- "-$ctest_pid" 2>/dev/null; rm -rf build/test-cache/servers' EXIT
 heartbeat "$ctest_pid" &
 beat_pid=$!
 limit_at=$((SECONDS + ${KB_TEST_LIMIT_S:-3000}))
@@ -55,7 +56,7 @@ while kill -0 "$ctest_pid" 2>/dev/null && ((SECONDS < limit_at)); do
 done
 if kill -0 "$ctest_pid" 2>/dev/null; then
 	tree_dump
-	kill -TERM "$ctest_pid"
+	kill -TERM -- "-$ctest_pid"
 fi
 rc=0
 wait "$ctest_pid" || rc=$?
