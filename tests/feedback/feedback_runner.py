@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
@@ -154,13 +155,117 @@ def scratch_dir(name):
 
 def check_steal_ticks():
     """steal_ticks in the runner itself: a count that only grows, 0 for no cores."""
-    spec = importlib.util.spec_from_file_location("kforge_runner_under_test", RUNNER)
-    kr = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(kr)
+    kr = runner_module()
     everyone = set(range(os.cpu_count() or 1))
     first = kr.steal_ticks(everyone)
     check(isinstance(first, int) and first >= 0 and kr.steal_ticks(everyone) >= first
           and kr.steal_ticks(set()) == 0, "steal_ticks: a count that only grows")
+
+
+def runner_module():
+    spec = importlib.util.spec_from_file_location("kforge_runner_under_test", RUNNER)
+    kr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kr)
+    return kr
+
+
+def open_fds():
+    return set(os.listdir("/proc/self/fd"))
+
+
+def check_peer_memfd():
+    """The judge's channel: a large payload crosses in a sealed memfd and arrives whole;
+    a descriptor that could still change (an unsealed memfd, a plain file, one of another
+    size), a memfd frame without one, and descriptors sent beside an inline payload are
+    refused or closed, none kept open."""
+    import array
+    import socket
+    kr = runner_module()
+    probe = kr.sealed_memfd([b"x"], 1)
+    have_memfd = probe is not None
+    if have_memfd:
+        os.close(probe)
+    else:
+        print("peer: no sealed memfd here; the inline path alone is checked")
+    big = os.urandom(kr.PEER_MEMFD_MIN + 4097)
+    a, b = socket.socketpair()
+    pa, pb = kr.Peer(a), kr.Peer(b)
+    before = open_fds()
+    pa.send({"op": "outputs"}, [big[:1000], big[1000:]])
+    head, payload = pb.recv(len(big))
+    check(head == {"op": "outputs"} and bytes(payload) == big,
+          "peer: a payload of %d bytes arrives whole" % len(big))
+    if have_memfd:
+        check(not isinstance(payload, (bytes, bytearray)),
+              "peer: a large payload came mapped from a memfd: %s" % type(payload).__name__)
+    del payload
+    pa.memfd = False
+    # Inline, the payload is larger than the socket's buffer: sent from a thread.
+    sender = threading.Thread(target=pa.send, args=({"op": "outputs"}, [big]))
+    sender.start()
+    head, payload = pb.recv(len(big))
+    sender.join()
+    check(isinstance(payload, bytearray) and bytes(payload) == big, "peer: the inline path")
+    small = b"abc"
+    pa.memfd = True
+    pa.send({"op": "x"}, [small])
+    check(pb.recv(3)[1] == small, "peer: a small payload inline")
+    check(open_fds() == before, "peer: no descriptor left open by good frames")
+
+    a.close()
+    b.close()
+
+    def forged(fds, how, size, data=b""):
+        """What the judge's side makes of a frame sent by hand (a channel of its own:
+        a refused frame ends its channel)."""
+        x, y = socket.socketpair()
+        head = json.dumps({"op": "outputs"}).encode()
+        frame = kr.PEER_FRAME.pack(len(head), size, how)
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+        x.sendmsg([frame], anc)
+        x.sendall(head + data)
+        try:
+            return kr.Peer(y).recv(1 << 30)
+        except kr.PeerError as e:
+            return e
+        finally:
+            x.close()
+            y.close()
+
+    if have_memfd:
+        n = kr.PEER_MEMFD_MIN
+        unsealed = os.memfd_create("forged", os.MFD_ALLOW_SEALING)
+        os.pwrite(unsealed, b"\0" * n, 0)
+        got = forged([unsealed], kr.PEER_MEMFD, n)
+        check(isinstance(got, kr.PeerError) and "sealed" in str(got),
+              "peer: an unsealed memfd refused: %r" % (got,))
+        partly = os.memfd_create("forged", os.MFD_ALLOW_SEALING)
+        os.pwrite(partly, b"\0" * n, 0)
+        fcntl_mod = __import__("fcntl")
+        fcntl_mod.fcntl(partly, fcntl_mod.F_ADD_SEALS, fcntl_mod.F_SEAL_SHRINK | fcntl_mod.F_SEAL_GROW)
+        got = forged([partly], kr.PEER_MEMFD, n)
+        check(isinstance(got, kr.PeerError) and "sealed" in str(got),
+              "peer: a memfd still writable refused: %r" % (got,))
+        sealed = kr.sealed_memfd([b"\0" * n], n)
+        got = forged([sealed], kr.PEER_MEMFD, n + 1)
+        check(isinstance(got, kr.PeerError) and "bytes" in str(got),
+              "peer: a memfd of another size refused: %r" % (got,))
+        with tempfile.TemporaryFile() as f:
+            f.write(b"\0" * n)
+            f.flush()
+            got = forged([f.fileno()], kr.PEER_MEMFD, n)
+        check(isinstance(got, kr.PeerError), "peer: a plain file refused: %r" % (got,))
+        for fd in (unsealed, partly, sealed):
+            os.close(fd)
+    got = forged([], kr.PEER_MEMFD, 4096)
+    check(isinstance(got, kr.PeerError) and "did not come" in str(got),
+          "peer: a memfd frame without its descriptor refused: %r" % (got,))
+    with tempfile.TemporaryFile() as f:
+        got = forged([f.fileno(), f.fileno()], kr.PEER_INLINE, 3, b"xyz")
+    check(not isinstance(got, Exception) and got[1] == b"xyz",
+          "peer: descriptors beside an inline payload ignored: %r" % (got,))
+    check(not open_fds() - before, "peer: no descriptor kept from forged frames: %s"
+          % sorted(open_fds() - before))
 
 
 def main():
@@ -172,6 +277,7 @@ def main():
     e = Env(python, tmp)
     print("runner python: %s, scratch: %s" % (python, tmp), flush=True)
     check_steal_ticks()
+    check_peer_memfd()
 
     # probe
     r, _, rc, _ = e.run("probe")
