@@ -334,6 +334,9 @@ def main():
     tms = (r.get("details", {}).get("judge") or {}).get("trial_ms") or []
     check(len(tms) == 6 and all(len(t) == 4 and min(t) >= 0 for t in tms),
           "execute: the judge's trials timed (5 and the second distribution): %s" % tms)
+    pb = (r.get("details", {}).get("judge") or {}).get("payload_bytes") or {}
+    check(pb.get("inline", 0) > 0 and pb.get("memfd") == 0,
+          "execute: a tiny problem's payloads all inline, counted: %s" % pb)
     check(len(plog) == passes and all(p["speedup"] > 0 and p["nivcsw"] >= 0 and p["steal_ticks"] >= 0
                                       for p in plog)
           and (passes > 1 or abs(plog[0]["speedup"] - r["speedup"]) < 1e-9),
