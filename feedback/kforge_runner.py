@@ -431,6 +431,9 @@ PEER_MEMFD_MIN = 1 << 20
 PEER_FRAME = struct.Struct("<IQB")  # head bytes, payload bytes, how the payload travels
 PEER_INLINE, PEER_MEMFD = 0, 1
 PEER_SEALS = ("F_SEAL_WRITE", "F_SEAL_SHRINK", "F_SEAL_GROW")
+# The inputs' digest (Evaluator.inputs_digest): sums of this many words each, folded.
+DIGEST_CHUNK = 1 << 20
+DIGEST_BASE, DIGEST_MOD = 1000003, (1 << 61) - 1
 PEER_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16",
                "int8", "uint8", "bool")
 # A correctness trial's outputs may be at most this many times the reference's bytes
@@ -1330,6 +1333,44 @@ class Runner:
         metas, chunks = pack_tensors(tensors)
         return {"template": template, "tensors": metas}, chunks
 
+    def regenerated_inputs(self):
+        """Whether a trial's inputs are made again by the candidate's runner from the
+        seed rather than sent: where they are made on the device (eval.inputs: device),
+        so that they never cross the host. A large problem's inputs handed over took
+        7-9 s a trial on an H200 host for 4 GB (two copies across the host); made again on
+        the GPU, milliseconds. The digest the judge sends proves them the same bytes."""
+        return self.req.get("input_placement") == "device"
+
+    def inputs_digest(self, made):
+        """A digest of an input set, equal only for the same values in the same places:
+        per tensor its dtype, shape and the sums of its bytes' 32-bit words (or bytes) in
+        chunks of DIGEST_CHUNK, taken on the tensor's own device (exact integer sums, so
+        no reduction order moves them), folded on the host into a polynomial hash;
+        anything else by its JSON text."""
+        torch = self.torch
+        out = []
+        for x in made:
+            if not isinstance(x, torch.Tensor):
+                out.append(["value", json.dumps(x, sort_keys=True, default=repr)])
+                continue
+            flat = x.detach().contiguous().reshape(-1)
+            n = flat.numel() * flat.element_size()
+            words = flat.view(torch.uint8)
+            if n and n % 4 == 0:
+                words = words.view(torch.int32)
+            m = words.numel()
+            whole = m - m % DIGEST_CHUNK
+            sums = []
+            if whole:
+                sums = words[:whole].view(-1, DIGEST_CHUNK).sum(dim=1, dtype=torch.int64).tolist()
+            if m > whole:
+                sums.append(int(words[whole:].sum(dtype=torch.int64)))
+            h = 0
+            for v in sums:
+                h = (h * DIGEST_BASE + v) % DIGEST_MOD
+            out.append([str(x.dtype).split(".")[-1], list(x.shape), h])
+        return out
+
     def clone_inputs(self, inputs):
         torch = self.torch
         return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
@@ -1538,18 +1579,43 @@ class Runner:
         if made is None:
             made = self.transformed(self.made_inputs(ref, seed), transform)
             pristine = [self.place(x) for x in made]
-        shipped = self.input_message(made)
-        chunks = ()
-        if shipped is not None:
-            msg["inputs"], chunks = shipped
+        regen = self.regenerated_inputs()
+        if regen:
+            # Made again on the other side from the seed; sent only if its digest differs.
+            msg["inputs_digest"] = self.inputs_digest(made)
+            shipped, chunks = None, ()
+        else:
+            shipped = self.input_message(made)
+            chunks = ()
+            if shipped is not None:
+                msg["inputs"], chunks = shipped
         self.peer.send(msg, chunks)
-        del made, shipped, chunks
+        del shipped, chunks
+        if not regen:
+            del made
         t1 = time.perf_counter()
         if ref_outs is None:
             ref_outs = self.outputs_as_list(
                 self.run_model(model, self.clone_inputs(pristine), "Model"), "Model")
         t2 = time.perf_counter()
-        head, payload = self.expect("outputs", self.output_cap(ref_outs))
+        head, payload = self.peer.recv(self.output_cap(ref_outs))
+        if regen and head["op"] == "need_inputs":
+            # Its inputs came out otherwise (a get_inputs() that does not repeat from
+            # its seed): these, as made, after all.
+            self.flag("inputs_not_reproducible")
+            shipped = self.input_message(made)
+            if shipped is None:
+                raise Outcome("runtime_error", "the problem's inputs do not repeat from their "
+                              "seed and cannot be sent (eval.inputs: host sends them)")
+            self.peer.send({"op": "inputs", "inputs": shipped[0]}, shipped[1])
+            del shipped
+            head, payload = self.peer.recv(self.output_cap(ref_outs))
+        if regen:
+            del made
+        if head["op"] == "failed":
+            raise CandidateFailed(head)
+        if head["op"] != "outputs":
+            raise PeerError("expected outputs, got %s" % head["op"][:40])
         t3 = time.perf_counter()
         cand_outs = unpack_tensors(torch, head.get("tensors"), payload)
         if head.get("mutated"):
@@ -2121,7 +2187,23 @@ class Runner:
         t_start = time.perf_counter()
         seed = int(head.get("seed", self.seed))
         shipped = head.get("inputs")
-        if isinstance(shipped, dict) and isinstance(shipped.get("template"), list):
+        pristine = None
+        if not isinstance(shipped, dict):
+            made = self.transformed(self.made_inputs(ref, seed), head.get("transform"))
+            digest = head.get("inputs_digest")
+            if digest is None or self.inputs_digest(made) == digest:
+                pristine = [self.place(x) for x in made]
+            else:
+                # Not the judge's: ask for its inputs as made.
+                del made
+                self.peer.send({"op": "need_inputs"})
+                head, payload = self.peer.recv(INPUTS_CAP)
+                if head["op"] != "inputs":
+                    raise PeerError("expected inputs, got %s" % head["op"][:40])
+                shipped = head.get("inputs")
+        if pristine is None:
+            if not isinstance(shipped, dict) or not isinstance(shipped.get("template"), list):
+                raise PeerError("a trial's inputs without a template")
             tensors = unpack_tensors(torch, shipped.get("tensors"), payload)
             pristine = []
             for item in shipped["template"]:
@@ -2129,9 +2211,6 @@ class Runner:
                     pristine.append(self.place(tensors[int(item["tensor"])]))
                 else:
                     pristine.append(item.get("value"))
-        else:
-            pristine = [self.place(x) for x in
-                        self.transformed(self.made_inputs(ref, seed), head.get("transform"))]
         t0 = time.perf_counter()
         used = self.clone_inputs(pristine)
         # The inputs in place before the call, as before every timed call (trial), so

@@ -92,6 +92,9 @@ static const struct flag_rule {
 	  "of the problem, which a wrong kernel may pass" },
 	{ "reference_nan", FB_VERDICT_CORRECT, "the reference's outputs hold NaN" },
 	{ "reference_error", FB_VERDICT_CORRECT, "the reference itself failed to run" },
+	{ "inputs_not_reproducible", FB_VERDICT_CORRECT,
+	  "the problem's get_inputs() made other values from the same seed in the candidate's "
+	  "runner (eval.inputs: device), so the judge sent its inputs instead" },
 	{ "input_mutated", FB_VERDICT_CORRECT,
 	  "it changed its inputs in place (the reference's outputs are compared on pristine "
 	  "inputs)" },

@@ -443,6 +443,33 @@ def main():
     r, _, _, _ = e.run("execute", candidate="cand_no_model_new.py")
     check(r.get("status") == "no_model_new", "no ModelNew: no_model_new")
 
+    # Inputs made on the device are made again by the candidate's runner from the seed
+    # and proved the same by the judge's digest: none crosses the channel; a problem whose
+    # inputs do not repeat from the seed gets the judge's own, sent after all, and is
+    # judged on them.
+    r, _, _, _ = e.run("execute", candidate="cand_torch_add.py", input_placement="device",
+                       perf_trials=0)
+    pb = (r.get("details", {}).get("judge") or {}).get("payload_bytes") or {}
+    trials = r.get("details", {}).get("trials", [])
+    check(r.get("status") == "ok" and r.get("correct") is True and len(trials) == 5
+          and all(t["max_abs_diff"] == 0 for t in trials)
+          and "inputs_not_reproducible" not in r.get("flags", []),
+          "inputs made again: correct, exact, nothing flagged: %s %s" % (r.get("status"), r.get("flags")))
+    out_bytes = 16 * 1024 * 4 * 6
+    check(pb.get("inline", 0) + pb.get("memfd", 0) == out_bytes,
+          "inputs made again: only the 6 trials' outputs crossed (%d bytes): %s" % (out_bytes, pb))
+    r, _, _, _ = e.run("execute", problem="problem_add_unseeded.py", candidate="cand_torch_add.py",
+                       input_placement="device", perf_trials=0)
+    pb = (r.get("details", {}).get("judge") or {}).get("payload_bytes") or {}
+    trials = r.get("details", {}).get("trials", [])
+    check(r.get("status") == "ok" and r.get("correct") is True and len(trials) == 5
+          and all(t["max_abs_diff"] == 0 for t in trials)
+          and "inputs_not_reproducible" in r.get("flags", []),
+          "inputs that do not repeat: sent, correct, flagged: %s %s %s"
+          % (r.get("status"), r.get("flags"), r.get("details", {}).get("message")))
+    check(pb.get("inline", 0) + pb.get("memfd", 0) == 3 * out_bytes,
+          "inputs that do not repeat: each trial's two inputs crossed too: %s" % pb)
+
     r, _, _, _ = e.run("execute", candidate="cand_mutates.py")
     check(r.get("status") == "value_mismatch" and "input_mutated" in r.get("flags", []),
           "in-place input write: value_mismatch + input_mutated")
