@@ -73,6 +73,9 @@ import time
 import traceback
 
 RESULT_FD = 3
+# In a runner beneath its namespace's init: the read end of the init's acknowledgements
+# of freezes (enter_namespaces), until candidate_pidfd hands it to the judge.
+NS_ACK_FD = None
 STATUSES = ("ok", "compile_error", "no_model_new", "shape_mismatch", "value_mismatch",
             "runtime_error", "cuda_error", "timeout", "crashed", "env_error")
 # `kforge eval --help` quotes this line (orchestrator/eval.c): keep it one line of JSON.
@@ -465,6 +468,11 @@ CLOCK_REDOS = 2
 # timed minutes before in another process): 0.3. Work a candidate queued on the GPU
 # before its runner was stopped can so hide at most a 1.3x inflation.
 REFERENCE_SLOWED = {"cuda": 0.3, "cpu": 0.5}
+# The candidate's namespace is stopped by its init's signal handler (Runner.freeze),
+# which acknowledges it: the judge waits at most this long for that before the
+# reference's block. The first FROZEN_KEPT windows are kept in details.judge.frozen.
+FREEZE_ACK_S = 0.5
+FROZEN_KEPT = 64
 # suspect timers_disagree: the judge's clock over a candidate's block of calls exceeds
 # what the candidate's timers account for by more than the same measure of the
 # reference's blocks plus max(this, half the candidate's time a call, 4 MADs, EXCESS_SHARE
@@ -487,6 +495,29 @@ FLOOR_MIN_MS = 0.01
 
 class PeerError(Exception):
     """The other side of the judge's channel broke the protocol or went away."""
+
+
+def drain(fd):
+    """Reads whatever a non-blocking-read pipe holds now."""
+    import select
+    while select.select([fd], [], [], 0)[0]:
+        if not os.read(fd, 4096):
+            return
+
+
+def await_byte(fd, want, timeout_s):
+    """Whether byte want comes on fd within timeout_s (other bytes read and passed)."""
+    import select
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return False
+        got = os.read(fd, 4096)
+        if not got:
+            return False
+        if want in got:
+            return True
 
 
 def sealed_memfd(chunks, size):
@@ -738,12 +769,18 @@ def judge_listen(req):
                 ok = False
             if ok:
                 peer = Peer(conn)
-                peer.pidfd = None
+                peer.pidfd = peer.init_pidfd = peer.init_ack = None
                 try:
-                    # The candidate's runner's pidfd (candidate_pidfd), sent before any
-                    # candidate code ran: what the judge stops it with while it times.
-                    _, fds, _, _ = socket.recv_fds(conn, 1, 1)
+                    # The candidate's runner's pidfd, its namespace init's and the
+                    # init's acknowledgements (candidate_pidfd), sent before any
+                    # candidate code ran: what the judge stops them with while it times.
+                    _, fds, _, _ = socket.recv_fds(conn, 1, 3)
                     peer.pidfd = fds[0] if fds else None
+                    if len(fds) == 3:
+                        peer.init_pidfd, peer.init_ack = fds[1], fds[2]
+                    else:
+                        for fd in fds[1:]:
+                            os.close(fd)
                 except (OSError, AttributeError):
                     pass
                 conn.settimeout(None)
@@ -782,13 +819,19 @@ def judge_connect(req):
 
 def candidate_pidfd(s):
     """Sends the judge a pidfd of this process (or none where the kernel or Python has
-    none), with which the judge stops it (SIGSTOP) for as long as it times the
-    reference: whatever the candidate leaves running in this process then waits too,
+    none), and of its namespace's init where it has one, with which the judge stops it
+    (SIGSTOP) and everything in its namespace for as long as it times the reference:
+    whatever the candidate leaves running, in this process or another, then waits too,
     and cannot take the reference's time (kforge_runner.py, Runner.freeze)."""
     import socket
     fds = []
     try:
         fds = [os.pidfd_open(os.getpid())]
+        # In a PID namespace of its own (pid 2 beneath its init, enter_namespaces), the
+        # init's too, whose SIGUSR1 stops every process of the namespace (NS_INIT): a
+        # process the candidate started, which this one's SIGSTOP leaves running.
+        if os.getpid() == 2 and os.getppid() == 1 and NS_ACK_FD is not None:
+            fds += [os.pidfd_open(1), NS_ACK_FD]
     except (OSError, AttributeError):
         pass
     try:
@@ -797,6 +840,9 @@ def candidate_pidfd(s):
     finally:
         for fd in fds:
             os.close(fd)
+        if NS_ACK_FD is not None and NS_ACK_FD not in fds:
+            os.close(NS_ACK_FD)
+        globals()["NS_ACK_FD"] = None   # the judge's now: no candidate code reads it
 
 
 # --------------------------------------------------------------- the GPU's own facts
@@ -1495,9 +1541,11 @@ class Runner:
         ref = self.load_reference()
         model = self.init_reference(ref)
         self.phase("models")
-        self.judge = {"candidate": None, "freeze": "the candidate's runner stopped while "
-                      "the reference is timed" if getattr(self.peer, "pidfd", None) is not None
-                      else "not frozen: it sent no pidfd"}
+        self.judge = {"candidate": None, "freeze": (
+            "not frozen: it sent no pidfd" if getattr(self.peer, "pidfd", None) is None else
+            "the candidate's runner and every process of its namespace stopped while the "
+            "reference is timed" if getattr(self.peer, "init_pidfd", None) is not None else
+            "the candidate's runner stopped while the reference is timed")}
         # How the payloads crossed the channel, by the judge's count of what it sent and
         # received (memfd or inline bytes): the one place a slow channel shows.
         self.judge["payload_bytes"] = self.peer.payload_bytes
@@ -1763,18 +1811,42 @@ class Runner:
 
     def freeze(self, on):
         """Stops (on) or resumes the candidate's runner, through the pidfd it sent before
-        any candidate code ran: stopped, nothing of it (a thread it left, a spin it
-        waits on) can run while the reference is timed. Given up, and said in
-        details.judge.freeze, where the signal fails."""
+        any candidate code ran, and every process of its PID namespace through its init's
+        (NS_INIT's SIGUSR1 and SIGUSR2): stopped, nothing of it (a thread it left, a
+        process it started, a spin it waits on) can run while the reference is timed.
+        Each window is kept in details.judge.frozen ([start, end], CLOCK_MONOTONIC s;
+        the first FROZEN_KEPT). Given up, and said in details.judge.freeze (or
+        freeze_namespace), where a signal fails."""
         fd = getattr(self.peer, "pidfd", None)
         if fd is None:
             return
         import signal
+        init = getattr(self.peer, "init_pidfd", None)
+        if not on and self.judge.get("frozen") and self.judge["frozen"][-1][1] is None:
+            # The window ends as the resuming begins.
+            self.judge["frozen"][-1][1] = round(time.monotonic(), 6)
+        if init is not None:
+            ack = self.peer.init_ack
+            try:
+                if on:
+                    drain(ack)
+                signal.pidfd_send_signal(init, signal.SIGUSR1 if on else signal.SIGUSR2)
+                if on and not await_byte(ack, b"s", FREEZE_ACK_S):
+                    self.judge["freeze_namespace"] = "unconfirmed: the namespace's init " \
+                        "did not answer within %g s" % FREEZE_ACK_S
+            except (OSError, AttributeError) as e:
+                self.judge["freeze_namespace"] = "not frozen: %s" % first_line(e)
+                self.peer.init_pidfd = init = None
         try:
             signal.pidfd_send_signal(fd, signal.SIGSTOP if on else signal.SIGCONT)
         except (OSError, AttributeError) as e:
             self.judge["freeze"] = "not frozen: %s" % first_line(e)
             self.peer.pidfd = None
+            return
+        if on:
+            windows = self.judge.setdefault("frozen", [])
+            if len(windows) < FROZEN_KEPT:
+                windows.append([round(time.monotonic(), 6), None])
 
     def sm_clock(self):
         nvml = Nvml.get(self.env.get("device_uuid")) if self.device.type == "cuda" else None
@@ -4310,6 +4382,29 @@ NS_INIT = r"""
 import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 w, runner, status = int(sys.argv[1]), int(sys.argv[2]), None
+ack = int(sys.argv[3])
+os.set_blocking(ack, False)
+
+
+def freeze(sig, frame):
+    # The judge's (through the pidfd the runner sent it, Runner.freeze): every process
+    # of the namespace stopped (SIGUSR1) or resumed (SIGUSR2) while the reference is
+    # timed, the runner and whatever it started alike; then acknowledged to the judge
+    # (once kill returns, none of them runs its own code until resumed).
+    stop = sig == signal.SIGUSR1
+    try:
+        os.kill(-1, signal.SIGSTOP if stop else signal.SIGCONT)
+    except OSError:
+        pass
+    try:
+        os.write(ack, b"s" if stop else b"c")
+    except OSError:
+        pass
+
+
+if os.getpid() == 1:
+    signal.signal(signal.SIGUSR1, freeze)
+    signal.signal(signal.SIGUSR2, freeze)
 while status is None:
     try:
         pid, st = os.waitpid(-1, 0)
@@ -4414,6 +4509,9 @@ def enter_namespaces(req):
     sys.stdout.flush()
     sys.stderr.flush()
     r, w = os.pipe()
+    # The init's acknowledgements of the judge's freezes (NS_INIT): its write end the
+    # init's, its read end the runner's until it hands it to the judge (candidate_pidfd).
+    ack_r, ack_w = os.pipe()
     init = os.fork()
     if init == 0:
         # Pid 1: a /proc of this namespace, then the runner, then the init's loop.
@@ -4421,8 +4519,11 @@ def enter_namespaces(req):
         libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: the waiter gone, so is it
         runner = os.fork()
         if runner == 0:
+            global NS_ACK_FD
             os.close(r)
             os.close(w)
+            os.close(ack_w)
+            NS_ACK_FD = ack_r
             if user:
                 # The capabilities its user namespace gave it, which it no longer needs.
                 hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
@@ -4430,14 +4531,18 @@ def enter_namespaces(req):
             return "pid=1 mount=1 proc=%d user=%d" % (proc, user)
         try:
             os.close(r)
+            os.close(ack_r)
             os.set_inheritable(w, True)
+            os.set_inheritable(ack_w, True)
             os.execv(sys.executable, [sys.executable, "-S", "-I", "-c", NS_INIT, str(w),
-                                      str(runner)])
+                                      str(runner), str(ack_w)])
         finally:
             os._exit(127)
     # This process never returns to the runner's code from here: the runner is the child.
     try:
         os.close(w)
+        os.close(ack_r)
+        os.close(ack_w)
         os.set_inheritable(r, True)
         try:
             os.set_inheritable(RESULT_FD, True)

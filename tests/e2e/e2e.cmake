@@ -58,6 +58,9 @@ set(kb_e2e_tests
   # the kernel and runner fault matrix (CPU analogues), containment of generated code
   "e2e_test_faults|test_faults|e2e|3600"
   "e2e_test_containment|test_containment|e2e|1800"
+  # the judge stops the candidate's whole PID namespace (a process it forked too) while
+  # it times the reference
+  "e2e_test_freeze|test_freeze|e2e|600"
   "e2e_test_sandbox|test_sandbox|e2e|1800"
   # cluster.engine slurm on a one-host Slurm: the CPU demo on shards, one killed mid-turn
   # and requeued, the follower killed and resumed with a shard added
