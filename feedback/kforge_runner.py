@@ -4405,6 +4405,7 @@ def freeze(sig, frame):
 if os.getpid() == 1:
     signal.signal(signal.SIGUSR1, freeze)
     signal.signal(signal.SIGUSR2, freeze)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1, signal.SIGUSR2})
 while status is None:
     try:
         pid, st = os.waitpid(-1, 0)
@@ -4534,6 +4535,10 @@ def enter_namespaces(req):
             os.close(ack_r)
             os.set_inheritable(w, True)
             os.set_inheritable(ack_w, True)
+            # A freeze signalled before NS_INIT has its handlers would end the init (the
+            # signals' default): blocked across the exec, NS_INIT unblocks them.
+            import signal
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGUSR2})
             os.execv(sys.executable, [sys.executable, "-S", "-I", "-c", NS_INIT, str(w),
                                       str(runner), str(ack_w)])
         finally:
