@@ -268,6 +268,43 @@ def check_peer_memfd():
           % sorted(open_fds() - before))
 
 
+DIGEST_CHECK = r"""
+import importlib.util, json, sys, torch
+spec = importlib.util.spec_from_file_location("kr", sys.argv[1])
+kr = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(kr)
+class Judge:
+    pass
+j = Judge()
+j.torch = torch
+dig = lambda made: kr.Runner.inputs_digest(j, made)
+torch.manual_seed(1)
+a = torch.rand(3 * kr.DIGEST_CHUNK + 5)
+b = a.clone()
+b[-1] += 1e-3
+p = torch.randperm(1000)
+u = torch.arange(0, 101, dtype=torch.uint8)
+print(json.dumps({"same": dig([a, 3]) == dig([a.clone(), 3]), "changed": dig([a]) != dig([b]),
+                  "permuted": dig([p]) != dig([p.flip(0)]), "value": dig([a, 3]) != dig([a, 4]),
+                  "odd_offset": dig([u[1:97]]) == dig([u[1:97].clone()])}))
+"""
+
+
+def check_inputs_digest(python):
+    """The judge's digest of an input set (Runner.inputs_digest): the same for the same
+    values, another for one value changed, for the same values in another order (a
+    permutation within one chunk, which the chunks' sums alone miss), for another
+    plain value, and made for a byte tensor at an offset no 32-bit view takes."""
+    r = subprocess.run([python, "-c", DIGEST_CHECK, RUNNER], capture_output=True, text=True,
+                       timeout=300)
+    try:
+        got = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        got = {"error": r.stderr[-500:]}
+    check(got == {"same": True, "changed": True, "permuted": True, "value": True,
+                  "odd_offset": True}, "inputs digest: %s" % got)
+
+
 def main():
     python = torch_python()
     if python is None:
@@ -278,6 +315,7 @@ def main():
     print("runner python: %s, scratch: %s" % (python, tmp), flush=True)
     check_steal_ticks()
     check_peer_memfd()
+    check_inputs_digest(python)
 
     # probe
     r, _, rc, _ = e.run("probe")
