@@ -1596,11 +1596,12 @@ class Runner:
             raise
 
     def expect(self, op, payload_cap=0):
-        """The candidate side's next message, which must be op (or its "failed")."""
+        """The candidate side's next message, which must be op (or one of a tuple of ops;
+        or its "failed")."""
         head, payload = self.peer.recv(payload_cap)
         if head["op"] == "failed":
             raise CandidateFailed(head)
-        if head["op"] != op:
+        if head["op"] not in (op if isinstance(op, tuple) else (op,)):
             raise PeerError("expected %s, got %s" % (op, head["op"][:40]))
         return head, payload
 
@@ -1659,8 +1660,9 @@ class Runner:
             ref_outs = self.outputs_as_list(
                 self.run_model(model, self.clone_inputs(pristine), "Model"), "Model")
         t2 = time.perf_counter()
-        head, payload = self.peer.recv(self.output_cap(ref_outs))
-        if regen and head["op"] == "need_inputs":
+        head, payload = self.expect(("outputs", "need_inputs") if regen else "outputs",
+                                    self.output_cap(ref_outs))
+        if head["op"] == "need_inputs":
             # Its inputs came out otherwise (a get_inputs() that does not repeat from
             # its seed): these, as made, after all.
             self.flag("inputs_not_reproducible")
@@ -1670,13 +1672,9 @@ class Runner:
                               "seed and cannot be sent (eval.inputs: host sends them)")
             self.peer.send({"op": "inputs", "inputs": shipped[0]}, shipped[1])
             del shipped
-            head, payload = self.peer.recv(self.output_cap(ref_outs))
+            head, payload = self.expect("outputs", self.output_cap(ref_outs))
         if regen:
             del made
-        if head["op"] == "failed":
-            raise CandidateFailed(head)
-        if head["op"] != "outputs":
-            raise PeerError("expected outputs, got %s" % head["op"][:40])
         t3 = time.perf_counter()
         cand_outs = unpack_tensors(torch, head.get("tensors"), payload)
         if head.get("mutated"):
