@@ -280,8 +280,10 @@ shared_addr(const char *path, struct sockaddr_un *a, int *dirfd)
 	*dirfd = -1;
 	if (strlen(path) < sizeof(a->sun_path))
 		return snprintf(a->sun_path, sizeof(a->sun_path), "%s", path) >= 0;
-	if (slash == NULL || slash - path >= (ptrdiff_t)sizeof(dir))
+	if (slash == NULL || slash - path >= (ptrdiff_t)sizeof(dir)) {
+		errno = ENAMETOOLONG;
 		return false;
+	}
 	memcpy(dir, path, (size_t)(slash - path));
 	dir[slash - path] = '\0';
 	if ((*dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
@@ -290,24 +292,26 @@ shared_addr(const char *path, struct sockaddr_un *a, int *dirfd)
 	       (int)sizeof(a->sun_path);
 }
 
-/* A connection to the server listening at path; -1 where none is. */
+/* A connection to the server listening at path; -1 where none is, errno saying why. */
 static int
 shared_connect(const char *path)
 {
 	struct sockaddr_un	a;
-	int			fd = -1, dirfd, rc = -1;
+	int			fd = -1, dirfd, rc = -1, err;
 
 	if (shared_addr(path, &a, &dirfd) &&
 	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0)
 		do
 			rc = connect(fd, (struct sockaddr *)&a, sizeof(a));
 		while (rc == -1 && errno == EINTR);
+	err = errno;
 	if (dirfd >= 0)
 		(void)close(dirfd);
 	if (rc == -1 && fd >= 0) {
 		(void)close(fd);
 		fd = -1;
 	}
+	errno = err;
 	return fd;
 }
 
@@ -425,6 +429,16 @@ shared_fork(const struct kb_config *cfg, const struct kb_spawn_opts *o, const ch
 		if ((conn = shared_connect(share.path)) >= 0)
 			rc = kb_spawn_fork_watched(conn, share.hold, o, msg,
 						   FB_START_ALLOWANCE_S * 1000, child);
+		else if (errno == ENOENT || errno == ECONNREFUSED) {
+			/* Gone (its supervisor removed the socket when it ended) or nobody
+			 * listening: this worker's steps take its own server from now on,
+			 * without asking again each time. */
+			log_info("the run's fork server at %s is gone; using this process's own",
+				 share.path);
+			share.path[0] = '\0';
+			free(msg);
+			return rc;
+		}
 		if (rc < 0)
 			log_info("the run's fork server at %s made no runner; using this "
 				 "process's own", share.path);

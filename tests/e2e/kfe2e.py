@@ -38,6 +38,43 @@ def check(cond, msg):
 HAS_TORCH = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
 
 
+# The ordinary user the tests that run kforge as one create (root only; useradd).
+TEST_USER = "kforge-sbx-test"
+
+
+def ordinary_user(py):
+    """TEST_USER, created where missing, for a test run as root that runs kforge as an
+    ordinary user too (runuser); None with a note where it cannot reach kforge, its tree,
+    the tests' scratch or the Python py (a checkout under a 0700 /root)."""
+    if subprocess.run(["id", TEST_USER], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                        TEST_USER], check=True)
+    blocked = [p for p in (BIN, os.path.join(HOME, "feedback", "kforge_runner.py"),
+                           os.environ.get("KFORGE_TEST_TMP") or tempfile.gettempdir(), py)
+               if subprocess.run(["runuser", "-u", TEST_USER, "--", "test", "-r", p],
+                                 capture_output=True).returncode != 0]
+    if blocked:
+        print("note: the run as an ordinary user is left out: %s cannot reach %s" % (TEST_USER, blocked))
+        return None
+    return TEST_USER
+
+
+def as_user(user):
+    """(uid, gid, argv prefix) to run kforge as user; None: as this process."""
+    if user is None:
+        return os.getuid(), os.getgid(), []
+    import pwd
+    pw = pwd.getpwnam(user)
+    return pw.pw_uid, pw.pw_gid, ["runuser", "-u", user, "--"]
+
+
+def chown_tree(path, uid, gid):
+    for d, dirs, files in os.walk(path):
+        os.chown(d, uid, gid)
+        for n in files:
+            os.chown(os.path.join(d, n), uid, gid)
+
+
 def torch_python():
     for py in [os.environ.get("KFORGE_PYTHON"), "/usr/bin/python3", "/usr/local/bin/python3",
                shutil.which("python3")]:
@@ -193,10 +230,12 @@ def write_config(path, text):
     return path
 
 
-def kforge(*args, timeout=900, env=None, check_rc=True):
+def kforge(*args, timeout=900, env=None, check_rc=True, prefix=()):
+    """kforge args run to its end (prefix: before it, runuser's to run it as a user)."""
     e = dict(os.environ)
     e.update(env or {})
-    p = subprocess.run([BIN] + list(args), capture_output=True, text=True, timeout=timeout, env=e)
+    p = subprocess.run(list(prefix) + [BIN] + list(args), capture_output=True, text=True,
+                       timeout=timeout, env=e)
     if check_rc and p.returncode != 0:
         fail("kforge %s exited %d\nstdout:\n%s\nstderr:\n%s" % (" ".join(args), p.returncode,
                                                               p.stdout, p.stderr[-6000:]))

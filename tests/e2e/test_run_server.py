@@ -49,15 +49,22 @@ PROBLEM = os.path.join(HOME, "tests", "data", "feedback", "problem_add.py")
 DEADLINE_S = 900
 TASKS = {"L1_1_KillWorker_s0": "KillWorker", "L1_2_KillServer_s0": "KillServer"}
 HOLD = {t: os.path.join(work, "hold-" + n) for t, n in TASKS.items()}
+HOLDING = "kforge-test-holding-"    # made in the runner's working directory as it waits
 
 
 def fenced(candidate, hold=None):
     with open(os.path.join(FAULTS, candidate)) as f:
         code = f.read()
     if hold:    # forward waits while the file is there
+        # It says so in its working directory first, in a file named for its PID
+        # namespace (hanging_runner looks there): a runner of the step that has not reached
+        # it yet may still end (a retried execute), and a dead worker's runner leaves its
+        # file in the directory its successor's runner works in.
         code = code.replace("    def forward(self, a, b):\n", "    def forward(self, a, b):\n"
-                            "        import os, time\n        while os.path.exists(%r):\n"
-                            "            time.sleep(0.02)\n" % hold)
+                            "        import os, time\n"
+                            "        open(%r + os.readlink('/proc/self/ns/pid'), 'w').close()\n"
+                            "        while os.path.exists(%r):\n"
+                            "            time.sleep(0.02)\n" % (HOLDING, hold))
         check("while os.path.exists" in code, "the waiting candidate was not made")
     return {"content": "Here is the kernel.\n```python\n%s```\n" % code,
             "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}}
@@ -70,14 +77,36 @@ def live():
 
 def hanging_runner(task):
     """The runner of task's execute that runs the candidate (its working directory under
-    the task's; a PID namespace beneath ours), once its task's log says EXECUTE."""
+    the task's; a PID namespace beneath ours), once its task's log says EXECUTE and the
+    candidate says in that directory that it waits."""
     if last_to(RUN, task) != "EXECUTE":
         return None
     for p in live().values():
         if "kforge_runner.py" in p["cmd"] and p["cwd"].startswith(os.path.join(RUN, "tasks", task) + "/") \
-                and own_pid_namespace(p["pid"]):
+                and own_pid_namespace(p["pid"]) and holding(p):
             return p
     return None
+
+
+def holding(p):
+    """Whether the candidate in runner p says it waits (fenced)."""
+    try:
+        ns = os.readlink("/proc/%d/ns/pid" % p["pid"])
+    except OSError:
+        return False
+    return os.path.exists(os.path.join(p["cwd"], HOLDING + ns))
+
+
+def story(task):
+    """What a failure message shows of task: its last records and the supervisor's last
+    lines."""
+    try:
+        recs = ["%s->%s %s" % (r.get("from"), r.get("to"), r.get("event")) for r in records(RUN, task)[-4:]]
+        with open(os.path.join(RUN, "supervisor.log")) as f:
+            log = f.read().splitlines()[-8:]
+    except (OSError, ValueError, KeyError):
+        return "(unreadable)"
+    return "%s: %s; supervisor: %s" % (task, recs, log)
 
 
 def watcher_of(runner):
@@ -191,8 +220,9 @@ try:
     os.kill(server["pid"], signal.SIGKILL)
     wait_for("the server's end", lambda: server["pid"] not in live(), sup)
     time.sleep(1)
-    check(all(w in live() for w in watchers), "a watcher died with the server: %s of %s" % (
-        [w for w in watchers if w not in live()], watchers))
+    check(all(w in live() for w in watchers), "a watcher died with the server: %s of %s; %s" % (
+        [w for w in watchers if w not in live()], watchers,
+        " | ".join(story(t) for t, w in zip(TASKS, watchers) if w not in live())))
     # ---- and the first task's worker killed again: its watcher, the supervisor's now,
     # still holds the pipe (no restart before its runner is gone), and the other task's
     # watcher, the supervisor's too, is spared as the live worker's it is

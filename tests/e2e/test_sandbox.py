@@ -35,19 +35,16 @@ where the kernel has no Landlock with scoping or no seccomp."""
 import hashlib
 import json
 import os
-import pwd
 import secrets
 import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 from kfe2e import *  # noqa: E402,F401
 
 ROOT = os.geteuid() == 0
-TEST_USER = "kforge-sbx-test"
 py = torch_python()
 probe = subprocess.run([BIN, "doctor", "--json"], capture_output=True, text=True)
 try:
@@ -202,21 +199,6 @@ def tree_digest(root):
             except OSError:
                 pass
     return out
-
-
-def as_user(user):
-    """(uid, gid, argv prefix) to run kforge as user; None: as this process."""
-    if user is None:
-        return os.getuid(), os.getgid(), []
-    pw = pwd.getpwnam(user)
-    return pw.pw_uid, pw.pw_gid, ["runuser", "-u", user, "--"]
-
-
-def chown_tree(path, uid, gid):
-    for d, dirs, files in os.walk(path):
-        os.chown(d, uid, gid)
-        for n in files:
-            os.chown(os.path.join(d, n), uid, gid)
 
 
 def attempt(label, user):
@@ -441,19 +423,9 @@ workers: 1
 modes()
 if ROOT:
     attempt("root", None)
-    if subprocess.run(["id", TEST_USER], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                        TEST_USER], check=True)
-    # The ordinary user must reach kforge, its tree and the tests' scratch: under a 0700
-    # directory (a checkout in /root) it cannot, and that part is said to be left out.
-    blocked = [p for p in (BIN, os.path.join(HOME, "feedback", "kforge_runner.py"),
-                           os.environ.get("KFORGE_TEST_TMP") or tempfile.gettempdir(), py)
-               if subprocess.run(["runuser", "-u", TEST_USER, "--", "test", "-r", p],
-                                 capture_output=True).returncode != 0]
-    if blocked:
-        print("note: the run as an ordinary user is left out: %s cannot reach %s" % (TEST_USER, blocked))
-    else:
-        attempt("user", TEST_USER)
+    user = ordinary_user(py)
+    if user is not None:
+        attempt("user", user)
 else:
     attempt("user", None)
     print("note: not root: the run as root is not proven here")
