@@ -22,7 +22,7 @@ static const char *const candidate_details[] = {
 	"compiler_output", "compile_s", "exception", "traceback", "start", "server",
 	"cuda_ahead", "cpus", "sched_policy", "threads_left", "processes_left",
 	"stray_processes", "output_cap_bytes", "log_tail", "input_placement", "trial_ms",
-	"sandbox", "namespaces",
+	"sandbox", "namespaces", "allocator",
 };
 /* The phases of the candidate's runner (from its request); the judge's follow, from
  * its own request, which came first: an order that still holds on one clock. */
