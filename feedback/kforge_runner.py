@@ -4591,14 +4591,16 @@ def pin_cpus(req):
 
 
 # glibc's allocator, fixed in every runner before torch is imported (so in a fork server
-# too, whose children inherit it): tensors up to MALLOC_MMAP_THRESHOLD come from the heap
-# and what is freed stays there for the next call. Left to glibc, a block over 128 KiB is
-# a fresh mmap (a page fault a page on every call) until a free raises the threshold, so
-# a CPU timing measured the process's history: the demo's L2_2 reference (three ops on 4
-# MB tensors) took 8.3-9.0 ms a call always mapped, 2.9-3.4 ms from the heap, and 3.45 ms
-# in the judges of three runs of the same kernels, 6.50 ms in two, 7.9-9.0 ms in the
-# baseline's own process (tools/bench/README.md, repeat). Fixed, every process starts from
-# one policy; blocks above the threshold are mapped each call, alike for both sides.
+# too, whose children inherit it): every block up to MALLOC_MMAP_THRESHOLD comes from the
+# heap, which is trimmed back to the system only past MALLOC_TRIM_THRESHOLD. Left to glibc,
+# a block over 128 KiB is a mapping of its own (its pages faulted in on first use) until a
+# free raises that threshold, and the heap is trimmed at twice it, so where a process's
+# tensors came from, and what each call paid in faults, followed its past: the demo's L2_2
+# reference (three ops on 4 MB tensors) took 3.45 ms a call in the judges of three runs of
+# the same kernels, 6.50 ms in two, and 7.9-9.0 ms in the baseline's own process; alone,
+# 8.3-9.0 ms with every such block mapped and 2.9-3.4 ms without (tools/bench/README.md,
+# repeat). Fixed, every process starts from one policy; larger blocks are mapped every
+# call, alike for both sides.
 MALLOC_MMAP_THRESHOLD = 32 << 20    # glibc's largest (half its 64 MiB heap on 64-bit)
 MALLOC_TRIM_THRESHOLD = 1 << 30
 MALLOC_POLICY = None                # "fixed", or why not (details.allocator)
