@@ -975,6 +975,7 @@ class Runner:
         self.details["phases_s"] = {}
         self.hold_us, self.hold_cycles = 0.0, 0   # timing_setup: eval.timing_hold_us
         self.preempted = 0      # the judge's involuntary switches in its timed blocks
+        self.block_faults = 0   # the page faults in the timed calls of the last block
         self.fp_cache = {}      # fingerprint weights (fp_weights)
         # Whether any of the candidate's code has run in this process (its module's
         # import, where load_inline also builds): a failure of the runner's own before
@@ -1876,15 +1877,19 @@ class Runner:
         t0 = time.perf_counter()
         switches = involuntary_switches()
         ms = []
+        faults = 0
         with self.torch.no_grad(), gc_paused():
             for s in seeds:
                 inputs = fixed if fixed is not None else self.timed_inputs(ref, s)
+                f0 = minor_faults()
                 t, out = self.trial(model, inputs, method, flush_buf, keep=True)
+                faults += minor_faults() - f0
                 self.fingerprint(out, fp_seed)
                 ms.append(t)
                 del out, inputs
         self.synchronize()
         self.preempted += involuntary_switches() - switches
+        self.block_faults = faults
         return ms, (time.perf_counter() - t0) * 1000.0
 
     def candidate_block(self, seeds, fp_seed, fixed):
@@ -1898,6 +1903,8 @@ class Runner:
         if not isinstance(ms, list) or not isinstance(fps, list) or len(ms) != len(seeds) or \
                 len(fps) != len(seeds) or not all(isinstance(x, (int, float)) for x in ms):
             raise PeerError("a block's times that do not match its calls")
+        faults = head.get("faults")     # its own count: a diagnosis, never a judgement
+        self.block_faults = faults if isinstance(faults, int) and 0 <= faults < 2 ** 40 else 0
         return [float(x) for x in ms], wall, fps
 
     def judge_timing(self, ref, model, clean):
@@ -1965,6 +1972,7 @@ class Runner:
         while True:
             passes += 1
             p_ref, p_cand, p_calls, p_walls, p_clock = [], [], [], {"candidate": [], "reference": []}, []
+            p_faults = {"candidate": 0, "reference": 0}
             switches, stolen = involuntary_switches(), steal_ticks(cores)
             for r in range(per_pass):
                 n = min(block, trials - r * block)
@@ -1988,6 +1996,7 @@ class Runner:
                         p_cand += ms
                         p_calls += [(s, fp_seed, fp) for s, fp in zip(seeds, fps)]
                     p_walls[who].append((wall, sum(ms), len(ms)))
+                    p_faults[who] += self.block_faults
                     p_clock.append(self.sm_clock())
                 rounds += 1
             seen = [c for c in p_clock if c]
@@ -2007,7 +2016,9 @@ class Runner:
                 walls[k] += p_walls[k]
             one = speedup_interval(stats(p_ref), stats(p_cand), 1, 1, statistic) if interleave else {}
             log_.append({"speedup": one.get("speedup"), "nivcsw": involuntary_switches() - switches,
-                         "steal_ticks": steal_ticks(cores) - stolen})
+                         "steal_ticks": steal_ticks(cores) - stolen,
+                         "faults_per_call": {k: round(v / float(max(1, len(p_ref if k == "reference" else p_cand))), 1)
+                                             for k, v in p_faults.items()}})
             st, rst = stats(cand_s), stats(ref_s)
             if not interleave:
                 break
@@ -2324,12 +2335,14 @@ class Runner:
         if not isinstance(seeds, list) or len(seeds) > 100000 or method is None:
             raise PeerError("a block without seeds, or before the warm-up")
         fp_seed = int(head.get("fp_seed", 0))
-        ms, fps = [], []
+        ms, fps, faults = [], [], 0
         try:
             with self.torch.no_grad(), gc_paused():
                 for s in seeds:
                     inputs = fixed if fixed is not None else self.timed_inputs(ref, int(s))
+                    f0 = minor_faults()
                     t, out = self.trial(model_new, inputs, method, flush_buf, keep=True)
+                    faults += minor_faults() - f0
                     ms.append(t)
                     fps.append(self.fingerprint(out, fp_seed))
                     del out, inputs
@@ -2339,7 +2352,7 @@ class Runner:
             if is_cuda_error(e):
                 raise Outcome("cuda_error", "ModelNew failed while timing: %s" % first_line(e), e)
             raise Outcome("runtime_error", "ModelNew failed while timing: %s" % first_line(e), e)
-        self.peer.send({"op": "times", "ms": ms, "fp": fps})
+        self.peer.send({"op": "times", "ms": ms, "fp": fps, "faults": faults})
 
 
     # ------------------------------------------------------------ correctness
@@ -3702,6 +3715,15 @@ def steal_ticks(cores):
     except (OSError, ValueError):
         return 0
     return total
+
+
+def minor_faults():
+    """The page faults this process took without I/O (getrusage's ru_minflt): a call that
+    allocates memory its process has not touched yet pays one a page (fix_allocator)."""
+    try:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    except (AttributeError, OSError):
+        return 0
 
 
 def involuntary_switches():

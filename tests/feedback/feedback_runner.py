@@ -376,6 +376,8 @@ def main():
     check(pb.get("inline", 0) > 0 and pb.get("memfd") == 0,
           "execute: a tiny problem's payloads all inline, counted: %s" % pb)
     check(len(plog) == passes and all(p["speedup"] > 0 and p["nivcsw"] >= 0 and p["steal_ticks"] >= 0
+                                      and sorted(p["faults_per_call"]) == ["candidate", "reference"]
+                                      and min(p["faults_per_call"].values()) >= 0
                                       for p in plog)
           and (passes > 1 or abs(plog[0]["speedup"] - r["speedup"]) < 1e-9),
           "execute: each pass logged (one pass: the speedup): %s" % pair)
