@@ -975,7 +975,6 @@ class Runner:
         self.details["phases_s"] = {}
         self.hold_us, self.hold_cycles = 0.0, 0   # timing_setup: eval.timing_hold_us
         self.preempted = 0      # the judge's involuntary switches in its timed blocks
-        self.block_faults = 0   # the page faults in the timed calls of the last block
         self.fp_cache = {}      # fingerprint weights (fp_weights)
         # Whether any of the candidate's code has run in this process (its module's
         # import, where load_inline also builds): a failure of the runner's own before
@@ -1872,7 +1871,7 @@ class Runner:
     def judge_block(self, ref, model, seeds, fp_seed, setup, fixed=None):
         """The reference's calls, one a fresh input set (fixed: one set for all), exactly
         as the candidate's runner makes its own (c_block): (times, the judge's clock over
-        the block)."""
+        the block, the page faults its timed calls took)."""
         method, flush_buf = setup
         t0 = time.perf_counter()
         switches = involuntary_switches()
@@ -1889,12 +1888,12 @@ class Runner:
                 del out, inputs
         self.synchronize()
         self.preempted += involuntary_switches() - switches
-        self.block_faults = faults
-        return ms, (time.perf_counter() - t0) * 1000.0
+        return ms, (time.perf_counter() - t0) * 1000.0, faults
 
     def candidate_block(self, seeds, fp_seed, fixed):
         """The candidate's calls of one block, made in its runner: (times, the judge's
-        clock over the block, fingerprints)."""
+        clock over the block, fingerprints, the page faults its timed calls took by its
+        own count: a diagnosis, never a judgement)."""
         t0 = time.perf_counter()
         self.peer.send({"op": "block", "seeds": seeds, "fp_seed": fp_seed, "fixed": fixed})
         head, _ = self.expect("times")
@@ -1903,9 +1902,9 @@ class Runner:
         if not isinstance(ms, list) or not isinstance(fps, list) or len(ms) != len(seeds) or \
                 len(fps) != len(seeds) or not all(isinstance(x, (int, float)) for x in ms):
             raise PeerError("a block's times that do not match its calls")
-        faults = head.get("faults")     # its own count: a diagnosis, never a judgement
-        self.block_faults = faults if isinstance(faults, int) and 0 <= faults < 2 ** 40 else 0
-        return [float(x) for x in ms], wall, fps
+        faults = head.get("faults")
+        faults = faults if isinstance(faults, int) and 0 <= faults < 2 ** 40 else 0
+        return [float(x) for x in ms], wall, fps, faults
 
     def judge_timing(self, ref, model, clean):
         """The timing of an execute (the request's timing): the reference here and the
@@ -1987,16 +1986,16 @@ class Runner:
                     if who == "reference":
                         self.freeze(True)
                         try:
-                            ms, wall = self.judge_block(ref, model, seeds, fp_seed, setup)
+                            ms, wall, faults = self.judge_block(ref, model, seeds, fp_seed, setup)
                         finally:
                             self.freeze(False)
                         p_ref += ms
                     else:
-                        ms, wall, fps = self.candidate_block(seeds, fp_seed, fixed is not None)
+                        ms, wall, fps, faults = self.candidate_block(seeds, fp_seed, fixed is not None)
                         p_cand += ms
                         p_calls += [(s, fp_seed, fp) for s, fp in zip(seeds, fps)]
                     p_walls[who].append((wall, sum(ms), len(ms)))
-                    p_faults[who] += self.block_faults
+                    p_faults[who] += faults
                     p_clock.append(self.sm_clock())
                 rounds += 1
             seen = [c for c in p_clock if c]
@@ -2017,7 +2016,7 @@ class Runner:
             one = speedup_interval(stats(p_ref), stats(p_cand), 1, 1, statistic) if interleave else {}
             log_.append({"speedup": one.get("speedup"), "nivcsw": involuntary_switches() - switches,
                          "steal_ticks": steal_ticks(cores) - stolen,
-                         "faults_per_call": {k: round(v / float(max(1, len(p_ref if k == "reference" else p_cand))), 1)
+                         "faults_per_call": {k: round(v / float(max(1, sum(n for _, _, n in p_walls[k]))), 1)
                                              for k, v in p_faults.items()}})
             st, rst = stats(cand_s), stats(ref_s)
             if not interleave:
