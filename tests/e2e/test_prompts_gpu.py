@@ -30,9 +30,13 @@ def evaluate(answer, *sets):
         args += ["--set", s]
     p = kforge(*args, check_rc=False, timeout=1800)
     out = json.loads(p.stdout) if p.stdout.strip().startswith("{") else {}
-    check(out.get("verdict") == "correct", "%s %s: verdict %s, reasons %s, exit %d: %s" % (
-        os.path.basename(answer), " ".join(sets), out.get("verdict"), out.get("reasons"),
-        p.returncode, (p.stdout + p.stderr)[-800:]))
+    res = out.get("result") or {}
+    det = res.get("details") or {}
+    check(out.get("verdict") == "correct", "%s %s: verdict %s, reasons %s, status %s, flags %s, "
+          "exception %s, traceback %s, exit %d: %s" % (
+              os.path.basename(answer), " ".join(sets), out.get("verdict"), out.get("reasons"),
+              res.get("status"), res.get("flags"), det.get("exception"),
+              str(det.get("traceback"))[-1200:], p.returncode, p.stderr[-800:]))
 
 
 answers = sorted(glob.glob(os.path.join(prompts, "example*_cuda*_new.py")))

@@ -112,8 +112,9 @@ for hold in (0, 3000):
     res = out.get("result") or {}
     timing = res.get("timing") or {}
     ref, cand = timing.get("reference") or {}, timing.get("candidate") or {}
-    check(rc == 0 and out.get("verdict") == "correct", "hold %d: exit %d, verdict %s %s"
-          % (hold, rc, out.get("verdict"), p.stderr[-1500:]))
+    check(rc == 0 and out.get("verdict") == "correct", "hold %d: exit %d, verdict %s, reasons %s, "
+          "flags %s, status %s %s" % (hold, rc, out.get("verdict"), out.get("reasons"),
+                                      res.get("flags"), res.get("status"), p.stderr[-1500:]))
     check((ref.get("hold_us") or 0) == hold and (cand.get("hold_us") or 0) == hold,
           "hold %d recorded as %s / %s" % (hold, ref.get("hold_us"), cand.get("hold_us")))
     if hold:
