@@ -188,15 +188,6 @@ fb_env_build(struct fb_env *e, const struct kb_config *cfg, const char *build_di
 	}
 	if (build_dir != NULL)
 		fb_env_set(e, "TORCH_EXTENSIONS_DIR", build_dir);
-	/* Triton compiles a kernel at its first launch, into its cache: the build's own
-	 * directory, not a HOME the runner's user may not write. */
-	if (build_dir != NULL && cfg != NULL && cfg->eval.backend != NULL &&
-	    strcmp(cfg->eval.backend, "triton") == 0) {
-		char cache[PATH_MAX];
-
-		if (kb_path_join(cache, sizeof(cache), build_dir, "triton") == 0)
-			fb_env_set(e, "TRITON_CACHE_DIR", cache);
-	}
 	/* One arch list for precompile and execute, or ninja rebuilds at execute time. */
 	arch = cfg != NULL && cfg->eval.arch_list != NULL && cfg->eval.arch_list[0] != '\0' ?
 	       cfg->eval.arch_list : getenv("TORCH_CUDA_ARCH_LIST");
@@ -252,8 +243,16 @@ fb_runner_limits(const struct kb_config *cfg, struct kb_spawn_opts *o, int deadl
 void
 fb_env_contained(struct fb_env *env, const char *work_dir)
 {
+	char	triton[PATH_MAX];
+
 	if (fb_contain_sandboxed() && work_dir != NULL)
 		fb_env_set(env, "TMPDIR", work_dir);
+	/* Triton compiles a kernel at its first launch, in the execute, where candidate code
+	 * runs: into the step's own scratch, never a cache (only the trusted side writes
+	 * those, and a build's directory is the supervisor's) nor a HOME the runner's user
+	 * may not write. A later step of the kernel compiles it again. */
+	if (work_dir != NULL && kb_path_join(triton, sizeof(triton), work_dir, "triton") == 0)
+		fb_env_set(env, "TRITON_CACHE_DIR", triton);
 	if (fb_contain_user() == NULL)
 		return;
 	/* Ours (root's) would be unwritable; caches that want a HOME get the scratch. */

@@ -185,8 +185,8 @@ bool	fb_contain_namespaces(void);
  * writes_build: the step makes its build (fb_run decides: a
  * precompile, a selftest, or an execute whose build is gone); runner: the runner script's
  * path. NULL: out of memory. */
-json_t	*fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req,
-			    bool judge, bool writes_build, const char *runner);
+json_t	*fb_contain_sandbox(const struct fb_request *req, bool judge, bool writes_build,
+			    const char *runner);
 /* What a namespace's waiter writes last on the result pipe, before the count of the
  * processes the runner left (kforge_runner.py's NS_WAIT takes it from the request). */
 #define FB_NS_TRAILER	"\n\x1ekforge-ns "

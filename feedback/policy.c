@@ -38,7 +38,7 @@ dir_of(const char *file, char *out, size_t n)
 }
 
 json_t *
-fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req, bool judge,
+fb_contain_sandbox(const struct fb_request *req, bool judge,
 		   bool writes_build, const char *runner)
 {
 	struct kb_buf	 b = KB_BUF_INIT(16 << 10);
@@ -68,13 +68,6 @@ fb_contain_sandbox(const struct kb_config *cfg, const struct fb_request *req, bo
 	bad |= spec_line(&b, "writable", req->work_dir);
 	if (req->build_dir != NULL)
 		bad |= spec_line(&b, writes_build ? "writable" : "visible", req->build_dir);
-	/* Triton compiles at a kernel's first launch, in the execute, into the build's
-	 * triton/ (env.c's TRITON_CACHE_DIR): the one part of a build an execute writes. */
-	if (!writes_build && req->build_dir != NULL && cfg != NULL && cfg->eval.backend != NULL &&
-	    strcmp(cfg->eval.backend, "triton") == 0 &&
-	    kb_path_join(dir, sizeof(dir), req->build_dir, "triton") == 0 &&
-	    (kb_mkdir_p(dir, 0755) == 0 || errno == EEXIST))
-		bad |= spec_line(&b, "writable", dir);
 	if (!judge)
 		bad |= kb_buf_append(&b, "scope_signals\n", 14);
 	if (fb_contain_strict())

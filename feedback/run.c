@@ -337,7 +337,7 @@ judge_start(const struct kb_config *cfg, const struct fb_request *staged, json_t
 	if ((j->jreq = build_request(cfg, &jr)) == NULL)
 		return -KB_ENOMEM;
 	json_object_set_new(j->jreq, "mode", json_string("judge"));
-	json_object_set_new(j->jreq, "sandbox", fb_contain_sandbox(cfg, &jr, true, false, runner));
+	json_object_set_new(j->jreq, "sandbox", fb_contain_sandbox(&jr, true, false, runner));
 	if (json_is_object(staged->reference_clean))
 		json_object_set(j->jreq, "reference_clean", (json_t *)staged->reference_clean);
 	json_object_del(j->jreq, "started_file");
@@ -482,7 +482,7 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	writes_build = req->mode == FB_PRECOMPILE || req->mode == FB_SELFTEST || rebuild;
 	if ((jreq = build_request(cfg, &staged)) == NULL)
 		return -KB_ENOMEM;
-	json_object_set_new(jreq, "sandbox", fb_contain_sandbox(cfg, &staged, false,
+	json_object_set_new(jreq, "sandbox", fb_contain_sandbox(&staged, false,
 								writes_build, runner));
 
 	/* Precompile and every CPU step see no GPU; a GPU step sees exactly its own. */

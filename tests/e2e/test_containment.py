@@ -139,6 +139,16 @@ def _attack():
                 rep["kill"][name] = "killed %d" % pid
             except OSError as e:
                 rep["kill"][name] = errno.errorcode.get(e.errno, str(e))
+    # What an honest Triton kernel does at its first launch: compile into the cache the
+    # runner is given (it must be its own to write, as nobody too, and no shared cache).
+    tc = os.environ.get("TRITON_CACHE_DIR", "")
+    try:
+        os.makedirs(os.path.join(tc, "k%d" % os.getpid()), exist_ok=True)
+        with open(os.path.join(tc, "k%d" % os.getpid(), "kernel.cubin"), "w") as f:
+            f.write("cubin")
+        rep["triton_cache"] = [tc, "written"]
+    except OSError as e:
+        rep["triton_cache"] = [tc, errno.errorcode.get(e.errno, str(e))]
     # Its scratch, the one place a sandboxed runner may write.
     with open("hostile-%s.json" % os.urandom(6).hex(), "w") as f:   # pid 2 in each step
         json.dump(rep, f)
@@ -244,6 +254,11 @@ for rep in reps:
     if NETNS:
         check(all(v != "connected" for v in rep["connect"].values()),
               "the candidate reached a listener: %s" % rep["connect"])
+    tc_dir, tc_write = rep["triton_cache"]
+    check(tc_write == "written" and
+          os.path.realpath(tc_dir).startswith(os.path.realpath(
+              os.path.join(run_dir, "tasks", "L1_2_LeakyReLU_s0")) + os.sep),
+          "Triton's cache is not the candidate's own to write: %s" % rep["triton_cache"])
     if ROOT:
         check(rep["uid"] == 65534, "the candidate ran as uid %d" % rep["uid"])
         check(len(rep["write"]) >= 6, "too few write targets: %s" % rep["write"])
