@@ -78,6 +78,16 @@ MinJobAge=300
 NodeName=$host CPUs=$cpus RealMemory=$mem Gres=gpu:$gpus State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
+  # slurmd starts its cgroup plugin whatever the proctrack and task plugins say. On a
+  # cgroup v2 host without systemd's bus (a container, a gVisor GPU host) it cannot ask
+  # systemd for the scope its steps go in, and fails unless told to make it itself; it
+  # makes the scope's directory but not system.slice above it, which systemd would have.
+  if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] && [ ! -S /run/dbus/system_bus_socket ]; then
+    echo "IgnoreSystemd=yes" > "$dir/etc/cgroup.conf"
+    mkdir -p /sys/fs/cgroup/system.slice
+  else
+    rm -f "$dir/etc/cgroup.conf"
+  fi
   # Fake devices where there is no GPU: Slurm hands out the count and sets
   # CUDA_VISIBLE_DEVICES; kforge on the CPU ignores it.
   if [ -e /dev/nvidia0 ]; then
