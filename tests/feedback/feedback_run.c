@@ -279,6 +279,10 @@ test_environment(void)
 	CHECK(strcmp(json_string_value(json_object_get(env, "PYTHONUNBUFFERED")), "1") == 0);
 	CHECK(strcmp(json_string_value(json_object_get(env, "LC_ALL")), "C.UTF-8") == 0);
 	CHECK(json_object_get(env, "MAX_JOBS") == NULL);	/* precompile only */
+	/* Triton's cache: the step's own scratch, never a cache the trusted side keeps. */
+	snprintf(path, sizeof(path), "%s/triton", work);
+	CHECK(json_is_string(json_object_get(env, "TRITON_CACHE_DIR")) &&
+	      strcmp(json_string_value(json_object_get(env, "TRITON_CACHE_DIR")), path) == 0);
 	/* a CPU execution slot gets its share of the cores, at least one thread */
 	CHECK(json_is_string(json_object_get(env, "OMP_NUM_THREADS")) &&
 	      strtol(json_string_value(json_object_get(env, "OMP_NUM_THREADS")), NULL, 10) >= 1);
@@ -288,6 +292,7 @@ test_environment(void)
 			"CUDA_PATH", "LD_LIBRARY_PATH", "TORCH_EXTENSIONS_DIR",
 			"TORCH_CUDA_ARCH_LIST", "CUDA_VISIBLE_DEVICES", "PYTHONUNBUFFERED",
 			"PYTHONDONTWRITEBYTECODE", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+			"TRITON_CACHE_DIR",
 			/* set by the runner itself for its builds (build_compilers) */
 			"CXX", "KFORGE_CXX_REAL", "KFORGE_PCH_DIR",
 		};
