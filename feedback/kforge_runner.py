@@ -453,8 +453,14 @@ SECOND_SCALE, SECOND_SHIFT = 1.75, 0.5
 # least VERIFY_MIN and at most VERIFY_MAX of a timing, chosen once every call is made.
 VERIFY_FRACTION = 0.1
 VERIFY_MIN, VERIFY_MAX = 3, 24
-# The fewest calls of one model in a block of the interleaved timing.
+# The fewest calls of one model in a block of the interleaved timing on a GPU; on the
+# CPU every block is CPU_BLOCK calls. The CPU's figures (2-core VM, leaky_relu on 8 MB,
+# two processes alternating blocks of K calls, six pairs): the ratio of two identical
+# kernels 0.89-1.02 with K=10 and 0.96-1.01 with K=1, while a block's median in one
+# process drifted 0.41-0.58 ms within two seconds; the demo's repeat spread 41% -> 13%
+# (tools/bench/README.md, repeat).
 BLOCK_MIN = 5
+CPU_BLOCK = 1
 # A pass whose SM clock moved by more than this (relative) is timed again, at most
 # CLOCK_REDOS times in a timing.
 CLOCK_CHANGE = 0.05
@@ -1931,10 +1937,12 @@ class Runner:
         max_spread = float(tcfg.get("max_spread", 0.1))
         max_passes = max(1, int(tcfg.get("max_passes", 3)))
         budget_s = float(tcfg.get("budget_s", 0) or 0)
-        # Blocks of a tenth of a pass, at least BLOCK_MIN calls: each block's first call
-        # follows the other process's (its caches, on the CPU), which the median of a
-        # block of several outweighs.
-        block = max(min(trials, BLOCK_MIN), trials // 10)
+        # On a GPU, blocks of a tenth of a pass, at least BLOCK_MIN calls (each call starts
+        # from a flushed L2 anyway). On the CPU, one call a block (CPU_BLOCK): what moves a
+        # CPU timing is the host's memory bandwidth over seconds, which only calls that
+        # alternate closely share; each call then follows the other process's, alike for
+        # both.
+        block = CPU_BLOCK if self.device.type == "cpu" else max(min(trials, BLOCK_MIN), trials // 10)
         per_pass = -(-trials // block)
         # One set of fingerprint weights for the timing (the candidate knows them while it
         # runs, whatever their period; made once, they cost nothing a call).

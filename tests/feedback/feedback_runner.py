@@ -360,10 +360,10 @@ def main():
     pair = r.get("timing", {}).get("pair") or {}
     passes = pair.get("passes") or 0
     plog = pair.get("pass_log") or []
-    # Interleaved: a pass is 10 calls of each in blocks of 5 (at least BLOCK_MIN); passes
-    # are added while the interval is wide (a loaded machine), at most 3, each logged with
-    # its own speedup.
-    check(1 <= passes <= 3 and pair.get("rounds") == 2 * passes, "execute: passes and rounds: %s" % pair)
+    # Interleaved: a pass is 10 calls of each, one call a block on the CPU (CPU_BLOCK);
+    # passes are added while the interval is wide (a loaded machine), at most 3, each
+    # logged with its own speedup.
+    check(1 <= passes <= 3 and pair.get("rounds") == 10 * passes, "execute: passes and rounds: %s" % pair)
     check(cand and cand["trials"] == 10 * passes and cand["mean_ms"] > 0 and cand["min_ms"] <= cand["mean_ms"]
           <= cand["max_ms"], "execute: candidate timing stats")
     check(ref and ref["trials"] == 10 * passes and ref["mean_ms"] > 0, "execute: reference timing")
