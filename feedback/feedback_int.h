@@ -24,7 +24,8 @@
  * CUDA_VISIBLE_DEVICES unset, "" hides every GPU; precompile: a build's MAX_JOBS, else
  * on the CPU an execution's threads); fb_env_contained adds whom HOME, USER and TMPDIR
  * name when the runner runs as runner.user: its scratch (work_dir; a sandboxed runner
- * writes nowhere else, so its TMPDIR is its scratch, whoever it runs as); fb_env_set
+ * writes nowhere else, so its TMPDIR is its scratch, whoever it runs as), and Triton's
+ * cache (TRITON_CACHE_DIR) in that scratch for every runner; fb_env_set
  * sets one variable (never llm.api_key_env); fb_env_clear frees them. */
 #define FB_ENV_MAX	64
 struct fb_env {

@@ -454,11 +454,13 @@ SECOND_SCALE, SECOND_SHIFT = 1.75, 0.5
 VERIFY_FRACTION = 0.1
 VERIFY_MIN, VERIFY_MAX = 3, 24
 # The fewest calls of one model in a block of the interleaved timing on a GPU; on the
-# CPU every block is CPU_BLOCK calls. The CPU's figures (2-core VM, leaky_relu on 8 MB,
-# two processes alternating blocks of K calls, six pairs): the ratio of two identical
-# kernels 0.89-1.02 with K=10 and 0.96-1.01 with K=1, while a block's median in one
-# process drifted 0.41-0.58 ms within two seconds; the demo's repeat spread 41% -> 13%
-# (tools/bench/README.md, repeat).
+# CPU every block is CPU_BLOCK calls: what moves a CPU timing is the host's memory
+# bandwidth over seconds, which only calls that alternate closely share (each call then
+# follows the other process's, alike for both). The figures (2-core VM, leaky_relu on
+# 8 MB, two processes alternating blocks of K calls, six pairs): the ratio of two
+# identical kernels 0.89-1.02 with K=10 and 0.96-1.01 with K=1, while a block's median in
+# one process drifted 0.41-0.58 ms within two seconds; the demo's repeat spread_max 0.41
+# -> 0.13-0.24 (tools/bench/README.md, repeat).
 BLOCK_MIN = 5
 CPU_BLOCK = 1
 # A pass whose SM clock moved by more than this (relative) is timed again, at most
@@ -1938,10 +1940,7 @@ class Runner:
         max_passes = max(1, int(tcfg.get("max_passes", 3)))
         budget_s = float(tcfg.get("budget_s", 0) or 0)
         # On a GPU, blocks of a tenth of a pass, at least BLOCK_MIN calls (each call starts
-        # from a flushed L2 anyway). On the CPU, one call a block (CPU_BLOCK): what moves a
-        # CPU timing is the host's memory bandwidth over seconds, which only calls that
-        # alternate closely share; each call then follows the other process's, alike for
-        # both.
+        # from a flushed L2 anyway); on the CPU, CPU_BLOCK calls (why: there).
         block = CPU_BLOCK if self.device.type == "cpu" else max(min(trials, BLOCK_MIN), trials // 10)
         per_pass = -(-trials // block)
         # One set of fingerprint weights for the timing (the candidate knows them while it

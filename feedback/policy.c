@@ -6,7 +6,6 @@
  * decided (fb_contain_report). Apart from contain.c, on which the staging and the cache
  * build (the runner's user's reach, the seals), so that it needs neither of them.
  */
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +37,8 @@ dir_of(const char *file, char *out, size_t n)
 }
 
 json_t *
-fb_contain_sandbox(const struct fb_request *req, bool judge,
-		   bool writes_build, const char *runner)
+fb_contain_sandbox(const struct fb_request *req, bool judge, bool writes_build,
+		   const char *runner)
 {
 	struct kb_buf	 b = KB_BUF_INIT(16 << 10);
 	char		 dir[PATH_MAX], cache[PATH_MAX];
