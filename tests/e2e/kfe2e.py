@@ -3,6 +3,7 @@ start the real mock LLM server on loopback, run kforge, and read a run directory
 
 Standard library only; the tests run under any python3.
 """
+import fcntl
 import hashlib
 import json
 import os
@@ -377,6 +378,22 @@ def last_to(run_dir, task):
         return json.loads(lines[-1])["to"]
     except (OSError, ValueError, IndexError):
         return None
+
+
+def supervisor_lives(run_dir):
+    """Whether a supervisor holds the run, asked as kforge asks it (orch_run_supervisor_pid):
+    by its lock, which it keeps until it exits, after supervisor.pid is gone."""
+    try:
+        fd = os.open(os.path.join(run_dir, "supervisor.lock"), os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def wait_for(what, cond, run=None, timeout=2 * STARTUP_WAIT_S):

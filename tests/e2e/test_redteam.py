@@ -264,8 +264,7 @@ check("background" in p.stdout, "--detach says nothing: %r" % p.stdout)
 deadline = time.time() + 900
 while True:
     info = json.loads(read(os.path.join(run_dir, "run.json")))
-    if info.get("status") not in ("created", "running") and not os.path.exists(
-            os.path.join(run_dir, "supervisor.pid")):
+    if info.get("status") not in ("created", "running") and not supervisor_lives(run_dir):
         break
     check(time.time() < deadline, "the detached red-team run did not finish: %r" % info.get("status"))
     time.sleep(0.2)
