@@ -25,20 +25,27 @@ def ext():
 
 
 def start_monitor():
+    # The first child exits once the daemon has written monitor.pid (the pipe closes), so
+    # the file is there when forward returns, however loaded the machine.
+    ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid > 0:
-        os.waitpid(pid, 0)  # the first child exits at once
+        os.close(ready_w)
+        os.waitpid(pid, 0)
+        os.close(ready_r)
         return
     try:
         os.setsid()
         if os.fork() > 0:
+            os.close(ready_w)
+            os.read(ready_r, 1)     # EOF: the daemon wrote its pid and closed its end
             os._exit(0)
+        with open("monitor.pid", "w") as f:
+            f.write("%d\n" % os.getpid())
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        os.closerange(3, 1024)
-        with open("monitor.pid", "w") as f:
-            f.write("%d\n" % os.getpid())
+        os.closerange(3, 1024)      # ready_w too: the middle child goes
         while True:
             time.sleep(1)
     finally:

@@ -23,9 +23,10 @@ def ext():
     return _ext
 
 
-def prefetch_worker():
+def prefetch_worker(ready_w):
     with open("prefetch-%d.pid" % os.getpid(), "w") as f:
         f.write("%d\n" % os.getpid())
+    os.close(ready_w)   # its pid file is there before forward returns, however loaded the machine
     while True:
         time.sleep(1)
 
@@ -38,12 +39,17 @@ class ModelNew(nn.Module):
     def forward(self, a, b):
         if not self.workers:
             for _ in range(2):
+                ready_r, ready_w = os.pipe()
                 pid = os.fork()
                 if pid == 0:
                     try:
-                        prefetch_worker()
+                        os.close(ready_r)
+                        prefetch_worker(ready_w)
                     finally:
                         os._exit(0)
+                os.close(ready_w)
+                os.read(ready_r, 1)     # EOF once the worker wrote its pid file
+                os.close(ready_r)
                 self.workers.append(pid)
         if a.numel() >= (1 << 24):
             return ext().add_pf(a, b)
