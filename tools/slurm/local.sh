@@ -78,15 +78,18 @@ MinJobAge=300
 NodeName=$host CPUs=$cpus RealMemory=$mem Gres=gpu:$gpus State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
-  # slurmd starts its cgroup plugin whatever the proctrack and task plugins say. On a
-  # cgroup v2 host without systemd's bus (a container, a gVisor GPU host) it cannot ask
-  # systemd for the scope its steps go in, and fails unless told to make it itself; it
-  # makes the scope's directory but not system.slice above it, which systemd would have.
-  if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] && [ ! -S /run/dbus/system_bus_socket ]; then
-    echo "IgnoreSystemd=yes" > "$dir/etc/cgroup.conf"
-    mkdir -p /sys/fs/cgroup/system.slice
+  # None of the plugins above uses cgroups, yet slurmd loads a cgroup plugin at start
+  # all the same. Left to autodetect on a cgroup v2 host, that is cgroup/v2, whose start
+  # builds a scope in the host's tree through systemd's bus, or by itself where told to,
+  # and fails where the bus is missing and the tree is not Slurm's (a container, a gVisor
+  # GPU host: "Could not create scope directory"). Slurm 24.05 and later take `disabled`;
+  # before it, cgroup/v1's start touches no file, and nothing here calls it again.
+  local slurm_version
+  slurm_version=$(slurmd -V 2>/dev/null | awk '{print $2}')
+  if [ "$(printf '%s\n' 24.05 "${slurm_version:-0}" | sort -V | head -n 1)" = 24.05 ]; then
+    echo "CgroupPlugin=disabled" > "$dir/etc/cgroup.conf"
   else
-    rm -f "$dir/etc/cgroup.conf"
+    echo "CgroupPlugin=cgroup/v1" > "$dir/etc/cgroup.conf"
   fi
   # Fake devices where there is no GPU: Slurm hands out the count and sets
   # CUDA_VISIBLE_DEVICES; kforge on the CPU ignores it.
