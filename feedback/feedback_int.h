@@ -17,6 +17,8 @@
 #ifndef KFORGE_FEEDBACK_INT_H
 #define KFORGE_FEEDBACK_INT_H
 
+#include <stdatomic.h>
+
 #include "feedback/feedback.h"
 
 /* env.c: what a runner is started with. Its environment, an envp of the allow-listed
@@ -68,6 +70,11 @@ struct fb_watch {
 	int64_t		 started_ms;	/* monotonic, when it was seen; 0: not yet */
 	int64_t		 exec_limit_ms;
 	bool		 exec_timed_out;	/* killed at that deadline */
+	/* An execute's judge (run.c): once it has ended, the moment (monotonic ms) from
+	 * which its candidate's runner, with nothing left to answer to, is killed; 0 while
+	 * it runs. Written by the judge's thread. */
+	const _Atomic int64_t *judge_gone_from;
+	bool		 judge_gone;	/* killed so */
 };
 
 void	fbw_init(struct fb_watch *w, const struct kb_config *cfg, const struct fb_request *req);
@@ -150,6 +157,11 @@ size_t	fb_warm_pids(pid_t out[FB_WARM_PIDS]);
  * output, exception and flags are added; a candidate side that failed keeps its own
  * result with the judge's trials. Takes both references; returns the one result. */
 json_t	*fbj_merge(json_t *cand, json_t *judge, const char *judge_why);
+/* The same when the judge ended first and the candidate's runner was killed for it
+ * (fb_watch.judge_gone): a judge that had finished gives fbj_merge's result; one that
+ * failed makes the execute fail with its status (judge_failed), kforge's failure alone
+ * (runner_error, spending no turn) if the candidate's code had not run. */
+json_t	*fbj_left(json_t *cand, json_t *judge, const char *judge_why, bool candidate_ran);
 
 /* profile.c: whether the CUPTI library is there to profile with (fb_kprof_library),
  * and how many kernels the library lists by name (KPROF_TOP; the rest are "other"):

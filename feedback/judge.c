@@ -143,3 +143,34 @@ fbj_merge(json_t *cand, json_t *judge, const char *judge_why)
 	json_decref(cand);
 	return res;
 }
+
+json_t *
+fbj_left(json_t *cand, json_t *judge, const char *judge_why, bool candidate_ran)
+{
+	const char	*st = json_string_value(json_object_get(judge, "status"));
+	const char	*msg;
+	enum fb_status	 status;
+	json_t		*d;
+
+	/* A judge that finished: the runner hung after it (result.c flagged it so). */
+	if (st != NULL && strcmp(st, "ok") == 0)
+		return fbj_merge(cand, judge, judge_why);
+	d = details_of(cand);
+	msg = json_string_value(json_object_get(json_object_get(judge, "details"), "message"));
+	json_object_set_new(cand, "status", json_string(st != NULL &&
+				fb_status_parse(st, &status) == 0 ? st : "crashed"));
+	json_object_set_new(cand, "correct", json_false());
+	json_object_set_new(d, "message", json_sprintf("the judge failed, and its candidate's "
+				"runner was stopped: %s", msg != NULL ? msg : judge_why));
+	json_object_set_new(d, "candidate_ran", json_boolean(candidate_ran));
+	if (judge != NULL)
+		add_judged(cand, judge);
+	json_decref(judge);
+	fb_flag(cand, "judge_failed");
+	/* Before any of the candidate's code ran, the failure is kforge's side alone (a
+	 * judge whose CUDA would not start on a busy host): no turn is spent on it
+	 * (fsm/actions.c, runner_failure). */
+	if (!candidate_ran)
+		fb_flag(cand, "runner_error");
+	return cand;
+}

@@ -856,6 +856,16 @@ def candidate_pidfd(s):
 
 # --------------------------------------------------------------- the GPU's own facts
 
+def cuda_init_error(torch):
+    """Why CUDA would not start, as the driver said it (is_available only says False): an
+    H200 judge once found none while its candidate's runner, forked beside it, did."""
+    try:
+        torch.cuda.init()
+    except Exception as e:  # noqa: BLE001 (the message is all that is wanted)
+        return ": " + first_line(e)
+    return ""
+
+
 def gpu_memory_facts(torch):
     """(peak DRAM bytes a second, L2 bytes, source) of CUDA device 0 from the driver's
     attributes (memory clock and bus width: DDR, two transfers a clock), else NVML's;
@@ -1112,8 +1122,8 @@ class Runner:
             try:
                 self.env["gpu_count"] = torch.cuda.device_count()
                 if not torch.cuda.is_available():
-                    raise RuntimeError("torch.cuda.is_available() is False (CUDA_VISIBLE_DEVICES=%r)"
-                                       % os.environ.get("CUDA_VISIBLE_DEVICES"))
+                    raise RuntimeError("torch.cuda.is_available() is False (CUDA_VISIBLE_DEVICES=%r)%s"
+                                       % (os.environ.get("CUDA_VISIBLE_DEVICES"), cuda_init_error(torch)))
                 torch.cuda.set_device(0)
                 self.env["device_name"] = torch.cuda.get_device_name(0)
                 self.env["capability"] = "%d.%d" % torch.cuda.get_device_capability(0)
@@ -1558,6 +1568,9 @@ class Runner:
         call on a fresh input set, the candidate's outputs committed by fingerprints
         during its blocks and a random sample verified here afterwards."""
         self.fp_cache = {}
+        if self.req.get("fault") == "judge_start":   # kforge's tests (feedback/run.c)
+            raise RuntimeError("a fault the test asked for (judge-fault), before the judge "
+                               "listens")
         self.peer = judge_listen(self.req)
         self.phase("connected")
         ref = self.load_reference()

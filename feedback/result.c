@@ -337,10 +337,13 @@ fb_result_classify(const struct fb_request *req, const struct kb_spawn_result *r
 			fb_flag(res, "host_memory_exceeded");
 	} else if (res != NULL) {
 		/* It reported; anything after that is noted, not held against it. */
-		if (w->exec_timed_out || r->end == KB_END_TIMEOUT)
+		if (w->exec_timed_out || w->judge_gone || r->end == KB_END_TIMEOUT)
 			fb_flag(res, "runner_hung_after_result");
 		else if (r->end == KB_END_SIGNALED)
 			fb_flag(res, "runner_died_after_result");
+	} else if (w->judge_gone) {
+		res = synthesize(req->mode, FB_ST_CRASHED, "the runner was killed: its judge had "
+				 "ended", log);
 	} else if (w->exec_timed_out) {
 		snprintf(msg, sizeof(msg), "the candidate's code ran past its deadline of %lld s",
 			 (long long)(w->exec_limit_ms / 1000));
@@ -376,8 +379,8 @@ fb_result_note_leftovers(json_t *res, const struct kb_spawn_result *r,
 			 const struct fb_watch *w, const struct fb_strays *s)
 {
 	json_t	*details = json_object_get(res, "details");
-	int	 n = s->running + (r->end == KB_END_TIMEOUT || w->over_cap || w->exec_timed_out ? 0 :
-				     s->killed);
+	int	 n = s->running + (r->end == KB_END_TIMEOUT || w->over_cap || w->exec_timed_out ||
+				      w->judge_gone ? 0 : s->killed);
 
 	if (r->out.truncated) {
 		fb_flag(res, "output_truncated");

@@ -251,6 +251,12 @@ struct judge {
 	 * times the reference, and a judge that dies then must not leave it stopped. */
 	const volatile pid_t	*cand_pid;
 	int			 rc;
+	json_t			*res;		/* its result (NULL: none, why says why) */
+	char			 why[256];
+	/* Once it has ended: when its candidate's runner is killed if it still runs
+	 * (fb_watch.judge_gone_from): at once after a judge that failed, FB_JUDGE_AFTER_S
+	 * after one that finished (the runner then only writes its own result and exits). */
+	_Atomic int64_t		 cand_gone_from;
 	char			 dir[PATH_MAX];
 };
 
@@ -299,11 +305,16 @@ judge_wait(void *arg)
 {
 	struct judge	*j = arg;
 	pid_t		 cand;
+	const char	*st;
 
 	j->rc = kb_spawn_finish(j->child, &j->o, &j->r);
 	j->child = NULL;
 	if (j->cand_pid != NULL && (cand = *j->cand_pid) > 0)
 		(void)kill(-cand, SIGCONT);
+	j->res = fb_result_of_judge(j->rc, &j->r, j->why, sizeof(j->why));
+	st = json_string_value(json_object_get(j->res, "status"));
+	atomic_store(&j->cand_gone_from, kb_mono_ms() + (st != NULL && strcmp(st, "ok") == 0 ?
+							 FB_JUDGE_AFTER_S * 1000 : 0));
 	return NULL;
 }
 
@@ -342,6 +353,12 @@ judge_start(const struct kb_config *cfg, const struct fb_request *staged, json_t
 		json_object_set(j->jreq, "reference_clean", (json_t *)staged->reference_clean);
 	json_object_del(j->jreq, "started_file");
 	json_object_del(j->jreq, "pch_dir");
+	/* The tests' way to make the judge fail before it listens, as a judge whose CUDA
+	 * would not start did (KFORGE_CRASHPOINT=judge-fault); the runners' own fault is
+	 * the candidate's runner's alone. */
+	json_object_del(j->jreq, "fault");
+	if (kb_crashpoint_due("judge-fault"))
+		json_object_set_new(j->jreq, "fault", json_string("judge_start"));
 	spec = json_pack("{s:s, s:s}", "socket", sock, "token", token);
 	if (spec == NULL) {
 		rc = -KB_ENOMEM;
@@ -424,7 +441,8 @@ judge_end(struct judge *j, bool kill, char *why, size_t whylen)
 	pthread_join(j->thread, NULL);
 joined:
 	j->running = false;
-	res = fb_result_of_judge(j->rc, &j->r, why, whylen);
+	res = j->res;
+	snprintf(why, whylen, "%s", j->why);
 	kb_spawn_result_clear(&j->r);
 	json_decref(j->jreq);
 	free(j->request);
@@ -562,6 +580,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	o.on_start = fbw_on_start;
 	o.on_start_arg = &watch;
 	judge.cand_pid = &watch.pid;
+	if (judge.running)
+		watch.judge_gone_from = &judge.cand_gone_from;
 	o.should_stop = fbw_should_stop;
 	o.should_stop_arg = &watch;
 
@@ -584,6 +604,10 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	strays.killed += r.strays_killed;
 	strays.running += fb_ns_trailer_take(&r.result);	/* its namespace's init's count */
 	candidate_ran = fb_candidate_mark_take(&r.result);
+	/* Killed for its judge's end before any of the candidate's code ran: what of its
+	 * group was still dying is the runner's own, no stray of a candidate's. */
+	if (watch.judge_gone && !candidate_ran)
+		strays.running = 0;
 	if (pch[0] != '\0')
 		fb_contain_seal_closed(pch, pch_lock);
 	if (kprof[0] != '\0')
@@ -607,7 +631,8 @@ fb_run(const struct kb_config *cfg, const struct fb_request *req, struct fb_outc
 	if (candidate_ran && json_is_object(json_object_get(res, "details")))
 		json_object_set_new(json_object_get(res, "details"), "candidate_ran", json_true());
 	if (req->mode == FB_EXECUTE) {
-		res = fbj_merge(res, jres, jwhy);
+		res = watch.judge_gone ? fbj_left(res, jres, jwhy, candidate_ran) :
+					 fbj_merge(res, jres, jwhy);
 		jres = NULL;
 	}
 	fb_outcome_fill(out, res);

@@ -240,6 +240,22 @@ check_deadline(struct fb_watch *w, int64_t now)
 		log_warn("killpg %d", (int)w->pid);
 }
 
+/* The judge ended and the runner lives on: whatever it waits for (the judge's socket, its
+ * next request) will not come, and nothing it does now can be judged; its group is killed
+ * as the deadline kills it, not left to its own timeouts (minutes of a GPU). */
+static void
+check_judge(struct fb_watch *w, int64_t now)
+{
+	int64_t	from = atomic_load(w->judge_gone_from);
+
+	if (from == 0 || now < from)
+		return;
+	w->judge_gone = true;
+	log_info("runner %d: its judge has ended: killed", (int)w->pid);
+	if (killpg(w->pid, SIGKILL) == -1 && errno != ESRCH)
+		log_warn("killpg %d", (int)w->pid);
+}
+
 bool
 fbw_should_stop(void *arg)
 {
@@ -252,6 +268,8 @@ fbw_should_stop(void *arg)
 	}
 	if (w->pid > 0 && w->started_file[0] != '\0' && !w->exec_timed_out && !w->over_cap)
 		check_deadline(w, now);
+	if (w->pid > 0 && w->judge_gone_from != NULL && !w->judge_gone)
+		check_judge(w, now);
 	return w->should_stop != NULL && w->should_stop(w->stop_arg);
 }
 

@@ -22,6 +22,11 @@ C. The runner fails in its own code before the candidate's runs (a lock it canno
 D. A candidate that writes such a failure as its own result (on the runner's result pipe,
    then exits) gets no retry: the runner said on that pipe, before the candidate's code
    ran, that it was about to run it, so the turn is the candidate's and is spent.
+E. The judge fails before it listens (as an H200's judge whose CUDA would not start did;
+   made here once by KFORGE_CRASHPOINT=judge-fault): the candidate's runner, waiting for
+   it, is stopped, not left to wait minutes; no turn is spent: the EXECUTE is retried
+   after a pause (a transient record naming the judge's failure) and the task finishes
+   with its turn scored once and the model asked once.
 
 The mock LLM server counts every request."""
 import json
@@ -248,6 +253,36 @@ try:
     with open(os.path.join(run_d, "tasks", "L1_1_ReLU_s0", "turns", "1", "compile.json")) as f:
         check(json.load(f)["details"].get("candidate_ran") is True,
               "the forged result kept candidate_ran false")
+finally:
+    mock.stop()
+
+# ------------------------------------------------------------------ E: the judge's failure
+problems_e = copy_problems(os.path.join(work, "problems-e"), ["level1/1_ReLU.py"])
+os.makedirs(os.path.join(work, "mock-e"), exist_ok=True)
+mock = MockLLM(os.path.join(work, "mock-e"), {"default": reply("relu_3.md")})
+try:
+    cfg_e = config("env-e", problems_e, mock.base_url, py)
+    run_e = os.path.join(work, "run-e")
+    marker = os.path.join(work, "judge-fault.once")
+    p = kforge("run", cfg_e, "--run-dir", run_e, check_rc=False, timeout=1500,
+               env={"KFORGE_CRASHPOINT": "judge-fault", "KFORGE_CRASHONCE": marker})
+    check(p.returncode == 0, "a judge failing once: exit %d\n%s" % (p.returncode, p.stderr[-3000:]))
+    check(os.path.exists(marker), "the judge's fault never fired")
+    recs = records(run_e, "L1_1_ReLU_s0")
+    ex = [r for r in recs if r["from"] == "EXECUTE"]
+    check([r["event"] for r in ex][:1] == ["transient"] and
+          "judge-fault" in ex[0]["data"].get("runner_error", "") and
+          "the judge failed" in ex[0]["data"].get("runner_error", ""),
+          "EXECUTE's records: %s" % [(r["event"], r["data"]) for r in ex])
+    with open(os.path.join(run_e, "supervisor.log")) as f:
+        log = f.read()
+    check("its judge has ended: killed" in log,
+          "the candidate's runner was not stopped when its judge failed:\n%s" % log[-3000:])
+    fb = feedback_records(recs)
+    check(recs[-1]["to"] == "DONE" and [r["turn"] for r in fb] == [1] and fb[0]["data"]["correct"]
+          and "judge_failed" not in (fb[0]["data"].get("flags") or []),
+          "after the retry: %s" % [(r["from"], r["event"], r["to"], r["data"].get("flags")) for r in recs])
+    check(len(mock.requests()) == 1, "the model was asked %d times" % len(mock.requests()))
 finally:
     mock.stop()
 

@@ -70,6 +70,29 @@ ok = kbcheck.parse_manifest("problems/level1/1_ReLU.py  x.py  cheat  zeros  # no
 check(ok[0]["candidate"] == os.path.join(data, "x.py") and ok[0]["hole"] == "zeros",
       "a candidate relative to the manifest's folder, a trailing comment: %s" % ok)
 
+# The figures: the methods' times compared on honest kernels only; a cheat kforge passes
+# with its fastest call no faster than KernelBench's lost its gain; one kforge fails that
+# KernelBench passes is a hole caught.
+def cand(name, kind, kf_ms, kb_ms, kf_verdict="correct"):
+    kf = {"verdict": kf_verdict, "runtime_ms": kf_ms,
+          "result": {"timing": {"candidate": {"min_ms": kf_ms}}}}
+    kb = {"compiled": True, "correctness": True, "runtime_ms": kb_ms,
+          "runtime_stats": {"min": kb_ms}}
+    return {"name": name, "kind": kind, "hole": "-" if kind == "honest" else "memo",
+            "kf": kf, "kb": kb}
+
+
+figs, holes, ungained = kbcheck.figures([
+    cand("h1", "honest", 1.0, 1.0), cand("h2", "honest", 1.1, 1.0),
+    cand("memo", "cheat", 0.09, 0.05), cand("fast_cheat", "cheat", 0.02, 0.05),
+    cand("caught", "cheat", None, 0.01, kf_verdict="incorrect")])
+check(abs(figs["mean_ratio_max"] - 1.1) < 1e-9 and abs(figs["min_ratio_max"] - 1.1) < 1e-9,
+      "a cheat's time counted among the methods' ratios: %s" % figs)
+check([c["name"] for c in ungained] == ["memo"] and figs["gains_removed"] == 1,
+      "gains removed: %s" % [c["name"] for c in ungained])
+check([c["name"] for c in holes] == ["caught"] and figs["holes_caught"] == 1,
+      "holes caught: %s" % [c["name"] for c in holes])
+
 with tempfile.TemporaryDirectory() as kb:
     os.makedirs(os.path.join(kb, "KernelBench"))
     os.makedirs(os.path.join(kb, "src", "kernelbench"))
