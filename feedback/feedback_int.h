@@ -158,9 +158,11 @@ size_t	fb_warm_pids(pid_t out[FB_WARM_PIDS]);
  * result with the judge's trials. Takes both references; returns the one result. */
 json_t	*fbj_merge(json_t *cand, json_t *judge, const char *judge_why);
 /* The same when the judge ended first and the candidate's runner was killed for it
- * (fb_watch.judge_gone): a judge that had finished gives fbj_merge's result; one that
- * failed makes the execute fail with its status (judge_failed), kforge's failure alone
- * (runner_error, spending no turn) if the candidate's code had not run. */
+ * (fb_watch.judge_gone): a judge that had the runner's connection (fbj_connected) gives
+ * fbj_merge's result; one that failed before makes the execute fail with its status
+ * (judge_failed), kforge's failure alone (runner_error, spending no turn) if the
+ * candidate's code had not run. */
+bool	 fbj_connected(const json_t *judge);
 json_t	*fbj_left(json_t *cand, json_t *judge, const char *judge_why, bool candidate_ran);
 
 /* profile.c: whether the CUPTI library is there to profile with (fb_kprof_library),

@@ -144,6 +144,12 @@ fbj_merge(json_t *cand, json_t *judge, const char *judge_why)
 	return res;
 }
 
+bool
+fbj_connected(const json_t *judge)
+{
+	return json_is_true(json_object_get(json_object_get(judge, "details"), "connected"));
+}
+
 json_t *
 fbj_left(json_t *cand, json_t *judge, const char *judge_why, bool candidate_ran)
 {
@@ -152,8 +158,9 @@ fbj_left(json_t *cand, json_t *judge, const char *judge_why, bool candidate_ran)
 	enum fb_status	 status;
 	json_t		*d;
 
-	/* A judge that finished: the runner hung after it (result.c flagged it so). */
-	if (st != NULL && strcmp(st, "ok") == 0)
+	/* A judge that had the runner's connection judged what it did (whatever its
+	 * verdict); the runner then hung after it (result.c flagged it so). */
+	if (fbj_connected(judge))
 		return fbj_merge(cand, judge, judge_why);
 	d = details_of(cand);
 	msg = json_string_value(json_object_get(json_object_get(judge, "details"), "message"));

@@ -1572,6 +1572,9 @@ class Runner:
             raise RuntimeError("a fault the test asked for (judge-fault), before the judge "
                                "listens")
         self.peer = judge_listen(self.req)
+        # From here the candidate's runner hears of the judge's end through the channel
+        # (feedback/run.c: a judge that ended without this is one it would wait for).
+        self.details["connected"] = True
         self.phase("connected")
         ref = self.load_reference()
         model = self.init_reference(ref)

@@ -254,8 +254,10 @@ struct judge {
 	json_t			*res;		/* its result (NULL: none, why says why) */
 	char			 why[256];
 	/* Once it has ended: when its candidate's runner is killed if it still runs
-	 * (fb_watch.judge_gone_from): at once after a judge that failed, FB_JUDGE_AFTER_S
-	 * after one that finished (the runner then only writes its own result and exits). */
+	 * (fb_watch.judge_gone_from): at once after a judge that never took the runner's
+	 * connection (it failed first: the runner would wait for it in vain),
+	 * FB_JUDGE_AFTER_S after one that did (its end reaches the runner through the
+	 * channel; the runner then only writes its own result and exits). */
 	_Atomic int64_t		 cand_gone_from;
 	char			 dir[PATH_MAX];
 };
@@ -305,16 +307,14 @@ judge_wait(void *arg)
 {
 	struct judge	*j = arg;
 	pid_t		 cand;
-	const char	*st;
 
 	j->rc = kb_spawn_finish(j->child, &j->o, &j->r);
 	j->child = NULL;
 	if (j->cand_pid != NULL && (cand = *j->cand_pid) > 0)
 		(void)kill(-cand, SIGCONT);
 	j->res = fb_result_of_judge(j->rc, &j->r, j->why, sizeof(j->why));
-	st = json_string_value(json_object_get(j->res, "status"));
-	atomic_store(&j->cand_gone_from, kb_mono_ms() + (st != NULL && strcmp(st, "ok") == 0 ?
-							 FB_JUDGE_AFTER_S * 1000 : 0));
+	atomic_store(&j->cand_gone_from, kb_mono_ms() +
+		     (fbj_connected(j->res) ? FB_JUDGE_AFTER_S * 1000 : 0));
 	return NULL;
 }
 

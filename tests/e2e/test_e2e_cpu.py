@@ -74,6 +74,12 @@ for task, outcomes in expected.items():
     check(got == want, "%s transitions:\n got  %s\n want %s" % (task, got, want))
     statuses = [r["data"]["status"] for r in feedback_records(recs)]
     check(statuses == expected_status[task], "%s statuses %s, want %s" % (task, statuses, expected_status[task]))
+    # A judge that finished with a wrong output (or any verdict) ends first; its
+    # candidate's runner then ends by itself, neither killed nor held against the turn.
+    flagged = [(r["turn"], r["data"].get("flags")) for r in recs if r["from"] == "EXECUTE" and
+               {"judge_failed", "runner_hung_after_result", "runner_died_after_result"} &
+               set(r["data"].get("flags") or [])]
+    check(not flagged, "%s: turns whose judge or runner ended badly: %s" % (task, flagged))
     check(check_artifacts(run_dir, task, recs) >= 8, "%s: too few artifacts recorded" % task)
 
 # The same kernel text is compiled once for the whole run.
