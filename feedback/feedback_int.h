@@ -71,8 +71,8 @@ struct fb_watch {
 	int64_t		 exec_limit_ms;
 	bool		 exec_timed_out;	/* killed at that deadline */
 	/* An execute's judge (run.c): once it has ended, the moment (monotonic ms) from
-	 * which its candidate's runner, with nothing left to answer to, is killed; 0 while
-	 * it runs. Written by the judge's thread. */
+	 * which its candidate's runner, with nothing left to answer to, is killed once past
+	 * its own start (started_file); 0 while it runs. Written by the judge's thread. */
 	const _Atomic int64_t *judge_gone_from;
 	bool		 judge_gone;	/* killed so */
 };

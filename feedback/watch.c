@@ -242,13 +242,16 @@ check_deadline(struct fb_watch *w, int64_t now)
 
 /* The judge ended and the runner lives on: whatever it waits for (the judge's socket, its
  * next request) will not come, and nothing it does now can be judged; its group is killed
- * as the deadline kills it, not left to its own timeouts (minutes of a GPU). */
+ * as the deadline kills it, not left to its own timeouts (minutes of a GPU). Not before
+ * it is past its own start (its started file, written once torch and CUDA are up, before
+ * it looks for the judge): one still starting ends by itself, with what its start found
+ * (on a host with no GPU, the same cuda_error as its judge's), and says how it started. */
 static void
 check_judge(struct fb_watch *w, int64_t now)
 {
 	int64_t	from = atomic_load(w->judge_gone_from);
 
-	if (from == 0 || now < from)
+	if (from == 0 || now < from || (w->started_file[0] != '\0' && w->started_ms == 0))
 		return;
 	w->judge_gone = true;
 	log_info("runner %d: its judge has ended: killed", (int)w->pid);
