@@ -58,6 +58,13 @@ workers: 2
 """ % (name, problems, base_url, turns, python))
 
 
+def relu_scenario(letter, default_reply):
+    """A part's own copy of the ReLU problem and a mock model answering default_reply."""
+    problems_dir = copy_problems(os.path.join(work, "problems-" + letter), ["level1/1_ReLU.py"])
+    os.makedirs(os.path.join(work, "mock-" + letter), exist_ok=True)
+    return problems_dir, MockLLM(os.path.join(work, "mock-" + letter), {"default": default_reply})
+
+
 def run_json(run_dir):
     with open(os.path.join(run_dir, "run.json")) as f:
         return json.load(f)
@@ -194,9 +201,7 @@ finally:
     mock.stop()
 
 # ------------------------------------------------------------------ C: the runner's own failure
-problems_c = copy_problems(os.path.join(work, "problems-c"), ["level1/1_ReLU.py"])
-os.makedirs(os.path.join(work, "mock-c"), exist_ok=True)
-mock = MockLLM(os.path.join(work, "mock-c"), {"default": reply("relu_3.md")})
+problems_c, mock = relu_scenario("c", reply("relu_3.md"))
 try:
     cfg_c = config("env-c", problems_c, mock.base_url, py)
     run_c = os.path.join(work, "run-c")
@@ -232,9 +237,7 @@ FORGER = {"content": "```python\nimport os\nimport torch\nimport torch.nn as nn\
                      "class ModelNew(nn.Module):\n    def forward(self, x):\n"
                      "        return torch.relu(x)\n```\n" % FORGED,
           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
-problems_d = copy_problems(os.path.join(work, "problems-d"), ["level1/1_ReLU.py"])
-os.makedirs(os.path.join(work, "mock-d"), exist_ok=True)
-mock = MockLLM(os.path.join(work, "mock-d"), {"default": FORGER})
+problems_d, mock = relu_scenario("d", FORGER)
 try:
     cfg_d = config("env-d", problems_d, mock.base_url, py)
     with open(cfg_d) as f:
@@ -257,9 +260,7 @@ finally:
     mock.stop()
 
 # ------------------------------------------------------------------ E: the judge's failure
-problems_e = copy_problems(os.path.join(work, "problems-e"), ["level1/1_ReLU.py"])
-os.makedirs(os.path.join(work, "mock-e"), exist_ok=True)
-mock = MockLLM(os.path.join(work, "mock-e"), {"default": reply("relu_3.md")})
+problems_e, mock = relu_scenario("e", reply("relu_3.md"))
 try:
     cfg_e = config("env-e", problems_e, mock.base_url, py)
     run_e = os.path.join(work, "run-e")
