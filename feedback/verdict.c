@@ -116,7 +116,7 @@ static const struct flag_rule {
 	{ "host_memory_exceeded", FB_VERDICT_CORRECT,
 	  "the runner's processes held more host memory than the cap and were killed" },
 	{ "runner_hung_after_result", FB_VERDICT_CORRECT,
-	  "the runner reported, then ran past its deadline" },
+	  "the runner reported, then outlived its deadline or its judge" },
 	{ "runner_died_after_result", FB_VERDICT_CORRECT,
 	  "the runner reported, then died of a signal" },
 	{ "output_truncated", FB_VERDICT_CORRECT, "the runner's output was over its cap" },
