@@ -147,7 +147,10 @@ fbj_merge(json_t *cand, json_t *judge, const char *judge_why)
 bool
 fbj_connected(const json_t *judge)
 {
-	return json_is_true(json_object_get(json_object_get(judge, "details"), "connected"));
+	/* The judge's phases (details.phases_s) name "connected" once it took the
+	 * candidate's runner's connection. */
+	return json_object_get(json_object_get(json_object_get(judge, "details"), "phases_s"),
+			       "connected") != NULL;
 }
 
 json_t *

@@ -1573,8 +1573,8 @@ class Runner:
                                "listens")
         self.peer = judge_listen(self.req)
         # From here the candidate's runner hears of the judge's end through the channel
-        # (feedback/run.c: a judge that ended without this is one it would wait for).
-        self.details["connected"] = True
+        # (judge.c, fbj_connected: a judge that ended before this phase is one it would
+        # wait for).
         self.phase("connected")
         ref = self.load_reference()
         model = self.init_reference(ref)
