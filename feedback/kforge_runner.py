@@ -481,6 +481,9 @@ REFERENCE_SLOWED = {"cuda": 0.3, "cpu": 0.5}
 # which acknowledges it: the judge waits at most this long for that before the
 # reference's block. The first FROZEN_KEPT windows are kept in details.judge.frozen.
 FREEZE_ACK_S = 0.5
+# ... and the init acknowledges once every thread of the namespace has stopped, or after
+# this long (NS_INIT's freeze says why).
+FREEZE_SETTLE_S = 0.2
 FROZEN_KEPT = 64
 # suspect timers_disagree: the judge's clock over a candidate's block of calls exceeds
 # what the candidate's timers account for by more than the same measure of the
@@ -514,19 +517,21 @@ def drain(fd):
             return
 
 
-def await_byte(fd, want, timeout_s):
-    """Whether byte want comes on fd within timeout_s (other bytes read and passed)."""
+def await_byte(fd, wanted, timeout_s):
+    """The first of the bytes wanted to come on fd within timeout_s (others read and
+    passed), or None."""
     import select
     deadline = time.monotonic() + timeout_s
     while True:
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
-            return False
+            return None
         got = os.read(fd, 4096)
         if not got:
-            return False
-        if want in got:
-            return True
+            return None
+        for b in got:
+            if b in wanted:
+                return bytes([b])
 
 
 def sealed_memfd(chunks, size):
@@ -1868,9 +1873,12 @@ class Runner:
                 if on:
                     drain(ack)
                 signal.pidfd_send_signal(init, signal.SIGUSR1 if on else signal.SIGUSR2)
-                if on and not await_byte(ack, b"s", FREEZE_ACK_S):
+                got = await_byte(ack, b"su", FREEZE_ACK_S) if on else b"c"
+                if got is None:
                     self.judge["freeze_namespace"] = "unconfirmed: the namespace's init " \
                         "did not answer within %g s" % FREEZE_ACK_S
+                elif got == b"u":
+                    self.judge["unsettled"] = self.judge.get("unsettled", 0) + 1
             except (OSError, AttributeError) as e:
                 self.judge["freeze_namespace"] = "not frozen: %s" % first_line(e)
                 self.peer.init_pidfd = init = None
@@ -2144,17 +2152,26 @@ class Runner:
     def check_reference_slowed(self, clean, rst):
         """The reference timed between the candidate's blocks against its clean timing
         (the request's reference_clean: its baseline, timed in a process no candidate
-        ran in): slower by more than REFERENCE_SLOWED and 4 standard errors, on a GPU,
-        something the candidate left running took its time (rejected)."""
+        ran in): slower by more than REFERENCE_SLOWED and 4 standard errors, on a GPU
+        with the hold, something the candidate left running took its time (rejected).
+        Recorded and not judged where the timing is the host's pace rather than the
+        GPU's: on the CPU (why: REFERENCE_SLOWED), and on a GPU without the hold, where
+        a call of a few microseconds is timed at the pace its launches leave the host,
+        and the host of the judge (cores shared with the stopped namespace of the
+        candidate) is not the baseline's: a one-op ReLU on 64 Ki floats unheld was
+        rejected so in three of three evaluations on one H200 (16 cores, two for the
+        two processes), with every thread of the candidate's namespace stopped before
+        each of its blocks; held, never."""
         if not clean or not clean.get("median_ms") or not rst or not rst.get("median_ms"):
             return
         ratio = rst["median_ms"] / clean["median_ms"]
         tol = max(REFERENCE_SLOWED[self.device.type],
                   4 * math.sqrt(rel_se(clean) ** 2 + rel_se(rst) ** 2))
         more = rst.get("preempted", 0.0) - clean.get("preempted", 0.0)
+        judged = self.device.type == "cuda" and self.hold_cycles > 0
         self.details["reference_slowed"] = {"ratio": ratio, "tolerance": tol,
-                                            "preempted_more": more}
-        if ratio > 1 + tol and self.device.type == "cuda":
+                                            "preempted_more": more, "judged": judged}
+        if ratio > 1 + tol and judged:
             self.flag("reference_slowed")
 
     def check_timers(self, walls):
@@ -4436,25 +4453,64 @@ def confine(req):
 # in it) and counts it, and tells the waiter "STATUS LEFT" (argv[1], a pipe). As pid 1 it
 # gets no signal it has no handler for but SIGKILL and SIGSTOP, from inside or out.
 NS_INIT = r"""
-import os, signal, sys
+import os, signal, sys, time
+SETTLE_S = @SETTLE_S@
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 w, runner, status = int(sys.argv[1]), int(sys.argv[2]), None
 ack = int(sys.argv[3])
 os.set_blocking(ack, False)
 
 
+def running():
+    # The threads of the namespace (this /proc is its own) not yet stopped: each woken
+    # by the SIGSTOP runs until it stops.
+    n = 0
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or p == "1":
+            continue
+        try:
+            tasks = os.listdir("/proc/%s/task" % p)
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open("/proc/%s/task/%s/stat" % (p, t), "rb") as f:
+                    st = f.read()
+            except OSError:
+                continue
+            state = st[st.rfind(b")") + 2:st.rfind(b")") + 3]
+            if state not in (b"T", b"t", b"Z", b"X"):
+                n += 1
+    return n
+
+
 def freeze(sig, frame):
     # The judge's (through the pidfd the runner sent it, Runner.freeze): every process
     # of the namespace stopped (SIGUSR1) or resumed (SIGUSR2) while the reference is
-    # timed, the runner and whatever it started alike; then acknowledged to the judge
-    # (once kill returns, none of them runs its own code until resumed).
+    # timed, the runner and whatever it started alike; then acknowledged to the judge.
+    # A stop is acknowledged once every thread of the namespace has stopped ("s"), or
+    # SETTLE_S on with some still running ("u", counted in details.judge.unsettled):
+    # kill returns with each of them only woken to stop, still runnable on the cores
+    # the judge times on, where a GPU runner has a dozen threads (CUDA's, torch's).
     stop = sig == signal.SIGUSR1
     try:
         os.kill(-1, signal.SIGSTOP if stop else signal.SIGCONT)
     except OSError:
         pass
+    answer = b"c"
+    if stop:
+        end = time.monotonic() + SETTLE_S
+        while True:
+            try:
+                left = running()
+            except OSError:
+                left = 0
+            if not left or time.monotonic() > end:
+                break
+            os.sched_yield()
+        answer = b"u" if left else b"s"
     try:
-        os.write(ack, b"s" if stop else b"c")
+        os.write(ack, answer)
     except OSError:
         pass
 
@@ -4490,7 +4546,7 @@ while True:
     except ChildProcessError:
         break
 os.write(w, b"%d %d\n" % (status, left))
-"""
+""".replace("@SETTLE_S@", repr(FREEZE_SETTLE_S))
 
 # The waiter: the process kforge started (or the fork server forked), outside the
 # namespace. Waits for the init (argv[2]), writes argv[4] and the count of what the runner
