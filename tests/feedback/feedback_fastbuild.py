@@ -146,6 +146,23 @@ def main():
     check(" -O3 " in calls and "-include-pch %s " % used[0] in calls,
           "-O3: compiled at -O3 with the -O2 header %s (%r)" % (used[0], calls[:400]))
     check(set(pch_files(pch)) == made, "-O3: no new precompiled header")
+    # flags no selftest warmed (-O1): the slim copy with the header's text included
+    # beside it, no precompiled header made or used, and correct
+    o1 = os.path.join(tmp, "cand_ext_add_o1.py")
+    with open(o1, "w") as f:
+        f.write(text.replace('extra_cflags=["-O2"]', 'extra_cflags=["-O1"]')
+                    .replace('name="kforge_test_ext"', 'name="kforge_test_ext_o1"'))
+    open(log, "w").close()
+    r, _, _, _ = run("execute", candidate=o1, build=os.path.join(tmp, "b1-o1"))
+    check(r.get("status") == "ok" and r.get("correct") is True,
+          "-O1: built and correct (%s)" % r.get("details", {}).get("message"))
+    with open(log) as f:
+        calls = [c for c in f.read().splitlines() if "main.kforge-slim.cpp" in c]
+    check(len(calls) == 1 and " -O1 " in calls[0] and "-include-pch" not in calls[0] and
+          "main.kforge-slim.h" in calls[0].split("-include ")[1].split()[0],
+          "-O1: the fast compiler on the slim copy with the header's text, no precompiled "
+          "header (%r)" % calls)
+    check(set(pch_files(pch)) == made, "-O1: no new precompiled header")
     slim = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(tmp, "b1")) for f in fs
             if f == "main.kforge-slim.cpp"]
     check(len(slim) == 1, "fast path: one slim copy of main.cpp (%s)" % slim)
