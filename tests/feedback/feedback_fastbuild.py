@@ -130,39 +130,34 @@ def main():
     check(len(set(used)) == 1 and used[0] in made, "fast path: one of the selftest's headers "
           "(%s)" % used)
 
+    def at_level(level):
+        """cand_ext_add.py built at another level, through the recording shim: the fast
+        compiler's calls on main.cpp's slim copy."""
+        path = os.path.join(tmp, "cand_ext_add_%s.py" % level[1:])
+        with open(os.path.join(DATA, "cand_ext_add.py")) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace('extra_cflags=["-O2"]', 'extra_cflags=["%s"]' % level)
+                        .replace('name="kforge_test_ext"', 'name="kforge_test_ext_%s"' % level[1:]))
+        open(log, "w").close()
+        r, _, _, _ = run("execute", candidate=path, build=os.path.join(tmp, "b1-" + level[1:]))
+        check(r.get("status") == "ok" and r.get("correct") is True,
+              "%s: built and correct (%s)" % (level, r.get("details", {}).get("message")))
+        check(set(pch_files(pch)) == made, "%s: no new precompiled header" % level)
+        with open(log) as f:
+            return [c for c in f.read().splitlines() if "main.kforge-slim.cpp" in c]
+
     # an -O3 candidate: the -O2 header, no new one, and correct
-    o3 = os.path.join(tmp, "cand_ext_add_o3.py")
-    with open(os.path.join(DATA, "cand_ext_add.py")) as f:
-        text = f.read()
-    with open(o3, "w") as f:
-        f.write(text.replace('extra_cflags=["-O2"]', 'extra_cflags=["-O3"]')
-                    .replace('name="kforge_test_ext"', 'name="kforge_test_ext_o3"'))
-    open(log, "w").close()
-    r, _, _, _ = run("execute", candidate=o3, build=os.path.join(tmp, "b1-o3"))
-    check(r.get("status") == "ok" and r.get("correct") is True,
-          "-O3: built and correct (%s)" % r.get("details", {}).get("message"))
-    with open(log) as f:
-        calls = f.read()
-    check(" -O3 " in calls and "-include-pch %s " % used[0] in calls,
-          "-O3: compiled at -O3 with the -O2 header %s (%r)" % (used[0], calls[:400]))
-    check(set(pch_files(pch)) == made, "-O3: no new precompiled header")
+    calls = at_level("-O3")
+    check(len(calls) == 1 and " -O3 " in calls[0] and "-include-pch %s " % used[0] in calls[0],
+          "-O3: compiled at -O3 with the -O2 header %s (%r)" % (used[0], calls))
     # flags no selftest warmed (-O1): the slim copy with the header's text included
     # beside it, no precompiled header made or used, and correct
-    o1 = os.path.join(tmp, "cand_ext_add_o1.py")
-    with open(o1, "w") as f:
-        f.write(text.replace('extra_cflags=["-O2"]', 'extra_cflags=["-O1"]')
-                    .replace('name="kforge_test_ext"', 'name="kforge_test_ext_o1"'))
-    open(log, "w").close()
-    r, _, _, _ = run("execute", candidate=o1, build=os.path.join(tmp, "b1-o1"))
-    check(r.get("status") == "ok" and r.get("correct") is True,
-          "-O1: built and correct (%s)" % r.get("details", {}).get("message"))
-    with open(log) as f:
-        calls = [c for c in f.read().splitlines() if "main.kforge-slim.cpp" in c]
+    calls = at_level("-O1")
     check(len(calls) == 1 and " -O1 " in calls[0] and "-include-pch" not in calls[0] and
           "main.kforge-slim.h" in calls[0].split("-include ")[1].split()[0],
           "-O1: the fast compiler on the slim copy with the header's text, no precompiled "
           "header (%r)" % calls)
-    check(set(pch_files(pch)) == made, "-O1: no new precompiled header")
     slim = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(tmp, "b1")) for f in fs
             if f == "main.kforge-slim.cpp"]
     check(len(slim) == 1, "fast path: one slim copy of main.cpp (%s)" % slim)
