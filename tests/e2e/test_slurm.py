@@ -88,11 +88,15 @@ def descendants(root):
 
 def last_state(run_dir, task):
     """The task's state as its log last says; None before its first record (a task is
-    claimed before its worker writes one)."""
-    if not os.path.exists(os.path.join(run_dir, "tasks", task, "trajectory.jsonl")):
+    claimed before its worker writes one). The log is read while its worker appends to
+    it: a last line without its newline is a record being written, not yet one (CI once
+    read one so); the finished logs are checked whole (records) below."""
+    try:
+        with open(os.path.join(run_dir, "tasks", task, "trajectory.jsonl")) as f:
+            whole = f.read().split("\n")[:-1]
+    except OSError:
         return None
-    recs = records(run_dir, task)
-    return recs[-1]["to"] if recs else None
+    return json.loads(whole[-1])["to"] if whole else None
 
 
 try:
