@@ -86,19 +86,6 @@ def descendants(root):
     return out
 
 
-def last_state(run_dir, task):
-    """The task's state as its log last says; None before its first record (a task is
-    claimed before its worker writes one). The log is read while its worker appends to
-    it: a last line without its newline is a record being written, not yet one (CI once
-    read one so); the finished logs are checked whole (records) below."""
-    try:
-        with open(os.path.join(run_dir, "tasks", task, "trajectory.jsonl")) as f:
-            whole = f.read().split("\n")[:-1]
-    except OSError:
-        return None
-    return json.loads(whole[-1])["to"] if whole else None
-
-
 try:
     run_dir = os.path.join(work, "run")
     sets = ["--set", "eval.device=cpu", "--set", "runner.python=" + py,
@@ -117,7 +104,7 @@ try:
     # A task of shard 0 past GENERATE (so mid-turn, no request in flight): kill the shard.
     def victim_mid_turn():
         return [t for t, s in claims(run_dir).items()
-                if s == victim and last_state(run_dir, t) in ("PRECOMPILE", "EXECUTE", "PROFILE")]
+                if s == victim and last_to(run_dir, t) in ("PRECOMPILE", "EXECUTE", "PROFILE")]
     wait_for("a task of shard %s mid-turn" % victim, victim_mid_turn, follower)
     held = victim_mid_turn()
     # As a node that dies: every process of the shard SIGKILLed at once, nothing graceful
@@ -221,7 +208,7 @@ try:
                  "MinMemoryNode=1G", "NumCPUs=1", "Requeue=1", "JobName=kforge-demo"):
         check(want in shown, "scontrol show job %s lacks %s:\n%s" % (job2, want, shown))
     wait_for("a task of run2 mid-turn", lambda: [t for t in claims(run2)
-                                                 if last_state(run2, t) in ("PRECOMPILE", "EXECUTE", "PROFILE")])
+                                                 if last_to(run2, t) in ("PRECOMPILE", "EXECUTE", "PROFILE")])
     s2 = kforge("stop", run2, env=env)
     check("asked Slurm" in s2.stdout, "kforge stop: %s %s" % (s2.stdout, s2.stderr))
     wait_for("the stopped shard to leave Slurm",
