@@ -2160,8 +2160,8 @@ class Runner:
         and the host of the judge (cores shared with the stopped namespace of the
         candidate) is not the baseline's: a one-op ReLU on 64 Ki floats unheld was
         rejected so in three of three evaluations on one H200 (16 cores, two for the
-        two processes), with every thread of the candidate's namespace stopped before
-        each of its blocks; held, never."""
+        two processes), the last with every thread of the candidate's namespace stopped
+        before each of the reference's blocks."""
         if not clean or not clean.get("median_ms") or not rst or not rst.get("median_ms"):
             return
         ratio = rst["median_ms"] / clean["median_ms"]
