@@ -1873,12 +1873,13 @@ class Runner:
                 if on:
                     drain(ack)
                 signal.pidfd_send_signal(init, signal.SIGUSR1 if on else signal.SIGUSR2)
-                got = await_byte(ack, b"su", FREEZE_ACK_S) if on else b"c"
-                if got is None:
-                    self.judge["freeze_namespace"] = "unconfirmed: the namespace's init " \
-                        "did not answer within %g s" % FREEZE_ACK_S
-                elif got == b"u":
-                    self.judge["unsettled"] = self.judge.get("unsettled", 0) + 1
+                if on:
+                    got = await_byte(ack, b"su", FREEZE_ACK_S)
+                    if got is None:
+                        self.judge["freeze_namespace"] = "unconfirmed: the namespace's " \
+                            "init did not answer within %g s" % FREEZE_ACK_S
+                    elif got == b"u":
+                        self.judge["unsettled"] = self.judge.get("unsettled", 0) + 1
             except (OSError, AttributeError) as e:
                 self.judge["freeze_namespace"] = "not frozen: %s" % first_line(e)
                 self.peer.init_pidfd = init = None
@@ -4477,6 +4478,12 @@ signal.signal(signal.SIGINT, signal.SIG_DFL)
 w, runner, status = int(sys.argv[1]), int(sys.argv[2]), None
 ack = int(sys.argv[3])
 os.set_blocking(ack, False)
+# Whether /proc is this namespace's (its mount may fail: enter_namespaces' proc=0): there
+# the init is pid 1. Elsewhere it lists the host's processes, none of them ours to wait for.
+try:
+    OWN_PROC = os.readlink("/proc/self") == "1"
+except OSError:
+    OWN_PROC = False
 
 
 def running():
@@ -4510,13 +4517,14 @@ def freeze(sig, frame):
     # SETTLE_S on with some still running ("u", counted in details.judge.unsettled):
     # kill returns with each of them only woken to stop, still runnable on the cores
     # the judge times on, where a GPU runner has a dozen threads (CUDA's, torch's).
+    # Without a /proc of the namespace there is nothing to look at: "s" at once.
     stop = sig == signal.SIGUSR1
     try:
         os.kill(-1, signal.SIGSTOP if stop else signal.SIGCONT)
     except OSError:
         pass
-    answer = b"c"
-    if stop:
+    answer = b"s" if stop else b"c"
+    if stop and OWN_PROC:
         end = time.monotonic() + SETTLE_S
         while True:
             try:
